@@ -1,0 +1,5 @@
+import sys
+
+from scaling.cli import main
+
+sys.exit(main())

@@ -1,0 +1,49 @@
+"""The `scaling` command line: one module per command group, each adding its subcommands.
+
+Every command is a thin layer over the Python API (`scaling.*`): it parses arguments, calls
+the same functions a notebook would, and prints. A `UsageError` becomes a one-line message and
+exit code 2; a traceback is shown only with --debug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import import_module
+
+from scaling.errors import UsageError
+
+# Command modules in the order of the data flow; each defines `register(subparsers)`.
+COMMAND_MODULES = ("sweep", "fit", "report", "cost")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scaling",
+        description="Measure your own scaling laws: sweep, fit, compare, plan.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = import_module(f"scaling.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"scaling.cli.{name}":
+                raise
+            continue  # command group not built yet
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except UsageError as exc:
+        if args.debug:
+            raise
+        print(f"scaling {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"scaling {args.command}: interrupted", file=sys.stderr)
+        return 130
