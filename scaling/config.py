@@ -1,0 +1,191 @@
+"""Sweep configuration: one YAML file, validated on load into typed objects.
+
+Every key, its type, default and meaning is documented in docs/config.md; keep the two in step.
+Errors name the key path, the value found and what is allowed, and raise `UsageError`
+(exit code 2) before anything is written.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from scaling.errors import UsageError
+
+
+def _count(value):
+    """A positive whole number written as 1000000, 1_000_000, 1e6 or "1e6" (YAML reads 1e6 as text)."""
+    if isinstance(value, bool):
+        raise ValueError("expected a number, got a boolean")
+    if isinstance(value, str):
+        try:
+            value = float(value.replace("_", ""))
+        except ValueError:
+            raise ValueError(f"expected a number such as 1e6 or 1_000_000, got {value!r}") from None
+    if isinstance(value, float):
+        if not math.isfinite(value) or value != int(value):
+            raise ValueError(f"expected a whole number, got {value}")
+        value = int(value)
+    return value
+
+
+def _number(value):
+    """A float that may be written as text in YAML ("3e-3")."""
+    if isinstance(value, str):
+        try:
+            return float(value.replace("_", ""))
+        except ValueError:
+            raise ValueError(f"expected a number, got {value!r}") from None
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_count), Field(gt=0)]
+Number = Annotated[float, BeforeValidator(_number)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CorpusConfig(Strict):
+    source: Literal["builtin", "files", "hf"] = "builtin"
+    paths: list[str] = Field(default_factory=list, description="files: paths or globs of .txt/.jsonl/.parquet")
+    text_field: str = "text"
+    dataset: str | None = Field(None, description="hf: dataset name, e.g. roneneldan/TinyStories")
+    dataset_config: str | None = None
+    split: str = "train"
+    streaming: bool = False
+    max_bytes: Count | None = None
+    max_documents: Count | None = None
+    val_fraction: Annotated[Number, Field(gt=0, lt=0.5)] = 0.05
+
+    @model_validator(mode="after")
+    def _source_needs(self):
+        if self.source == "files" and not self.paths:
+            raise ValueError("corpus.source 'files' needs corpus.paths (a list of files or globs)")
+        if self.source == "hf" and not self.dataset:
+            raise ValueError("corpus.source 'hf' needs corpus.dataset (a Hugging Face dataset name)")
+        return self
+
+
+class TokenizerConfig(Strict):
+    vocab_size: Annotated[Count, Field(ge=260, le=2**31)] = 1024
+    min_frequency: Count = 2
+
+
+class ModelConfig(Strict):
+    context_length: Count = 128
+    tied_embeddings: bool = True
+    mlp_ratio: Count = 4
+
+
+class Shape(Strict):
+    d_model: Count
+    n_layers: Count
+    n_heads: Count
+    lr: Annotated[Number, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _heads_divide_width(self):
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
+        return self
+
+
+class GridConfig(Strict):
+    models: Annotated[list[Shape], Field(min_length=1)]
+    tokens: Annotated[list[Count], Field(min_length=1)]
+
+
+class TrainConfig(Strict):
+    batch_tokens: Count = 1024
+    lr: Annotated[Number, Field(gt=0)] = 1e-2
+    lr_rule: Literal["constant", "inverse_width"] = "inverse_width"
+    lr_base_width: Count = 64
+    warmup_fraction: Annotated[Number, Field(ge=0, lt=1)] = 0.05
+    schedule: Literal["cosine", "linear"] = "cosine"
+    min_lr_ratio: Annotated[Number, Field(ge=0, le=1)] = 0.1
+    weight_decay: Annotated[Number, Field(ge=0)] = 0.1
+    beta1: Annotated[Number, Field(ge=0, lt=1)] = 0.9
+    beta2: Annotated[Number, Field(ge=0, lt=1)] = 0.95
+    grad_clip: Annotated[Number, Field(ge=0)] = 1.0
+    eval_interval: Count = 100
+    eval_tokens: Count = 65536
+    log_interval: Count = 10
+    checkpoint_interval: Count = 200
+    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+    threads: Count | None = None
+
+
+class ExecutorConfig(Strict):
+    kind: Literal["local"] = "local"
+
+
+class SweepConfig(Strict):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=100)]
+    seed: Annotated[int, Field(ge=0)] = 0
+    corpus: CorpusConfig = CorpusConfig()
+    tokenizer: TokenizerConfig = TokenizerConfig()
+    model: ModelConfig = ModelConfig()
+    grid: GridConfig
+    train: TrainConfig = TrainConfig()
+    executor: ExecutorConfig = ExecutorConfig()
+
+    @model_validator(mode="after")
+    def _batch_holds_a_sequence(self):
+        if self.train.batch_tokens % self.model.context_length:
+            raise ValueError(f"train.batch_tokens {self.train.batch_tokens} is not a multiple of "
+                             f"model.context_length {self.model.context_length}")
+        return self
+
+
+def _format_error(source: str, exc: ValidationError) -> str:
+    lines = [f"{source}: invalid configuration"]
+    for err in exc.errors():
+        path = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (see docs/config.md for the allowed keys)"
+        where = f"{path}: " if path else ""
+        value = "" if err["type"] in ("missing", "extra_forbidden") else f" (got {err['input']!r})"
+        lines.append(f"  {where}{msg}{value}")
+    return "\n".join(lines)
+
+
+def parse_config(data: dict, source: str = "config") -> SweepConfig:
+    if not isinstance(data, dict):
+        raise UsageError(f"{source}: expected a mapping of keys at the top level, got {type(data).__name__}")
+    try:
+        return SweepConfig.model_validate(data)
+    except ValidationError as exc:
+        raise UsageError(_format_error(source, exc)) from None
+
+
+def load_config(path: str | Path) -> SweepConfig:
+    """Read and validate a sweep YAML file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"config file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read config {path}: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path}: not valid YAML: {exc}") from None
+    return parse_config(data, str(path))
+
+
+def run_lr(train: TrainConfig, shape: Shape) -> float:
+    """The learning rate of one run: the shape's own, or the sweep's scaled by the width rule."""
+    if shape.lr is not None:
+        return shape.lr
+    if train.lr_rule == "inverse_width":
+        # Wider models take smaller steps (muP-style 1/width scaling of Adam's lr).
+        return train.lr * train.lr_base_width / shape.d_model
+    return train.lr
