@@ -1,0 +1,31 @@
+# The two commands of the README: `make demo` (tiny sweep on the builtin corpus, then its fit)
+# and `make test`. Both create .venv and install the package the first time.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+TORCH ?= torch==2.13.0
+# Where torch comes from. Empty: the default index (on this project's CI machines that is a
+# CPU build). Elsewhere, on a machine without a GPU, point it at PyTorch's CPU wheel index:
+# an open torch requirement otherwise pulls a CUDA build of several GB.
+TORCH_INDEX ?=
+
+.PHONY: install demo test bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+demo: install
+	$(BIN)/scaling sweep configs/tiny.yaml
+	$(BIN)/scaling fit runs/tiny
+
+test: install
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,154 @@
+"""`scaling sweep CONFIG` and `scaling runs RUNS_DIR`."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+from scaling import store
+from scaling.config import load_config
+from scaling.model import flops_per_token
+from scaling.sweep import achieved_flops, plan, run_sweep
+
+console = Console(highlight=False)
+
+
+def register(subparsers) -> None:
+    sweep = subparsers.add_parser("sweep", help="train the runs of a sweep config (skips finished runs)")
+    sweep.add_argument("config", type=Path, help="sweep YAML, e.g. configs/tiny.yaml")
+    sweep.add_argument("--runs-dir", type=Path, default=Path("runs"), help="run store root (default: runs)")
+    sweep.add_argument("--cache-dir", type=Path, default=None,
+                       help="token cache root (default: $SCALING_CACHE_DIR or ~/.cache/scaling)")
+    sweep.add_argument("--dry-run", action="store_true", help="print the plan; train and write nothing")
+    sweep.set_defaults(func=cmd_sweep)
+
+    runs = subparsers.add_parser("runs", help="print the table of runs in a run store")
+    runs.add_argument("sweep_dir", type=Path, help="a sweep's run folder, e.g. runs/tiny")
+    runs.set_defaults(func=cmd_runs)
+
+
+def _si(x: float) -> str:
+    for unit, size in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(x) >= size:
+            return f"{x / size:.3g}{unit}"
+    return f"{x:.3g}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def print_plan(cfg, runs_dir: Path) -> None:
+    planned = plan(cfg)
+    flops_per_s = achieved_flops(runs_dir / cfg.name)
+    console.print(f"sweep {cfg.name}: {len(planned)} runs "
+                  f"(wall times assume {flops_per_s:.3g} FLOP/s achieved)")
+    console.print(f"{'run':<28} {'d':>4} {'L':>3} {'H':>3} {'N total':>9} {'N non-emb':>10} "
+                  f"{'D':>8} {'C=6ND':>10} {'est. wall':>10}")
+    for run in planned:
+        m = run.spec.model
+        console.print(f"{run.run_id:<28} {m.d_model:>4} {m.n_layers:>3} {m.n_heads:>3} "
+                      f"{_si(run.n_params_total):>9} {_si(run.n_params_non_embedding):>10} "
+                      f"{_si(run.spec.tokens):>8} {run.flops_6nd:>10.3g} "
+                      f"{_duration(run.flops_exact / flops_per_s):>10}")
+    total_6nd = sum(r.flops_6nd for r in planned)
+    total_exact = sum(r.flops_exact for r in planned)
+    console.print(f"total  {len(planned)} runs  {total_6nd:.2e} FLOP (6ND; {total_exact:.2e} counted "
+                  f"exactly)  est. wall {_duration(total_exact / flops_per_s)}")
+
+
+class RichReporter:
+    """Two bars: the sweep, in FLOPs so that big runs weigh in the ETA as they should, and the
+    current run, in tokens."""
+
+    def __init__(self, progress: Progress):
+        self.bars = progress
+        self.sweep_bar = None
+        self.run_bar = None
+        self.flops_done = 0.0  # FLOPs of the runs completed in this call
+
+    def begin(self, jobs) -> None:
+        total = sum(_run_flops(job, job.spec.tokens) for job in jobs)
+        self.sweep_bar = self.bars.add_task(f"{len(jobs)} runs to train", total=total, info="")
+
+    def started(self, job) -> None:
+        if self.run_bar is not None:
+            self.bars.remove_task(self.run_bar)
+        self.run_bar = self.bars.add_task(job.spec.run_id, total=job.spec.tokens, info="")
+
+    def progress(self, job, tokens_done, tokens_total, tokens_per_s) -> None:
+        self.bars.update(self.run_bar, completed=tokens_done,
+                         info=f"{_si(tokens_done)}/{_si(tokens_total)} tok  {_si(tokens_per_s)} tok/s")
+        self.bars.update(self.sweep_bar, completed=self.flops_done + _run_flops(job, tokens_done))
+
+    def finished(self, job, summary) -> None:
+        self.flops_done += _run_flops(job, job.spec.tokens)
+        self.bars.update(self.sweep_bar, completed=self.flops_done)
+        loss = summary.get("final_val_loss")
+        self.bars.console.print(f"{job.spec.run_id}: {summary['status']}"
+                                + (f", val loss {loss:.4f}" if loss is not None else "")
+                                + f", {summary.get('wall_s', 0):.0f} s")
+
+
+def _run_flops(job, tokens: int) -> float:
+    return flops_per_token(job.spec.model)["exact"] * tokens
+
+
+def cmd_sweep(args) -> int:
+    cfg = load_config(args.config)
+    if args.dry_run:
+        print_plan(cfg, args.runs_dir)
+        return 0
+    warnings.showwarning = lambda msg, *a, **k: console.print(f"[yellow]warning:[/] {msg}")
+    columns = (TextColumn("{task.description:<28}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
+               TextColumn("{task.fields[info]}"), TimeRemainingColumn())
+    with Progress(*columns, console=console) as bars:
+        result = run_sweep(cfg, args.runs_dir, args.cache_dir, reporter=RichReporter(bars))
+    _print_outcome(result)
+    return 0
+
+
+def _print_outcome(result) -> None:
+    t = result.table
+    finished = int((t.status == "finished").sum())
+    console.print(f"{result.sweep_dir}: trained {len(result.trained)}, already done {len(result.skipped)}, "
+                  f"finished {finished}/{len(t)}; table: {result.sweep_dir / store.TABLE}")
+    for status in ("diverged", "failed", "incomplete"):
+        for _, row in t[t.status == status].iterrows():
+            console.print(f"[yellow]{status}:[/] {row.run_id}: {row.reason}")
+
+
+def cmd_runs(args) -> int:
+    table = store.read_runs(args.sweep_dir)
+    if table.empty:
+        console.print(f"{args.sweep_dir}: no runs")
+        return 0
+    console.print(f"{'run':<28} {'status':<9} {'d':>4} {'L':>3} {'H':>3} {'N non-emb':>10} {'N total':>9} "
+                  f"{'D':>8} {'C=6ND':>10} {'val loss':>9} {'bpb':>6} {'wall':>8}")
+    for _, r in table.iterrows():
+        done = r.status == "finished"
+        console.print(
+            f"{r.run_id:<28} {r.status:<9} {_int(r.d_model):>4} {_int(r.n_layers):>3} {_int(r.n_heads):>3} "
+            f"{_si_or(r.n_params_non_embedding):>10} {_si_or(r.n_params_total):>9} {_si_or(r.tokens):>8} "
+            f"{_num(r.flops_6nd, '.3g'):>10} {_num(r.final_val_loss, '.4f') if done else '-':>9} "
+            f"{_num(r.final_val_bpb, '.3f') if done else '-':>6} {_num(r.wall_s, '.0f') + ' s' if done else '-':>8}")
+    return 0
+
+
+def _int(x) -> str:
+    return "-" if x is None or x != x else str(int(x))
+
+
+def _si_or(x) -> str:
+    return "-" if x is None or x != x else _si(float(x))
+
+
+def _num(x, fmt: str) -> str:
+    return "-" if x is None or x != x else format(float(x), fmt)
