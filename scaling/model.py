@@ -1,0 +1,154 @@
+"""A decoder-only transformer in the GPT-2 mould, and its size and cost as pure functions of the shape.
+
+    tokens -> token + position embedding -> n_layers x [x + attn(ln(x)); x + mlp(ln(x))] -> ln -> logits
+
+Linear layers have no biases (as in nanoGPT's bias=False: slightly faster, no worse); LayerNorms
+keep their weight and bias. `param_counts` and `flops_per_token` follow Kaplan et al. 2020,
+sec. 2.1 and Table 1, and are checked against the module and against torch's FLOP counter in
+tests/test_model.py.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from scaling.config import ModelConfig, Shape
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    vocab_size: int
+    context_length: int
+    d_model: int
+    n_layers: int
+    n_heads: int
+    mlp_ratio: int = 4
+    tied_embeddings: bool = True
+
+    @classmethod
+    def from_config(cls, model: ModelConfig, shape: Shape, vocab_size: int) -> "GPTConfig":
+        return cls(vocab_size=vocab_size, context_length=model.context_length, d_model=shape.d_model,
+                   n_layers=shape.n_layers, n_heads=shape.n_heads, mlp_ratio=model.mlp_ratio,
+                   tied_embeddings=model.tied_embeddings)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.n_heads = cfg.n_heads
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        # (B, T, C) -> (B, heads, T, head_dim)
+        q, k, v = (t.view(B, T, self.n_heads, C // self.n_heads).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.fc = nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model, bias=False)
+        self.proj = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model, bias=False)
+
+    def forward(self, x):
+        return self.proj(F.gelu(self.fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.d_model)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln2 = nn.LayerNorm(cfg.d_model)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_emb = nn.Embedding(cfg.context_length, cfg.d_model)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        if cfg.tied_embeddings:
+            self.head.weight = self.tok_emb.weight
+        self.apply(self._init)
+        # GPT-2: each block adds two projections to the residual stream, so scale them down
+        # to keep the stream's variance independent of depth.
+        for block in self.blocks:
+            for proj in (block.attn.proj, block.mlp.proj):
+                nn.init.normal_(proj.weight, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layers))
+
+    @staticmethod
+    def _init(module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def forward(self, idx, targets=None):
+        """Logits (B, T, vocab) for token ids idx (B, T), and the mean cross-entropy when targets are given."""
+        T = idx.shape[1]
+        if T > self.cfg.context_length:
+            raise ValueError(f"sequence of {T} tokens is longer than the context of {self.cfg.context_length}")
+        x = self.tok_emb(idx) + self.pos_emb(torch.arange(T, device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.head(self.ln_f(x))
+        if targets is None:
+            return logits, None
+        return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def param_counts(cfg: GPTConfig) -> tuple[int, int]:
+    """(total, non-embedding) parameter counts, without building the model.
+
+    Non-embedding N follows Kaplan et al. 2020 (sec. 2.1): everything except the vocabulary and
+    position embeddings. An untied output layer is a vocabulary embedding too (a second d x vocab
+    table), so it is excluded from N as well: N is the same whether or not embeddings are tied,
+    and only the total differs. N does include the LayerNorms (4d per layer + 2d for the final
+    one), which Kaplan's 12 n_layers d^2 approximation leaves out.
+    """
+    d, r = cfg.d_model, cfg.mlp_ratio
+    per_layer = (3 + 1 + 2 * r) * d * d + 2 * (2 * d)   # qkv, proj, mlp in + out; two LayerNorms
+    non_embedding = cfg.n_layers * per_layer + 2 * d    # + final LayerNorm
+    embedding = (cfg.vocab_size + cfg.context_length) * d
+    if not cfg.tied_embeddings:
+        embedding += cfg.vocab_size * d
+    return non_embedding + embedding, non_embedding
+
+
+def flops_per_token(cfg: GPTConfig) -> dict:
+    """Training FLOPs per token (forward + backward), two ways.
+
+    flops_6n: 6 N with N the non-embedding count of `param_counts` -- the convention of the fit
+        (C = 6 N D, Kaplan et al. 2020): 2N forward, 4N backward, attention and output layer ignored.
+    exact: every matmul of the forward pass, counted from the shape (a multiply-add is 2 FLOPs),
+        times 3 for forward + backward (the backward does two matmuls of the same size per forward
+        matmul: one for the input's gradient, one for the weight's). Per token, forward:
+            qkv 2*3d^2, output projection 2d^2, MLP 2*2*r*d^2           (each layer)
+            attention scores QK^T 2*T*d and weighted values AV 2*T*d  (each layer)
+            output layer 2*d*vocab
+        Attention is counted over the full window of T = context_length keys for every query,
+        as Kaplan's Table 1 does (its n_ctx term), though the causal mask makes about half of it
+        unnecessary: flash kernels skip the masked blocks, the math kernel computes them. Embedding lookups, LayerNorm, GELU, softmax and the
+        loss are not matmuls and are left out (they are O(d) per token, not O(d^2)).
+    """
+    d, r, T = cfg.d_model, cfg.mlp_ratio, cfg.context_length
+    per_layer = 2 * (3 + 1 + 2 * r) * d * d + 2 * (2 * T * d)
+    forward = cfg.n_layers * per_layer + 2 * d * cfg.vocab_size
+    _, non_embedding = param_counts(cfg)
+    return {"flops_6n": 6 * non_embedding, "exact": 3 * forward}
