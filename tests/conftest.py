@@ -1,0 +1,48 @@
+"""Shared fixtures: a micro sweep that really trains, on a slice of the builtin corpus.
+
+The sweep is trained once per test session (a few seconds) and its run store is read by the
+sweep, fit and report tests alike.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from scaling.config import parse_config
+
+MICRO = {
+    "name": "micro",
+    "seed": 0,
+    "corpus": {"source": "builtin", "max_documents": 30, "val_fraction": 0.1},
+    "tokenizer": {"vocab_size": 320},
+    "model": {"context_length": 32},
+    "grid": {
+        "models": [
+            {"d_model": 16, "n_layers": 1, "n_heads": 2},
+            {"d_model": 32, "n_layers": 2, "n_heads": 2},
+        ],
+        "tokens": ["1.6e4", "3.2e4"],
+    },
+    "train": {"batch_tokens": 256, "lr": 1e-2, "eval_interval": 25, "eval_tokens": 4096,
+              "log_interval": 5, "checkpoint_interval": 40},
+}
+
+
+def micro_config(**overrides):
+    data = {**MICRO, **overrides}
+    return parse_config(data, "micro")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("token-cache")
+
+
+@pytest.fixture(scope="session")
+def micro_sweep(tmp_path_factory, cache_dir):
+    """A finished micro sweep: (config, SweepResult)."""
+    from scaling.sweep import run_sweep
+
+    cfg = micro_config()
+    runs_dir = tmp_path_factory.mktemp("runs")
+    return cfg, run_sweep(cfg, runs_dir, cache_dir)
