@@ -198,3 +198,83 @@ def test_curves_from_store(tmp_path):
         curves_from_store(sweep, param_convention="embedding")
     with pytest.raises(UsageError, match="no run store"):
         curves_from_store(tmp_path / "missing")
+
+
+# ----------------------------------------------------------------------------- Kaplan's laws
+
+from scaling.kaplan import compute_frontier, fit_kaplan, fit_kaplan_table  # noqa: E402
+
+A_N, A_D, N_C, D_C = 0.076, 0.095, 8.8e13, 5.4e13  # Kaplan et al. 2020, eqs. 1.1-1.2
+
+
+def kaplan_loss(n, d):
+    """Kaplan's eq. 1.5, L(N, D) = [(N_c/N)^(alpha_N/alpha_D) + D_c/D]^alpha_D."""
+    return ((N_C / n) ** (A_N / A_D) + D_C / d) ** A_D
+
+
+def test_kaplan_single_laws_exact_on_power_law_data():
+    sizes, budgets = np.logspace(5, 9, 9), np.logspace(7, 11, 9)
+    n, d = (g.ravel() for g in np.meshgrid(sizes, budgets))
+    # Loss is exactly (N_c/N)^alpha_N at the largest D of each size, higher at smaller D ...
+    loss_n = (N_C / n) ** A_N * (1 + 0.01 * np.log(budgets.max() / d))
+    fit = fit_kaplan(n, d, loss_n)
+    assert fit.L_N.alpha == pytest.approx(A_N, rel=1e-9)
+    assert fit.L_N.x_c == pytest.approx(N_C, rel=1e-6)
+    assert fit.L_N.n_points == 9
+    # ... and likewise (D_c/D)^alpha_D at the largest N of each budget.
+    loss_d = (D_C / d) ** A_D * (1 + 0.01 * np.log(sizes.max() / n))
+    fit = fit_kaplan(n, d, loss_d)
+    assert fit.L_D.alpha == pytest.approx(A_D, rel=1e-9)
+    assert fit.L_D.x_c == pytest.approx(D_C, rel=1e-6)
+
+
+def test_compute_frontier_keeps_only_new_lows():
+    c = np.array([1e18, 2e18, 4e18, 3e18, 8e18, 8e18])
+    loss = np.array([3.0, 3.2, 2.5, 2.8, 2.6, 2.4])
+    fc, fl = compute_frontier(c, loss)
+    assert fc.tolist() == [1e18, 3e18, 4e18, 8e18] and fl.tolist() == [3.0, 2.8, 2.5, 2.4]
+    # Exact power law on the frontier, dominated points above it: exact recovery of alpha_C.
+    cs = np.logspace(17, 21, 9)
+    frontier = (3.1e8 * 8.64e19 / cs) ** 0.05
+    n = np.concatenate([np.full(9, 1e8), np.full(9, 1e8)])
+    d = np.concatenate([cs, cs * 1.5]) / (6 * n)
+    fit = fit_kaplan(n, d, np.concatenate([frontier, frontier * 1.2]))
+    assert fit.L_C.n_points == 9
+    assert fit.L_C.alpha == pytest.approx(0.05, rel=1e-9)
+    assert fit.L_C.x_c == pytest.approx(3.1e8 * 8.64e19, rel=1e-6)
+
+
+def test_kaplan_laws_from_kaplans_joint_law():
+    # L(N) read off the largest-D runs approaches alpha_N when D is large enough ...
+    n, d = (g.ravel() for g in np.meshgrid(np.logspace(5, 9, 17), np.logspace(7, 15, 33)))
+    fit = fit_kaplan(n, d, kaplan_loss(n, d))
+    assert fit.L_N.alpha == pytest.approx(A_N, abs=0.001)
+    n, d = (g.ravel() for g in np.meshgrid(np.logspace(5, 13, 33), np.logspace(7, 14, 29)))
+    fit = fit_kaplan(n, d, kaplan_loss(n, d))
+    # ... and along the frontier, minimising the joint law with C = 6ND gives, analytically,
+    # L ~ C^-(alpha_N / (1 + alpha_N/alpha_D)) = C^-0.0422: a second route to the same exponent.
+    assert fit.L_C.alpha == pytest.approx(A_N / (1 + A_N / A_D), abs=0.001)
+    n, d = (g.ravel() for g in np.meshgrid(np.logspace(14, 16, 9), np.logspace(7, 11, 17)))
+    fit = fit_kaplan(n, d, kaplan_loss(n, d))
+    assert fit.L_D.alpha == pytest.approx(A_D, abs=0.001)
+
+
+def test_kaplan_table_uses_finished_non_embedding_runs():
+    n = np.array([1e6, 1e6, 4e6, 4e6, 1.6e7, 1.6e7])
+    d = np.array([1e8, 4e8, 1e8, 4e8, 1e8, 4e8])
+    table = pd.DataFrame({
+        "status": ["finished"] * 6 + ["failed"],
+        "n_params_non_embedding": np.append(n, 1e9), "n_params_total": np.append(n, 1e9) * 3,
+        "tokens": np.append(d, 1e8), "final_val_loss": np.append(kaplan_loss(n, d), 0.1),
+        "flops_6nd": np.append(6 * n * d, 6e17)})
+    fit = fit_kaplan_table(table)
+    assert fit.param_convention == "non_embedding"
+    assert fit.L_N.n_points == 3 and max(fit.L_N.x) == 1.6e7  # the failed 1e9 run is not used
+    direct = fit_kaplan(n, d, kaplan_loss(n, d))
+    assert fit.L_N.alpha == pytest.approx(direct.L_N.alpha)
+
+
+def test_kaplan_reasons_when_too_few_points():
+    fit = fit_kaplan([1e6, 1e6], [1e8, 2e8], [4.0, 3.9])
+    assert fit.L_N is None and any("L(N)" in r for r in fit.reasons)
+    assert fit.L_D is not None  # two budgets, one size each
