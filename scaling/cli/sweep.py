@@ -13,7 +13,7 @@ from scaling.config import load_config
 from scaling.model import flops_per_token
 from scaling.sweep import achieved_flops, plan, run_sweep
 
-console = Console(highlight=False)
+console = Console(highlight=False, soft_wrap=True)
 
 
 def register(subparsers) -> None:
