@@ -1,0 +1,281 @@
+"""Train one run of the grid: a GPT of one shape on a budget of D tokens, with checkpoints to resume.
+
+One run is `steps = ceil(D / batch_tokens)` AdamW updates, so it trains steps * batch_tokens
+tokens: D rounded up to whole batches (by less than one batch). The summary's `tokens` is that
+number, the data the model actually saw, and FLOPs are counted from it; `tokens_budget` keeps D.
+
+The learning-rate schedule spans exactly this run's steps (warmup, then decay to min_lr_ratio*lr
+at the last step): Hoffmann et al. 2022 showed that a schedule longer than the run overstates
+the loss of short runs, which bends the fitted law.
+
+Batches are random windows of the training tokens drawn by a generator seeded from (seed, step),
+so a run resumed from its checkpoint sees exactly the batches it would have seen, and ends with
+bitwise the same weights on the same machine.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import time
+import warnings
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from scaling.config import TrainConfig
+from scaling.errors import UsageError
+from scaling.model import GPT, GPTConfig, flops_per_token, param_counts
+from scaling.store import CHECKPOINT, METRICS, append_jsonl, read_jsonl, write_atomic
+
+DIVERGENCE_FACTOR = 3.0  # after warmup, a train loss this many times the first step's means divergence
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    run_id: str
+    model: GPTConfig
+    train: TrainConfig
+    lr: float      # this run's peak learning rate (the sweep's, scaled by the width rule)
+    tokens: int    # the budget D
+    seed: int
+
+
+@dataclass(frozen=True)
+class TokenData:
+    train: np.ndarray            # flat token ids (uint16/uint32, memmap welcome)
+    val: np.ndarray              # flat token ids
+    val_token_bytes: np.ndarray  # UTF-8 length of each val token, for bits per byte
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+    available = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
+    if not available[name]:
+        raise UsageError(f"train.device is {name!r} but torch finds no {name} device here")
+    return torch.device(name)
+
+
+def warmup_steps(steps: int, train: TrainConfig) -> int:
+    """round(warmup_fraction * steps), leaving at least the last step to the decay."""
+    return min(round(train.warmup_fraction * steps), steps - 1)
+
+
+def lr_at(step: int, steps: int, lr: float, train: TrainConfig) -> float:
+    """Learning rate of update `step` (1..steps): linear warmup to lr, then cosine or linear decay
+    that reaches min_lr_ratio*lr at exactly step == steps."""
+    warmup = warmup_steps(steps, train)
+    if step < warmup:
+        return lr * step / warmup
+    progress = (step - warmup) / (steps - warmup)
+    remaining = 0.5 * (1 + math.cos(math.pi * progress)) if train.schedule == "cosine" else 1 - progress
+    min_lr = train.min_lr_ratio * lr
+    return min_lr + (lr - min_lr) * remaining
+
+
+def get_batch(tokens: np.ndarray, seed: int, step: int, n_seqs: int, T: int, device: torch.device):
+    """n_seqs random windows of T+1 tokens -> (inputs, next-token targets), each (n_seqs, T)."""
+    starts = np.random.default_rng([seed, step]).integers(0, len(tokens) - T, size=n_seqs)
+    windows = torch.from_numpy(tokens[starts[:, None] + np.arange(T + 1)].astype(np.int64))
+    x, y = windows[:, :-1].contiguous(), windows[:, 1:].contiguous()
+    if device.type == "cuda":  # pinned memory lets the copy run without waiting for the GPU
+        return x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True)
+    return x.to(device), y.to(device)
+
+
+def val_windows(data: TokenData, eval_tokens: int, T: int, device: torch.device):
+    """The first eval_tokens of the validation split as non-overlapping windows (the same for every
+    run), and the UTF-8 bytes of the tokens they predict."""
+    n_windows = min(eval_tokens, len(data.val) - 1) // T
+    if n_windows == 0:
+        raise UsageError(f"the validation split has {len(data.val)} tokens; evaluation needs at least "
+                         f"context_length + 1 = {T + 1} (and train.eval_tokens >= {T})")
+    n = n_windows * T
+    x = torch.from_numpy(data.val[:n].astype(np.int64)).view(n_windows, T)
+    y = torch.from_numpy(data.val[1:n + 1].astype(np.int64)).view(n_windows, T)
+    return x.to(device), y.to(device), int(np.sum(data.val_token_bytes[1:n + 1], dtype=np.int64))
+
+
+@torch.no_grad()
+def evaluate(model: GPT, windows, n_seqs: int, autocast) -> tuple[float, float]:
+    """Mean validation loss in nats per token, and bits per byte (the same nats over the text's bytes)."""
+    x, y, n_bytes = windows
+    model.eval()
+    nats = torch.zeros((), dtype=torch.float64, device=x.device)
+    for i in range(0, len(x), n_seqs):
+        with autocast:
+            logits, _ = model(x[i:i + n_seqs])
+        nats += F.cross_entropy(logits.float().flatten(0, 1), y[i:i + n_seqs].flatten(), reduction="sum")
+    model.train()
+    nats = nats.item()
+    return nats / y.numel(), nats / math.log(2) / n_bytes
+
+
+def make_optimizer(model: GPT, train: TrainConfig, lr: float) -> torch.optim.AdamW:
+    # nanoGPT's grouping: decay every matrix (the matmul weights and the embedding tables, which
+    # are also the output layer when tied); never the LayerNorm gains and biases.
+    params = list(model.parameters())
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": train.weight_decay},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=(train.beta1, train.beta2), fused=True)
+
+
+def save_checkpoint(path: Path, model: GPT, optimizer, state: dict) -> None:
+    """Weights, optimizer moments and the loop's counters, replaced atomically (a kill leaves the old one)."""
+    buffer = io.BytesIO()
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), **state}, buffer)
+    write_atomic(path, buffer.getvalue())
+
+
+def load_checkpoint(path: Path, model: GPT, optimizer, identity: dict, device) -> dict:
+    checkpoint = torch.load(path, map_location=device, weights_only=True)
+    if checkpoint["identity"] != identity:
+        raise UsageError(f"{path} belongs to a different run ({checkpoint['identity']}, this run is "
+                         f"{identity}); delete it to train this run from scratch")
+    model.load_state_dict(checkpoint.pop("model"))
+    optimizer.load_state_dict(checkpoint.pop("optimizer"))
+    return checkpoint
+
+
+def train_step(model: GPT, optimizer, x, y, lr: float, autocast, grad_clip: float) -> torch.Tensor:
+    """One AdamW update at learning rate lr; returns the batch's loss, still on the device."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    with autocast:
+        _, loss = model(x, y)
+    loss.backward()
+    if grad_clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip, foreach=True)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.detach()
+
+
+def divergence(train_loss: float, initial_loss: float, step: int, warmup: int) -> str | None:
+    """Why the run has diverged, or None. Warmup may overshoot briefly, so the factor waits for its end."""
+    if not math.isfinite(train_loss):
+        return f"train loss is {train_loss} at step {step}"
+    if step > warmup and train_loss > DIVERGENCE_FACTOR * initial_loss:
+        return (f"train loss {train_loss:.4g} at step {step} exceeds {DIVERGENCE_FACTOR:g}x "
+                f"the initial {initial_loss:.4g}")
+    return None
+
+
+def truncate_metrics(path: Path, last_step: int) -> None:
+    """Drop the records logged after the checkpoint: the resumed run logs those steps again."""
+    if path.exists():
+        kept = [r for r in read_jsonl(path) if r["step"] <= last_step]
+        write_atomic(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
+
+
+def check_inputs(spec: RunSpec, data: TokenData) -> None:
+    """Refuse what cannot train, warn about what trains on repeated data."""
+    T, batch_tokens = spec.model.context_length, spec.train.batch_tokens
+    if batch_tokens % T:
+        raise UsageError(f"train.batch_tokens {batch_tokens} is not a multiple of context_length {T}")
+    if len(data.train) <= T:
+        raise UsageError(f"the training split has {len(data.train)} tokens, fewer than one window of "
+                         f"context_length + 1 = {T + 1}")
+    tokens = math.ceil(spec.tokens / batch_tokens) * batch_tokens
+    if tokens > len(data.train):
+        warnings.warn(f"run {spec.run_id}: {tokens:,} tokens are {tokens / len(data.train):.2f} epochs of "
+                      f"the {len(data.train):,} training tokens; later epochs repeat data", stacklevel=3)
+
+
+def train_run(spec: RunSpec, data: TokenData, run_dir: Path, progress=None) -> dict:
+    """Train (or resume) one run in run_dir and return its summary; the caller writes summary.json.
+
+    progress(tokens_done, tokens_total, tokens_per_s) is called at every logged step.
+    """
+    cfg, train = spec.model, spec.train
+    check_inputs(spec, data)
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if train.threads:
+        torch.set_num_threads(train.threads)
+    device = pick_device(train.device)
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
+    steps = math.ceil(spec.tokens / train.batch_tokens)
+    n_seqs = train.batch_tokens // cfg.context_length
+
+    torch.manual_seed(spec.seed)
+    model = GPT(cfg).to(device)
+    optimizer = make_optimizer(model, train, spec.lr)
+    windows = val_windows(data, train.eval_tokens, cfg.context_length, device)
+
+    identity = {"run_id": spec.run_id, "steps": steps, "lr": spec.lr, "seed": spec.seed}
+    state = {"identity": identity, "step": 0, "elapsed_s": 0.0, "initial_loss": None,
+             "loss_sum": 0.0, "loss_count": 0}
+    checkpoint_path, metrics_path = run_dir / CHECKPOINT, run_dir / METRICS
+    if checkpoint_path.exists():
+        state = load_checkpoint(checkpoint_path, model, optimizer, identity, device)
+    truncate_metrics(metrics_path, state["step"])
+
+    status, reason, step = "finished", None, state["step"]
+    # The train loss is summed on the device and read back only at log steps: a per-step .item()
+    # would make the host wait for every step, which costs most of a tiny model's step time.
+    loss_sum = torch.tensor(state["loss_sum"], device=device)
+    loss_count = state["loss_count"]
+    start = time.perf_counter() - state["elapsed_s"]
+    last_time, last_step = time.perf_counter(), step
+    for step in range(state["step"] + 1, steps + 1):
+        x, y = get_batch(data.train, spec.seed, step, n_seqs, cfg.context_length, device)
+        lr = lr_at(step, steps, spec.lr, train)
+        loss_sum += train_step(model, optimizer, x, y, lr, autocast, train.grad_clip)
+        loss_count += 1
+
+        do_eval = step % train.eval_interval == 0 or step == steps
+        if step == 1 or step % train.log_interval == 0 or do_eval:
+            train_loss = loss_sum.item() / loss_count  # the one host sync of the interval
+            now = time.perf_counter()
+            record = {"step": step, "tokens": step * train.batch_tokens, "lr": lr,
+                      "train_loss": train_loss if math.isfinite(train_loss) else None,
+                      "elapsed_s": now - start,
+                      "tokens_per_s": (step - last_step) * train.batch_tokens / (now - last_time)}
+            if state["initial_loss"] is None:
+                state["initial_loss"] = train_loss
+            reason = divergence(train_loss, state["initial_loss"], step, warmup_steps(steps, train))
+            if reason:
+                status = "diverged"
+            elif do_eval:
+                record["val_loss"], record["val_bpb"] = evaluate(model, windows, n_seqs, autocast)
+            append_jsonl(metrics_path, record)
+            if progress is not None:
+                progress(step * train.batch_tokens, steps * train.batch_tokens, record["tokens_per_s"])
+            if status == "diverged":
+                break
+            loss_sum.zero_()
+            loss_count = 0
+            last_time, last_step = time.perf_counter(), step  # evaluation is not training throughput
+
+        if step % train.checkpoint_interval == 0 and step < steps:
+            state.update(step=step, elapsed_s=time.perf_counter() - start,
+                         loss_sum=loss_sum.item(), loss_count=loss_count)
+            save_checkpoint(checkpoint_path, model, optimizer, state)
+
+    final = record if status == "finished" else {}
+    return summarize(spec, data, status, reason, step, time.perf_counter() - start, final, device)
+
+
+def summarize(spec: RunSpec, data: TokenData, status: str, reason: str | None, steps_done: int,
+              wall_s: float, final: dict, device: torch.device) -> dict:
+    """The run's row of runs.csv (and a few more fields). Sizes count the tokens actually trained."""
+    cfg = spec.model
+    n_total, n_non_embedding = param_counts(cfg)
+    tokens = steps_done * spec.train.batch_tokens
+    return {
+        "status": status, "reason": reason, "run_id": spec.run_id, "seed": spec.seed, "device": str(device),
+        "d_model": cfg.d_model, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "lr": spec.lr,
+        "n_params_total": n_total, "n_params_non_embedding": n_non_embedding,
+        "steps": steps_done, "tokens": tokens, "tokens_budget": spec.tokens, "epochs": tokens / len(data.train),
+        "flops_6nd": 6.0 * n_non_embedding * tokens,
+        "flops_exact": float(flops_per_token(cfg)["exact"]) * tokens,
+        "final_val_loss": final.get("val_loss"), "final_val_bpb": final.get("val_bpb"),
+        "wall_s": wall_s, "tokens_per_s": tokens / wall_s,
+    }
