@@ -375,3 +375,22 @@ def test_invalid_input_subprocess_has_no_traceback():
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert "unknown GPU preset 'tpu'; known: v100, a100, h100, h200" in proc.stderr
+
+
+# ----------------------------------------------------------------------------- docs
+
+def test_docs_commands_print_what_docs_show(capsys):
+    """Every `$ scaling cost ...` block in docs/cost.md prints exactly the text shown under it."""
+    import shlex
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "cost.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```console\n")[1:]]
+    assert len(blocks) >= 8
+    for block in blocks:
+        command, _, shown = block.partition("\n")
+        assert command.startswith("$ scaling cost "), command
+        rc = main(shlex.split(command)[2:])
+        out, err = capsys.readouterr()
+        assert (out + err) == shown, command
+        assert rc == (2 if "error:" in shown else 0), command

@@ -150,6 +150,12 @@ def _law(args) -> tuple[Law, str]:
     return ref.law, key
 
 
+def _default_law_note(args) -> None:
+    if args.law is None and args.fit is None:
+        print("law: the published chinchilla law (Hoffmann et al. 2022), by default; "
+              "--fit FIT_JSON for yours")
+
+
 def _load_fit(path: Path) -> Law:
     try:
         from scaling.results import load_fit
@@ -295,6 +301,7 @@ def cmd_inference_aware(args) -> int:
     if args.json:
         _print_json(res.to_dict())
         return 0
+    _default_law_note(args)
     print(f"inference-aware optimum (Sardana et al. 2024), law {label}, target loss "
           f"{res.target_loss:.4f} ({how})")
     print(f"training-only optimum: N = {cost.sci(res.training_only_n, 3)}, "
@@ -313,7 +320,9 @@ def cmd_inference_aware(args) -> int:
           "tokens; D/N tokens per parameter; train, infer, total in FLOPs; saving against the "
           "training-only optimum serving the same D_inf")
     worst = max(p.cross_check for p in res.points)
-    print(f"check: minimiser over log N and the Lagrange condition agree to {worst:.0e} in N")
+    agree = "within 1e-6" if worst < 1e-6 else f"to {worst:.1e}"
+    print(f"check: the minimiser over log N and the Lagrange condition agree {agree} "
+          "(relative, in N)")
     _assumptions(res.assumptions)
     return 0
 
@@ -327,6 +336,7 @@ def cmd_rules(args) -> int:
         return 0
     k = res.tokens_per_param_rule
     rule = res.rows[0]
+    _default_law_note(args)
     print(f"C = {cost.sci(res.compute, 3)} FLOPs (C = 6 N D)")
     print(f"rule D = {k:g} N:  N* = sqrt(C/{6 * k:g}) = {cost.sci(rule.n_params)} parameters, "
           f"D = {cost.sci(rule.tokens)} tokens")
