@@ -10,8 +10,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from scaling import store
 from scaling.config import load_config
-from scaling.model import flops_per_token
-from scaling.sweep import achieved_flops, plan, run_sweep
+
+# scaling.sweep imports torch (seconds to load): only the commands that need it import it.
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -46,6 +46,8 @@ def _duration(seconds: float) -> str:
 
 
 def print_plan(cfg, runs_dir: Path) -> None:
+    from scaling.sweep import achieved_flops, plan
+
     planned = plan(cfg)
     flops_per_s = achieved_flops(runs_dir / cfg.name)
     console.print(f"sweep {cfg.name}: {len(planned)} runs "
@@ -98,10 +100,14 @@ class RichReporter:
 
 
 def _run_flops(job, tokens: int) -> float:
+    from scaling.model import flops_per_token
+
     return flops_per_token(job.spec.model)["exact"] * tokens
 
 
 def cmd_sweep(args) -> int:
+    from scaling.sweep import run_sweep
+
     cfg = load_config(args.config)
     if args.dry_run:
         print_plan(cfg, args.runs_dir)
