@@ -200,6 +200,19 @@ def test_curves_from_store(tmp_path):
         curves_from_store(tmp_path / "missing")
 
 
+def test_curves_from_a_real_sweep(micro_sweep):
+    # The trainer's own metrics.jsonl (conftest's micro sweep), not a hand-made imitation.
+    _, result = micro_sweep
+    table = store.read_runs(result.sweep_dir)
+    finished = table[table.status == "finished"]
+    curves = curves_from_store(result.sweep_dir)
+    assert len(finished) >= 2 and set(curves.run_id) == set(finished.run_id)
+    for run in finished.itertuples():
+        curve = curves[curves.run_id == run.run_id]
+        assert len(curve) >= 2 and (curve.n == run.n_params_non_embedding).all()
+        assert curve.tokens.is_monotonic_increasing and curve.tokens.max() <= run.tokens
+        assert np.all(np.isfinite(curve.loss)) and curve.loss.iloc[-1] < curve.loss.iloc[0]
+
 # ----------------------------------------------------------------------------- Kaplan's laws
 
 from scaling.kaplan import compute_frontier, fit_kaplan, fit_kaplan_table  # noqa: E402
