@@ -43,6 +43,17 @@ def _inside(value, interval) -> bool | None:
     return bool(lo <= value <= hi)
 
 
+def _bounds(interval) -> tuple[float, float] | None:
+    """(lo, hi) when both are finite numbers; fit.json writes a NaN bound as null."""
+    if interval is None:
+        return None
+    try:
+        lo, hi = (float(v) for v in interval)
+    except (TypeError, ValueError):
+        return None
+    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
+
+
 def _law_row(name: str, law: Law, reference_compute: float, citation: str) -> dict:
     return {
         "name": name, "citation": citation,
@@ -63,7 +74,7 @@ def compare(law: Law, ci: dict | None, reference_compute: float | None = None) -
     """
     c = LARGE_COMPUTE if reference_compute is None else float(reference_compute)
     ci = ci or {}
-    intervals = {k: (tuple(ci[k]) if ci.get(k) is not None else None) for k in COMPARED}
+    intervals = {k: _bounds(ci.get(k)) for k in COMPARED}
     mine = _law_row("your fit", law, c, "")
     mine["ci"] = {k: (list(v) if v else None) for k, v in intervals.items()}
     mine["ci_level"] = ci.get("level", 0.95) if ci else None
@@ -134,12 +145,7 @@ APPROACH_NAMES = {"approach_1": "Approach 1 (envelope)", "approach_2": "Approach
 
 def _interval(entry: dict):
     ci = entry.get("a_ci", entry.get("ci"))
-    if isinstance(ci, dict):
-        ci = ci.get("a")
-    if ci is None:
-        return None
-    lo, hi = float(ci[0]), float(ci[1])
-    return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
+    return _bounds(ci.get("a") if isinstance(ci, dict) else ci)
 
 
 def compare_approaches(approaches: dict, law: Law | None = None,

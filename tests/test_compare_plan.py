@@ -77,6 +77,17 @@ def test_compare_tokens_per_param_against_second_methods():
     assert all(v is None for r in list(rows.values())[1:] for v in r["inside"].values())
 
 
+def test_null_interval_bounds_are_no_interval():
+    # fit.json writes a NaN bound as null; such an interval judges nothing.
+    ci = {**CI, "alpha": [None, None], "beta": [0.3, None]}
+    rows = compare(BESIROGLU.law, ci, 1e21)
+    assert rows[0]["ci"]["alpha"] is None and rows[0]["ci"]["beta"] is None
+    assert rows[2]["inside"]["alpha"] is None and rows[2]["inside"]["a"] is False
+    assert "0.348 [" not in format_table(rows, 1e21)
+    _, warnings = compare_approaches({"approach_2": {"a": 0.9, "a_ci": [None, None]}}, BESIROGLU.law, ci)
+    assert len(warnings) == 1  # 0.9 is outside approach 3's a interval (0.48, 0.54)
+
+
 def test_format_table_is_aligned_and_marks_in_and_out():
     text = format_table(compare(BESIROGLU.law, CI, 1e21), 1e21)
     lines = text.splitlines()
@@ -231,3 +242,25 @@ def test_python_m_scaling_plan_exit_codes():
     assert n == pytest.approx(numerical_optimum(BESIROGLU.law, 1e23).n, rel=1e-6)
     assert bad.returncode == 2
     assert "positive and finite" in bad_err and "Traceback" not in bad_err
+
+
+def test_end_to_end_with_a_real_fit_json(tmp_path, capsys):
+    # scaling.results writes the file; compare and plan read it back.
+    import numpy as np
+
+    from scaling.fitdata import FitData
+    from scaling.results import fit_json, write_fit
+
+    law = BESIROGLU.law
+    n, d = (g.ravel() for g in np.meshgrid(np.logspace(7, 9, 6), np.logspace(9, 11, 6)))
+    loss = law.loss(n, d) * np.exp(np.random.default_rng(0).normal(0, 0.003, n.size))
+    path = write_fit(tmp_path / "fit.json", fit_json(FitData(n, d, loss, "synthetic"), bootstrap=30))
+    out = plan_json(capsys, "--fit", str(path), "--compute", "1e22")
+    fitted = Law.from_dict(json.loads(path.read_text())["params"])
+    assert out["plans"][0]["allocations"][0]["n"] == pytest.approx(
+        numerical_optimum(fitted, 1e22).n, rel=1e-6)
+    assert main(["compare", str(path), "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows["your fit"]["a"] == pytest.approx(fitted.a)
+    assert rows["besiroglu"]["inside"]["a"] is True   # the law the points came from
+    assert rows["chinchilla"]["inside"]["a"] is False  # a = 0.452, far below

@@ -59,29 +59,10 @@ def register(subparsers) -> None:
 # ----------------------------------------------------------------------------- loading
 
 def load_fit(path: Path) -> tuple[Law, dict]:
-    """(Law, the whole fit.json dict), through scaling.results when it exists."""
-    try:
-        from scaling.results import load_fit as results_load_fit
-    except ModuleNotFoundError as exc:
-        if exc.name != "scaling.results":
-            raise
-    else:
-        return results_load_fit(path)
-    # Minimal reader until scaling.results exists.
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"fit file {path} does not exist") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read fit file {path}: {exc}") from None
-    if not isinstance(data, dict) or data.get("kind") != "scaling.fit":
-        raise UsageError(f"{path} is not a fit.json (no \"kind\": \"scaling.fit\")")
-    try:
-        law = Law.from_dict(data["params"])
-    except (KeyError, TypeError, ValueError):
-        raise UsageError(f"{path} has no 'params' with numbers E, A, B, alpha, beta") from None
-    return law, data
+    """(Law, the whole fit.json dict); imported late so `plan --law` does not load the fitter."""
+    from scaling.results import load_fit as results_load_fit
+
+    return results_load_fit(path)
 
 
 def parse_computes(values: list[str]) -> list[float]:
