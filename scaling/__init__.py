@@ -36,5 +36,7 @@ def __getattr__(name: str):
         return getattr(import_module(_EXPORTS[name]), name)
     try:
         return import_module(f"scaling.{name}")  # submodules: scaling.fit, scaling.cost, ...
-    except ModuleNotFoundError:
+    except ModuleNotFoundError as exc:
+        if exc.name != f"scaling.{name}":
+            raise
         raise AttributeError(f"module 'scaling' has no attribute {name!r}") from None
