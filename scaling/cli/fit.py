@@ -1,0 +1,108 @@
+"""`scaling fit`: fit L(N, D) = E + A/N^alpha + B/D^beta with bootstrap intervals; write fit.json.
+
+    scaling fit runs/tiny                                  # finished runs of a sweep
+    scaling fit --csv points.csv --n-col N --d-col D --loss-col loss
+    scaling fit --dataset chinchilla --drop-highest-loss 5 # Hoffmann et al.'s runs, as Besiroglu et al.
+
+Thin layer over the Python API: a `scaling.fitdata` loader, `fitdata.apply_filters`, then
+`scaling.results.fit_json` (fit + bootstrap), `write_fit` and `format_summary`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+from scaling import fitdata, results
+from scaling.errors import UsageError
+from scaling.fit import DEFAULT_DELTA
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "fit", help="fit the Chinchilla-form law L(N, D) with bootstrap intervals; write fit.json",
+        description="Fit L(N, D) = E + A/N^alpha + B/D^beta (Hoffmann et al.'s Approach 3: Huber loss "
+                    "on log residuals, L-BFGS from 4,500 starts) to a run store, a table or a packaged "
+                    "dataset; bootstrap 95%% intervals; write DIR/fit.json and print a summary.")
+    p.add_argument("runs_dir", nargs="?", type=Path, metavar="RUNS_DIR",
+                   help="a sweep's run store runs/<sweep> (finished runs are used)")
+    p.add_argument("--csv", type=Path, metavar="FILE", help="a CSV or parquet table of points instead")
+    p.add_argument("--dataset", metavar="NAME", help=f"a packaged dataset instead: {', '.join(fitdata.DATASETS)}")
+    cols = fitdata.CHINCHILLA_COLUMNS
+    p.add_argument("--n-col", help=f"--csv: column of parameters N (default {cols['n_col']!r})")
+    p.add_argument("--d-col", help="--csv: column of training tokens D")
+    p.add_argument("--c-col", help=f"--csv: column of training FLOPs C, D = C/(6N) (default {cols['c_col']!r} "
+                                   "when no --d-col)")
+    p.add_argument("--loss-col", help=f"--csv: column of final loss (default {cols['loss_col']!r})")
+    p.add_argument("--param-convention", choices=fitdata.PARAM_CONVENTIONS,
+                   help="RUNS_DIR: count N as non_embedding (default) or total parameters")
+    p.add_argument("--drop-highest-loss", type=int, default=0, metavar="K",
+                   help="leave out the K points with the highest loss (Besiroglu et al.: 5)")
+    p.add_argument("--min-tokens-per-param", type=float, metavar="X", help="leave out points with D/N below X")
+    p.add_argument("--min-tokens", type=float, metavar="X", help="leave out points with D below X")
+    p.add_argument("--delta", type=float, default=DEFAULT_DELTA, help=f"Huber delta (default {DEFAULT_DELTA:g})")
+    p.add_argument("--fixed-E", type=float, metavar="E", help="pin the irreducible loss E; fit the other four")
+    p.add_argument("--bootstrap", type=int, default=results.DEFAULT_BOOTSTRAP, metavar="K",
+                   help=f"bootstrap resamples (default {results.DEFAULT_BOOTSTRAP}; 0 disables)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)")
+    p.add_argument("--reference-compute", type=float, metavar="C",
+                   help="FLOPs at which tokens per parameter is reported (default: the largest 6ND)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="where fit.json goes (default fits/<name>)")
+    p.add_argument("--json", action="store_true", help="print fit.json instead of the summary")
+    p.set_defaults(func=cmd_fit)
+
+
+def load_data(args) -> tuple[fitdata.FitData, str]:
+    """The points named by the arguments, filtered, and a name for the default output folder."""
+    sources = [s for s, v in (("RUNS_DIR", args.runs_dir), ("--csv", args.csv), ("--dataset", args.dataset))
+               if v is not None]
+    if len(sources) != 1:
+        raise UsageError("give exactly one data source: RUNS_DIR, --csv FILE or --dataset NAME"
+                         + (f" (got {', '.join(sources)})" if sources else ""))
+    column_flags = [f for f, v in (("--n-col", args.n_col), ("--d-col", args.d_col), ("--c-col", args.c_col),
+                                   ("--loss-col", args.loss_col)) if v is not None]
+    if column_flags and args.csv is None:
+        raise UsageError(f"{', '.join(column_flags)} apply to --csv only")
+    if args.param_convention is not None and args.runs_dir is None:
+        raise UsageError("--param-convention applies to a run store (RUNS_DIR) only")
+    if args.runs_dir is not None:
+        data = fitdata.from_runs(args.runs_dir, args.param_convention or "non_embedding")
+        name = args.runs_dir.resolve().name
+    elif args.csv is not None:
+        cols = fitdata.CHINCHILLA_COLUMNS
+        data = fitdata.from_table(args.csv, n_col=args.n_col or cols["n_col"],
+                                  loss_col=args.loss_col or cols["loss_col"], d_col=args.d_col,
+                                  c_col=args.c_col)
+        name = args.csv.stem
+    else:
+        data = fitdata.from_dataset(args.dataset)
+        name = args.dataset
+    data = fitdata.apply_filters(data, drop_highest_loss=args.drop_highest_loss,
+                                 min_tokens_per_param=args.min_tokens_per_param, min_tokens=args.min_tokens)
+    return data, name
+
+
+def _check_number(flag: str, value, positive: bool = True) -> None:
+    if value is not None and not (math.isfinite(value) and (value > 0 or not positive)):
+        raise UsageError(f"{flag} must be a positive, finite number; got {value!r}")
+
+
+def cmd_fit(args) -> int:
+    _check_number("--delta", args.delta)
+    _check_number("--fixed-E", args.fixed_E)
+    _check_number("--reference-compute", args.reference_compute)
+    data, name = load_data(args)
+    out = args.out if args.out is not None else Path("fits") / name
+    start = time.perf_counter()
+    fit = results.fit_json(data, delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap,
+                           seed=args.seed, reference_compute=args.reference_compute)
+    elapsed = time.perf_counter() - start
+    path = results.write_fit(out, fit)
+    if args.json:
+        print(results.dumps_fit(fit), end="")
+        return 0
+    print(results.format_summary(fit))
+    print(f"fitted in {elapsed:.1f} s; wrote {path}")
+    return 0
