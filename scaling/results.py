@@ -222,7 +222,12 @@ def write_fit(path, fit: dict) -> Path:
 
 
 def load_fit(path) -> tuple[Law, dict]:
-    """(Law, the whole fit.json dict). UsageError for a missing, unreadable or invalid file."""
+    """(Law, the whole fit.json dict). UsageError for a missing, unreadable or invalid file.
+
+    A file written by `scaling fit` has "kind": "scaling.fit" and "version": 1. A hand-written
+    file with only {"params": {"E", "A", "B", "alpha", "beta"}} (no "kind") is accepted as a
+    law; other keys are then simply absent.
+    """
     path = Path(path)
     if path.is_dir():
         path = path / FILENAME
@@ -234,9 +239,11 @@ def load_fit(path) -> tuple[Law, dict]:
         raise UsageError(f"cannot read fit file {path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise UsageError(f"fit file {path} is not valid JSON ({exc})") from None
-    if not isinstance(data, dict) or data.get("kind") != KIND:
-        raise UsageError(f"{path} is not a fit.json (no \"kind\": \"{KIND}\")")
-    if data.get("version") != VERSION:
+    if not isinstance(data, dict) or ("kind" not in data and "params" not in data):
+        raise UsageError(f"{path} is not a fit.json (no \"kind\": \"{KIND}\" and no 'params')")
+    if "kind" in data and data["kind"] != KIND:
+        raise UsageError(f"{path} is not a fit.json (\"kind\" is {data['kind']!r}, not \"{KIND}\")")
+    if "kind" in data and data.get("version") != VERSION:
         raise UsageError(f"{path} has fit.json version {data.get('version')!r}; this scaling reads version {VERSION}")
     params = data.get("params")
     if not isinstance(params, dict) or any(k not in params for k in PARAM_NAMES):

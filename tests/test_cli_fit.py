@@ -90,8 +90,17 @@ def test_load_fit_round_trip_and_errors(chinchilla_cli, tmp_path):
     bad.write_text("{not json")
     with pytest.raises(UsageError, match="not valid JSON"):
         results.load_fit(bad)
-    bad.write_text(json.dumps({"kind": "something else"}))
-    with pytest.raises(UsageError, match='not a fit.json'):
+    bad.write_text(json.dumps({"kind": "something else", "params": fit["params"]}))
+    with pytest.raises(UsageError, match="not a fit.json \\(\"kind\" is 'something else'"):
+        results.load_fit(bad)
+    bad.write_text(json.dumps([1, 2]))
+    with pytest.raises(UsageError, match="not a fit.json"):
+        results.load_fit(bad)
+    # A hand-written law: params only.
+    bad.write_text(json.dumps({"params": fit["params"]}))
+    assert results.load_fit(bad)[0] == law
+    bad.write_text(json.dumps({"params": {**fit["params"], "A": -1}}))
+    with pytest.raises(UsageError, match="E, A, B > 0"):
         results.load_fit(bad)
     bad.write_text(json.dumps({**fit, "params": {"E": 1.0}}))
     with pytest.raises(UsageError, match="no 'params' with all of E, A, B, alpha, beta"):
