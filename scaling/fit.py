@@ -1,6 +1,7 @@
 """Fit L(N, D) = E + A / N^alpha + B / D^beta to (N, D, loss) points (Hoffmann et al.'s Approach 3).
 
-Pure functions of numpy arrays, no I/O; loaders are in `scaling.fitdata`, the fit.json file in
+Pure functions of numpy arrays, no I/O (apart from finding OpenBLAS in /proc/self/maps, see
+`single_threaded_blas`); loaders are in `scaling.fitdata`, the fit.json file in
 `scaling.results`.
 
 The method, as in Hoffmann et al. (2022) and Besiroglu et al. (2024):
@@ -12,7 +13,8 @@ from every point of a grid of starts (Hoffmann's: alpha, beta in {0, 0.5, ..., 2
 {-1, -0.5, ..., 1}, a, b in {0, 5, ..., 25}; 4,500 starts), and keep the best.
 
 How it is made fast. A loop calling scipy.optimize.minimize once per start spends its time in
-Python overhead on a 240-point problem. Here all starts step together: `lbfgs_batched` is an
+per-call overhead on a 240-point problem (about 10 s for the 4,500 starts on an idle 2-core
+machine; far more on busy cores, see `single_threaded_blas`). Here all starts step together: `lbfgs_batched` is an
 L-BFGS written over a batch of starting points (vectorised two-loop recursion, a vectorised
 weak-Wolfe line search, a convergence mask per start), with scipy's stopping rules (ftol, gtol)
 so each start stops where scipy's would. The few best end points are then polished by
@@ -23,7 +25,7 @@ happened to stop. scipy runs with single-threaded OpenBLAS (see `single_threaded
 Bootstrap: resampling points with replacement is the same as weighting each point by how many
 times it was drawn, so every resample is a weighted fit on the same arrays and all resamples
 (times their starts) are fitted as one batch. Each resample starts from the full-data optimum
-and from the other distinct local optima the full grid found (see `bootstrap`).
+and from the other distinct end points the full grid reached (see `bootstrap`).
 """
 
 from __future__ import annotations
@@ -732,8 +734,8 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
 
     Each resample draws len(n) points with replacement (numpy Generator seeded with `seed`) and
     is refitted with the same objective. Starts, per resample: the full-data optimum, the other
-    distinct local optima found by the full-data grid fit (up to 7), and `extra_starts` if
-    given. This is a deliberate shortcut over running the 4,500-point grid per resample: a
+    distinct end points of the full-data grid fit (up to 7; constants differing by more than
+    1%), and `extra_starts` if given. This is a deliberate shortcut over running the 4,500-point grid per resample: a
     resample's optimum lies near the full-data one, and the other basins the grid found are
     tried too. tests/test_fit.py checks on resamples that the full grid finds the same optimum
     (checked on 12 resamples while writing this: objectives equal to 1e-13). All starts run

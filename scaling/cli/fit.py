@@ -25,7 +25,7 @@ def register(subparsers) -> None:
         "fit", help="fit the Chinchilla-form law L(N, D) with bootstrap intervals; write fit.json",
         description="Fit L(N, D) = E + A/N^alpha + B/D^beta (Hoffmann et al.'s Approach 3: Huber loss "
                     "on log residuals, L-BFGS from 4,500 starts) to a run store, a table or a packaged "
-                    "dataset; bootstrap 95%% intervals; write DIR/fit.json and print a summary.")
+                    "dataset; bootstrap 95% intervals; write DIR/fit.json and print a summary.")
     p.add_argument("runs_dir", nargs="?", type=Path, metavar="RUNS_DIR",
                    help="a sweep's run store runs/<sweep> (finished runs are used)")
     p.add_argument("--csv", type=Path, metavar="FILE", help="a CSV or parquet table of points instead")
