@@ -19,7 +19,10 @@ Schema (version 1); other modules read these keys:
      "reference_compute", "tokens_per_param_at_reference",
      "ci": {"level", "n_resamples", "E", "A", "B", "alpha", "beta", "a", "b", "G",
             "tokens_per_param"} or null when the bootstrap is off,
-     "objective", "n_starts_at_optimum", "residual_rms", "evidence": [str], "limitations": [str]}
+     "objective", "n_starts_at_optimum", "residual_rms", "evidence": [str], "limitations": [str],
+     "approaches": {"approach_1", "approach_2", "approach_3"}: each {"method", "a", "b", "a_ci",
+                   "b_ci", "reason", ...} or null (approach_1 needs a run store's curves),
+     "kaplan": {"param_convention", "L_N", "L_D", "L_C", "reasons"}}
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
+from scaling import approaches, kaplan
 from scaling import fit as fitting
 from scaling.errors import UsageError
 from scaling.fitdata import FitData, check_fittable
@@ -44,12 +49,13 @@ DEFAULT_BOOTSTRAP = 1000
 
 def fit_json(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: float | None = None,
              bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, reference_compute: float | None = None,
-             grid=None) -> dict:
+             grid=None, curves: pd.DataFrame | None = None) -> dict:
     """Fit the law to `data`, bootstrap it (`bootstrap` resamples; 0 for none), return fit.json's dict.
 
     grid: None for Hoffmann's 4,500 starts, or axis values / an array as `scaling.fit.fit_law`
     takes. reference_compute: C at which tokens per parameter is given (default: the largest
-    6 N D in the data).
+    6 N D in the data). curves: the runs' intermediate evaluations (`approaches.curves_from_store`)
+    for Approach 1; without them only Approaches 2 and 3 are reported.
     """
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
         raise UsageError(f"--bootstrap must be a whole number >= 0; got {bootstrap!r}")
@@ -66,8 +72,47 @@ def fit_json(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
         boot = fitting.bootstrap(data.n, data.d, data.loss, n_resamples=int(bootstrap), seed=int(seed),
                                  delta=delta, fixed_E=fixed_E, reference_compute=reference_compute,
                                  full_fit=result)
-    return fit_to_json(data, result, boot, seed=int(seed), reference_compute=reference_compute,
-                       grid="hoffmann" if grid is None else "custom")
+    fit = fit_to_json(data, result, boot, seed=int(seed), reference_compute=reference_compute,
+                      grid="hoffmann" if grid is None else "custom")
+    fit["approaches"] = allocation_approaches(data, fit, curves)
+    fit["kaplan"] = _jsonable(kaplan.fit_kaplan(data.n, data.d, data.loss,
+                                                param_convention=data.param_convention or "unknown").to_dict())
+    return fit
+
+
+def allocation_approaches(data: FitData, fit: dict, curves: pd.DataFrame | None) -> dict:
+    """Hoffmann et al.'s three estimates of a (N_opt ~ C^a), as in their Table 2.
+
+    Approach 1 needs training curves (only a run store has them); Approach 2 groups the points by
+    compute budget; Approach 3 is the parametric fit itself. An approach the data cannot support
+    is null in `a`, with its `reason`.
+    """
+    envelope = None
+    if curves is not None:
+        envelope = approaches.envelope(curves[curves.run_id.isin(data.ids)]).to_dict()
+    ci = fit["ci"] or {}
+    parametric = {"method": "parametric", "a": fit["allocation"]["a"], "b": fit["allocation"]["b"],
+                  "a_ci": ci.get("a"), "b_ci": ci.get("b"), "interval": "bootstrap percentile" if ci else None}
+    return _jsonable({
+        "approach_1": envelope,
+        "approach_2": approaches.isoflop(data.n, data.d, data.loss).to_dict(),
+        "approach_3": parametric,
+    })
+
+
+def _jsonable(obj):
+    """Plain JSON types, NaN and infinities as null (fit.json is strict JSON)."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return _num(obj)
+    return obj
 
 
 def _num(x) -> float | None:

@@ -21,11 +21,14 @@ MICRO = {
             {"d_model": 16, "n_layers": 1, "n_heads": 2},
             {"d_model": 32, "n_layers": 2, "n_heads": 2},
         ],
-        "tokens": ["1.6e4", "3.2e4"],
+        "tokens": ["8192", "1.6384e4", "3.2768e4"],  # whole batches of 256 tokens
     },
-    "train": {"batch_tokens": 256, "lr": 1e-2, "eval_interval": 25, "eval_tokens": 4096,
+    "train": {"batch_tokens": 256, "lr": 1e-2, "eval_interval": 10, "eval_tokens": 4096,
               "log_interval": 5, "checkpoint_interval": 40},
 }
+
+
+MICRO_RUNS = len(MICRO["grid"]["models"]) * len(MICRO["grid"]["tokens"])
 
 
 def micro_config(**overrides):

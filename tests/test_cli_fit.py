@@ -13,11 +13,12 @@ from scaling import fitdata, results, store
 from scaling.cli import main
 from scaling.errors import UsageError
 from scaling.law import Law
+from tests.conftest import MICRO_RUNS
 
 SCHEMA = {
     "kind", "version", "seed", "data", "options", "params", "allocation", "reference_compute",
     "tokens_per_param_at_reference", "ci", "objective", "n_starts_at_optimum", "residual_rms",
-    "evidence", "limitations",
+    "evidence", "limitations", "approaches", "kaplan",
 }
 DATA_KEYS = {"source", "n_points", "digest", "param_convention", "dropped", "filters", "n_range",
              "d_range", "c_range"}
@@ -46,6 +47,12 @@ def test_chinchilla_fit_json_has_the_schema(chinchilla_cli):
     assert set(fit["data"]) == DATA_KEYS and set(fit["options"]) == OPTION_KEYS
     assert set(fit["ci"]) == CI_KEYS and set(fit["params"]) == {"E", "A", "B", "alpha", "beta"}
     assert set(fit["allocation"]) == {"a", "b", "G"}
+    # Hoffmann et al.'s Table 2 side by side: a table has no curves, so no Approach 1.
+    approaches = fit["approaches"]
+    assert approaches["approach_1"] is None
+    assert approaches["approach_3"]["a"] == fit["allocation"]["a"]
+    assert 0.4 < approaches["approach_2"]["a"] < 0.6
+    assert set(fit["kaplan"]) == {"param_convention", "L_N", "L_D", "L_C", "reasons"}
     assert fit["data"]["n_points"] == 240 and len(fit["data"]["dropped"]) == 5
     assert all(set(d) == {"id", "reason"} for d in fit["data"]["dropped"])
     assert fit["data"]["digest"] == fitdata.apply_filters(fitdata.from_dataset("chinchilla"),
@@ -223,3 +230,16 @@ def test_bad_csv_exits_2_without_a_traceback(tmp_path):
     assert proc.returncode == 2 and "'Model' (for N)" in proc.stderr and "'N', 'tokens', 'loss'" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_fit_of_a_real_sweep_reports_all_three_approaches(micro_sweep, tmp_path, capsys):
+    """The micro sweep's own store: Approach 1 reads its training curves from metrics.jsonl."""
+    _, sweep = micro_sweep
+    assert main(["fit", str(sweep.sweep_dir), "--bootstrap", "20", "--out", str(tmp_path)]) == 0
+    fit = json.loads((tmp_path / "fit.json").read_text())
+    assert fit["data"]["n_points"] == MICRO_RUNS and fit["data"]["param_convention"] == "non_embedding"
+    envelope = fit["approaches"]["approach_1"]
+    assert envelope["method"] == "envelope"
+    # Two model sizes cannot bracket an optimum: no slope, and the reason says so.
+    assert envelope["a"] is None and "need at least 3" in envelope["reason"]
+    assert fit["approaches"]["approach_3"]["a_ci"] == fit["ci"]["a"]

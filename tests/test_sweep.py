@@ -14,7 +14,7 @@ import yaml
 
 from scaling import store
 from scaling.sweep import plan, run_sweep
-from tests.conftest import MICRO, micro_config
+from tests.conftest import MICRO, MICRO_RUNS, micro_config
 
 SUMMARY_KEYS = {"status", "n_params_total", "n_params_non_embedding", "tokens", "flops_6nd", "flops_exact",
                 "final_val_loss", "final_val_bpb", "epochs", "wall_s", "seed"}
@@ -33,7 +33,7 @@ def scaling(*args, env=None, **kw):
 
 def test_store_layout(micro_sweep):
     cfg, result = micro_sweep
-    assert len(result.trained) == 4 and (result.table.status == "finished").all()
+    assert len(result.trained) == MICRO_RUNS and (result.table.status == "finished").all()
     table = pd.read_csv(result.sweep_dir / store.TABLE)
     assert sorted(table.run_id) == sorted(run.run_id for run in plan(cfg))
     for run_dir in store.run_dirs(result.sweep_dir):
@@ -51,11 +51,11 @@ def test_second_invocation_trains_nothing(micro_sweep, cache_dir):
     cfg, first = micro_sweep
     summaries = {p: p.read_bytes() for p in first.sweep_dir.glob("*/summary.json")}
     again = run_sweep(cfg, first.sweep_dir.parent, cache_dir)
-    assert again.trained == [] and len(again.skipped) == 4
+    assert again.trained == [] and len(again.skipped) == MICRO_RUNS
     assert {p: p.read_bytes() for p in first.sweep_dir.glob("*/summary.json")} == summaries
 
 
-def test_losses_fall_with_model_size_and_tokens(micro_sweep):
+def test_every_run_learns(micro_sweep):
     _, result = micro_sweep
     t = result.table
     assert (t.final_val_loss < 5.5).all()  # below ln(320) = 5.77, the uniform guess: they learned
@@ -66,8 +66,8 @@ def test_dry_run_prints_plan_and_writes_nothing(tmp_path):
     done = scaling("sweep", config, "--runs-dir", tmp_path / "runs", "--dry-run")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
-    assert lines[-1].startswith("total  4 runs") and " FLOP " in lines[-1]
-    assert sum(run_id in done.stdout for run_id in (r.run_id for r in plan(micro_config()))) == 4
+    assert lines[-1].startswith(f"total  {MICRO_RUNS} runs") and " FLOP " in lines[-1]
+    assert sum(run_id in done.stdout for run_id in (r.run_id for r in plan(micro_config()))) == MICRO_RUNS
     assert not (tmp_path / "runs").exists()
 
 

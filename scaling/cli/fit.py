@@ -15,7 +15,7 @@ import math
 import time
 from pathlib import Path
 
-from scaling import fitdata, results
+from scaling import approaches, fitdata, results
 from scaling.errors import UsageError
 from scaling.fit import DEFAULT_DELTA
 
@@ -96,8 +96,11 @@ def cmd_fit(args) -> int:
     data, name = load_data(args)
     out = args.out if args.out is not None else Path("fits") / name
     start = time.perf_counter()
+    curves = None
+    if args.runs_dir is not None:
+        curves = approaches.curves_from_store(args.runs_dir, param_convention=data.param_convention)
     fit = results.fit_json(data, delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap,
-                           seed=args.seed, reference_compute=args.reference_compute)
+                           seed=args.seed, reference_compute=args.reference_compute, curves=curves)
     elapsed = time.perf_counter() - start
     path = results.write_fit(out, fit)
     if args.json:
