@@ -31,14 +31,13 @@ and from the other distinct end points the full grid reached (see `bootstrap`).
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import functools
 import itertools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import minimize
+from threadpoolctl import threadpool_limits
 
 from scaling.errors import UsageError
 from scaling.law import Law
@@ -487,42 +486,17 @@ def _free_mask(fixed_E):
     return free
 
 
-@functools.lru_cache(maxsize=1)
-def _openblas_thread_setters() -> tuple:
-    """openblas_set_num_threads_local of every OpenBLAS loaded in this process (Linux only)."""
-    try:
-        with open("/proc/self/maps") as f:
-            paths = sorted({line.split()[-1] for line in f
-                            if "openblas" in line.lower() and line.split()[-1].startswith("/")})
-    except OSError:
-        return ()
-    setters = []
-    for path in paths:
-        try:
-            fn = ctypes.CDLL(path).openblas_set_num_threads_local
-        except (OSError, AttributeError):
-            continue
-        fn.argtypes, fn.restype = [ctypes.c_int], ctypes.c_int
-        setters.append(fn)
-    return tuple(setters)
-
-
 @contextlib.contextmanager
 def single_threaded_blas():
-    """Run BLAS on the calling thread only, for the duration (and on this thread only).
+    """Run BLAS on one thread for the duration.
 
     scipy's L-BFGS-B calls BLAS on vectors of length 5. OpenBLAS's worker threads busy-wait
     for work, and on a machine whose cores are all busy each such call can wait for a time
     slice: measured here, one fit from one start took 0.52 s with the default threading and
-    0.004 s with one thread. A no-op where no OpenBLAS (0.3.27 or later) is found.
+    0.004 s with one thread.
     """
-    setters = _openblas_thread_setters()
-    previous = [fn(1) for fn in setters]
-    try:
+    with threadpool_limits(limits=1, user_api="blas"):
         yield
-    finally:
-        for fn, n in zip(setters, previous):
-            fn(n)
 
 
 def _polish(theta0, log_n, log_d, log_loss, delta, free, weights=None, tight=True):
