@@ -1,7 +1,6 @@
 """Fit L(N, D) = E + A / N^alpha + B / D^beta to (N, D, loss) points (Hoffmann et al.'s Approach 3).
 
-Pure functions of numpy arrays, no I/O (apart from finding OpenBLAS in /proc/self/maps, see
-`single_threaded_blas`); loaders are in `scaling.fitdata`, the fit.json file in
+Pure functions of numpy arrays, no I/O; loaders are in `scaling.fitdata`, the fit.json file in
 `scaling.results`.
 
 The method, as in Hoffmann et al. (2022) and Besiroglu et al. (2024):
@@ -20,7 +19,7 @@ weak-Wolfe line search, a convergence mask per start), with scipy's stopping rul
 so each start stops where scipy's would. The few best end points are then polished by
 scipy.optimize.minimize(method="L-BFGS-B", jac=True) at tight tolerances, so the reported
 optimum is scipy's and does not depend on where along the objective's flat valley a start
-happened to stop. scipy runs with single-threaded OpenBLAS (see `single_threaded_blas`).
+happened to stop. scipy runs with single-threaded BLAS (see `single_threaded_blas`).
 
 Bootstrap: resampling points with replacement is the same as weighting each point by how many
 times it was drawn, so every resample is a weighted fit on the same arrays and all resamples
