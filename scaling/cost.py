@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
+from scaling.allocation import rule_of_thumb
 from scaling.errors import UsageError
 from scaling.law import Law
 
@@ -572,8 +573,8 @@ def rules_of_thumb(compute, *, fixed_params=None, tokens_per_param=20.0, law: La
         loss = None if law is None else float(law.loss(n, d))
         return AllocationRow(label, n, d, d / n, 2.0 * n, loss)
 
-    n_rule = math.sqrt(c / (6.0 * k))
-    rows = [row(f"rule D = {k:g} N", n_rule, k * n_rule)]
+    rule = rule_of_thumb(c, k)
+    rows = [row(f"rule D = {k:g} N", rule.n, rule.d)]
     assumptions = [SIX_ND, f"rule: D = {k:g} N, so N = sqrt(C / {6 * k:g}) "
                            "(Hoffmann et al. 2022, 70e9 parameters on 1.4e12 tokens)"]
     if fixed_params is not None:
