@@ -122,7 +122,18 @@ class TrainConfig(Strict):
 
 
 class ExecutorConfig(Strict):
-    kind: Literal["local"] = "local"
+    kind: Literal["local", "ray"] = "local"
+    workers: Count | None = None  # runs in flight at once; None: the rule in scaling.executor
+    threads_per_run: Count | None = None  # torch threads per run (None: train.threads, else 1)
+    runs_per_gpu: Count = 4       # runs sharing one GPU when train.device is cuda
+    address: str | None = None    # ray: the cluster to join; None starts a local one
+    max_retries: Annotated[int, Field(ge=0)] = 3  # ray: reschedules of a run whose worker died
+
+    @model_validator(mode="after")
+    def _address_is_for_ray(self):
+        if self.address is not None and self.kind != "ray":
+            raise ValueError("executor.address applies to kind 'ray' only")
+        return self
 
 
 class SweepConfig(Strict):
