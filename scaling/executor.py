@@ -2,18 +2,61 @@
 
 The sweep (the driver) owns the run store's bookkeeping: it writes config.yaml before a job
 starts and summary.json after it returns. An executor only turns a `Job` into a summary, so a
-distributed executor needs nothing but the job (picklable) and the token cache path.
+distributed executor needs nothing but the job (picklable) and the token arrays.
+
+Packing. A tiny model cannot use a whole machine: on 2 CPU cores two single-threaded runs side
+by side train more tokens per second than one run on two threads, and on a GPU several tiny runs
+fit at once. The local executor therefore keeps `workers` runs in flight, each in its own worker
+process (multiprocessing, 'spawn' context: safe with CUDA, and nothing of the driver's state is
+inherited) with `threads_per_run` torch threads. The rule for the defaults (`default_workers`):
+
+- threads_per_run: `executor.threads_per_run`, else `train.threads`, else 1;
+- workers on CPU: the cores this process may use // threads_per_run;
+- workers on CUDA: GPUs x `executor.runs_per_gpu`, at most the cores // threads_per_run (each
+  run needs a core to feed its GPU); on MPS: runs_per_gpu, likewise capped;
+- never more workers than runs; with one worker the runs train in this process, one after another,
+  and so does a sweep too small to pay for starting workers (under POOL_MIN_SECONDS of estimated
+  single-core time: the test suite's micro sweeps).
+
+Determinism. torch's CPU kernels split reductions by thread count, so a run's losses differ in
+the last bits between 1 and 2 threads. The thread count is therefore fixed for all the runs of a
+sweep (default 1), every run sets it before training, and summary.json records it as `threads`.
+How many runs share the machine changes no run's result: each run is alone in its process with
+the same thread count, the same seed and the same batches.
+
+Scheduling. The pool hands out runs longest first (by exact FLOPs), which keeps the cores busy
+until the end instead of leaving one core on the biggest run; the sequential path keeps the plan's
+order. Progress and warnings of a worker are forwarded to the driver, which calls the reporter.
 """
 
 from __future__ import annotations
 
+import builtins
+import multiprocessing
+import os
+import pickle
+import queue
+import signal
+import sys
+import threading
+import time
+import traceback
+import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+from scaling.errors import UsageError
 from scaling.tokens import TokenCache
 from scaling.train import RunSpec, TokenData, train_run
+
+PROGRESS_EVERY_S = 0.1  # a worker forwards a run's progress at most this often
+# Starting a worker costs seconds (it imports torch), so with `workers` left to the rule a sweep
+# estimated (at ASSUMED_FLOPS, one core) to take less than POOL_MIN_SECONDS trains in this process.
+ASSUMED_FLOPS = 15e9
+POOL_MIN_SECONDS = 20.0
+
 
 @dataclass(frozen=True)
 class Job:
@@ -24,7 +67,8 @@ class Job:
 
 class Reporter(Protocol):
     """What a sweep tells its user while it works (a progress display, a log). The driver calls
-    begin and finished; the executor calls started and progress, from wherever the run is."""
+    begin and finished; the executor calls started and progress. With several runs in flight,
+    calls for different jobs interleave (between a job's started and its finished)."""
 
     def begin(self, jobs: list[Job]) -> None: ...
 
@@ -35,23 +79,310 @@ class Reporter(Protocol):
     def progress(self, job: Job, tokens_done: int, tokens_total: int, tokens_per_s: float) -> None: ...
 
 
-def execute(job: Job, progress=None) -> dict:
-    """Train one run from its job description (resuming from its checkpoint when there is one)."""
-    data = TokenData(train=job.cache.train_tokens(), val=job.cache.val_tokens(),
-                     val_token_bytes=job.cache.val_token_bytes())
-    return train_run(job.spec, data, job.run_dir, progress=progress)
+def with_threads(spec: RunSpec, threads: int | None) -> RunSpec:
+    """The run with its torch thread count set (threads are not part of the run id)."""
+    if threads is None or spec.train.threads == threads:
+        return spec
+    return replace(spec, train=spec.train.model_copy(update={"threads": threads}))
+
+
+def token_data(cache: TokenCache) -> TokenData:
+    return TokenData(train=cache.train_tokens(), val=cache.val_tokens(), val_token_bytes=cache.val_token_bytes())
+
+
+def execute(job: Job, progress=None, threads: int | None = None, data: TokenData | None = None) -> dict:
+    """Train one run from its job description (resuming from its checkpoint when there is one).
+    The summary records the torch thread count the run trained with."""
+    import torch
+
+    summary = train_run(with_threads(job.spec, threads), data or token_data(job.cache), job.run_dir,
+                        progress=progress)
+    summary["threads"] = torch.get_num_threads()
+    return summary
+
+
+def job_flops(job: Job) -> float:
+    from scaling.model import flops_per_token
+
+    return float(flops_per_token(job.spec.model)["exact"]) * job.spec.tokens
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def visible_gpus() -> list[str]:
+    """CUDA devices this process may use, as CUDA_VISIBLE_DEVICES entries."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed:
+        return [d.strip() for d in listed.split(",") if d.strip()][:torch.cuda.device_count()]
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def run_device(device: str) -> str:
+    """The device kind `train.device` resolves to in this process (auto: cuda, else mps, else cpu)."""
+    import torch
+
+    if device != "auto":
+        return device
+    if torch.cuda.is_available():
+        return "cuda"
+    return "mps" if torch.backends.mps.is_available() else "cpu"
+
+
+def default_workers(device: str, threads_per_run: int, runs_per_gpu: int, cores: int | None = None,
+                    gpus: int | None = None) -> int:
+    """How many runs to keep in flight: the rule in the module docstring."""
+    cpu_slots = max(1, (cores or usable_cores()) // threads_per_run)
+    if device == "cuda":
+        return max(1, min((len(visible_gpus()) if gpus is None else gpus) * runs_per_gpu, cpu_slots))
+    if device == "mps":
+        return max(1, min(runs_per_gpu, cpu_slots))
+    return cpu_slots
 
 
 class LocalExecutor:
-    """Runs jobs one after another in this process."""
+    """Runs jobs on this machine: `workers` at a time in worker processes, or one after another
+    in this process when there is one worker."""
+
+    def __init__(self, workers: int | None = None, threads_per_run: int | None = None, runs_per_gpu: int = 4):
+        self.workers = workers
+        self.threads_per_run = threads_per_run
+        self.runs_per_gpu = runs_per_gpu
+
+    def plan(self, jobs: list[Job]) -> tuple[int, int]:
+        """(workers, threads per run) for these jobs."""
+        train = jobs[0].spec.train
+        threads = self.threads_per_run or train.threads or 1
+        workers = self.workers
+        if workers is None:
+            small = sum(job_flops(job) for job in jobs) / ASSUMED_FLOPS < POOL_MIN_SECONDS
+            workers = 1 if small else default_workers(run_device(train.device), threads, self.runs_per_gpu)
+        return max(1, min(workers, len(jobs))), threads
 
     def run(self, jobs: Iterable[Job], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
-        for job in jobs:
-            reporter.started(job)
-            yield job, execute(job, lambda done, total, rate, job=job: reporter.progress(job, done, total, rate))
+        jobs = list(jobs)
+        if not jobs:
+            return
+        workers, threads = self.plan(jobs)
+        if workers == 1:
+            yield from self._run_here(jobs, reporter, threads)
+        else:
+            yield from self._run_pool(jobs, reporter, workers, threads)
+
+    @staticmethod
+    def _run_here(jobs: list[Job], reporter: Reporter, threads: int) -> Iterator[tuple[Job, dict]]:
+        import torch
+
+        before = torch.get_num_threads()
+        try:
+            for job in jobs:
+                reporter.started(job)
+                yield job, execute(job, lambda done, total, rate, job=job: reporter.progress(job, done, total, rate),
+                                   threads=threads)
+        finally:
+            torch.set_num_threads(before)
+
+    def _run_pool(self, jobs: list[Job], reporter: Reporter, workers: int, threads: int):
+        train = jobs[0].spec.train
+        gpus = visible_gpus() if run_device(train.device) == "cuda" else []
+        context = multiprocessing.get_context("spawn")
+        events = context.Queue()
+        pool = []
+        for index in range(workers):
+            inbox = context.Queue()
+            gpu = gpus[index % len(gpus)] if gpus else None
+            process = context.Process(target=_worker_main, name=f"scaling-worker-{index}", daemon=True,
+                                      args=(index, threads, gpu, inbox, events, os.getpid()))
+            process.start()
+            pool.append((process, inbox))
+        todo = sorted(range(len(jobs)), key=lambda i: -job_flops(jobs[i]))  # longest first
+        busy: dict[int, int] = {}  # worker -> job
+        try:
+            for index in range(workers):
+                busy[index] = todo.pop(0)
+                pool[index][1].put((busy[index], jobs[busy[index]]))
+            dead_since: dict[int, float] = {}
+            while busy:
+                try:
+                    event = events.get(timeout=0.5)
+                except queue.Empty:
+                    event = None
+                _check_alive(pool, busy, jobs, dead_since)
+                if event is None:
+                    continue
+                kind, index, i, *rest = event
+                job = jobs[i] if i is not None else None
+                if kind == "started":
+                    reporter.started(job)
+                elif kind == "progress":
+                    reporter.progress(job, *rest)
+                elif kind == "warning":
+                    warnings.warn(rest[0], _warning_category(rest[1]), stacklevel=1)
+                elif kind == "error":
+                    raise _unpickle_error(rest[0], rest[1], job)
+                elif kind == "done":
+                    del busy[index]
+                    if todo:
+                        busy[index] = todo.pop(0)
+                        pool[index][1].put((busy[index], jobs[busy[index]]))
+                    yield job, rest[0]
+        finally:
+            _stop(pool)
+            events.close()
+            events.cancel_join_thread()
 
 
-def make_executor(kind: str) -> LocalExecutor:
+def _check_alive(pool, busy: dict[int, int], jobs: list[Job], dead_since: dict[int, float]) -> None:
+    """Raise if a worker died holding a run. A worker flushes its events before it exits, so one
+    found dead is given a moment for the driver to read what it sent (its error, say) first."""
+    now = time.monotonic()
+    for index, i in busy.items():
+        process = pool[index][0]
+        if process.is_alive():
+            continue
+        if now - dead_since.setdefault(index, now) > 2.0:
+            raise RuntimeError(f"the worker process training {jobs[i].spec.run_id} (pid {process.pid}) died "
+                               f"with exit code {process.exitcode}; the run resumes from its last "
+                               "checkpoint when the sweep is started again")
+
+
+def _stop(pool) -> None:
+    """Ask every worker to leave, then make sure: a worker still training is terminated (its run
+    keeps its last checkpoint and resumes in the next sweep)."""
+    for process, inbox in pool:
+        if process.is_alive():
+            try:
+                inbox.put(None)
+            except (OSError, ValueError):
+                pass
+    deadline = time.monotonic() + 2.0
+    for process, _ in pool:
+        process.join(max(0.0, deadline - time.monotonic()))
+    for process, _ in pool:
+        if process.is_alive():
+            process.terminate()
+    for process, inbox in pool:
+        process.join(5.0)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        inbox.close()
+        inbox.cancel_join_thread()
+
+
+def _warning_category(name: str) -> type[Warning]:
+    category = getattr(builtins, name, None)
+    return category if isinstance(category, type) and issubclass(category, Warning) else UserWarning
+
+
+def _pickle_error(exc: BaseException) -> bytes | None:
+    try:
+        data = pickle.dumps(exc)
+        pickle.loads(data)
+        return data
+    except Exception:
+        return None
+
+
+def _unpickle_error(data: bytes | None, trace: str, job: Job) -> BaseException:
+    """The worker's exception, raised again in the driver with the worker's traceback as a note."""
+    exc = pickle.loads(data) if data is not None else None
+    if exc is None or not isinstance(exc, BaseException):
+        return RuntimeError(f"run {job.spec.run_id} failed in its worker process:\n{trace}")
+    if not isinstance(exc, UsageError) and hasattr(exc, "add_note"):
+        exc.add_note(f"in the worker process training {job.spec.run_id}:\n{trace}")
+    return exc
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """End this worker if the driver dies (SIGKILL gives it no chance to stop us): on Linux the
+    kernel does it (PR_SET_PDEATHSIG); elsewhere a thread watches the parent's pid."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            PR_SET_PDEATHSIG = 1
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _worker_main(index: int, threads: int, gpu: str | None, inbox, events, parent_pid: int) -> None:
+    """A worker process: train the jobs the driver sends, one at a time, until it sends None."""
+    die_with_parent(parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the driver decides
+    if gpu is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+    import torch
+
+    torch.set_num_threads(threads)
+    current = [None]
+
+    def show_warning(message, category, filename, lineno, file=None, line=None):
+        events.put(("warning", index, current[0], str(message), category.__name__))
+
+    warnings.showwarning = show_warning
+    cached: dict[Path, TokenData] = {}  # the token arrays of the cache, opened once per worker
+    while True:
+        item = inbox.get()
+        if item is None:
+            break
+        i, job = item
+        current[0] = i
+        events.put(("started", index, i))
+        last = [0.0]
+
+        def progress(done, total, rate, i=i):
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_EVERY_S or done >= total:
+                last[0] = now
+                events.put(("progress", index, i, done, total, rate))
+
+        try:
+            if job.cache.path not in cached:
+                cached[job.cache.path] = token_data(job.cache)
+            summary = execute(job, progress, threads=threads, data=cached[job.cache.path])
+        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the driver
+            events.put(("error", index, i, _pickle_error(exc), traceback.format_exc()))
+            break
+        events.put(("done", index, i, summary))
+    events.close()
+    events.join_thread()
+
+
+def make_executor(config) -> LocalExecutor:
+    """The executor an `ExecutorConfig` asks for (a bare kind string is accepted too)."""
+    kind = config if isinstance(config, str) else config.kind
+    options = {} if isinstance(config, str) else {
+        "workers": config.workers, "threads_per_run": config.threads_per_run, "runs_per_gpu": config.runs_per_gpu}
     if kind == "local":
-        return LocalExecutor()
+        return LocalExecutor(**options)
+    if kind == "ray":
+        try:
+            from scaling.ray_executor import RayExecutor
+        except ModuleNotFoundError as exc:
+            if exc.name != "ray" and not (exc.name or "").startswith("ray."):
+                raise
+            raise UsageError("executor.kind is 'ray' but Ray is not installed here: "
+                             "pip install 'scaling[ray]'") from None
+        extra = {} if isinstance(config, str) else {"address": config.address, "max_retries": config.max_retries}
+        return RayExecutor(**options, **extra)
     raise ValueError(f"unknown executor {kind!r}")  # config validation already restricts this
