@@ -155,6 +155,7 @@ def run_sweep(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path |
     todo, ended = pending(planned, sweep_dir)
     trained = []
     if todo:
+        executor = make_executor(cfg.executor)  # before any file is written: kind ray may lack ray
         cache = prepare_tokens(cfg, cache_dir)
         warn_repeated_data(planned, cache.meta["train_tokens"])
         jobs = []
@@ -163,7 +164,7 @@ def run_sweep(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path |
             jobs.append(Job(run.spec, sweep_dir / run.run_id, cache))
         reporter = reporter or SilentReporter()
         reporter.begin(jobs)
-        for job, summary in make_executor(cfg.executor.kind).run(jobs, reporter):
+        for job, summary in executor.run(jobs, reporter):
             store.write_json(job.run_dir / store.SUMMARY, summary)
             store.write_table(sweep_dir)
             reporter.finished(job, summary)
