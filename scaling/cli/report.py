@@ -1,0 +1,90 @@
+"""`scaling report`: figures and a readable report from a run store, a fit.json or a packaged dataset.
+
+    scaling report runs/tiny                       # fit the store here; figures + report.md
+    scaling report fits/tiny [--format html]       # an existing fit.json (and the runs it names)
+    scaling report runs/tiny --fit fits/tiny       # a store, with the numbers of an existing fit
+    scaling report --dataset chinchilla --drop-highest-loss 5
+
+Thin layer over `scaling.report.make_report`; prints the hold-out check and the files written.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+from scaling import fitdata
+from scaling.errors import UsageError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "report", help="figures (PNG, SVG) and a Markdown/HTML report of a fit, with a hold-out check",
+        description="Draw the loss curves, final losses with the fitted law, IsoFLOP profiles, iso-loss "
+                    "contours with compute-optimal frontiers, residuals and bootstrap distributions; "
+                    "refit without the top-compute runs and predict them (hold-out check); write a "
+                    "report with the sweep, the run table, the constants with intervals, the three "
+                    "approaches, the published laws, a plan for 1e18, 1e21 and 1e23 FLOPs, evidence "
+                    "and limitations.")
+    p.add_argument("source", nargs="?", type=Path, metavar="FIT_DIR_OR_RUNS_DIR",
+                   help="a run store runs/<sweep> (fitted here), or a fit folder / fit.json from `scaling fit`")
+    p.add_argument("--dataset", metavar="NAME", help=f"a packaged dataset instead: {', '.join(fitdata.DATASETS)}")
+    p.add_argument("--fit", type=Path, metavar="FIT_JSON",
+                   help="with a run store: use this fit.json's numbers instead of fitting here")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="where the report goes (default: FIT_DIR/report, or fits/<name>/report)")
+    p.add_argument("--format", default="md", choices=("md", "html"),
+                   help="md (default; figures beside it) or html (one self-contained file, figures embedded)")
+    p.add_argument("--bootstrap", type=int, metavar="K",
+                   help="bootstrap resamples: for a fit made here (default 1000, as `scaling fit`), or to "
+                        "redo a fit.json's distribution (default: its own number)")
+    p.add_argument("--seed", type=int, default=0, help="seed of a fit made here (default 0)")
+    p.add_argument("--holdout-fraction", type=float, default=0.2, metavar="F",
+                   help="share of points, by largest compute, held out of the refit (default 0.2)")
+    p.add_argument("--drop-highest-loss", type=int, default=0, metavar="K",
+                   help="for a fit made here: leave out the K highest losses (Besiroglu et al.: 5)")
+    p.add_argument("--param-convention", choices=fitdata.PARAM_CONVENTIONS,
+                   help="for a run store fitted here: count N as non_embedding (default) or total")
+    p.set_defaults(func=cmd_report)
+
+
+def default_out(args) -> Path:
+    if args.dataset is not None:
+        return Path("fits") / args.dataset / "report"
+    src = args.source
+    if src.is_file():
+        return src.parent / "report"
+    if (src / "fit.json").is_file():
+        return src / "report"
+    return Path("fits") / src.resolve().name / "report"
+
+
+def cmd_report(args) -> int:
+    from scaling import report  # matplotlib is imported only by this command
+
+    f = args.holdout_fraction
+    if not (math.isfinite(f) and 0 < f < 1):
+        raise UsageError(f"--holdout-fraction must be between 0 and 1 (exclusive); got {f!r}")
+    if args.source is not None and not args.source.exists():
+        raise UsageError(f"{args.source} does not exist (expected a run store runs/<sweep>, a fit folder or a "
+                         "fit.json)")
+    if (args.source is None) == (args.dataset is None):
+        raise UsageError("give exactly one input: FIT_DIR_OR_RUNS_DIR or --dataset NAME")
+    out = args.out if args.out is not None else default_out(args)
+    start = time.perf_counter()
+    rep, paths = report.make_report(args.source, out=out, fmt=args.format, dataset=args.dataset, fit=args.fit,
+                                    bootstrap=args.bootstrap, seed=args.seed, holdout_fraction=f,
+                                    drop_highest_loss=args.drop_highest_loss,
+                                    param_convention=args.param_convention)
+    elapsed = time.perf_counter() - start
+    print(report.format_holdout(rep.holdout))
+    left = len(rep.left_out)
+    if left or rep.inputs.notes or rep.missing_figures:
+        print(f"note: {left} run(s)/point(s) left out, {len(rep.inputs.notes)} note(s), "
+              f"{len(rep.missing_figures)} figure(s) not drawn: see the report's first section")
+    main = paths[-1]
+    n_fig = sum(1 for p in paths if p.suffix == ".png")
+    print(f"wrote {main} and {n_fig} figures (PNG and SVG) in {main.parent / report.FIGURE_DIR} "
+          f"in {elapsed:.1f} s")
+    return 0
