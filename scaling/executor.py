@@ -32,6 +32,7 @@ order. Progress and warnings of a worker are forwarded to the driver, which call
 from __future__ import annotations
 
 import builtins
+import itertools
 import multiprocessing
 import os
 import pickle
@@ -150,35 +151,49 @@ def default_workers(device: str, threads_per_run: int, runs_per_gpu: int, cores:
 
 class LocalExecutor:
     """Runs jobs on this machine: `workers` at a time in worker processes, or one after another
-    in this process when there is one worker."""
+    in this process when there is one worker.
 
-    def __init__(self, workers: int | None = None, threads_per_run: int | None = None, runs_per_gpu: int = 4):
+    `run` takes the jobs as a list (handed out longest first) or as any iterable, which it reads
+    lazily, one job each time a worker is free, in the order given: a driver that locks each run
+    as the executor takes it holds only the locks of runs in training. `expected` (the runs the
+    sweep means to train, anything with a `.spec`) informs the defaults when jobs come lazily.
+    """
+
+    def __init__(self, workers: int | None = None, threads_per_run: int | None = None, runs_per_gpu: int = 4,
+                 expected: list | None = None):
         self.workers = workers
         self.threads_per_run = threads_per_run
         self.runs_per_gpu = runs_per_gpu
+        self.expected = expected
 
-    def plan(self, jobs: list[Job]) -> tuple[int, int]:
-        """(workers, threads per run) for these jobs."""
-        train = jobs[0].spec.train
+    def plan(self, runs: list, bounded: bool = True) -> tuple[int, int]:
+        """(workers, threads per run) for these runs (Jobs or anything with a `.spec`). Unless
+        `bounded` is False (more runs may come), a sweep too small for workers gets one."""
+        train = runs[0].spec.train
         threads = self.threads_per_run or train.threads or 1
         workers = self.workers
         if workers is None:
-            small = sum(job_flops(job) for job in jobs) / ASSUMED_FLOPS < POOL_MIN_SECONDS
+            small = bounded and sum(job_flops(run) for run in runs) / ASSUMED_FLOPS < POOL_MIN_SECONDS
             workers = 1 if small else default_workers(run_device(train.device), threads, self.runs_per_gpu)
-        return max(1, min(workers, len(jobs))), threads
+        return max(1, min(workers, len(runs)) if bounded else workers), threads
 
     def run(self, jobs: Iterable[Job], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
-        jobs = list(jobs)
-        if not jobs:
-            return
-        workers, threads = self.plan(jobs)
-        if workers == 1:
-            yield from self._run_here(jobs, reporter, threads)
+        if isinstance(jobs, (list, tuple)):
+            known, source = list(jobs), iter(longest_first(jobs))
         else:
-            yield from self._run_pool(jobs, reporter, workers, threads)
+            known, source = self.expected, iter(jobs)
+        first = next(source, None)
+        if first is None:
+            return
+        source = itertools.chain([first], source)
+        workers, threads = self.plan(known or [first], bounded=bool(known))
+        if workers == 1:
+            yield from self._run_here(source, reporter, threads)
+        else:
+            yield from self._run_pool(source, first.spec.train.device, reporter, workers, threads)
 
     @staticmethod
-    def _run_here(jobs: list[Job], reporter: Reporter, threads: int) -> Iterator[tuple[Job, dict]]:
+    def _run_here(jobs: Iterator[Job], reporter: Reporter, threads: int) -> Iterator[tuple[Job, dict]]:
         import torch
 
         before = torch.get_num_threads()
@@ -190,25 +205,36 @@ class LocalExecutor:
         finally:
             torch.set_num_threads(before)
 
-    def _run_pool(self, jobs: list[Job], reporter: Reporter, workers: int, threads: int):
-        train = jobs[0].spec.train
-        gpus = visible_gpus() if run_device(train.device) == "cuda" else []
+    @staticmethod
+    def _run_pool(source: Iterator[Job], device: str, reporter: Reporter, workers: int, threads: int):
+        gpus = visible_gpus() if run_device(device) == "cuda" else []
         context = multiprocessing.get_context("spawn")
         events = context.Queue()
-        pool = []
-        for index in range(workers):
-            inbox = context.Queue()
-            gpu = gpus[index % len(gpus)] if gpus else None
-            process = context.Process(target=_worker_main, name=f"scaling-worker-{index}", daemon=True,
-                                      args=(index, threads, gpu, inbox, events, os.getpid()))
-            process.start()
-            pool.append((process, inbox))
-        todo = sorted(range(len(jobs)), key=lambda i: -job_flops(jobs[i]))  # longest first
-        busy: dict[int, int] = {}  # worker -> job
+        pool: list = []            # (process, inbox) by worker index
+        jobs: list[Job] = []       # the jobs taken so far, by the index the events carry
+        busy: dict[int, int] = {}  # worker index -> job index
+
+        def give(index: int) -> bool:
+            """Hand worker `index` the next job (starting the worker the first time); False if none is left."""
+            job = next(source, None)
+            if job is None:
+                return False
+            jobs.append(job)
+            if index == len(pool):
+                inbox = context.Queue()
+                gpu = gpus[index % len(gpus)] if gpus else None
+                process = context.Process(target=_worker_main, name=f"scaling-worker-{index}", daemon=True,
+                                          args=(index, threads, gpu, inbox, events, os.getpid()))
+                process.start()
+                pool.append((process, inbox))
+            busy[index] = len(jobs) - 1
+            pool[index][1].put((busy[index], job))
+            return True
+
         try:
             for index in range(workers):
-                busy[index] = todo.pop(0)
-                pool[index][1].put((busy[index], jobs[busy[index]]))
+                if not give(index):
+                    break
             dead_since: dict[int, float] = {}
             while busy:
                 try:
@@ -230,14 +256,19 @@ class LocalExecutor:
                     raise _unpickle_error(rest[0], rest[1], job)
                 elif kind == "done":
                     del busy[index]
-                    if todo:
-                        busy[index] = todo.pop(0)
-                        pool[index][1].put((busy[index], jobs[busy[index]]))
+                    if not give(index):  # keep the worker busy before the driver writes the summary
+                        pool[index][1].put(None)
                     yield job, rest[0]
         finally:
             _stop(pool)
             events.close()
             events.cancel_join_thread()
+
+
+def longest_first(jobs: Iterable[Job]) -> list[Job]:
+    """Longest-processing-time-first order (by exact FLOPs): the cores stay busy to the end
+    instead of one of them finishing the biggest run alone."""
+    return sorted(jobs, key=job_flops, reverse=True)
 
 
 def _check_alive(pool, busy: dict[int, int], jobs: list[Job], dead_since: dict[int, float]) -> None:
@@ -368,11 +399,13 @@ def _worker_main(index: int, threads: int, gpu: str | None, inbox, events, paren
     events.join_thread()
 
 
-def make_executor(config) -> LocalExecutor:
-    """The executor an `ExecutorConfig` asks for (a bare kind string is accepted too)."""
+def make_executor(config, expected: list | None = None) -> LocalExecutor:
+    """The executor an `ExecutorConfig` asks for (a bare kind string is accepted too); `expected`:
+    the runs the sweep means to train, for the defaults (see LocalExecutor)."""
     kind = config if isinstance(config, str) else config.kind
-    options = {} if isinstance(config, str) else {
-        "workers": config.workers, "threads_per_run": config.threads_per_run, "runs_per_gpu": config.runs_per_gpu}
+    options = {"expected": expected} if isinstance(config, str) else {
+        "workers": config.workers, "threads_per_run": config.threads_per_run, "runs_per_gpu": config.runs_per_gpu,
+        "expected": expected}
     if kind == "local":
         return LocalExecutor(**options)
     if kind == "ray":
