@@ -155,7 +155,7 @@ def run_sweep(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path |
     todo, ended = pending(planned, sweep_dir)
     trained = []
     if todo:
-        executor = make_executor(cfg.executor)  # before any file is written: kind ray may lack ray
+        executor = make_executor(cfg.executor, todo)  # before any file is written: kind ray may lack ray
         cache = prepare_tokens(cfg, cache_dir)
         warn_repeated_data(planned, cache.meta["train_tokens"])
         jobs = []
