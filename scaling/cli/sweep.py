@@ -67,32 +67,39 @@ def print_plan(cfg, runs_dir: Path) -> None:
 
 
 class RichReporter:
-    """Two bars: the sweep, in FLOPs so that big runs weigh in the ETA as they should, and the
-    current run, in tokens."""
+    """A bar for the sweep, in FLOPs so that big runs weigh in the ETA as they should, and a bar
+    in tokens for each run in training (several at once when the executor packs runs)."""
 
     def __init__(self, progress: Progress):
         self.bars = progress
         self.sweep_bar = None
-        self.run_bar = None
-        self.flops_done = 0.0  # FLOPs of the runs completed in this call
+        self.run_bars = {}       # run id -> bar of a run in training
+        self.flops_running = {}  # run id -> FLOPs it has done so far
+        self.flops_done = 0.0    # FLOPs of the runs completed in this call
 
     def begin(self, jobs) -> None:
         total = sum(_run_flops(job, job.spec.tokens) for job in jobs)
         self.sweep_bar = self.bars.add_task(f"{len(jobs)} runs to train", total=total, info="")
 
     def started(self, job) -> None:
-        if self.run_bar is not None:
-            self.bars.remove_task(self.run_bar)
-        self.run_bar = self.bars.add_task(job.spec.run_id, total=job.spec.tokens, info="")
+        run_id = job.spec.run_id
+        if run_id not in self.run_bars:
+            self.run_bars[run_id] = self.bars.add_task(run_id, total=job.spec.tokens, info="")
 
     def progress(self, job, tokens_done, tokens_total, tokens_per_s) -> None:
-        self.bars.update(self.run_bar, completed=tokens_done,
+        self.started(job)
+        self.bars.update(self.run_bars[job.spec.run_id], completed=tokens_done,
                          info=f"{_si(tokens_done)}/{_si(tokens_total)} tok  {_si(tokens_per_s)} tok/s")
-        self.bars.update(self.sweep_bar, completed=self.flops_done + _run_flops(job, tokens_done))
+        self.flops_running[job.spec.run_id] = _run_flops(job, tokens_done)
+        self.bars.update(self.sweep_bar, completed=self.flops_done + sum(self.flops_running.values()))
 
     def finished(self, job, summary) -> None:
+        bar = self.run_bars.pop(job.spec.run_id, None)
+        if bar is not None:
+            self.bars.remove_task(bar)
+        self.flops_running.pop(job.spec.run_id, None)
         self.flops_done += _run_flops(job, job.spec.tokens)
-        self.bars.update(self.sweep_bar, completed=self.flops_done)
+        self.bars.update(self.sweep_bar, completed=self.flops_done + sum(self.flops_running.values()))
         loss = summary.get("final_val_loss")
         self.bars.console.print(f"{job.spec.run_id}: {summary['status']}"
                                 + (f", val loss {loss:.4f}" if loss is not None else "")
