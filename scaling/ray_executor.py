@@ -147,6 +147,8 @@ class RayExecutor(LocalExecutor):
             return
         started_here = not ray.is_initialized()
         if started_here:
+            if self.address is None:  # a local instance of our own: it reports no usage stats, unless asked
+                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             ray.init(address=self.address, logging_level=logging.WARNING, log_to_driver=False,
                      include_dashboard=False)
         try:

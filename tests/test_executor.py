@@ -192,6 +192,7 @@ def test_kind_ray_without_ray_is_a_usage_error(monkeypatch, tmp_path, cache_dir)
 def ray_cluster():
     """A local Ray instance with 2 CPUs for this module's tests (the executor joins it)."""
     ray = pytest.importorskip("ray", reason="Ray is optional: pip install 'scaling[ray]' to test kind: ray")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # Ray would report usage stats by default
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     yield ray
     ray.shutdown()
