@@ -119,6 +119,9 @@ class TrainConfig(Strict):
     checkpoint_interval: Count = 200
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     threads: Count | None = None
+    divergence_factor: Annotated[Number, Field(gt=1)] = 3.0
+    retries: Annotated[int, Field(ge=0)] = 0
+    retry_lr_factor: Annotated[Number, Field(gt=0, lt=1)] = 0.5
 
 
 class ExecutorConfig(Strict):
@@ -168,6 +171,9 @@ def _format_error(source: str, exc: ValidationError) -> str:
 
 
 def parse_config(data: dict, source: str = "config") -> SweepConfig:
+    if data is None:
+        raise UsageError(f"{source}: the file is empty; a sweep needs at least 'name' and 'grid' "
+                         "(see docs/config.md)")
     if not isinstance(data, dict):
         raise UsageError(f"{source}: expected a mapping of keys at the top level, got {type(data).__name__}")
     try:

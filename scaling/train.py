@@ -10,7 +10,14 @@ the loss of short runs, which bends the fitted law.
 
 Batches are random windows of the training tokens drawn by a generator seeded from (seed, step),
 so a run resumed from its checkpoint sees exactly the batches it would have seen, and ends with
-bitwise the same weights on the same machine.
+bitwise the same weights on the same machine. A checkpoint that cannot be read (a file damaged
+on disk: the writes themselves are atomic) is moved aside and the run starts again from step 0.
+
+A stop request (`request_stop`, called by the command line's SIGINT/SIGTERM handler) ends the
+run after the current step, with a checkpoint there, by raising `Interrupted`. An error inside a
+run that is neither bad input (`UsageError`) nor the file system's (`OSError`: a full disk, a
+folder that cannot be written) does not stop the sweep: the run comes back with status 'failed',
+the error as its reason and the traceback in `traceback`.
 """
 
 from __future__ import annotations
@@ -18,7 +25,10 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
+import threading
 import time
+import traceback
 import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -28,12 +38,27 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from scaling import faults
 from scaling.config import TrainConfig
 from scaling.errors import UsageError
 from scaling.model import GPT, GPTConfig, flops_per_token, param_counts
-from scaling.store import CHECKPOINT, METRICS, append_jsonl, read_jsonl, write_atomic
+from scaling.store import CHECKPOINT, METRICS, append_jsonl, read_jsonl, sync_file, write_atomic
 
-DIVERGENCE_FACTOR = 3.0  # after warmup, a train loss this many times the first step's means divergence
+# Set to stop the run in progress after its current step, with a checkpoint (see request_stop).
+STOP = threading.Event()
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop request ended the run `run_id` at `step` of `steps` (None: between runs), after a checkpoint."""
+
+    def __init__(self, run_id: str | None = None, step: int | None = None, steps: int | None = None):
+        super().__init__(run_id, step, steps)  # args alone rebuild it: it pickles out of a worker
+        self.run_id, self.step, self.steps = run_id, step, steps
+
+
+def request_stop() -> None:
+    """Ask the run in progress to stop after its current step, writing a checkpoint first."""
+    STOP.set()
 
 
 @dataclass(frozen=True)
@@ -44,6 +69,7 @@ class RunSpec:
     lr: float      # this run's peak learning rate (the sweep's, scaled by the width rule)
     tokens: int    # the budget D
     seed: int
+    retry_of: str | None = None  # the diverged run this one retries at a lower learning rate
 
 
 @dataclass(frozen=True)
@@ -91,11 +117,8 @@ def get_batch(tokens: np.ndarray, seed: int, step: int, n_seqs: int, T: int, dev
 
 def val_windows(data: TokenData, eval_tokens: int, T: int, device: torch.device):
     """The first eval_tokens of the validation split as non-overlapping windows (the same for every
-    run), and the UTF-8 bytes of the tokens they predict."""
+    run), and the UTF-8 bytes of the tokens they predict. check_data makes sure there is one."""
     n_windows = min(eval_tokens, len(data.val) - 1) // T
-    if n_windows == 0:
-        raise UsageError(f"the validation split has {len(data.val)} tokens; evaluation needs at least "
-                         f"context_length + 1 = {T + 1} (and train.eval_tokens >= {T})")
     n = n_windows * T
     x = torch.from_numpy(data.val[:n].astype(np.int64)).view(n_windows, T)
     y = torch.from_numpy(data.val[1:n + 1].astype(np.int64)).view(n_windows, T)
@@ -133,8 +156,23 @@ def save_checkpoint(path: Path, model: GPT, optimizer, state: dict) -> None:
     write_atomic(path, buffer.getvalue())
 
 
-def load_checkpoint(path: Path, model: GPT, optimizer, identity: dict, device) -> dict:
-    checkpoint = torch.load(path, map_location=device, weights_only=True)
+def read_checkpoint(path: Path, device) -> dict | None:
+    """The checkpoint's contents; None, with the file moved aside and a warning, when it is unusable."""
+    try:
+        checkpoint = torch.load(path, map_location=device, weights_only=True)
+        if not isinstance(checkpoint, dict) or not {"identity", "model", "optimizer", "step"} <= set(checkpoint):
+            raise ValueError("not a checkpoint of scaling.train")
+    except Exception as exc:  # a damaged file fails inside unpickling with errors of many types
+        aside = path.with_name(path.name + ".unusable")
+        os.replace(path, aside)
+        warnings.warn(f"{path}: unusable checkpoint ({type(exc).__name__}: {exc}); moved to {aside.name}, "
+                      "training this run from step 0", stacklevel=3)
+        return None
+    return checkpoint
+
+
+def load_checkpoint(checkpoint: dict, path: Path, model: GPT, optimizer, identity: dict) -> dict:
+    """Load a checkpoint's weights and moments; the rest is the loop's state."""
     if checkpoint["identity"] != identity:
         raise UsageError(f"{path} belongs to a different run ({checkpoint['identity']}, this run is "
                          f"{identity}); delete it to train this run from scratch")
@@ -157,13 +195,13 @@ def train_step(model: GPT, optimizer, x, y, lr: float, autocast, grad_clip: floa
     return loss.detach()
 
 
-def divergence(train_loss: float, initial_loss: float, step: int, warmup: int) -> str | None:
+def divergence(train_loss: float, initial_loss: float, step: int, warmup: int, factor: float) -> str | None:
     """Why the run has diverged, or None. Warmup may overshoot briefly, so the factor waits for its end."""
     if not math.isfinite(train_loss):
         return f"train loss is {train_loss} at step {step}"
-    if step > warmup and train_loss > DIVERGENCE_FACTOR * initial_loss:
-        return (f"train loss {train_loss:.4g} at step {step} exceeds {DIVERGENCE_FACTOR:g}x "
-                f"the initial {initial_loss:.4g}")
+    if step > warmup and train_loss > factor * initial_loss:
+        return (f"train loss {train_loss:.4g} at step {step} exceeds {factor:g}x "
+                f"the initial {initial_loss:.4g} (train.divergence_factor)")
     return None
 
 
@@ -174,14 +212,23 @@ def truncate_metrics(path: Path, last_step: int) -> None:
         write_atomic(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
 
 
+def check_data(T: int, eval_tokens: int, data: TokenData) -> None:
+    """Refuse splits too small for one window of T + 1 tokens (a sweep checks before writing anything)."""
+    if len(data.train) <= T:
+        raise UsageError(f"the training split has {len(data.train)} tokens, fewer than one window of "
+                         f"model.context_length + 1 = {T + 1}: use a larger corpus or a shorter context")
+    if min(eval_tokens, len(data.val) - 1) < T:
+        raise UsageError(f"the validation split has {len(data.val)} tokens; evaluation needs at least "
+                         f"model.context_length + 1 = {T + 1} (and train.eval_tokens >= {T}): use a larger "
+                         "corpus or corpus.val_fraction, or a shorter context")
+
+
 def check_inputs(spec: RunSpec, data: TokenData) -> None:
     """Refuse what cannot train, warn about what trains on repeated data."""
     T, batch_tokens = spec.model.context_length, spec.train.batch_tokens
     if batch_tokens % T:
         raise UsageError(f"train.batch_tokens {batch_tokens} is not a multiple of context_length {T}")
-    if len(data.train) <= T:
-        raise UsageError(f"the training split has {len(data.train)} tokens, fewer than one window of "
-                         f"context_length + 1 = {T + 1}")
+    check_data(T, spec.train.eval_tokens, data)
     tokens = math.ceil(spec.tokens / batch_tokens) * batch_tokens
     if tokens > len(data.train):
         warnings.warn(f"run {spec.run_id}: {tokens:,} tokens are {tokens / len(data.train):.2f} epochs of "
@@ -191,11 +238,23 @@ def check_inputs(spec: RunSpec, data: TokenData) -> None:
 def train_run(spec: RunSpec, data: TokenData, run_dir: Path, progress=None) -> dict:
     """Train (or resume) one run in run_dir and return its summary; the caller writes summary.json.
 
-    progress(tokens_done, tokens_total, tokens_per_s) is called at every logged step.
+    progress(tokens_done, tokens_total, tokens_per_s) is called at every logged step. An error
+    that is not bad input, the file system's or a stop comes back as a summary with status 'failed'.
     """
-    cfg, train = spec.model, spec.train
     check_inputs(spec, data)
-    run_dir = Path(run_dir)
+    start = time.perf_counter()
+    try:
+        return _train(spec, data, Path(run_dir), progress)
+    except (UsageError, OSError):
+        raise
+    except Exception as exc:  # a bug, or out of memory: this run failed, the sweep goes on
+        summary = summarize(spec, data, "failed", f"{type(exc).__name__}: {exc}", 0,
+                            time.perf_counter() - start, {}, spec.train.device)
+        return {**summary, "traceback": traceback.format_exc()}
+
+
+def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress) -> dict:
+    cfg, train = spec.model, spec.train
     run_dir.mkdir(parents=True, exist_ok=True)
     if train.threads:
         torch.set_num_threads(train.threads)
@@ -213,8 +272,9 @@ def train_run(spec: RunSpec, data: TokenData, run_dir: Path, progress=None) -> d
     state = {"identity": identity, "step": 0, "elapsed_s": 0.0, "initial_loss": None,
              "loss_sum": 0.0, "loss_count": 0}
     checkpoint_path, metrics_path = run_dir / CHECKPOINT, run_dir / METRICS
-    if checkpoint_path.exists():
-        state = load_checkpoint(checkpoint_path, model, optimizer, identity, device)
+    checkpoint = read_checkpoint(checkpoint_path, device) if checkpoint_path.exists() else None
+    if checkpoint is not None:
+        state = load_checkpoint(checkpoint, checkpoint_path, model, optimizer, identity)
     truncate_metrics(metrics_path, state["step"])
 
     status, reason, step = "finished", None, state["step"]
@@ -229,10 +289,11 @@ def train_run(spec: RunSpec, data: TokenData, run_dir: Path, progress=None) -> d
         lr = lr_at(step, steps, spec.lr, train)
         loss_sum += train_step(model, optimizer, x, y, lr, autocast, train.grad_clip)
         loss_count += 1
+        faults.point("step")
 
         do_eval = step % train.eval_interval == 0 or step == steps
         if step == 1 or step % train.log_interval == 0 or do_eval:
-            train_loss = loss_sum.item() / loss_count  # the one host sync of the interval
+            train_loss = faults.loss(spec.run_id, step, loss_sum.item() / loss_count)  # the interval's one sync
             now = time.perf_counter()
             record = {"step": step, "tokens": step * train.batch_tokens, "lr": lr,
                       "train_loss": train_loss if math.isfinite(train_loss) else None,
@@ -240,7 +301,8 @@ def train_run(spec: RunSpec, data: TokenData, run_dir: Path, progress=None) -> d
                       "tokens_per_s": (step - last_step) * train.batch_tokens / (now - last_time)}
             if state["initial_loss"] is None:
                 state["initial_loss"] = train_loss
-            reason = divergence(train_loss, state["initial_loss"], step, warmup_steps(steps, train))
+            reason = divergence(train_loss, state["initial_loss"], step, warmup_steps(steps, train),
+                                train.divergence_factor)
             if reason:
                 status = "diverged"
             elif do_eval:
@@ -254,10 +316,13 @@ def train_run(spec: RunSpec, data: TokenData, run_dir: Path, progress=None) -> d
             loss_count = 0
             last_time, last_step = time.perf_counter(), step  # evaluation is not training throughput
 
-        if step % train.checkpoint_interval == 0 and step < steps:
+        if step < steps and (step % train.checkpoint_interval == 0 or STOP.is_set()):
+            sync_file(metrics_path)  # the records up to the checkpoint must outlast a power cut too
             state.update(step=step, elapsed_s=time.perf_counter() - start,
                          loss_sum=loss_sum.item(), loss_count=loss_count)
             save_checkpoint(checkpoint_path, model, optimizer, state)
+            if STOP.is_set():
+                raise Interrupted(spec.run_id, step, steps)
 
     final = record if status == "finished" else {}
     return summarize(spec, data, status, reason, step, time.perf_counter() - start, final, device)
@@ -270,12 +335,13 @@ def summarize(spec: RunSpec, data: TokenData, status: str, reason: str | None, s
     n_total, n_non_embedding = param_counts(cfg)
     tokens = steps_done * spec.train.batch_tokens
     return {
-        "status": status, "reason": reason, "run_id": spec.run_id, "seed": spec.seed, "device": str(device),
+        "status": status, "reason": reason, "run_id": spec.run_id, "retry_of": spec.retry_of,
+        "seed": spec.seed, "device": str(device),
         "d_model": cfg.d_model, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "lr": spec.lr,
         "n_params_total": n_total, "n_params_non_embedding": n_non_embedding,
         "steps": steps_done, "tokens": tokens, "tokens_budget": spec.tokens, "epochs": tokens / len(data.train),
         "flops_6nd": 6.0 * n_non_embedding * tokens,
         "flops_exact": float(flops_per_token(cfg)["exact"]) * tokens,
         "final_val_loss": final.get("val_loss"), "final_val_bpb": final.get("val_bpb"),
-        "wall_s": wall_s, "tokens_per_s": tokens / wall_s,
+        "wall_s": wall_s, "tokens_per_s": tokens / wall_s if wall_s > 0 else 0.0,
     }
