@@ -5,7 +5,10 @@ batches, into flat arrays on disk (uint16 when the vocabulary fits, else uint32)
 memory-maps. The cache folder is keyed by a hash of the corpus content, the split, the
 tokenizer settings and the seed, so every run of a sweep, and every later sweep with the same
 key, reuses it. A cache is written to a temporary folder and renamed into place when complete,
-so a kill while tokenizing leaves no half cache behind.
+so a kill while tokenizing leaves no half cache behind. A cache is built under a lock on its key:
+a second sweep wanting the same cache waits and then uses it, and the builder removes what a
+killed build left. A cache found on disk is checked against its settings and the sizes of its
+files before it is used.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from scaling import faults, locks
 from scaling.config import SweepConfig
 from scaling.corpus import Split, load_split
 from scaling.errors import UsageError
@@ -149,6 +153,7 @@ def build_cache(cfg: SweepConfig, split: Split, path: Path) -> TokenCache:
             "seed": cfg.seed,
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        faults.point("rename:tokens")
         os.replace(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -156,17 +161,34 @@ def build_cache(cfg: SweepConfig, split: Split, path: Path) -> TokenCache:
     return TokenCache(path, meta)
 
 
-def _open_cache(path: Path, key: str) -> TokenCache | None:
+def _open_cache(path: Path, key: str, cfg: SweepConfig) -> TokenCache | None:
     meta_path = path / "meta.json"
     if not meta_path.exists():
         return None
     try:
         meta = json.loads(meta_path.read_text())
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, UnicodeDecodeError):
         meta = {}
-    if meta.get("key") != key:
+    rebuild = "; delete that folder to rebuild it"
+    if not isinstance(meta, dict) or meta.get("key") != key:
         raise UsageError(f"token cache {path} does not match its settings (meta.json corrupt or from "
-                         "another version); delete that folder to rebuild it")
+                         f"another version){rebuild}")
+    for name, value in (("corpus", cfg.corpus.model_dump()), ("tokenizer", cfg.tokenizer.model_dump()),
+                        ("seed", cfg.seed)):
+        if meta.get(name) != value:
+            raise UsageError(f"token cache {path} was built with {name} {meta.get(name)!r}, not this "
+                             f"sweep's {value!r}{rebuild}")
+    try:
+        itemsize = np.dtype(meta["dtype"]).itemsize
+        sizes = {"train.bin": meta["train_tokens"] * itemsize, "val.bin": meta["val_tokens"] * itemsize,
+                 "val_bytes.bin": meta["val_tokens"]}
+        found = {name: (path / name).stat().st_size for name in [*sizes, "tokenizer.json"]}
+    except (KeyError, TypeError, ValueError, OSError) as exc:
+        raise UsageError(f"token cache {path} is incomplete ({type(exc).__name__}: {exc}){rebuild}") from None
+    for name, size in sizes.items():
+        if found[name] != size:
+            raise UsageError(f"token cache {path}: {name} has {found[name]} bytes where meta.json "
+                             f"implies {size}{rebuild}")
     return TokenCache(path, meta)
 
 
@@ -175,4 +197,15 @@ def prepare_tokens(cfg: SweepConfig, cache_dir: Path | None = None) -> TokenCach
     split = load_split(cfg.corpus, cfg.seed)
     key = cache_key(cfg, split)
     path = Path(cache_dir or default_cache_dir()) / "tokens" / key
-    return _open_cache(path, key) or build_cache(cfg, split, path)
+    cache = _open_cache(path, key, cfg)
+    if cache is not None:
+        return cache
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with locks.locked(path.parent / f".{key}.lock"):
+        cache = _open_cache(path, key, cfg)  # built by another sweep while this one waited
+        if cache is None:
+            for stale in path.parent.glob(f".{key}.*"):
+                if stale.is_dir():  # the temporary folder of a build that was killed
+                    shutil.rmtree(stale)
+            cache = build_cache(cfg, split, path)
+    return cache
