@@ -343,7 +343,7 @@ def apply_filters(data: FitData, *, drop_highest_loss: int = 0, min_tokens_per_p
 def check_fittable(data: FitData, fixed_E: float | None = None) -> None:
     """UsageError unless the points can determine the law: enough points, two or more sizes."""
     n_free = 4 if fixed_E is not None else 5
-    after = " after filters" if data.filters else ""
+    after = " after filters" if any(data.filters.values()) else ""
     if len(data) < n_free:
         raise UsageError(f"{data.source}: {len(data)} point(s){after}, fewer than the {n_free} free "
                          f"parameters of the fit{' with E fixed' if fixed_E is not None else ''} "

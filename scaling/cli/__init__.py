@@ -1,8 +1,9 @@
 """The `scaling` command line: one module per command group, each adding its subcommands.
 
 Every command is a thin layer over the Python API (`scaling.*`): it parses arguments, calls
-the same functions a notebook would, and prints. A `UsageError` becomes a one-line message and
-exit code 2; a traceback is shown only with --debug.
+the same functions a notebook would, and prints. A `UsageError`, or an `OSError` (a file that
+cannot be read or written), becomes a one-line message and exit code 2; a traceback is shown
+only with --debug.
 """
 
 from __future__ import annotations
@@ -52,3 +53,11 @@ def main(argv: list[str] | None = None) -> int:
         # Output piped into `head` and the like: stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as exc:
+        # A file that cannot be read or written (missing, a full disk, no permission): the
+        # user's to fix, so a message naming the file rather than a traceback.
+        if args.debug:
+            raise
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"scaling {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2

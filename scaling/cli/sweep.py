@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
@@ -10,6 +12,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from scaling import store
 from scaling.config import load_config
+from scaling.errors import UsageError
 
 # scaling.sweep imports torch (seconds to load): only the commands that need it import it.
 
@@ -112,8 +115,41 @@ def _run_flops(job, tokens: int) -> float:
     return flops_per_token(job.spec.model)["exact"] * tokens
 
 
+@contextmanager
+def stop_on_signals():
+    """SIGINT and SIGTERM ask the run in progress to stop after a checkpoint; a second one stops
+    at once. Yields the list the signals received are appended to."""
+    from scaling.train import STOP, request_stop
+
+    received = []
+
+    def handler(signum, frame):
+        if received:
+            raise KeyboardInterrupt
+        received.append(signum)
+        request_stop()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        STOP.clear()
+
+
+def resume_command(args) -> str:
+    command = f"scaling sweep {args.config}"
+    if args.runs_dir != Path("runs"):
+        command += f" --runs-dir {args.runs_dir}"
+    if args.cache_dir is not None:
+        command += f" --cache-dir {args.cache_dir}"
+    return command
+
+
 def cmd_sweep(args) -> int:
     from scaling.sweep import run_sweep
+    from scaling.train import Interrupted
 
     cfg = load_config(args.config)
     if args.dry_run:
@@ -122,10 +158,23 @@ def cmd_sweep(args) -> int:
     warnings.showwarning = lambda msg, *a, **k: console.print(f"[yellow]warning:[/] {msg}")
     columns = (TextColumn("{task.description:<28}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
                TextColumn("{task.fields[info]}"), TimeRemainingColumn())
-    with Progress(*columns, console=console) as bars:
-        result = run_sweep(cfg, args.runs_dir, args.cache_dir, reporter=RichReporter(bars))
+    with stop_on_signals() as received:
+        try:
+            with Progress(*columns, console=console) as bars:
+                result = run_sweep(cfg, args.runs_dir, args.cache_dir, reporter=RichReporter(bars))
+        except Interrupted as stop:
+            where = (f"; run {stop.run_id} stopped at step {stop.step} of {stop.steps}, with a checkpoint there"
+                     if stop.run_id else "")
+            name = signal.Signals(received[0]).name if received else "a stop request"
+            console.print(f"stopped by {name}{where}; finished runs are kept. "
+                          f"Resume with: {resume_command(args)}")
+            return 128 + received[0] if received else 130
+        except OSError as exc:  # a full disk, a folder that cannot be written: not a bug of ours
+            where = f": {exc.filename}" if exc.filename else ""
+            raise UsageError(f"{exc.strerror or exc}{where}; finished runs are kept. Fix this, "
+                             f"then resume with: {resume_command(args)}") from exc
     _print_outcome(result)
-    return 0
+    return 1 if any(s["status"] == "failed" for s in result.trained) else 0
 
 
 def _print_outcome(result) -> None:
@@ -136,6 +185,8 @@ def _print_outcome(result) -> None:
     for status in ("diverged", "failed", "incomplete"):
         for _, row in t[t.status == status].iterrows():
             console.print(f"[yellow]{status}:[/] {row.run_id}: {row.reason}")
+    for _, row in t[t.retry_of.notna()].iterrows():
+        console.print(f"retry: {row.run_id} retries {row.retry_of} at lr {row.lr:.3g}: {row.status}")
 
 
 def cmd_runs(args) -> int:
