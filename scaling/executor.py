@@ -27,6 +27,10 @@ the same thread count, the same seed and the same batches.
 Scheduling. The pool hands out runs longest first (by exact FLOPs), which keeps the cores busy
 until the end instead of leaving one core on the biggest run; the sequential path keeps the plan's
 order. Progress and warnings of a worker are forwarded to the driver, which calls the reporter.
+
+Stopping. A stop request (train.STOP, which the command line sets on SIGINT or SIGTERM) reaches
+each worker as SIGTERM: its run stops after the current step with a checkpoint, as in-process,
+and no further run starts. Workers ignore SIGINT (the driver decides) and die with the driver.
 """
 
 from __future__ import annotations
@@ -50,9 +54,10 @@ from typing import Protocol
 
 from scaling.errors import UsageError
 from scaling.tokens import TokenCache
-from scaling.train import RunSpec, TokenData, train_run
+from scaling.train import STOP, RunSpec, TokenData, request_stop, train_run
 
 PROGRESS_EVERY_S = 0.1  # a worker forwards a run's progress at most this often
+STOP_GRACE_S = 10.0     # how long a stopped worker has to checkpoint and leave before it is killed
 # Starting a worker costs seconds (it imports torch), so with `workers` left to the rule a sweep
 # estimated (at ASSUMED_FLOPS, one core) to take less than POOL_MIN_SECONDS trains in this process.
 ASSUMED_FLOPS = 15e9
@@ -215,8 +220,9 @@ class LocalExecutor:
         busy: dict[int, int] = {}  # worker index -> job index
 
         def give(index: int) -> bool:
-            """Hand worker `index` the next job (starting the worker the first time); False if none is left."""
-            job = next(source, None)
+            """Hand worker `index` the next job (starting the worker the first time); False if none
+            is left, or a stop was requested."""
+            job = None if STOP.is_set() else next(source, None)
             if job is None:
                 return False
             jobs.append(job)
@@ -236,11 +242,16 @@ class LocalExecutor:
                 if not give(index):
                     break
             dead_since: dict[int, float] = {}
+            stopping = False
             while busy:
                 try:
                     event = events.get(timeout=0.5)
                 except queue.Empty:
                     event = None
+                if STOP.is_set() and not stopping:  # each run in training stops after its step, with a checkpoint
+                    stopping = True
+                    for index in busy:
+                        pool[index][0].terminate()
                 _check_alive(pool, busy, jobs, dead_since)
                 if event is None:
                     continue
@@ -260,7 +271,7 @@ class LocalExecutor:
                         pool[index][1].put(None)
                     yield job, rest[0]
         finally:
-            _stop(pool)
+            _stop(pool, busy)
             events.close()
             events.cancel_join_thread()
 
@@ -285,23 +296,22 @@ def _check_alive(pool, busy: dict[int, int], jobs: list[Job], dead_since: dict[i
                                "checkpoint when the sweep is started again")
 
 
-def _stop(pool) -> None:
-    """Ask every worker to leave, then make sure: a worker still training is terminated (its run
-    keeps its last checkpoint and resumes in the next sweep)."""
-    for process, inbox in pool:
-        if process.is_alive():
-            try:
-                inbox.put(None)
-            except (OSError, ValueError):
-                pass
-    deadline = time.monotonic() + 2.0
-    for process, _ in pool:
-        process.join(max(0.0, deadline - time.monotonic()))
-    for process, _ in pool:
-        if process.is_alive():
+def _stop(pool, busy: dict[int, int]) -> None:
+    """End the pool: an idle worker is asked to leave; a worker still training gets SIGTERM, on
+    which its run stops after the current step with a checkpoint (it resumes in the next sweep);
+    one that has not left after STOP_GRACE_S is killed."""
+    for index, (process, inbox) in enumerate(pool):
+        if not process.is_alive():
+            continue
+        if index in busy:
             process.terminate()
+        try:
+            inbox.put(None)
+        except (OSError, ValueError):
+            pass
+    deadline = time.monotonic() + STOP_GRACE_S
     for process, inbox in pool:
-        process.join(5.0)
+        process.join(max(0.0, deadline - time.monotonic()))
         if process.is_alive():
             process.kill()
             process.join()
@@ -359,7 +369,10 @@ def die_with_parent(parent_pid: int) -> None:
 def _worker_main(index: int, threads: int, gpu: str | None, inbox, events, parent_pid: int) -> None:
     """A worker process: train the jobs the driver sends, one at a time, until it sends None."""
     die_with_parent(parent_pid)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the driver decides
+    # Ctrl-C reaches the whole process group: the driver decides, and forwards a stop as SIGTERM,
+    # on which the run stops after its current step with a checkpoint (train.Interrupted).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: request_stop())
     if gpu is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu
     import torch

@@ -21,6 +21,8 @@ The design, in which nothing but Ray connects the driver and its workers (no sha
   holds, so the new task resumes from the last checkpoint that reached the driver and ends with
   the same final loss as an uninterrupted run. An exception raised by the run itself (bad input,
   a bug) is not retried: it is raised in the driver.
+- Stopping. On a stop request (SIGINT/SIGTERM to the command line) the runs in flight are
+  cancelled; each resumes from the last checkpoint that reached the driver.
 
 Every node needs this package and torch installed, in the same versions as the driver.
 """
@@ -46,7 +48,7 @@ from scaling.errors import UsageError
 from scaling.executor import (
     PROGRESS_EVERY_S, Job, LocalExecutor, Reporter, _warning_category, execute, longest_first,
 )
-from scaling.train import TokenData
+from scaling.train import STOP, Interrupted, TokenData
 
 DRAIN_EVERY_S = 0.2  # how often the driver reads the mailbox
 
@@ -226,6 +228,8 @@ class RayExecutor(LocalExecutor):
                     attempt.append(0)
                     started.append(False)
                     submit(len(jobs) - 1)
+                if STOP.is_set():  # runs in flight are cancelled; each resumes from its last checkpoint here
+                    raise Interrupted()
                 ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=DRAIN_EVERY_S)
                 deliver(ray.get(mailbox.drain.remote()))
                 for ref in ready:

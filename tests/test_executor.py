@@ -3,6 +3,7 @@ losses and survives a worker killed mid-run."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -125,33 +126,75 @@ def test_worker_error_is_raised_in_the_driver(tmp_path, cache_dir):
         run_sweep(cfg, tmp_path, cache_dir)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads parent pids from /proc")
-def test_killed_driver_takes_its_workers_along(micro_sweep, tmp_path, cache_dir):
-    """SIGKILL the driver of a packed sweep mid-run: its workers die with it (no orphan keeps
-    training into the store), and the next sweep resumes and matches."""
-    _, reference = micro_sweep
-    config = tmp_path / "micro.yaml"
-    config.write_text(yaml.safe_dump({**MICRO, "executor": {"workers": 2}}))
+# Two runs of 256 steps (seconds each, a checkpoint every 20 steps), so that a signal lands
+# while both workers train.
+LONG = {
+    "grid": {"models": MICRO["grid"]["models"], "tokens": [65536]},
+    "train": {**MICRO["train"], "checkpoint_interval": 20, "eval_interval": 64},
+}
+
+
+@pytest.fixture(scope="module")
+def long_reference(tmp_path_factory, cache_dir):
+    """The LONG sweep trained in this process, one run at a time."""
+    return run_sweep(micro_config(**LONG, executor={"workers": 1}), tmp_path_factory.mktemp("long"), cache_dir)
+
+
+def start_packed_sweep(tmp_path, cache_dir):
+    """`scaling sweep` of LONG with 2 workers, returned once both workers train; with their pids."""
+    config = tmp_path / "long.yaml"
+    config.write_text(yaml.safe_dump({**MICRO, **LONG, "executor": {"workers": 2}}))
     runs = tmp_path / "runs"
     sweep = subprocess.Popen([sys.executable, "-m", "scaling", "sweep", config, "--runs-dir", runs,
-                              "--cache-dir", cache_dir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              "--cache-dir", cache_dir], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     workers, deadline = [], time.time() + 120
     while time.time() < deadline and sweep.poll() is None:
         workers = children(sweep.pid)
         dirs = store.run_dirs(runs / "micro") if (runs / "micro").exists() else []
-        if len(workers) >= 2 and any((d / store.METRICS).exists() for d in dirs):
+        if len(workers) == 2 and sum((d / store.CHECKPOINT).exists() for d in dirs) == 2:
             break
         time.sleep(0.02)
-    assert sweep.poll() is None, "the sweep ended before it could be killed mid-run"
-    sweep.send_signal(signal.SIGKILL)
-    sweep.wait()
-    deadline = time.time() + 10
-    while time.time() < deadline and any(alive(pid) for pid in workers):
-        time.sleep(0.05)
-    assert not [pid for pid in workers if alive(pid)], "a worker outlived its driver"
+    assert sweep.poll() is None, "the sweep ended before both runs were under way"
+    return sweep, workers, runs
 
-    again = run_sweep(micro_config(executor={"workers": 2}), runs, cache_dir)
-    assert_same_runs(again.sweep_dir, reference.sweep_dir)
+
+def wait_gone(pids: list[int], seconds: float = 15) -> list[int]:
+    deadline = time.time() + seconds
+    while time.time() < deadline and any(alive(pid) for pid in pids):
+        time.sleep(0.05)
+    return [pid for pid in pids if alive(pid)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads parent pids from /proc")
+def test_killed_driver_takes_its_workers_along(long_reference, tmp_path, cache_dir):
+    """SIGKILL the driver of a packed sweep mid-run: its workers die with it (no orphan keeps
+    training into the store), and the next sweep resumes both runs and matches."""
+    sweep, workers, runs = start_packed_sweep(tmp_path, cache_dir)
+    sweep.send_signal(signal.SIGKILL)
+    sweep.communicate()
+    assert not wait_gone(workers), "a worker outlived its driver"
+    assert not list((runs / "micro").glob(f"*/{store.SUMMARY}"))  # killed mid-run indeed
+
+    again = run_sweep(micro_config(**LONG, executor={"workers": 1}), runs, cache_dir)  # resumed in-process
+    assert_same_runs(again.sweep_dir, long_reference.sweep_dir)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads parent pids from /proc")
+def test_sigterm_stops_packed_runs_with_a_checkpoint(long_reference, tmp_path, cache_dir):
+    """SIGTERM to the driver of a packed sweep: every run in training stops after its step with a
+    checkpoint there (in its worker), the command says how to resume, and resuming matches."""
+    sweep, workers, runs = start_packed_sweep(tmp_path, cache_dir)
+    sweep.send_signal(signal.SIGTERM)
+    out, err = sweep.communicate(timeout=60)
+    assert sweep.returncode == 128 + signal.SIGTERM, err
+    assert "stopped by SIGTERM" in out and "Resume with: scaling sweep" in out
+    assert re.search(r"run \S+ stopped at step \d+ of 256, with a checkpoint there", out), out
+    assert not wait_gone(workers), "a worker outlived its driver"
+    steps = {d.name: store.read_jsonl(d / store.METRICS)[-1]["step"] for d in store.run_dirs(runs / "micro")}
+    assert all(step < 256 for step in steps.values())  # both stopped mid-run
+
+    again = run_sweep(micro_config(**LONG, executor={"workers": 1}), runs, cache_dir)  # resumed in-process
+    assert_same_runs(again.sweep_dir, long_reference.sweep_dir)
 
 
 def children(pid: int) -> list[int]:
