@@ -20,15 +20,15 @@ from scaling.errors import UsageError
 def _count(value):
     """A positive whole number written as 1000000, 1_000_000, 1e6 or "1e6" (YAML reads 1e6 as text)."""
     if isinstance(value, bool):
-        raise ValueError("expected a number, got a boolean")
+        raise ValueError("expected a number, not a boolean")
     if isinstance(value, str):
         try:
             value = float(value.replace("_", ""))
         except ValueError:
-            raise ValueError(f"expected a number such as 1e6 or 1_000_000, got {value!r}") from None
+            raise ValueError("expected a number such as 1e6 or 1_000_000") from None
     if isinstance(value, float):
         if not math.isfinite(value) or value != int(value):
-            raise ValueError(f"expected a whole number, got {value}")
+            raise ValueError("expected a whole number")
         value = int(value)
     return value
 
@@ -39,7 +39,7 @@ def _number(value):
         try:
             return float(value.replace("_", ""))
         except ValueError:
-            raise ValueError(f"expected a number, got {value!r}") from None
+            raise ValueError("expected a number") from None
     return value
 
 
@@ -165,7 +165,9 @@ def _format_error(source: str, exc: ValidationError) -> str:
         if err["type"] == "extra_forbidden":
             msg = "unknown key (see docs/config.md for the allowed keys)"
         where = f"{path}: " if path else ""
-        value = "" if err["type"] in ("missing", "extra_forbidden") else f" (got {err['input']!r})"
+        # A whole section as the value says less than the message, which names what is wrong in it.
+        hide = err["type"] in ("missing", "extra_forbidden") or isinstance(err["input"], dict)
+        value = "" if hide else f" (got {err['input']!r})"
         lines.append(f"  {where}{msg}{value}")
     return "\n".join(lines)
 
