@@ -95,6 +95,7 @@ class Inputs:
     boot: fitting.BootstrapResult | None = None
     left_out: list = field(default_factory=list)   # (what, why): runs or parts left out
     notes: list = field(default_factory=list)      # what the report cannot show, and why
+    fit_command: str | None = None                 # the `scaling fit` call that gives the same fit.json
 
 
 def _check_count(flag: str, value, minimum: int = 0) -> int:
@@ -125,7 +126,9 @@ def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap:
         if param_convention is not None:
             raise UsageError("--param-convention applies to a run store only")
         data = fitdata.apply_filters(fitdata.from_dataset(dataset), drop_highest_loss=drop_highest_loss)
-        return _fit_here(dataset, data, None, bootstrap, seed)
+        inputs = _fit_here(dataset, data, None, bootstrap, seed)
+        inputs.fit_command = _fit_command(f"--dataset {dataset}", inputs.fit, drop_highest_loss)
+        return inputs
 
     source = Path(source)
     if not source.exists():
@@ -164,10 +167,17 @@ def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap:
     data = fitdata.apply_filters(data, drop_highest_loss=drop_highest_loss)
     curves = approaches.curves_from_store(runs_dir, param_convention=data.param_convention)
     inputs = _fit_here(name, data, curves, bootstrap, seed)
+    inputs.fit_command = _fit_command(str(runs_dir) + (f" --param-convention {param_convention}"
+                                                       if param_convention else ""), inputs.fit, drop_highest_loss)
     inputs.runs_dir = runs_dir
     inputs.left_out[:0] = left_out
     _read_store(inputs)
     return inputs
+
+
+def _fit_command(source: str, fit: dict, drop_highest_loss: int) -> str:
+    drop = f" --drop-highest-loss {drop_highest_loss}" if drop_highest_loss else ""
+    return (f"scaling fit {source}{drop} --bootstrap {fit['options']['bootstrap']} --seed {fit['seed']}")
 
 
 def _kind(path: Path) -> str:
@@ -736,7 +746,7 @@ def build_report(inputs: Inputs, *, holdout_fraction: float = DEFAULT_HOLDOUT) -
         doc.ul(inputs.notes)
 
     # ---------------------------------------------------------------- the sweep
-    doc.h(2, "The sweep")
+    doc.h(2, "The sweep" if inputs.runs_dir is not None else "The data")
     if inputs.settings is not None:
         doc.ul(_settings_lines(inputs))
     elif data is not None:
@@ -746,9 +756,9 @@ def build_report(inputs: Inputs, *, holdout_fraction: float = DEFAULT_HOLDOUT) -
               "N_ne: non-embedding parameters; N: total; C = 6 N_ne D (the store's flops_6nd); "
               "loss: final validation loss in nats/token; bpb: bits per byte.")
         held = {r.id for r in ho.rows} if ho is not None else set()
-        doc.table(["run", "status", "N_ne", "N", "D (tokens)", "C (FLOPs)", "loss", "bpb", "epochs",
+        doc.table(["run", "status", "N_ne", "N", "D (tokens)", "C (FLOPs)", "lr", "loss", "bpb", "epochs",
                    "wall (s)", "in the fit"], _run_rows(inputs.runs, fitted_ids, held),
-                  align=["l", "l"] + ["r"] * 8 + ["l"])
+                  align=["l", "l"] + ["r"] * 9 + ["l"])
     elif data is not None:
         doc.p(_points_summary(data))
         if len(data) <= MAX_POINTS_LISTED:
@@ -1010,6 +1020,8 @@ def _settings_lines(inputs: Inputs) -> list[str]:
     common = inputs.settings["common"]
     varying = inputs.settings["varying"]
     skip = {"run_id", "n_params_total", "n_params_non_embedding"}
+    if "lr" in varying:
+        skip.add("train.lr")      # the base rate; each run's own lr is in the run table
     sections: dict[str, list[str]] = {}
     for key, value in common.items():
         if key in skip or value is None or value == []:
@@ -1057,14 +1069,14 @@ def _run_rows(runs: pd.DataFrame, fitted: set, held: set) -> list:
             role = "no" + (f": {reason}" if reason else "")
         rows.append((rid, r.status if isinstance(r.status, str) else "-", num(r.n_params_non_embedding, ".4g"),
                      num(r.n_params_total, ".4g"), num(r.tokens, ".4g"), num(r.flops_6nd, ".3g"),
-                     num(r.final_val_loss, ".4f"), num(r.final_val_bpb, ".4f"), num(r.epochs, ".3g"),
+                     num(r.lr, ".3g"), num(r.final_val_loss, ".4f"), num(r.final_val_bpb, ".4f"), num(r.epochs, ".3g"),
                      num(r.wall_s, ".1f"), role))
     return rows
 
 
 def _points_summary(data: fitdata.FitData) -> str:
     r = data.ranges()
-    listed = "listed below" if len(data) <= MAX_POINTS_LISTED else "not listed (see the source)"
+    listed = "listed below" if len(data) <= MAX_POINTS_LISTED else "not listed here; see the source"
     return (f"{len(data)} points ({listed}): {data.n_sizes} distinct N from {r['n_range'][0]:.3g} to "
             f"{r['n_range'][1]:.3g}, D from {r['d_range'][0]:.3g} to {r['d_range'][1]:.3g} tokens, C = 6ND from "
             f"{r['c_range'][0]:.3g} to {r['c_range'][1]:.3g} FLOPs, loss from {data.loss.min():.4g} to "
@@ -1100,8 +1112,8 @@ def _approach_note(e: dict) -> str:
 
 def _compare_table(rows: list[dict], reference_compute):
     c = compare.LARGE_COMPUTE if reference_compute is None else float(reference_compute)
-    fmts = {"alpha": ".3f", "beta": ".3f", "a": ".3f", "b": ".3f", "tokens_per_param": ".1f",
-            "tokens_per_param_large": ".1f"}
+    fmts = {"alpha": ".3f", "beta": ".3f", "a": ".3f", "b": ".3f", "tokens_per_param": ".3g",
+            "tokens_per_param_large": ".3g"}
     header = ["", "alpha", "beta", "a", "b", f"D/N at {figs.sci(c)}", f"D/N at {figs.sci(compare.LARGE_COMPUTE)}"]
     out = []
     for row in rows:
@@ -1138,6 +1150,11 @@ def _more_limitations(inputs: Inputs, ho: Holdout | None) -> list[str]:
             out.append(f"fitted on tiny models: the largest has {figs.human(nmax)} {conv}, "
                        f"{math.log10(70e9 / nmax):.1f} orders of magnitude below Chinchilla (70B); "
                        "the exponents of models this small need not hold for large ones")
+    law = inputs.law
+    if data is not None and law.E < 0.05 * float(data.loss.min()):
+        out.append(f"E = {law.E:.3g} is pinned near zero: these runs are far from the irreducible loss, so E is "
+                   f"not determined and A/N^alpha absorbs it; read alpha = {law.alpha:.3g} as the local slope "
+                   "over the measured sizes, not as the exponent of the reducible loss")
     settings = (inputs.settings or {}).get("common") or {}
     if settings:
         corpus = settings.get("corpus.source")
@@ -1174,11 +1191,9 @@ def _more_limitations(inputs: Inputs, ho: Holdout | None) -> list[str]:
 
 def _provenance(inputs: Inputs, fraction: float) -> list[str]:
     fit = inputs.fit
-    opts = fit.get("options") or {}
     out = []
     if inputs.fitted_here:
-        out.append(f"fitted here: `scaling fit` with --bootstrap {opts.get('bootstrap')} --seed {fit.get('seed')} "
-                   "gives the same fit.json")
+        out.append(f"fitted here; `{inputs.fit_command}` writes the same fit.json")
     else:
         out.append(f"fit read from `{inputs.fit_path}`")
     if inputs.boot is not None and not inputs.fitted_here:
@@ -1210,12 +1225,14 @@ def write_report(report: Report, out, fmt: str = "md") -> list[Path]:
         images[name] = (out / FIGURE_DIR / f"{name}.png").read_bytes()
     if report.inputs.fitted_here:
         paths.append(results.write_fit(out / results.FILENAME, report.inputs.fit))
+    # Plain writes (not store.write_atomic, whose temporary file is private to the user): a
+    # report is meant to be shared, and nothing reads it back.
     if fmt == "md":
         path = out / "report.md"
-        store.write_atomic(path, report.doc.markdown())
+        path.write_text(report.doc.markdown())
     else:
         path = out / "report.html"
-        store.write_atomic(path, report.doc.html(report.title, images))
+        path.write_text(report.doc.html(report.title, images))
     paths.append(path)
     return paths
 

@@ -166,6 +166,7 @@ def test_html_report_fitted_here_is_self_contained(micro_sweep, fit_dir, from_fi
     rep, paths = report.make_report(sweep.sweep_dir, out=tmp_path, fmt="html", bootstrap=int(BOOT))
     assert (tmp_path / "fit.json").read_bytes() == (fit_dir / "fit.json").read_bytes()
     page = (tmp_path / "report.html").read_text()
+    assert f"<code>scaling fit {sweep.sweep_dir} --bootstrap {BOOT} --seed 0</code> writes the same fit.json" in page
     assert paths[-1] == tmp_path / "report.html"
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert not re.search(r"""(src|href)=["'](?!data:|#)""", page)           # nothing fetched from outside
