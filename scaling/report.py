@@ -330,7 +330,10 @@ def _bootstrap_again(inputs: Inputs, bootstrap: int | None) -> None:
     fit, data = inputs.fit, inputs.data
     options = fit.get("options") or {}
     k = int(options.get("bootstrap") or 0) if bootstrap is None else bootstrap
-    if data is None or len(data) < 5:
+    if data is None:
+        return
+    if len(data) < 5:
+        inputs.notes.append(f"only {len(data)} points: too few to refit, so no bootstrap distributions")
         return
     delta = float(options.get("delta") or fitting.DEFAULT_DELTA)
     fixed_E = options.get("fixed_E")
@@ -1240,7 +1243,7 @@ def write_report(report: Report, out, fmt: str = "md") -> list[Path]:
 def format_holdout(ho: Holdout | None) -> str:
     """The hold-out check as plain text: one line per held-out run, then the mean."""
     if ho is None:
-        return "hold-out check: no points to refit"
+        return "hold-out check: not possible, the points of this fit were not found (see the report's first section)"
     head = (f"hold-out check: refit on the {ho.n_train} of {ho.n_points} points with the smallest C, "
             f"predict the {ho.n_points - ho.n_train} with the largest (top {100 * ho.fraction:g}%)")
     if ho.reason:
