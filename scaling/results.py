@@ -309,6 +309,9 @@ _FMT = {"E": ".4f", "A": ".4g", "B": ".4g", "alpha": ".4f", "beta": ".4f", "a": 
         "G": ".4g", "tokens_per_param": ".4g"}
 
 
+SHOWN_DROPPED = 10  # left-out points listed by the summary; fit.json lists them all
+
+
 def format_summary(fit: dict) -> str:
     """A few lines: the constants with intervals, a, b, tokens/param, starts at the optimum."""
     ci = fit.get("ci") or {}
@@ -325,6 +328,9 @@ def format_summary(fit: dict) -> str:
     d = fit["data"]
     out = [f"fit of L = E + A/N^alpha + B/D^beta to {d['n_points']} points ({d['source']}; "
            f"{len(d['dropped'])} left out)"]
+    out += [f"  left out {x['id']}: {x['reason']}" for x in d["dropped"][:SHOWN_DROPPED]]
+    if len(d["dropped"]) > SHOWN_DROPPED:
+        out.append(f"  ... and {len(d['dropped']) - SHOWN_DROPPED} more (data.dropped in fit.json)")
     out.append(f"constants" + (f" with {100 * level:g}% bootstrap intervals ({ci['n_resamples']} resamples)"
                                if ci else " (no bootstrap)") + ":")
     for name in PARAM_NAMES:
