@@ -107,8 +107,12 @@ class TrainConfig(Strict):
     lr_rule: Literal["constant", "inverse_width"] = "inverse_width"
     lr_base_width: Count = 64
     warmup_fraction: Annotated[Number, Field(ge=0, lt=1)] = 0.05
-    schedule: Literal["cosine", "linear"] = "cosine"
+    schedule: Literal["cosine", "linear", "wsd"] = "cosine"
     min_lr_ratio: Annotated[Number, Field(ge=0, le=1)] = 0.1
+    # wsd (warmup-stable-decay, Hagele et al. 2024): the decay over the last cooldown_fraction of
+    # each budget, in the shape cooldown_shape. Part of the run id only when schedule is wsd.
+    cooldown_fraction: Annotated[Number, Field(gt=0, lt=1)] = 0.2
+    cooldown_shape: Literal["linear", "1-sqrt", "cosine"] = "1-sqrt"
     weight_decay: Annotated[Number, Field(ge=0)] = 0.1
     beta1: Annotated[Number, Field(ge=0, lt=1)] = 0.9
     beta2: Annotated[Number, Field(ge=0, lt=1)] = 0.95
@@ -154,6 +158,14 @@ class SweepConfig(Strict):
         if self.train.batch_tokens % self.model.context_length:
             raise ValueError(f"train.batch_tokens {self.train.batch_tokens} is not a multiple of "
                              f"model.context_length {self.model.context_length}")
+        return self
+
+    @model_validator(mode="after")
+    def _wsd_has_no_retries(self):
+        # A retry trains at a lower learning rate, which would need a stable run of its own.
+        if self.train.schedule == "wsd" and self.train.retries:
+            raise ValueError("train.retries is not supported with train.schedule 'wsd' (a retry at a "
+                             "lower learning rate would need its own stable run); set it to 0")
         return self
 
 

@@ -7,6 +7,7 @@
             metrics.jsonl        one JSON record per logged step (append-only)
             summary.json         written once at the end: status, N, D, C, final losses
             checkpoint.pt        latest training state (weights_only-loadable)
+            checkpoint-step<S>.pt  a WSD stable run's state at step S, a branch point (kept)
             .lock                held by the sweep training this run (scaling.locks)
 
 Writes of whole files are atomic (temporary file, fsync, rename, fsync of the folder), so a kill
@@ -36,13 +37,17 @@ CHECKPOINT = "checkpoint.pt"
 TABLE = "runs.csv"
 LOCK = ".lock"                  # in a run folder: held while the run trains (scaling.locks)
 TABLE_LOCK = ".runs.csv.lock"   # in a sweep folder: held while runs.csv is read and rewritten
-STATUSES = ("finished", "diverged", "failed")
+# 'stable': a WSD stable run that reached its last branch point; not a fit point (its branches are).
+STATUSES = ("finished", "diverged", "failed", "stable")
 
 # Columns of runs.csv, in order. Shape columns first, then sizes, then outcomes.
 TABLE_COLUMNS = (
     "run_id", "status", "d_model", "n_layers", "n_heads", "lr",
     "n_params_total", "n_params_non_embedding", "tokens", "flops_6nd", "flops_exact",
     "final_val_loss", "final_val_bpb", "epochs", "wall_s", "seed", "reason", "retry_of",
+    # WSD branches: the stable run they start from, and the tokens they trained themselves (the
+    # cooldown); tokens and FLOPs above are those of the whole schedule, the point the law sees.
+    "branch_of", "branch_tokens",
 )
 # Types of metrics.jsonl fields; a record with another type is skipped on read.
 METRIC_TYPES = {"step": int, "tokens": int, "lr": float, "train_loss": float, "val_loss": float,
@@ -91,6 +96,14 @@ def remove_temps(folder: Path) -> None:
     holding the lock that guards the folder's files, or a live writer's file goes too."""
     for tmp in Path(folder).glob(".*.tmp"):
         tmp.unlink(missing_ok=True)
+
+
+BRANCH_CHECKPOINTS = "checkpoint-step*.pt"  # glob of the files branch_checkpoint names
+
+
+def branch_checkpoint(step: int) -> str:
+    """File name of a WSD stable run's checkpoint at branch point `step`."""
+    return f"checkpoint-step{step}.pt"
 
 
 def write_json(path: Path, obj) -> None:

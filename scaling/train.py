@@ -8,6 +8,16 @@ The learning-rate schedule spans exactly this run's steps (warmup, then decay to
 at the last step): Hoffmann et al. 2022 showed that a schedule longer than the run overstates
 the loss of short runs, which bends the fitted law.
 
+WSD (train.schedule 'wsd', Hagele et al. 2024): warmup, a constant (stable) phase, then a
+cooldown over the last cooldown_fraction of the run's steps that also ends at min_lr_ratio*lr
+on the last step. Since the lr of the first (1-f) of a WSD run does not depend on its length
+(given a shared warmup, `RunSpec.warmup`), one *stable run* per model size trains the constant
+phase once and saves a checkpoint at each budget's branch point (`branch_points`, files
+store.branch_checkpoint(step)); a *branch* (`branch_of`, `branch_step`) starts from such a
+checkpoint and trains only the cooldown. Batches depend on (seed, step) alone, so a branch ends
+with bitwise the weights of a WSD run trained from step 0 to its budget. A branch without that
+checkpoint simply trains from step 0: the same run, at full cost.
+
 Batches are random windows of the training tokens drawn by a generator seeded from (seed, step),
 so a run resumed from its checkpoint sees exactly the batches it would have seen, and ends with
 bitwise the same weights on the same machine. A checkpoint that cannot be read (a file damaged
@@ -42,7 +52,9 @@ from scaling import faults
 from scaling.config import TrainConfig
 from scaling.errors import UsageError
 from scaling.model import GPT, GPTConfig, flops_per_token, param_counts
-from scaling.store import CHECKPOINT, METRICS, append_jsonl, read_jsonl, sync_file, write_atomic
+from scaling.store import (
+    CHECKPOINT, METRICS, append_jsonl, branch_checkpoint, read_jsonl, sync_file, write_atomic,
+)
 
 # Set to stop the run in progress after its current step, with a checkpoint (see request_stop).
 STOP = threading.Event()
@@ -70,6 +82,28 @@ class RunSpec:
     tokens: int    # the budget D
     seed: int
     retry_of: str | None = None  # the diverged run this one retries at a lower learning rate
+    # Schedule 'wsd' only. warmup: warmup steps (None: warmup_fraction of this run's steps); a
+    # sweep shares one warmup among the budgets of a shape, so that their stable phases coincide.
+    warmup: int | None = None
+    # A stable run: constant lr after warmup up to its last step (no cooldown), saving a
+    # checkpoint at each of these steps for the branches. Its summary's status is 'stable'.
+    branch_points: tuple[int, ...] = ()
+    # A branch: starts from the checkpoint that stable run `branch_of` saved at `branch_step`.
+    branch_of: str | None = None
+    branch_step: int | None = None
+
+    @property
+    def steps(self) -> int:
+        """AdamW updates of the run: its budget rounded up to whole batches."""
+        return math.ceil(self.tokens / self.train.batch_tokens)
+
+    @property
+    def stable(self) -> bool:
+        return bool(self.branch_points)
+
+    def schedule(self) -> tuple[int, int]:
+        """(warmup steps, step after which the decay starts) of this run's learning-rate schedule."""
+        return schedule_bounds(self.steps, self.train, self.warmup, constant=self.stable)
 
 
 @dataclass(frozen=True)
@@ -93,16 +127,49 @@ def warmup_steps(steps: int, train: TrainConfig) -> int:
     return min(round(train.warmup_fraction * steps), steps - 1)
 
 
-def lr_at(step: int, steps: int, lr: float, train: TrainConfig) -> float:
+def cooldown_steps(steps: int, train: TrainConfig) -> int:
+    """WSD: round(cooldown_fraction * steps), at least 1 and at most the whole run."""
+    return min(steps, max(1, round(train.cooldown_fraction * steps)))
+
+
+def schedule_bounds(steps: int, train: TrainConfig, warmup: int | None = None,
+                    constant: bool = False) -> tuple[int, int]:
+    """(warmup, decay_start) in steps: the lr rises over steps 1..warmup, holds until decay_start
+    and decays over decay_start+1..steps. cosine/linear decay right after warmup; wsd holds until
+    its cooldown (the last cooldown_steps); `constant` (a WSD stable run) never decays."""
+    if train.schedule != "wsd":
+        warmup = warmup_steps(steps, train) if warmup is None else warmup
+        return warmup, warmup
+    decay_start = steps if constant else steps - cooldown_steps(steps, train)
+    warmup = min(warmup_steps(steps, train) if warmup is None else warmup, decay_start)
+    return warmup, decay_start
+
+
+def decay_shape(progress: float, shape: str) -> float:
+    """The fraction of (lr - min_lr) left at `progress` (0..1) of the decay; exactly 0 at 1."""
+    if shape == "cosine":
+        return 0.5 * (1 + math.cos(math.pi * progress))
+    if shape == "1-sqrt":
+        return 1 - math.sqrt(progress)
+    return 1 - progress
+
+
+def lr_at(step: int, steps: int, lr: float, train: TrainConfig, warmup: int | None = None,
+          constant: bool = False) -> float:
     """Learning rate of update `step` (1..steps): linear warmup to lr, then cosine or linear decay
-    that reaches min_lr_ratio*lr at exactly step == steps."""
-    warmup = warmup_steps(steps, train)
+    that reaches min_lr_ratio*lr at exactly step == steps. For wsd: constant lr after warmup, then a
+    cooldown (cooldown_shape) over the last cooldown_fraction of the steps that reaches
+    min_lr_ratio*lr at exactly step == steps; `warmup` (steps) overrides warmup_fraction, and
+    `constant` (a stable run) leaves out the cooldown."""
+    warmup, decay_start = schedule_bounds(steps, train, warmup, constant)
     if step < warmup:
         return lr * step / warmup
-    progress = (step - warmup) / (steps - warmup)
-    remaining = 0.5 * (1 + math.cos(math.pi * progress)) if train.schedule == "cosine" else 1 - progress
+    if train.schedule == "wsd" and step <= decay_start:
+        return lr
+    progress = (step - decay_start) / (steps - decay_start)
+    shape = train.cooldown_shape if train.schedule == "wsd" else train.schedule
     min_lr = train.min_lr_ratio * lr
-    return min_lr + (lr - min_lr) * remaining
+    return min_lr + (lr - min_lr) * decay_shape(progress, shape)
 
 
 def get_batch(tokens: np.ndarray, seed: int, step: int, n_seqs: int, T: int, device: torch.device):
@@ -171,8 +238,25 @@ def read_checkpoint(path: Path, device) -> dict | None:
     return checkpoint
 
 
-def load_checkpoint(checkpoint: dict, path: Path, model: GPT, optimizer, identity: dict) -> dict:
-    """Load a checkpoint's weights and moments; the rest is the loop's state."""
+def branch_start(checkpoint: dict, spec: RunSpec) -> bool:
+    """Whether `checkpoint` is the one the stable run of this branch saved at its branch point (a
+    branch's first start: the sweep copies it into the branch's folder)."""
+    found = checkpoint["identity"]
+    return (spec.branch_of is not None and isinstance(found, dict) and found.get("run_id") == spec.branch_of
+            and found.get("lr") == spec.lr and found.get("seed") == spec.seed
+            and checkpoint["step"] == spec.branch_step)
+
+
+def load_checkpoint(checkpoint: dict, path: Path, model: GPT, optimizer, identity: dict,
+                    spec: RunSpec | None = None) -> dict:
+    """Load a checkpoint's weights and moments; the rest is the loop's state. A branch also takes
+    its stable run's checkpoint at its branch point, and counts its own steps and time from there
+    (its log's clock goes on from the stable run's)."""
+    if spec is not None and branch_start(checkpoint, spec):
+        model.load_state_dict(checkpoint.pop("model"))
+        optimizer.load_state_dict(checkpoint.pop("optimizer"))
+        return {**checkpoint, "identity": identity, "start_step": checkpoint["step"],
+                "start_elapsed_s": checkpoint["elapsed_s"]}
     if checkpoint["identity"] != identity:
         raise UsageError(f"{path} belongs to a different run ({checkpoint['identity']}, this run is "
                          f"{identity}); delete it to train this run from scratch")
@@ -260,7 +344,8 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress) -> dict:
         torch.set_num_threads(train.threads)
     device = pick_device(train.device)
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
-    steps = math.ceil(spec.tokens / train.batch_tokens)
+    steps = spec.steps
+    warmup, _ = spec.schedule()
     n_seqs = train.batch_tokens // cfg.context_length
 
     torch.manual_seed(spec.seed)
@@ -270,12 +355,14 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress) -> dict:
 
     identity = {"run_id": spec.run_id, "steps": steps, "lr": spec.lr, "seed": spec.seed}
     state = {"identity": identity, "step": 0, "elapsed_s": 0.0, "initial_loss": None,
-             "loss_sum": 0.0, "loss_count": 0}
+             "loss_sum": 0.0, "loss_count": 0, "start_step": 0, "start_elapsed_s": 0.0}
     checkpoint_path, metrics_path = run_dir / CHECKPOINT, run_dir / METRICS
     checkpoint = read_checkpoint(checkpoint_path, device) if checkpoint_path.exists() else None
     if checkpoint is not None:
-        state = load_checkpoint(checkpoint, checkpoint_path, model, optimizer, identity)
+        state = load_checkpoint(checkpoint, checkpoint_path, model, optimizer, identity, spec)
+        state = {"start_step": 0, "start_elapsed_s": 0.0, **state}  # one written before branches existed
     truncate_metrics(metrics_path, state["step"])
+    branch_points = set(spec.branch_points)
 
     status, reason, step = "finished", None, state["step"]
     # The train loss is summed on the device and read back only at log steps: a per-step .item()
@@ -286,13 +373,18 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress) -> dict:
     last_time, last_step = time.perf_counter(), step
     for step in range(state["step"] + 1, steps + 1):
         x, y = get_batch(data.train, spec.seed, step, n_seqs, cfg.context_length, device)
-        lr = lr_at(step, steps, spec.lr, train)
+        lr = lr_at(step, steps, spec.lr, train, warmup=spec.warmup, constant=spec.stable)
         loss_sum += train_step(model, optimizer, x, y, lr, autocast, train.grad_clip)
         loss_count += 1
         faults.point("step")
 
+        on_cadence = step == 1 or step % train.log_interval == 0 or step % train.eval_interval == 0
+        if step in branch_points and not on_cadence:
+            # The stable run's last step is logged only because it is its last: a WSD run that goes
+            # on does not log it, so the branch point keeps the loop's state from before that log.
+            _save_branch_point(run_dir, model, optimizer, state, step, start, loss_sum, loss_count, metrics_path)
         do_eval = step % train.eval_interval == 0 or step == steps
-        if step == 1 or step % train.log_interval == 0 or do_eval:
+        if on_cadence or do_eval:
             train_loss = faults.loss(spec.run_id, step, loss_sum.item() / loss_count)  # the interval's one sync
             now = time.perf_counter()
             record = {"step": step, "tokens": step * train.batch_tokens, "lr": lr,
@@ -301,7 +393,7 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress) -> dict:
                       "tokens_per_s": (step - last_step) * train.batch_tokens / (now - last_time)}
             if state["initial_loss"] is None:
                 state["initial_loss"] = train_loss
-            reason = divergence(train_loss, state["initial_loss"], step, warmup_steps(steps, train),
+            reason = divergence(train_loss, state["initial_loss"], step, warmup,
                                 train.divergence_factor)
             if reason:
                 status = "diverged"
@@ -316,6 +408,8 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress) -> dict:
             loss_count = 0
             last_time, last_step = time.perf_counter(), step  # evaluation is not training throughput
 
+        if step in branch_points and on_cadence:
+            _save_branch_point(run_dir, model, optimizer, state, step, start, loss_sum, loss_count, metrics_path)
         if step < steps and (step % train.checkpoint_interval == 0 or STOP.is_set()):
             sync_file(metrics_path)  # the records up to the checkpoint must outlast a power cut too
             state.update(step=step, elapsed_s=time.perf_counter() - start,
@@ -325,17 +419,44 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress) -> dict:
                 raise Interrupted(spec.run_id, step, steps)
 
     final = record if status == "finished" else {}
-    return summarize(spec, data, status, reason, step, time.perf_counter() - start, final, device)
+    if status == "finished" and spec.stable:
+        status, reason = "stable", (f"stable phase of WSD (warmup, then constant lr to step {steps}, no "
+                                    f"cooldown); its cooldown branches, not this run, are the fit points")
+    wall_s = time.perf_counter() - start - state["start_elapsed_s"]  # a branch's own time
+    return summarize(spec, data, status, reason, step, wall_s, final, device, start_step=state["start_step"])
+
+
+def _save_branch_point(run_dir: Path, model: GPT, optimizer, state: dict, step: int, start: float,
+                       loss_sum: torch.Tensor, loss_count: int, metrics_path: Path) -> None:
+    """A stable run's checkpoint at a branch point, kept (not replaced by the next checkpoint)."""
+    sync_file(metrics_path)  # a branch copies the records up to its branch point
+    save_checkpoint(run_dir / branch_checkpoint(step), model, optimizer,
+                    {**state, "step": step, "elapsed_s": time.perf_counter() - start,
+                     "loss_sum": loss_sum.item(), "loss_count": loss_count})
 
 
 def summarize(spec: RunSpec, data: TokenData, status: str, reason: str | None, steps_done: int,
-              wall_s: float, final: dict, device: torch.device) -> dict:
-    """The run's row of runs.csv (and a few more fields). Sizes count the tokens actually trained."""
+              wall_s: float, final: dict, device: torch.device, start_step: int = 0) -> dict:
+    """The run's row of runs.csv (and a few more fields). Sizes count the tokens actually trained;
+    a WSD branch's are those of its whole schedule (its budget), `branch_tokens` those it trained
+    itself from its branch point."""
     cfg = spec.model
     n_total, n_non_embedding = param_counts(cfg)
     tokens = steps_done * spec.train.batch_tokens
+    trained = max(0, steps_done - start_step) * spec.train.batch_tokens
+    wsd = {}
+    if spec.train.schedule == "wsd":
+        warmup, decay_start = spec.schedule()
+        wsd = {"warmup_steps": warmup, "decay_start_step": decay_start,
+               "cooldown_fraction": spec.train.cooldown_fraction, "cooldown_shape": spec.train.cooldown_shape}
+        if spec.stable:
+            wsd["branch_points"] = list(spec.branch_points)
+        if spec.branch_of is not None:
+            wsd.update(branch_step=spec.branch_step, branch_start_step=start_step)
     return {
         "status": status, "reason": reason, "run_id": spec.run_id, "retry_of": spec.retry_of,
+        "schedule": spec.train.schedule, "branch_of": spec.branch_of,
+        "branch_tokens": trained if spec.branch_of is not None else None, **wsd,
         "seed": spec.seed, "device": str(device),
         "d_model": cfg.d_model, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "lr": spec.lr,
         "n_params_total": n_total, "n_params_non_embedding": n_non_embedding,
@@ -343,5 +464,5 @@ def summarize(spec: RunSpec, data: TokenData, status: str, reason: str | None, s
         "flops_6nd": 6.0 * n_non_embedding * tokens,
         "flops_exact": float(flops_per_token(cfg)["exact"]) * tokens,
         "final_val_loss": final.get("val_loss"), "final_val_bpb": final.get("val_bpb"),
-        "wall_s": wall_s, "tokens_per_s": tokens / wall_s if wall_s > 0 else 0.0,
+        "wall_s": wall_s, "tokens_per_s": trained / wall_s if wall_s > 0 else 0.0,
     }
