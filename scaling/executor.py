@@ -28,6 +28,10 @@ Scheduling. The pool hands out runs longest first (by exact FLOPs), which keeps 
 until the end instead of leaving one core on the biggest run; the sequential path keeps the plan's
 order. Progress and warnings of a worker are forwarded to the driver, which calls the reporter.
 
+Waiting. A lazy job source may yield `WAIT` instead of a job: nothing is ready now, but a run in
+flight will make something ready (a WSD branch waits for its stable run's checkpoint). The
+executor asks again when a run ends or within a second, and ends when the source is exhausted.
+
 Stopping. A stop request (train.STOP, which the command line sets on SIGINT or SIGTERM) reaches
 each worker as SIGTERM: its run stops after the current step with a checkpoint, as in-process,
 and no further run starts. Workers ignore SIGINT (the driver decides) and die with the driver.
@@ -62,6 +66,18 @@ STOP_GRACE_S = 10.0     # how long a stopped worker has to checkpoint and leave 
 # estimated (at ASSUMED_FLOPS, one core) to take less than POOL_MIN_SECONDS trains in this process.
 ASSUMED_FLOPS = 15e9
 POOL_MIN_SECONDS = 20.0
+WAIT_POLL_S = 0.5  # how often an idle worker asks a waiting job source again
+
+
+class _Wait:
+    """What a lazy job source yields when no job is ready yet but a run in flight will make one
+    ready; the executor asks again later (see the module docstring)."""
+
+    def __repr__(self) -> str:
+        return "WAIT"
+
+
+WAIT = _Wait()
 
 
 @dataclass(frozen=True)
@@ -110,7 +126,8 @@ def execute(job: Job, progress=None, threads: int | None = None, data: TokenData
 def job_flops(job: Job) -> float:
     from scaling.model import flops_per_token
 
-    return float(flops_per_token(job.spec.model)["exact"]) * job.spec.tokens
+    start = (job.spec.branch_step or 0) * job.spec.train.batch_tokens  # a WSD branch trains its cooldown
+    return float(flops_per_token(job.spec.model)["exact"]) * (job.spec.tokens - start)
 
 
 def usable_cores() -> int:
@@ -188,6 +205,9 @@ class LocalExecutor:
         else:
             known, source = self.expected, iter(jobs)
         first = next(source, None)
+        while first is WAIT:  # a source waits only on runs in flight: none are, at the start
+            time.sleep(WAIT_POLL_S)
+            first = next(source, None)
         if first is None:
             return
         source = itertools.chain([first], source)
@@ -204,6 +224,9 @@ class LocalExecutor:
         before = torch.get_num_threads()
         try:
             for job in jobs:
+                if job is WAIT:  # runs one at a time: the run waited for ended before this call
+                    time.sleep(WAIT_POLL_S)
+                    continue
                 reporter.started(job)
                 yield job, execute(job, lambda done, total, rate, job=job: reporter.progress(job, done, total, rate),
                                    threads=threads)
@@ -219,12 +242,18 @@ class LocalExecutor:
         jobs: list[Job] = []       # the jobs taken so far, by the index the events carry
         busy: dict[int, int] = {}  # worker index -> job index
 
-        def give(index: int) -> bool:
+        idle: list[int] = []       # worker indices (started or not) whose source said WAIT
+        exhausted = [False]
+
+        def give(index: int) -> bool | _Wait:
             """Hand worker `index` the next job (starting the worker the first time); False if none
-            is left, or a stop was requested."""
-            job = None if STOP.is_set() else next(source, None)
+            is left, or a stop was requested; WAIT if none is ready yet."""
+            job = None if STOP.is_set() or exhausted[0] else next(source, None)
             if job is None:
+                exhausted[0] = True
                 return False
+            if job is WAIT:
+                return WAIT
             jobs.append(job)
             if index == len(pool):
                 inbox = context.Queue()
@@ -237,17 +266,36 @@ class LocalExecutor:
             pool[index][1].put((busy[index], job))
             return True
 
+        def retry_idle() -> None:
+            """Ask the source again for the idle workers, lowest index first (so that workers start
+            in order), until it waits again or is exhausted."""
+            while idle:
+                given = give(idle[0])
+                if given is WAIT:
+                    return
+                index = idle.pop(0)
+                if not given and index < len(pool):
+                    pool[index][1].put(None)
+
         try:
             for index in range(workers):
-                if not give(index):
+                given = give(index)
+                if given is WAIT:
+                    idle.extend(range(index, workers))
+                    break
+                if not given:
                     break
             dead_since: dict[int, float] = {}
             stopping = False
-            while busy:
+            while busy or idle:
                 try:
-                    event = events.get(timeout=0.5)
+                    event = events.get(timeout=WAIT_POLL_S if idle else 0.5)
                 except queue.Empty:
                     event = None
+                if idle and not STOP.is_set():
+                    retry_idle()
+                elif idle:
+                    idle.clear()
                 if STOP.is_set() and not stopping:  # each run in training stops after its step, with a checkpoint
                     stopping = True
                     for index in busy:
@@ -267,7 +315,11 @@ class LocalExecutor:
                     raise _unpickle_error(rest[0], rest[1], job)
                 elif kind == "done":
                     del busy[index]
-                    if not give(index):  # keep the worker busy before the driver writes the summary
+                    given = give(index)  # keep the worker busy before the driver writes the summary
+                    if given is WAIT:
+                        idle.append(index)
+                        idle.sort()
+                    elif not given:
                         pool[index][1].put(None)
                     yield job, rest[0]
         finally:

@@ -15,7 +15,9 @@ The design, in which nothing but Ray connects the driver and its workers (no sha
   returns the summary and the run's metrics.jsonl; the driver writes both into the run store.
 - Checkpoints. Whenever the run writes a checkpoint, the task sends its bytes (and the metrics so
   far) to a mailbox actor, synchronously, and the driver, which drains the mailbox a few times a
-  second, writes them into the run's folder. Progress events and warnings travel the same way.
+  second, writes them into the run's folder. Progress events and warnings travel the same way,
+  and so do the checkpoints a WSD stable run keeps at its branch points (the driver writes them
+  into the stable run's folder, where its branches start from them).
 - Worker death. A task runs with max_retries=0: when its worker process (or node) dies, the
   driver reschedules the run itself, up to executor.max_retries times, sending the checkpoint it
   holds, so the new task resumes from the last checkpoint that reached the driver and ends with
@@ -46,7 +48,7 @@ import ray
 from scaling import store
 from scaling.errors import UsageError
 from scaling.executor import (
-    PROGRESS_EVERY_S, Job, LocalExecutor, Reporter, _warning_category, execute, longest_first,
+    PROGRESS_EVERY_S, WAIT, WAIT_POLL_S, Job, LocalExecutor, Reporter, _warning_category, execute, longest_first,
 )
 from scaling.train import STOP, Interrupted, TokenData
 
@@ -76,6 +78,7 @@ class _Courier:
         self.mailbox, self.key, self.scratch = mailbox, key, scratch
         self.last_progress = 0.0
         self.checkpoint_seen = self._stamp()
+        self.branch_points_sent: set[str] = set()
 
     def _stamp(self):
         try:
@@ -89,7 +92,15 @@ class _Courier:
         if wait:
             ray.get(ref)
 
+    def send_branch_points(self) -> None:
+        """A WSD stable run's branch-point checkpoints not sent yet (each is written once, atomically)."""
+        for path in sorted(self.scratch.glob(store.BRANCH_CHECKPOINTS)):
+            if path.name not in self.branch_points_sent:
+                self.send("file", path.name, path.read_bytes(), wait=True)
+                self.branch_points_sent.add(path.name)
+
     def __call__(self, done: int, total: int, rate: float) -> None:
+        self.send_branch_points()
         stamp = self._stamp()
         if stamp is not None and stamp != self.checkpoint_seen:
             self.checkpoint_seen = stamp
@@ -126,6 +137,7 @@ def train_task(job: Job, train: np.ndarray, val: np.ndarray, val_token_bytes: np
         data = TokenData(train=train, val=val, val_token_bytes=val_token_bytes)
         summary = execute(Job(job.spec, scratch, job.cache), courier, threads=threads, data=data)
         summary["node"] = socket.gethostname()
+        courier.send_branch_points()  # the last one is saved after the last progress call
         courier.send("flush", wait=True)  # every event of this run is in the mailbox before the result
         return summary, _read(scratch / store.METRICS)
     finally:
@@ -145,6 +157,9 @@ class RayExecutor(LocalExecutor):
     def run(self, jobs: Iterable[Job], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
         source = iter(longest_first(jobs) if isinstance(jobs, (list, tuple)) else jobs)
         first = next(source, None)
+        while first is WAIT:  # a source waits only on runs in flight: none are, at the start
+            time.sleep(WAIT_POLL_S)
+            first = next(source, None)
         if first is None:
             return
         started_here = not ray.is_initialized()
@@ -214,6 +229,8 @@ class RayExecutor(LocalExecutor):
                 elif kind == "checkpoint":
                     store.write_atomic(job.run_dir / store.CHECKPOINT, rest[0])
                     store.write_atomic(job.run_dir / store.METRICS, rest[1])
+                elif kind == "file":  # a branch-point checkpoint of a WSD stable run
+                    store.write_atomic(job.run_dir / rest[0], rest[1])
                 elif kind == "warning":
                     warnings.warn(rest[0], _warning_category(rest[1]), stacklevel=1)
 
@@ -224,12 +241,17 @@ class RayExecutor(LocalExecutor):
                     if job is None:
                         exhausted = True
                         break
+                    if job is WAIT:  # nothing ready until a run in flight gets further
+                        break
                     jobs.append(job)
                     attempt.append(0)
                     started.append(False)
                     submit(len(jobs) - 1)
                 if STOP.is_set():  # runs in flight are cancelled; each resumes from its last checkpoint here
                     raise Interrupted()
+                if not in_flight:  # the source waits on a run whose summary the driver is writing
+                    time.sleep(DRAIN_EVERY_S)
+                    continue
                 ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=DRAIN_EVERY_S)
                 deliver(ray.get(mailbox.drain.remote()))
                 for ref in ready:
