@@ -252,6 +252,22 @@ def test_ray_sweep_matches_local(ray_cluster, micro_sweep, tmp_path, cache_dir):
     assert sum(c[0] == "progress" for c in recorder.calls) >= MICRO_RUNS
 
 
+def test_ray_wsd_sweep_matches_local(ray_cluster, tmp_path, cache_dir):
+    """WSD on Ray: the stable runs' branch-point checkpoints come back to the driver, the branches
+    start from them, and every result is bitwise the in-process one."""
+    from tests.test_wsd import wsd_config
+
+    reference = run_sweep(wsd_config(), tmp_path / "local", cache_dir)
+    result = run_sweep(wsd_config(executor={"kind": "ray"}), tmp_path / "ray", cache_dir)
+    assert len(result.trained) == 8 and sorted(result.table.status) == 6 * ["finished"] + 2 * ["stable"]
+    got = store.read_runs(result.sweep_dir).set_index("run_id")
+    want = store.read_runs(reference.sweep_dir).set_index("run_id")
+    assert got.final_val_loss.fillna(0).to_dict() == want.final_val_loss.fillna(0).to_dict()
+    for run_id in want.index:
+        assert metrics(result.sweep_dir / run_id) == metrics(reference.sweep_dir / run_id), run_id
+    assert len(list(result.sweep_dir.glob(f"*/{store.BRANCH_CHECKPOINTS}"))) == 6
+
+
 @pytest.mark.skipif(not no_mps(), reason="needs a machine without MPS, where train.device mps is refused")
 def test_ray_run_error_is_raised_not_retried(ray_cluster, tmp_path, cache_dir):
     cfg = micro_config(executor={"kind": "ray"}, train=NO_DEVICE)

@@ -49,22 +49,37 @@ def _duration(seconds: float) -> str:
 
 
 def print_plan(cfg, runs_dir: Path) -> None:
-    from scaling.sweep import achieved_flops, plan
+    from scaling.sweep import achieved_flops, plan, plan_cost
 
     planned = plan(cfg)
     flops_per_s = achieved_flops(runs_dir / cfg.name)
-    console.print(f"sweep {cfg.name}: {len(planned)} runs "
+    wsd = cfg.train.schedule == "wsd"
+    kinds = ""
+    if wsd:
+        stable = sum(r.kind == "stable" for r in planned)
+        kinds = (f": {stable} WSD stable runs (warmup, constant lr to the last branch point; not fit "
+                 f"points) and {len(planned) - stable} cooldown branches")
+    console.print(f"sweep {cfg.name}: {len(planned)} runs{kinds} "
                   f"(wall times assume {flops_per_s:.3g} FLOP/s achieved)")
-    console.print(f"{'run':<28} {'d':>4} {'L':>3} {'H':>3} {'N total':>9} {'N non-emb':>10} "
-                  f"{'D':>8} {'C=6ND':>10} {'est. wall':>10}")
+    width = max(28, *(len(r.run_id) for r in planned))
+    trains = f" {'trains':>8}" if wsd else ""  # the tokens a run trains itself: a branch, its cooldown
+    console.print(f"{'run':<{width}} {'d':>4} {'L':>3} {'H':>3} {'N total':>9} {'N non-emb':>10} "
+                  f"{'D':>8}{trains} {'C=6ND':>10} {'est. wall':>10}")
     for run in planned:
         m = run.spec.model
-        console.print(f"{run.run_id:<28} {m.d_model:>4} {m.n_layers:>3} {m.n_heads:>3} "
+        trains = f" {_si(run.trained_tokens):>8}" if wsd else ""
+        console.print(f"{run.run_id:<{width}} {m.d_model:>4} {m.n_layers:>3} {m.n_heads:>3} "
                       f"{_si(run.n_params_total):>9} {_si(run.n_params_non_embedding):>10} "
-                      f"{_si(run.spec.tokens):>8} {run.flops_6nd:>10.3g} "
-                      f"{_duration(run.flops_exact / flops_per_s):>10}")
-    total_6nd = sum(r.flops_6nd for r in planned)
-    total_exact = sum(r.flops_exact for r in planned)
+                      f"{_si(run.spec.tokens):>8}{trains} {run.flops_6nd:>10.3g} "
+                      f"{_duration(run.trained_flops_exact / flops_per_s):>10}")
+    cost = plan_cost(planned)
+    if wsd:
+        console.print(f"WSD, cooldown {cfg.train.cooldown_fraction:g} of each budget "
+                      f"({cfg.train.cooldown_shape}): {cost['train_flops_6nd']:.2e} FLOP against "
+                      f"{cost['separate_flops_6nd']:.2e} for separate cosine runs of the same grid "
+                      f"({100 * cost['fraction_of_separate']:.1f}%): saves {cost['saved_flops_6nd']:.2e} FLOP "
+                      f"({100 * (1 - cost['fraction_of_separate']):.1f}%)")
+    total_6nd, total_exact = cost["train_flops_6nd"], cost["train_flops_exact"]
     console.print(f"total  {len(planned)} runs  {total_6nd:.2e} FLOP (6ND; {total_exact:.2e} counted "
                   f"exactly)  est. wall {_duration(total_exact / flops_per_s)}")
 
@@ -110,9 +125,12 @@ class RichReporter:
 
 
 def _run_flops(job, tokens: int) -> float:
+    """FLOPs of a run's first `tokens` tokens that the run trains itself (a WSD branch starts at
+    its branch point)."""
     from scaling.model import flops_per_token
 
-    return flops_per_token(job.spec.model)["exact"] * tokens
+    start = (job.spec.branch_step or 0) * job.spec.train.batch_tokens
+    return flops_per_token(job.spec.model)["exact"] * max(0, tokens - start)
 
 
 @contextmanager
@@ -180,8 +198,10 @@ def cmd_sweep(args) -> int:
 def _print_outcome(result) -> None:
     t = result.table
     finished = int((t.status == "finished").sum())
+    stable = int((t.status == "stable").sum())
+    of = f"{len(t) - stable} (and {stable} WSD stable runs)" if stable else f"{len(t)}"
     console.print(f"{result.sweep_dir}: trained {len(result.trained)}, already done {len(result.skipped)}, "
-                  f"finished {finished}/{len(t)}; table: {result.sweep_dir / store.TABLE}")
+                  f"finished {finished}/{of}; table: {result.sweep_dir / store.TABLE}")
     for status in ("diverged", "failed", "incomplete"):
         for _, row in t[t.status == status].iterrows():
             console.print(f"[yellow]{status}:[/] {row.run_id}: {row.reason}")
@@ -194,15 +214,17 @@ def cmd_runs(args) -> int:
     if table.empty:
         console.print(f"{args.sweep_dir}: no runs")
         return 0
-    console.print(f"{'run':<28} {'status':<9} {'d':>4} {'L':>3} {'H':>3} {'N non-emb':>10} {'N total':>9} "
+    width = max(28, *(len(str(r)) for r in table.run_id))  # WSD stable run ids are longer
+    console.print(f"{'run':<{width}} {'status':<9} {'d':>4} {'L':>3} {'H':>3} {'N non-emb':>10} {'N total':>9} "
                   f"{'D':>8} {'C=6ND':>10} {'val loss':>9} {'bpb':>6} {'wall':>8}")
     for _, r in table.iterrows():
         done = r.status == "finished"
+        timed = done or r.status == "stable"  # a stable run is no fit point: no loss shown, its time is
         console.print(
-            f"{r.run_id:<28} {r.status:<9} {_int(r.d_model):>4} {_int(r.n_layers):>3} {_int(r.n_heads):>3} "
+            f"{r.run_id:<{width}} {r.status:<9} {_int(r.d_model):>4} {_int(r.n_layers):>3} {_int(r.n_heads):>3} "
             f"{_si_or(r.n_params_non_embedding):>10} {_si_or(r.n_params_total):>9} {_si_or(r.tokens):>8} "
             f"{_num(r.flops_6nd, '.3g'):>10} {_num(r.final_val_loss, '.4f') if done else '-':>9} "
-            f"{_num(r.final_val_bpb, '.3f') if done else '-':>6} {_num(r.wall_s, '.0f') + ' s' if done else '-':>8}")
+            f"{_num(r.final_val_bpb, '.3f') if done else '-':>6} {_num(r.wall_s, '.0f') + ' s' if timed else '-':>8}")
     return 0
 
 
