@@ -179,18 +179,23 @@ def loss_curves(curves, colours: SizeColours, *, n_label: str = "parameters") ->
     """Validation loss against tokens seen, one line per run, one colour per model size.
 
     curves: DataFrame with run_id, n, tokens, loss, status (one row per evaluation). Runs that
-    did not finish are dashed and end in a cross.
+    did not finish are dashed and end in a cross; WSD stable runs (the shared phase their
+    cooldown branches start from) are dotted, with no final loss.
     """
     fig, axes = _new(size=(7.5, 4.8))
     ax = axes[0, 0]
     sizes = []
-    unfinished = False
+    unfinished = stable = False
     for run_id, g in curves.groupby("run_id", sort=True):
         g = g[np.isfinite(g.loss) & (g.tokens > 0)].sort_values("tokens")
         if g.empty:
             continue
         n = float(g.n.iloc[0])
         sizes.append(n)
+        if str(g.status.iloc[0]) == "stable":
+            stable = True
+            ax.plot(g.tokens, g.loss, color=colours(n), lw=0.9, alpha=0.7, ls=":")
+            continue
         finished = str(g.status.iloc[0]) == "finished"
         unfinished |= not finished
         colour = colours(n)
@@ -204,6 +209,8 @@ def loss_curves(curves, colours: SizeColours, *, n_label: str = "parameters") ->
     extra = [Line2D([], [], color="black", marker="o", ls="none", ms=4.5, label="final loss")]
     if unfinished:
         extra.append(Line2D([], [], color="black", ls="--", marker="X", ms=6, label="did not finish"))
+    if stable:
+        extra.append(Line2D([], [], color="black", ls=":", label="WSD stable phase"))
     _size_legend(fig, ax, colours, sizes, extra_handles=extra, loc="upper right", label=f"N ({n_label})")
     return fig
 
