@@ -171,6 +171,15 @@ def default_workers(device: str, threads_per_run: int, runs_per_gpu: int, cores:
     return cpu_slots
 
 
+def first_job(source: Iterator):
+    """The source's first job, waiting while it yields WAIT; None when it has no jobs."""
+    first = next(source, None)
+    while first is WAIT:  # a source waits only on runs in flight: none are, at the start
+        time.sleep(WAIT_POLL_S)
+        first = next(source, None)
+    return first
+
+
 class LocalExecutor:
     """Runs jobs on this machine: `workers` at a time in worker processes, or one after another
     in this process when there is one worker.
@@ -204,10 +213,7 @@ class LocalExecutor:
             known, source = list(jobs), iter(longest_first(jobs))
         else:
             known, source = self.expected, iter(jobs)
-        first = next(source, None)
-        while first is WAIT:  # a source waits only on runs in flight: none are, at the start
-            time.sleep(WAIT_POLL_S)
-            first = next(source, None)
+        first = first_job(source)
         if first is None:
             return
         source = itertools.chain([first], source)

@@ -48,7 +48,8 @@ import ray
 from scaling import store
 from scaling.errors import UsageError
 from scaling.executor import (
-    PROGRESS_EVERY_S, WAIT, WAIT_POLL_S, Job, LocalExecutor, Reporter, _warning_category, execute, longest_first,
+    PROGRESS_EVERY_S, WAIT, Job, LocalExecutor, Reporter, _warning_category, execute, first_job,
+    longest_first,
 )
 from scaling.train import STOP, Interrupted, TokenData
 
@@ -156,10 +157,7 @@ class RayExecutor(LocalExecutor):
 
     def run(self, jobs: Iterable[Job], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
         source = iter(longest_first(jobs) if isinstance(jobs, (list, tuple)) else jobs)
-        first = next(source, None)
-        while first is WAIT:  # a source waits only on runs in flight: none are, at the start
-            time.sleep(WAIT_POLL_S)
-            first = next(source, None)
+        first = first_job(source)
         if first is None:
             return
         started_here = not ray.is_initialized()
