@@ -243,3 +243,6 @@ def test_fit_of_a_real_sweep_reports_all_three_approaches(micro_sweep, tmp_path,
     # Two model sizes cannot bracket an optimum: no slope, and the reason says so.
     assert envelope["a"] is None and "need at least 3" in envelope["reason"]
     assert fit["approaches"]["approach_3"]["a_ci"] == fit["ci"]["a"]
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "fit.json")]) == 0
+    assert "Approach 1 (envelope): no estimate: " + envelope["reason"] in capsys.readouterr().out

@@ -114,6 +114,9 @@ def cmd_compare(args) -> int:
     if approach_rows:
         print("\nallocation exponent a (N_opt ~ C^a) by approach:")
         print(compare.format_approaches(approach_rows))
+        for key, entry in sorted((data.get("approaches") or {}).items()):
+            if isinstance(entry, dict) and entry.get("a") is None:  # say why an approach gave no a
+                print(f"{compare.APPROACH_NAMES.get(key, key)}: no estimate: {entry.get('reason')}")
     for w in warnings:
         print(f"warning: {w}")
     print("\ncaveats:")
