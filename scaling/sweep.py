@@ -430,10 +430,11 @@ def stable_prefix(path: Path, step: int, train) -> list[dict]:
 
 
 def job_order(runs: list[PlannedRun]) -> list[PlannedRun]:
-    """WSD: the stable runs first, largest first, so that the longest chain (the largest stable run
-    and then its last branch) starts at once; then the branches, in plan order. Otherwise the plan's order."""
-    stable = sorted((r for r in runs if r.kind == "stable"), key=lambda r: r.flops_exact, reverse=True)
-    return stable + [r for r in runs if r.kind != "stable"]
+    """Longest first, by the FLOPs each run trains itself, with WSD stable runs before everything
+    (their branches wait for their checkpoints). Packed onto the cores, a long run started last
+    leaves the other cores idle at the end: the tiny grid's measured run times take 390 s on 2
+    cores in plan order (smallest first) and 355 s longest first."""
+    return sorted(runs, key=lambda r: (r.kind != "stable", -r.trained_flops_exact))
 
 
 def run_sweep(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path | None = None,

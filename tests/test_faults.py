@@ -41,17 +41,17 @@ KILL_RUNS = 6
 TIMING = ("wall_s", "tokens_per_s", "elapsed_s")
 
 # (site, count) of scaling.faults: where the sweep SIGKILLs itself. Counts are over the process:
-# a fresh sweep writes 6 config.yaml, then trains the runs in plan order (d16 then d32, 8, 16 and
-# 32 steps each), writing each run's summary.json and then runs.csv, and runs.csv once more at the end.
+# a fresh sweep writes 6 config.yaml, then trains the runs longest first (32, 16 and 8 steps at d32,
+# then at d16), writing each run's summary.json and then runs.csv, and runs.csv once more at the end.
 KILL_POINTS = [
     "step:1",                     # the first step: no checkpoint yet, the run starts again
     "step:7",                     # just after the first checkpoint (step 6)
-    "step:8",                     # the first run's last step, before its final evaluation
-    "step:20",                    # run 2 at step 12, before that step's checkpoint
-    "step:40",                    # run 3 (32 steps) at step 16
+    "step:32",                    # the first run's last step, before its final evaluation
+    "step:44",                    # run 2 at step 12, before that step's checkpoint
+    "step:72",                    # run 4 (32 steps) at step 16
     "step:112",                   # the very last step of the sweep
     "append:metrics.jsonl:1",     # half of the first metrics line written: a torn line
-    "append:metrics.jsonl:6",     # a torn line in the middle of run 2 (its step 8)
+    "append:metrics.jsonl:12",    # a torn line in the middle of run 2 (its step 8)
     "write:checkpoint.pt:1",      # half a checkpoint in its temporary file
     "rename:checkpoint.pt:2",     # a complete temporary checkpoint, not yet renamed
     "renamed:checkpoint.pt:3",    # renamed, folder not yet synced
@@ -235,12 +235,12 @@ def test_killed_at_random_times_until_done(seed, clean, clean_store, tmp_path, c
 
 
 def test_sigterm_stops_after_a_checkpoint_and_says_how_to_resume(clean, tmp_path, cache_dir):
-    """The sweep sends itself SIGTERM at step 27 (run 3, step 3: not a checkpoint step)."""
+    """The sweep sends itself SIGTERM at step 51 (run 3, step 3 of 8: not a checkpoint step)."""
     config, runs = kill_config(tmp_path / "kill.yaml"), tmp_path / "runs"
     done = scaling("sweep", config, "--runs-dir", runs, "--cache-dir", cache_dir,
-                   env={faults.ENV: "kill_at=step:27,signal=SIGTERM"})
+                   env={faults.ENV: "kill_at=step:51,signal=SIGTERM"})
     assert done.returncode == 128 + signal.SIGTERM, done.stderr
-    assert "stopped by SIGTERM" in done.stdout and "at step 3 of 32, with a checkpoint there" in done.stdout
+    assert "stopped by SIGTERM" in done.stdout and "at step 3 of 8, with a checkpoint there" in done.stdout
     assert f"Resume with: scaling sweep {config} --runs-dir {runs} --cache-dir {cache_dir}" in done.stdout
     stopped = [d for d in store.run_dirs(runs / "kill") if not (d / store.SUMMARY).exists()]
     assert torch.load(stopped[0] / store.CHECKPOINT, weights_only=True)["step"] == 3
@@ -372,7 +372,8 @@ def test_a_full_or_unwritable_disk_fails_the_run_and_keeps_the_rest(fault, messa
 
 
 def test_a_file_size_limit_fails_a_real_write(clean, tmp_path, cache_dir):
-    """RLIMIT_FSIZE makes the kernel refuse the larger model's checkpoint (EFBIG), as a full disk would."""
+    """RLIMIT_FSIZE makes the kernel refuse the larger model's checkpoint (EFBIG), as a full disk
+    would. Its runs train first (longest first), so the first checkpoint of the sweep fails."""
     config, runs = kill_config(tmp_path / "kill.yaml"), tmp_path / "runs"
     limit = 250_000  # above a d16 checkpoint (120 kB), below a d32-l2 one (430 kB)
     done = scaling("sweep", config, "--runs-dir", runs, "--cache-dir", cache_dir,
@@ -380,7 +381,7 @@ def test_a_file_size_limit_fails_a_real_write(clean, tmp_path, cache_dir):
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "File too large" in done.stderr and "checkpoint.pt; finished runs are kept" in done.stderr
     statuses = sorted(s["status"] for s in map(store.read_summary, store.run_dirs(runs / "kill")) if s)
-    assert statuses == ["failed", "finished", "finished", "finished"]
+    assert statuses == ["failed"]
     restart(config, runs, cache_dir)
     assert snapshot(runs / "kill") == clean
 
