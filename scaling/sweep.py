@@ -44,9 +44,10 @@ from scaling.model import GPTConfig, flops_per_token, param_counts
 from scaling.tokens import prepare_tokens
 from scaling.train import STOP, Interrupted, RunSpec, check_data, cooldown_steps, schedule_bounds
 
-# Settings that change how a run is logged or scheduled, or what happens after it diverges, not
+# Settings that change how a run is logged or scheduled, where and how fast it runs (the same
+# computation, up to the last bits of floating point), or what happens after it diverges, not
 # what it computes.
-NOT_IN_RUN_ID = ("log_interval", "checkpoint_interval", "eval_interval", "threads", "device",
+NOT_IN_RUN_ID = ("log_interval", "checkpoint_interval", "eval_interval", "threads", "device", "compile",
                  "divergence_factor", "retries", "retry_lr_factor")
 # Keys of the WSD schedule: in the run id only when train.schedule is wsd, so that cosine and
 # linear runs keep the ids they had before WSD existed.

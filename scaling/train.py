@@ -32,6 +32,7 @@ the error as its reason and the traceback in `traceback`.
 
 from __future__ import annotations
 
+import ctypes
 import io
 import json
 import math
@@ -120,6 +121,35 @@ def pick_device(name: str) -> torch.device:
     if not available[name]:
         raise UsageError(f"train.device is {name!r} but torch finds no {name} device here")
     return torch.device(name)
+
+
+def keep_freed_memory() -> None:
+    """Let the C library keep the blocks a training step frees, for the next step to reuse.
+
+    glibc's malloc maps large blocks (activations, logits, gradients: megabytes each) afresh from
+    the kernel, or trims them off its heap, when they are freed, so later steps page-fault them in
+    again: 500-2,600 faults a step for the 25K-parameter tiny model, 10-30% of its step time on one
+    thread. With the mmap and trim thresholds raised, freed blocks stay in the heap for the next
+    step, as jemalloc or tcmalloc would keep them (`bench/bench_train.py --glibc-malloc` measures
+    the difference). No effect where libc is not glibc.
+    """
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is not None:
+        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+        mallopt(M_MMAP_THRESHOLD, 1 << 30)
+        mallopt(M_TRIM_THRESHOLD, 1 << 30)
+
+
+def compiles(train: TrainConfig, device: torch.device) -> bool:
+    """Whether the training steps run torch.compile'd: train.compile, by default on CUDA only (on
+    CPU it measured no faster than eager for the tiny and small shapes: bench/bench_train.py)."""
+    return train.compile if train.compile is not None else device.type == "cuda"
+
+
+def compiled(model: GPT, train: TrainConfig, device: torch.device) -> torch.nn.Module:
+    """The module the training steps call: `model`, or torch.compile(model), which shares its
+    parameters (so checkpoints and evaluation use `model` itself)."""
+    return torch.compile(model) if compiles(train, device) else model
 
 
 def warmup_steps(steps: int, train: TrainConfig) -> int:
@@ -333,7 +363,7 @@ def train_run(spec: RunSpec, data: TokenData, run_dir: Path, progress=None) -> d
         raise
     except Exception as exc:  # a bug, or out of memory: this run failed, the sweep goes on
         summary = summarize(spec, data, "failed", f"{type(exc).__name__}: {exc}", 0,
-                            time.perf_counter() - start, {}, spec.train.device)
+                            time.perf_counter() - start, {}, pick_device(spec.train.device))
         return {**summary, "traceback": traceback.format_exc()}
 
 
@@ -343,6 +373,7 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress) -> dict:
     if train.threads:
         torch.set_num_threads(train.threads)
     device = pick_device(train.device)
+    keep_freed_memory()
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
     steps = spec.steps
     warmup, _ = spec.schedule()
@@ -351,6 +382,7 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress) -> dict:
     torch.manual_seed(spec.seed)
     model = GPT(cfg).to(device)
     optimizer = make_optimizer(model, train, spec.lr)
+    step_model = compiled(model, train, device)
     windows = val_windows(data, train.eval_tokens, cfg.context_length, device)
 
     identity = {"run_id": spec.run_id, "steps": steps, "lr": spec.lr, "seed": spec.seed}
@@ -374,7 +406,7 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress) -> dict:
     for step in range(state["step"] + 1, steps + 1):
         x, y = get_batch(data.train, spec.seed, step, n_seqs, cfg.context_length, device)
         lr = lr_at(step, steps, spec.lr, train, warmup=spec.warmup, constant=spec.stable)
-        loss_sum += train_step(model, optimizer, x, y, lr, autocast, train.grad_clip)
+        loss_sum += train_step(step_model, optimizer, x, y, lr, autocast, train.grad_clip)
         loss_count += 1
         faults.point("step")
 
@@ -457,7 +489,7 @@ def summarize(spec: RunSpec, data: TokenData, status: str, reason: str | None, s
         "status": status, "reason": reason, "run_id": spec.run_id, "retry_of": spec.retry_of,
         "schedule": spec.train.schedule, "branch_of": spec.branch_of,
         "branch_tokens": trained if spec.branch_of is not None else None, **wsd,
-        "seed": spec.seed, "device": str(device),
+        "seed": spec.seed, "device": str(device), "compiled": compiles(spec.train, device),
         "d_model": cfg.d_model, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "lr": spec.lr,
         "n_params_total": n_total, "n_params_non_embedding": n_non_embedding,
         "steps": steps_done, "tokens": tokens, "tokens_budget": spec.tokens, "epochs": tokens / len(data.train),
