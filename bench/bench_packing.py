@@ -19,7 +19,8 @@ largest difference is printed. With --repeats, the three are timed in rotating o
 medians are compared. The machine may be shared: the load average around each sweep is printed.
 
 It also replays the packed sweep's measured run times through the scheduler to compare handing
-runs out longest first (what the executor does with a list) with the plan's order (smallest first).
+runs out longest first (what a sweep does: scaling.sweep.job_order) with the plan's order
+(smallest first).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pathlib import Path
 from scaling import store
 from scaling.config import load_config
 from scaling.executor import usable_cores
-from scaling.sweep import plan, run_sweep
+from scaling.sweep import job_order, plan, run_sweep
 from scaling.tokens import prepare_tokens
 
 TINY = Path(__file__).parent.parent / "configs" / "tiny.yaml"
@@ -131,8 +132,8 @@ def main(argv=None) -> int:
           f"{statistics.median(diffs):.2e} nats, largest {max(diffs):.2e} ({worst})")
 
     by_plan = [run_walls["packed"][r.run_id] for r in runs]
-    longest = sorted(by_plan, key=lambda d: -d)  # proxy: the executor sorts by FLOPs, close to time
-    by_flops = [run_walls["packed"][r.run_id] for r in sorted(runs, key=lambda r: -r.flops_exact)]
+    longest = sorted(by_plan, key=lambda d: -d)  # the ideal the FLOPs order approximates
+    by_flops = [run_walls["packed"][r.run_id] for r in job_order(runs)]
     print(f"scheduler replay of the packed run times on {T} workers: longest first (FLOPs) "
           f"{makespan(by_flops, T):.1f} s, plan order {makespan(by_plan, T):.1f} s, "
           f"longest first by measured time {makespan(longest, T):.1f} s, sum/{T} {sum(by_plan) / T:.1f} s")

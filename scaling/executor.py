@@ -24,9 +24,9 @@ sweep (default 1), every run sets it before training, and summary.json records i
 How many runs share the machine changes no run's result: each run is alone in its process with
 the same thread count, the same seed and the same batches.
 
-Scheduling. The pool hands out runs longest first (by exact FLOPs), which keeps the cores busy
-until the end instead of leaving one core on the biggest run; the sequential path keeps the plan's
-order. Progress and warnings of a worker are forwarded to the driver, which calls the reporter.
+Scheduling. Runs are handed out in the order given; a sweep gives them longest first
+(scaling.sweep.job_order), which keeps the cores busy until the end instead of leaving one core
+on the biggest run. Progress and warnings of a worker are forwarded to the driver, which calls the reporter.
 
 Waiting. A lazy job source may yield `WAIT` instead of a job: nothing is ready now, but a run in
 flight will make something ready (a WSD branch waits for its stable run's checkpoint). The
@@ -184,8 +184,8 @@ class LocalExecutor:
     """Runs jobs on this machine: `workers` at a time in worker processes, or one after another
     in this process when there is one worker.
 
-    `run` takes the jobs as a list (handed out longest first) or as any iterable, which it reads
-    lazily, one job each time a worker is free, in the order given: a driver that locks each run
+    `run` takes the jobs as a list or as any iterable, which it reads lazily, one job each time a
+    worker is free, in the order given: a driver that locks each run
     as the executor takes it holds only the locks of runs in training. `expected` (the runs the
     sweep means to train, anything with a `.spec`) informs the defaults when jobs come lazily.
     """
@@ -210,7 +210,7 @@ class LocalExecutor:
 
     def run(self, jobs: Iterable[Job], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
         if isinstance(jobs, (list, tuple)):
-            known, source = list(jobs), iter(longest_first(jobs))
+            known, source = list(jobs), iter(jobs)
         else:
             known, source = self.expected, iter(jobs)
         first = first_job(source)
@@ -332,12 +332,6 @@ class LocalExecutor:
             _stop(pool, busy)
             events.close()
             events.cancel_join_thread()
-
-
-def longest_first(jobs: Iterable[Job]) -> list[Job]:
-    """Longest-processing-time-first order (by exact FLOPs): the cores stay busy to the end
-    instead of one of them finishing the biggest run alone."""
-    return sorted(jobs, key=job_flops, reverse=True)
 
 
 def _check_alive(pool, busy: dict[int, int], jobs: list[Job], dead_since: dict[int, float]) -> None:

@@ -49,7 +49,6 @@ from scaling import store
 from scaling.errors import UsageError
 from scaling.executor import (
     PROGRESS_EVERY_S, WAIT, Job, LocalExecutor, Reporter, _warning_category, execute, first_job,
-    longest_first,
 )
 from scaling.train import STOP, Interrupted, TokenData
 
@@ -156,7 +155,7 @@ class RayExecutor(LocalExecutor):
         self.max_retries = max_retries
 
     def run(self, jobs: Iterable[Job], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
-        source = iter(longest_first(jobs) if isinstance(jobs, (list, tuple)) else jobs)
+        source = iter(jobs)
         first = first_job(source)
         if first is None:
             return
