@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import heapq
-import os
 import statistics
 import sys
 import tempfile

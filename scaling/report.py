@@ -1193,7 +1193,6 @@ def _more_limitations(inputs: Inputs, ho: Holdout | None) -> list[str]:
 
 
 def _provenance(inputs: Inputs, fraction: float) -> list[str]:
-    fit = inputs.fit
     out = []
     if inputs.fitted_here:
         out.append(f"fitted here; `{inputs.fit_command}` writes the same fit.json")

@@ -331,7 +331,7 @@ def format_summary(fit: dict) -> str:
     out += [f"  left out {x['id']}: {x['reason']}" for x in d["dropped"][:SHOWN_DROPPED]]
     if len(d["dropped"]) > SHOWN_DROPPED:
         out.append(f"  ... and {len(d['dropped']) - SHOWN_DROPPED} more (data.dropped in fit.json)")
-    out.append(f"constants" + (f" with {100 * level:g}% bootstrap intervals ({ci['n_resamples']} resamples)"
+    out.append("constants" + (f" with {100 * level:g}% bootstrap intervals ({ci['n_resamples']} resamples)"
                                if ci else " (no bootstrap)") + ":")
     for name in PARAM_NAMES:
         out.append(line(name, fit["params"][name]))

@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 from scaling import store
-from scaling.config import parse_config
 from scaling.errors import UsageError
 from scaling.executor import LocalExecutor, default_workers, make_executor
 from scaling.sweep import run_sweep

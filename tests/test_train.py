@@ -88,7 +88,7 @@ def test_budget_rounds_up_to_whole_batches(data, tmp_path):
 
 def test_same_seed_same_losses(data, reference, tmp_path):
     _, records, _ = reference
-    summary = train_run(make_spec(), data, tmp_path / "again")
+    train_run(make_spec(), data, tmp_path / "again")
     assert without_timing(read_jsonl(tmp_path / "again" / METRICS)) == without_timing(records)
     train_run(make_spec(seed=1, tokens=10 * 512), data, tmp_path / "other")
     assert read_jsonl(tmp_path / "other" / METRICS)[-1]["train_loss"] != records[1]["train_loss"]

@@ -84,22 +84,22 @@ def test_store_has_a_branch_per_point_and_stable_runs_the_fitter_leaves_out(wsd_
     assert len(stable) == 2 and len(branches) == 6 and len(table) == 8
     assert (branches.status == "finished").all() and set(branches.branch_of) == set(stable.index)
     assert sorted(branches.tokens) == sorted(2 * [8192, 16384, 32768])  # D = D_k: the fit sees the budgets
-    for run_id, row in branches.iterrows():
-        summary = json.loads((result.sweep_dir / run_id / store.SUMMARY).read_text())
+    for branch_id, row in branches.iterrows():
+        summary = json.loads((result.sweep_dir / branch_id / store.SUMMARY).read_text())
         steps = row.tokens // 256
         assert summary["schedule"] == "wsd" and summary["branch_step"] == steps - steps // 4
         assert row.branch_tokens == summary["branch_tokens"] == (steps // 4) * 256  # the cooldown only
-        records = store.read_jsonl(result.sweep_dir / run_id / store.METRICS)
+        records = store.read_jsonl(result.sweep_dir / branch_id / store.METRICS)
         assert records[0]["step"] == 1  # the stable prefix is in the branch's log, on one clock
         assert [r["elapsed_s"] for r in records] == sorted(r["elapsed_s"] for r in records)
         assert summary["wall_s"] < records[-1]["elapsed_s"]  # its own time: the cooldown's
         assert records[-1]["step"] == steps and records[-1]["lr"] == 0.1 * summary["lr"]
         assert records[-1]["val_loss"] == summary["final_val_loss"]
-    for run_id in stable.index:
-        summary = json.loads((result.sweep_dir / run_id / store.SUMMARY).read_text())
+    for stable_id in stable.index:
+        summary = json.loads((result.sweep_dir / stable_id / store.SUMMARY).read_text())
         assert summary["branch_points"] == [24, 48, 96] and summary["tokens"] == 96 * 256
-        assert sorted(summary["branches"]) == sorted(branches.index[branches.branch_of == run_id])
-        assert all((result.sweep_dir / run_id / store.branch_checkpoint(s)).exists() for s in (24, 48, 96))
+        assert sorted(summary["branches"]) == sorted(branches.index[branches.branch_of == stable_id])
+        assert all((result.sweep_dir / stable_id / store.branch_checkpoint(s)).exists() for s in (24, 48, 96))
     assert pd_csv_columns(result.sweep_dir) >= {"branch_of", "branch_tokens"}
 
     data = fitdata.from_runs(result.sweep_dir)
@@ -189,8 +189,8 @@ def assert_same_store(got: Path, want: Path) -> None:
     g, w = store.read_runs(got).set_index("run_id"), store.read_runs(want).set_index("run_id")
     assert g.status.to_dict() == w.status.to_dict()
     assert g.final_val_loss.to_dict() == w.final_val_loss.to_dict()
-    for run_id in w.index:
-        assert metrics(got / run_id) == metrics(want / run_id), run_id
+    for one in w.index:
+        assert metrics(got / one) == metrics(want / one), one
 
 
 def test_stopped_stable_run_and_branch_resume_to_the_same_store(wsd_sweep, cache_dir, tmp_path):

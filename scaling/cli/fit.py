@@ -10,7 +10,6 @@ Thin layer over the Python API: a `scaling.fitdata` loader, `fitdata.apply_filte
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from pathlib import Path
