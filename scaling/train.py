@@ -140,16 +140,10 @@ def keep_freed_memory() -> None:
         mallopt(M_TRIM_THRESHOLD, 1 << 30)
 
 
-def compiles(train: TrainConfig, device: torch.device) -> bool:
-    """Whether the training steps run torch.compile'd: train.compile, by default on CUDA only (on
-    CPU it measured no faster than eager for the tiny and small shapes: bench/bench_train.py)."""
-    return train.compile if train.compile is not None else device.type == "cuda"
-
-
-def compiled(model: GPT, train: TrainConfig, device: torch.device) -> torch.nn.Module:
-    """The module the training steps call: `model`, or torch.compile(model), which shares its
-    parameters (so checkpoints and evaluation use `model` itself)."""
-    return torch.compile(model) if compiles(train, device) else model
+def compiled(model: GPT, train: TrainConfig) -> torch.nn.Module:
+    """The module the training steps call: `model`, or with train.compile torch.compile(model),
+    which shares its parameters (so checkpoints and evaluation use `model` itself)."""
+    return torch.compile(model) if train.compile else model
 
 
 def warmup_steps(steps: int, train: TrainConfig) -> int:
@@ -382,7 +376,7 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress) -> dict:
     torch.manual_seed(spec.seed)
     model = GPT(cfg).to(device)
     optimizer = make_optimizer(model, train, spec.lr)
-    step_model = compiled(model, train, device)
+    step_model = compiled(model, train)
     windows = val_windows(data, train.eval_tokens, cfg.context_length, device)
 
     identity = {"run_id": spec.run_id, "steps": steps, "lr": spec.lr, "seed": spec.seed}
@@ -489,7 +483,7 @@ def summarize(spec: RunSpec, data: TokenData, status: str, reason: str | None, s
         "status": status, "reason": reason, "run_id": spec.run_id, "retry_of": spec.retry_of,
         "schedule": spec.train.schedule, "branch_of": spec.branch_of,
         "branch_tokens": trained if spec.branch_of is not None else None, **wsd,
-        "seed": spec.seed, "device": str(device), "compiled": compiles(spec.train, device),
+        "seed": spec.seed, "device": str(device), "compiled": spec.train.compile,
         "d_model": cfg.d_model, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "lr": spec.lr,
         "n_params_total": n_total, "n_params_non_embedding": n_non_embedding,
         "steps": steps_done, "tokens": tokens, "tokens_budget": spec.tokens, "epochs": tokens / len(data.train),
