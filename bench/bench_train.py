@@ -1,32 +1,63 @@
 """Training throughput and model FLOPs utilisation for every shape of configs/tiny.yaml and small.yaml.
 
-    python bench/bench_train.py                 # both configs, torch's default threads
-    python bench/bench_train.py --threads 1     # one thread (the setting of a packed sweep)
-    python bench/bench_train.py --compile       # also time torch.compile'd models
+    python bench/bench_train.py                   # both configs, both layouts
+    python bench/bench_train.py --config tiny     # one config
+    python bench/bench_train.py --compile         # also time torch.compile'd training steps
+    python bench/bench_train.py --glibc-malloc    # also time without scaling.train.keep_freed_memory
 
-For each shape: tokens/s of the real training step (AdamW, grad clip, batches drawn as the loop
-draws them), achieved model FLOP/s from the exact per-token count (scaling.model.flops_per_token:
-every matmul of forward and backward, attention and output layer included), and that divided
-by the same machine's dense fp32 matmul throughput (CPU) or bf16 (CUDA), measured in this run:
-the model FLOPs utilisation (MFU). Medians over timed windows, after warm-up steps.
+Each shape is timed in two layouts of the machine, the two a sweep can use:
+- one run on every core (`cores` torch threads: executor.threads_per_run = cores);
+- packed: one single-threaded run per core at once, the local executor's default on CPU (on
+  CUDA, `--packed` runs share the GPU); its tokens/s is the sum over the runs.
+Every measurement starts fresh processes, so that no setting (threads, allocator) leaks into the
+next one. It times the real training step (scaling.train's get_batch, train_step and AdamW; one
+batch of train.batch_tokens a step), medians over timed windows after warm-up steps, and turns
+tokens/s into model FLOP/s with the exact per-token count (scaling.model.flops_per_token: every
+matmul of forward and backward, attention and output layer included). MFU divides that by the
+dense matmul throughput of the whole machine (fp32 on CPU over all cores, bf16 on CUDA),
+measured in this run.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
+import queue
 import statistics
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from scaling.config import load_config
+from scaling.config import TrainConfig, load_config
+from scaling.executor import usable_cores
 from scaling.model import GPT, GPTConfig, flops_per_token, param_counts
-from scaling.train import get_batch, make_optimizer, pick_device, train_step
+from scaling.train import compiled, get_batch, keep_freed_memory, make_optimizer, pick_device, train_step
 
-CONFIGS = [Path(__file__).parent.parent / "configs" / name for name in ("tiny.yaml", "small.yaml")]
+CONFIGS = {name: Path(__file__).parent.parent / "configs" / f"{name}.yaml" for name in ("tiny", "small")}
+
+
+@dataclass(frozen=True)
+class Layout:
+    runs: int               # runs training at once
+    threads: int | None     # torch threads of each run (None on CUDA)
+    compile: bool = False
+    glibc_malloc: bool = False  # leave glibc's default thresholds (no keep_freed_memory)
+
+    @property
+    def label(self) -> str:
+        text = f"{self.runs} run{'s' if self.runs > 1 else ''}" + (f" x {self.threads} thr" if self.threads else "")
+        return text + (" compiled" if self.compile else "") + (" glibc" if self.glibc_malloc else "")
+
+
+@dataclass(frozen=True)
+class Timing:
+    warmup: int   # steps before timing (and before the runs wait for each other)
+    windows: int  # timed windows; the median counts
+    steps: int    # steps per window
 
 
 def sync(device: torch.device) -> None:
@@ -51,12 +82,18 @@ def matmul_flops(device: torch.device, size: int = 2048, repeats: int = 20) -> f
     return 2 * size**3 / best
 
 
-def tokens_per_s(model_cfg: GPTConfig, train, lr: float, device, compile_model: bool,
-                 warmup: int, windows: int, steps_per_window: int) -> float:
+def time_run(model_cfg: GPTConfig, train: TrainConfig, lr: float, layout: Layout, timing: Timing,
+             start, rates) -> None:
+    """One run's tokens/s (put on `rates`), in a worker process; waits at `start` for the others."""
+    if layout.threads:
+        torch.set_num_threads(layout.threads)
+    device = pick_device(train.device)
+    if not layout.glibc_malloc:
+        keep_freed_memory()
     torch.manual_seed(0)
     model = GPT(model_cfg).to(device)
     optimizer = make_optimizer(model, train, lr)
-    step_fn = torch.compile(model) if compile_model else model
+    step_model = compiled(model, train.model_copy(update={"compile": layout.compile}))
     tokens = np.random.default_rng(0).integers(0, model_cfg.vocab_size, size=1_000_000, dtype=np.uint16)
     n_seqs = train.batch_tokens // model_cfg.context_length
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
@@ -64,50 +101,88 @@ def tokens_per_s(model_cfg: GPTConfig, train, lr: float, device, compile_model: 
     def run(first_step: int, count: int) -> None:
         for step in range(first_step, first_step + count):
             x, y = get_batch(tokens, 0, step, n_seqs, model_cfg.context_length, device)
-            train_step(step_fn, optimizer, x, y, lr, autocast, train.grad_clip)
+            train_step(step_model, optimizer, x, y, lr, autocast, train.grad_clip)
 
-    run(0, warmup)
-    rates = []
-    for w in range(windows):
+    run(0, timing.warmup)
+    start.wait()
+    window_rates = []
+    for w in range(timing.windows):
         sync(device)
-        start = time.perf_counter()
-        run(warmup + w * steps_per_window, steps_per_window)
+        begin = time.perf_counter()
+        run(timing.warmup + w * timing.steps, timing.steps)
         sync(device)
-        rates.append(steps_per_window * train.batch_tokens / (time.perf_counter() - start))
-    return statistics.median(rates)
+        window_rates.append(timing.steps * train.batch_tokens / (time.perf_counter() - begin))
+    rates.put(statistics.median(window_rates))
+
+
+def tokens_per_s(model_cfg: GPTConfig, train: TrainConfig, lr: float, layout: Layout, timing: Timing) -> float:
+    """Summed tokens/s of `layout.runs` runs of this shape training at once, each in its own process."""
+    context = mp.get_context("spawn")
+    start, rates = context.Barrier(layout.runs), context.Queue()
+    workers = [context.Process(target=time_run, args=(model_cfg, train, lr, layout, timing, start, rates))
+               for _ in range(layout.runs)]
+    for worker in workers:
+        worker.start()
+    measured = []
+    while len(measured) < len(workers):
+        try:
+            measured.append(rates.get(timeout=1))
+        except queue.Empty:
+            if any(worker.exitcode for worker in workers):  # one failed: the rest would wait for it
+                for worker in workers:
+                    worker.kill()
+                raise SystemExit("a timing process failed; its traceback is above")
+    for worker in workers:
+        worker.join()
+    return sum(measured)
+
+
+def layouts(device: torch.device, cores: int, packed: int | None, compile_too: bool, glibc_too: bool) -> list[Layout]:
+    threads = None if device.type == "cuda" else cores
+    packed = packed or (4 if device.type == "cuda" else cores)
+    base = [Layout(1, threads), Layout(packed, None if device.type == "cuda" else max(1, cores // packed))]
+    variants = list(base)
+    if compile_too:
+        variants += [Layout(b.runs, b.threads, compile=True) for b in base]
+    if glibc_too:
+        variants += [Layout(b.runs, b.threads, glibc_malloc=True) for b in base]
+    return variants
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--config", choices=sorted(CONFIGS), action="append", help="config(s) to time (default: all)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--compile", action="store_true", help="also time torch.compile'd models")
+    p.add_argument("--packed", type=int, help="runs at once in the packed layout (default: cores; 4 on CUDA)")
+    p.add_argument("--compile", action="store_true", help="also time torch.compile'd training steps")
+    p.add_argument("--glibc-malloc", action="store_true", help="also time with glibc's default allocator settings")
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--windows", type=int, default=5)
     p.add_argument("--steps", type=int, default=20, help="steps per timed window")
     args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     device = pick_device(args.device)
+    cores = usable_cores()
+    torch.set_num_threads(cores)
     peak = matmul_flops(device)
-    print(f"device {device}, {torch.get_num_threads()} threads; dense matmul "
-          f"{'bf16' if device.type == 'cuda' else 'fp32'}: {peak / 1e9:.1f} GFLOP/s")
-    modes = [False, True] if args.compile else [False]
-    print(f"{'config':<6} {'d':>4} {'L':>2} {'H':>2} {'N non-emb':>10} {'FLOP/token':>11} "
-          + "".join(f"{'compiled ' if c else ''}{'tok/s':>9} {'GFLOP/s':>8} {'MFU':>6}  " for c in modes))
-    for path in CONFIGS:
-        cfg = load_config(path)
+    print(f"device {device}, {cores} cores; dense {'bf16' if device.type == 'cuda' else 'fp32'} matmul "
+          f"on the whole machine: {peak / 1e9:.1f} GFLOP/s; torch {torch.__version__}")
+    timing = Timing(args.warmup, args.windows, args.steps)
+    modes = layouts(device, cores, args.packed, args.compile, args.glibc_malloc)
+    print(f"{'config':<6} {'d':>4} {'L':>2} {'H':>2} {'N non-emb':>10} {'FLOP/token':>11}  "
+          + "  ".join(f"{m.label:>24}" for m in modes))
+    print(" " * 41 + "  ".join(f"{'tok/s':>9} {'GFLOP/s':>7} {'MFU':>6}" for _ in modes))
+    for name in args.config or sorted(CONFIGS, reverse=True):
+        cfg = load_config(CONFIGS[name])
+        train = cfg.train.model_copy(update={"device": device.type})
         for shape in cfg.grid.models:
             model_cfg = GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size)
             per_token = flops_per_token(model_cfg)["exact"]
-            line = (f"{cfg.name:<6} {shape.d_model:>4} {shape.n_layers:>2} {shape.n_heads:>2} "
-                    f"{param_counts(model_cfg)[1]:>10,} {per_token:>11.3g} ")
-            for compiled in modes:
-                rate = tokens_per_s(model_cfg, cfg.train, shape.lr or cfg.train.lr, device, compiled,
-                                    args.warmup, args.windows, args.steps)
-                achieved = rate * per_token
-                line += f"{'':>{9 if compiled else 0}}{rate:>9,.0f} {achieved / 1e9:>8.1f} {achieved / peak:>6.1%}  "
-            print(line, flush=True)
+            cells = []
+            for mode in modes:
+                rate = tokens_per_s(model_cfg, train, shape.lr or cfg.train.lr, mode, timing)
+                cells.append(f"{rate:>9,.0f} {rate * per_token / 1e9:>7.1f} {rate * per_token / peak:>6.1%}")
+            print(f"{cfg.name:<6} {shape.d_model:>4} {shape.n_layers:>2} {shape.n_heads:>2} "
+                  f"{param_counts(model_cfg)[1]:>10,} {per_token:>11.3g}  " + "  ".join(cells), flush=True)
     return 0
 
 
