@@ -4,6 +4,7 @@
     python bench/bench_train.py --config tiny     # one config
     python bench/bench_train.py --compile         # also time torch.compile'd training steps
     python bench/bench_train.py --glibc-malloc    # also time without scaling.train.keep_freed_memory
+    python bench/bench_train.py --profile         # where a step's time goes, by operator group
 
 Each shape is timed in two layouts of the machine, the two a sweep can use:
 - one run on every core (`cores` torch threads: executor.threads_per_run = cores);
@@ -82,9 +83,9 @@ def matmul_flops(device: torch.device, size: int = 2048, repeats: int = 20) -> f
     return 2 * size**3 / best
 
 
-def time_run(model_cfg: GPTConfig, train: TrainConfig, lr: float, layout: Layout, timing: Timing,
-             start, rates) -> None:
-    """One run's tokens/s (put on `rates`), in a worker process; waits at `start` for the others."""
+def training_steps(model_cfg: GPTConfig, train: TrainConfig, lr: float, layout: Layout):
+    """(run(first_step, count), device): the training loop's steps for this shape, set up in this
+    process as a run of the sweep sets them up (threads, allocator, model, AdamW, compile)."""
     if layout.threads:
         torch.set_num_threads(layout.threads)
     device = pick_device(train.device)
@@ -103,6 +104,13 @@ def time_run(model_cfg: GPTConfig, train: TrainConfig, lr: float, layout: Layout
             x, y = get_batch(tokens, 0, step, n_seqs, model_cfg.context_length, device)
             train_step(step_model, optimizer, x, y, lr, autocast, train.grad_clip)
 
+    return run, device
+
+
+def time_run(model_cfg: GPTConfig, train: TrainConfig, lr: float, layout: Layout, timing: Timing,
+             start, rates) -> None:
+    """One run's tokens/s (put on `rates`), in a worker process; waits at `start` for the others."""
+    run, device = training_steps(model_cfg, train, lr, layout)
     run(0, timing.warmup)
     start.wait()
     window_rates = []
@@ -115,11 +123,35 @@ def time_run(model_cfg: GPTConfig, train: TrainConfig, lr: float, layout: Layout
     rates.put(statistics.median(window_rates))
 
 
-def tokens_per_s(model_cfg: GPTConfig, train: TrainConfig, lr: float, layout: Layout, timing: Timing) -> float:
-    """Summed tokens/s of `layout.runs` runs of this shape training at once, each in its own process."""
+# Operator groups of a step's profile: the first group whose pattern is in an op's name takes its time.
+OP_GROUPS = {"matmul": ("aten::mm", "aten::addmm", "aten::bmm"), "attention": ("flash", "attention"),
+             "softmax+loss": ("softmax", "nll_loss"), "gelu": ("gelu",), "layernorm": ("layer_norm",),
+             "zero fills": ("fill_", "zero_"), "adamw": ("adamw", "AdamW")}
+
+
+def profile_run(model_cfg: GPTConfig, train: TrainConfig, lr: float, layout: Layout, timing: Timing,
+                start, rates) -> None:
+    """Where one run's step time goes: {group: share of the profiled CPU time, "ms/step": ...}."""
+    run, _ = training_steps(model_cfg, train, lr, layout)
+    run(0, timing.warmup)
+    start.wait()
+    steps = timing.windows * timing.steps
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        run(timing.warmup, steps)
+    shares = dict.fromkeys([*OP_GROUPS, "other"], 0.0)
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events)
+    for e in events:
+        group = next((g for g, patterns in OP_GROUPS.items() if any(p in e.key for p in patterns)), "other")
+        shares[group] += e.self_cpu_time_total / total
+    rates.put({"ms/step": total / steps / 1e3, **shares})
+
+
+def in_workers(target, model_cfg: GPTConfig, train: TrainConfig, lr: float, layout: Layout, timing: Timing) -> list:
+    """What `target` measured in each of `layout.runs` fresh processes running this shape at once."""
     context = mp.get_context("spawn")
     start, rates = context.Barrier(layout.runs), context.Queue()
-    workers = [context.Process(target=time_run, args=(model_cfg, train, lr, layout, timing, start, rates))
+    workers = [context.Process(target=target, args=(model_cfg, train, lr, layout, timing, start, rates))
                for _ in range(layout.runs)]
     for worker in workers:
         worker.start()
@@ -134,7 +166,7 @@ def tokens_per_s(model_cfg: GPTConfig, train: TrainConfig, lr: float, layout: La
                 raise SystemExit("a timing process failed; its traceback is above")
     for worker in workers:
         worker.join()
-    return sum(measured)
+    return measured
 
 
 def layouts(device: torch.device, cores: int, packed: int | None, compile_too: bool, glibc_too: bool) -> list[Layout]:
@@ -156,31 +188,44 @@ def main(argv=None) -> int:
     p.add_argument("--packed", type=int, help="runs at once in the packed layout (default: cores; 4 on CUDA)")
     p.add_argument("--compile", action="store_true", help="also time torch.compile'd training steps")
     p.add_argument("--glibc-malloc", action="store_true", help="also time with glibc's default allocator settings")
+    p.add_argument("--profile", action="store_true",
+                   help="instead of timing, profile one single-threaded run's steps by operator group (CPU)")
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--windows", type=int, default=5)
     p.add_argument("--steps", type=int, default=20, help="steps per timed window")
     args = p.parse_args(argv)
     device = pick_device(args.device)
+    if args.profile and device.type != "cpu":
+        p.error("--profile reads the CPU time of operators: use --device cpu")
     cores = usable_cores()
     torch.set_num_threads(cores)
-    peak = matmul_flops(device)
-    print(f"device {device}, {cores} cores; dense {'bf16' if device.type == 'cuda' else 'fp32'} matmul "
-          f"on the whole machine: {peak / 1e9:.1f} GFLOP/s; torch {torch.__version__}")
     timing = Timing(args.warmup, args.windows, args.steps)
-    modes = layouts(device, cores, args.packed, args.compile, args.glibc_malloc)
-    print(f"{'config':<6} {'d':>4} {'L':>2} {'H':>2} {'N non-emb':>10} {'FLOP/token':>11}  "
-          + "  ".join(f"{m.label:>24}" for m in modes))
-    print(" " * 41 + "  ".join(f"{'tok/s':>9} {'GFLOP/s':>7} {'MFU':>6}" for _ in modes))
+    shape_columns = f"{'config':<6} {'d':>4} {'L':>2} {'H':>2} {'N non-emb':>10} {'FLOP/token':>11}  "
+    if args.profile:
+        print(f"share of a step's CPU time by operator group, one run on one thread; torch {torch.__version__}")
+        print(shape_columns + f"{'ms/step':>8}  " + "  ".join(f"{g:>12}" for g in [*OP_GROUPS, "other"]))
+    else:
+        peak = matmul_flops(device)
+        modes = layouts(device, cores, args.packed, args.compile, args.glibc_malloc)
+        print(f"device {device}, {cores} cores; dense {'bf16' if device.type == 'cuda' else 'fp32'} matmul "
+              f"on the whole machine: {peak / 1e9:.1f} GFLOP/s; torch {torch.__version__}")
+        print(shape_columns + "  ".join(f"{m.label:>24}" for m in modes))
+        print(" " * len(shape_columns) + "  ".join(f"{'tok/s':>9} {'GFLOP/s':>7} {'MFU':>6}" for _ in modes))
     for name in args.config or sorted(CONFIGS, reverse=True):
         cfg = load_config(CONFIGS[name])
         train = cfg.train.model_copy(update={"device": device.type})
         for shape in cfg.grid.models:
             model_cfg = GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size)
             per_token = flops_per_token(model_cfg)["exact"]
-            cells = []
-            for mode in modes:
-                rate = tokens_per_s(model_cfg, train, shape.lr or cfg.train.lr, mode, timing)
-                cells.append(f"{rate:>9,.0f} {rate * per_token / 1e9:>7.1f} {rate * per_token / peak:>6.1%}")
+            lr = shape.lr or cfg.train.lr
+            if args.profile:
+                shares = in_workers(profile_run, model_cfg, train, lr, Layout(1, 1), timing)[0]
+                cells = [f"{shares.pop('ms/step'):>8.1f}"] + [f"{share:>12.1%}" for share in shares.values()]
+            else:
+                cells = []
+                for mode in modes:
+                    rate = sum(in_workers(time_run, model_cfg, train, lr, mode, timing))
+                    cells.append(f"{rate:>9,.0f} {rate * per_token / 1e9:>7.1f} {rate * per_token / peak:>6.1%}")
             print(f"{cfg.name:<6} {shape.d_model:>4} {shape.n_layers:>2} {shape.n_heads:>2} "
                   f"{param_counts(model_cfg)[1]:>10,} {per_token:>11.3g}  " + "  ".join(cells), flush=True)
     return 0
