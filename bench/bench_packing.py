@@ -26,7 +26,6 @@ runs out longest first (what a sweep does: scaling.sweep.job_order) with the pla
 from __future__ import annotations
 
 import argparse
-import heapq
 import statistics
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from pathlib import Path
 from scaling import store
 from scaling.config import load_config
 from scaling.executor import usable_cores
-from scaling.sweep import job_order, plan, run_sweep
+from scaling.sweep import job_order, makespan, plan, run_sweep
 from scaling.tokens import prepare_tokens
 
 TINY = Path(__file__).parent.parent / "configs" / "tiny.yaml"
@@ -59,14 +58,6 @@ def sweep(cfg, workers: int, threads: int, cache_dir) -> tuple[float, dict, dict
     assert (table.status == "finished").all(), table.status.value_counts()
     assert set(int(s["threads"]) for s in result.trained) == {threads}
     return wall, table.final_val_loss.to_dict(), table.wall_s.to_dict(), before, load()
-
-
-def makespan(durations: list[float], workers: int) -> float:
-    """Wall time of list scheduling: each run goes, in the given order, to the first free worker."""
-    free = [0.0] * workers
-    for d in durations:
-        heapq.heappush(free, heapq.heappop(free) + d)
-    return max(free)
 
 
 def main(argv=None) -> int:

@@ -27,6 +27,7 @@ WSD run it stands for, and it resumes from its own checkpoints after that.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import math
 import time
@@ -39,7 +40,7 @@ import yaml
 
 from scaling import locks, store
 from scaling.config import Shape, SweepConfig, run_lr
-from scaling.executor import WAIT, Job, make_executor, token_data
+from scaling.executor import ASSUMED_FLOPS, WAIT, Job, LocalExecutor, make_executor, token_data
 from scaling.model import GPTConfig, flops_per_token, param_counts
 from scaling.tokens import prepare_tokens
 from scaling.train import STOP, Interrupted, RunSpec, check_data, cooldown_steps, schedule_bounds
@@ -54,8 +55,6 @@ NOT_IN_RUN_ID = ("log_interval", "checkpoint_interval", "eval_interval", "thread
 WSD_KEYS = ("cooldown_fraction", "cooldown_shape")
 ENDED = ("finished", "diverged", "stable")  # a run with one of these statuses is never trained again
 LOCK_POLL_S = 0.5
-# Achieved FLOP/s assumed for wall-time estimates before any run in the store has been timed.
-DEFAULT_CPU_FLOPS = 15e9
 
 
 @dataclass(frozen=True)
@@ -190,19 +189,49 @@ def retry(cfg: SweepConfig, run: PlannedRun, summary: dict) -> PlannedRun | None
     return replace(again, spec=replace(again.spec, retry_of=run.run_id), attempt=run.attempt + 1)
 
 
-def achieved_flops(sweep_dir: Path) -> float:
-    """Median exact FLOP/s of this store's finished runs, else a conservative CPU default."""
+def achieved_flops(sweep_dir: Path) -> pd.DataFrame:
+    """The exact FLOP/s each finished (or stable) run of this store trained at, with its shape."""
+    columns = ["d_model", "n_layers", "n_heads", "flops_per_s"]
     if not Path(sweep_dir).is_dir():
-        return DEFAULT_CPU_FLOPS
+        return pd.DataFrame(columns=columns)
     table = store.read_runs(sweep_dir)
     wall = pd.to_numeric(table.wall_s, errors="coerce")
-    done = table[table.status.isin(["finished", "stable"]) & (wall > 0)]
-    if done.empty:
-        return DEFAULT_CPU_FLOPS
+    done = table[table.status.isin(["finished", "stable"]) & (wall > 0)].copy()
     # A WSD branch trained only branch_tokens of its tokens in its wall time.
     share = (pd.to_numeric(done.branch_tokens, errors="coerce") / pd.to_numeric(done.tokens, errors="coerce"))
-    trained = pd.to_numeric(done.flops_exact, errors="coerce") * share.fillna(1.0)
-    return float((trained / wall[done.index]).median())
+    done["flops_per_s"] = pd.to_numeric(done.flops_exact, errors="coerce") * share.fillna(1.0) / wall[done.index]
+    return done[columns]
+
+
+def estimate_walls(planned: list[PlannedRun], sweep_dir: Path) -> tuple[list[float], str]:
+    """Seconds each planned run should take to train, and what the estimate rests on: the FLOP/s
+    its shape achieved in this store, else the median over the store's runs, else ASSUMED_FLOPS."""
+    rates = achieved_flops(sweep_dir)
+    by_shape = rates.groupby(["d_model", "n_layers", "n_heads"]).flops_per_s.median().to_dict()
+    fallback = float(rates.flops_per_s.median()) if len(rates) else ASSUMED_FLOPS
+    walls = []
+    for run in planned:
+        m = run.spec.model
+        walls.append(run.trained_flops_exact / by_shape.get((m.d_model, m.n_layers, m.n_heads), fallback))
+    basis = (f"the FLOP/s each shape achieved in {len(rates)} finished runs of this store (median "
+             f"{fallback:.3g} for shapes not trained yet)" if len(rates) else
+             f"{ASSUMED_FLOPS:.3g} FLOP/s a run, assumed: no run of this store has been timed yet")
+    return walls, basis
+
+
+def makespan(walls: list[float], workers: int) -> float:
+    """Wall time of handing runs out in this order to `workers` workers, each taking the next run
+    as soon as it is free (how the local executor schedules)."""
+    free = [0.0] * workers
+    for wall in walls:
+        heapq.heappush(free, heapq.heappop(free) + wall)
+    return max(free)
+
+
+def sweep_workers(cfg: SweepConfig, planned: list[PlannedRun]) -> tuple[int, int]:
+    """(runs at once, threads per run) the local executor would use for these runs on this machine."""
+    ex = cfg.executor
+    return LocalExecutor(ex.workers, ex.threads_per_run, ex.runs_per_gpu).plan(planned) if planned else (1, 1)
 
 
 def run_config(cfg: SweepConfig, planned: PlannedRun, cache_key: str) -> dict:

@@ -8,12 +8,14 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
 from scaling import store
-from scaling.sweep import plan, run_sweep
+from scaling.executor import ASSUMED_FLOPS
+from scaling.sweep import estimate_walls, makespan, plan, run_sweep
 from tests.conftest import MICRO, MICRO_RUNS, micro_config
 
 SUMMARY_KEYS = {"status", "n_params_total", "n_params_non_embedding", "tokens", "flops_6nd", "flops_exact",
@@ -69,6 +71,26 @@ def test_dry_run_prints_plan_and_writes_nothing(tmp_path):
     assert lines[-1].startswith(f"total  {MICRO_RUNS} runs") and " FLOP " in lines[-1]
     assert sum(run_id in done.stdout for run_id in (r.run_id for r in plan(micro_config()))) == MICRO_RUNS
     assert not (tmp_path / "runs").exists()
+
+
+def test_wall_estimates_use_each_shapes_measured_speed(micro_sweep, tmp_path):
+    cfg, result = micro_sweep
+    planned = plan(cfg)
+    summaries = [json.loads(p.read_text()) for p in result.sweep_dir.glob("*/summary.json")]
+    for d_model in {s["d_model"] for s in summaries}:  # each shape's median FLOP/s, from the summaries
+        rate = np.median([s["flops_exact"] / s["wall_s"] for s in summaries if s["d_model"] == d_model])
+        walls, basis = estimate_walls([r for r in planned if r.spec.model.d_model == d_model], result.sweep_dir)
+        runs = [r for r in planned if r.spec.model.d_model == d_model]
+        assert walls == pytest.approx([r.flops_exact / rate for r in runs], rel=1e-9)
+        assert f"{MICRO_RUNS} finished runs of this store" in basis
+    walls, basis = estimate_walls(planned, tmp_path / "empty")
+    assert walls == [r.flops_exact / ASSUMED_FLOPS for r in planned] and "assumed" in basis
+
+
+def test_makespan_hands_each_run_to_the_first_free_worker():
+    assert makespan([5, 4, 3, 3, 3], 2) == 10  # 5 | 4; 3 -> 7; 3 -> 8; 3 -> 10
+    assert makespan([4, 1, 1], 2) == 4 and makespan([1, 1, 4], 2) == 5  # smallest first idles a worker
+    assert makespan([5, 4, 3], 1) == 12 and makespan([5, 4, 3], 5) == 5
 
 
 @pytest.mark.parametrize("override, expected", [

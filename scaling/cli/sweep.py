@@ -49,18 +49,18 @@ def _duration(seconds: float) -> str:
 
 
 def print_plan(cfg, runs_dir: Path) -> None:
-    from scaling.sweep import achieved_flops, plan, plan_cost
+    from scaling.sweep import estimate_walls, job_order, makespan, plan, plan_cost, sweep_workers
 
     planned = plan(cfg)
-    flops_per_s = achieved_flops(runs_dir / cfg.name)
+    walls, basis = estimate_walls(planned, runs_dir / cfg.name)
+    wall_of = dict(zip((r.run_id for r in planned), walls))
     wsd = cfg.train.schedule == "wsd"
     kinds = ""
     if wsd:
         stable = sum(r.kind == "stable" for r in planned)
         kinds = (f": {stable} WSD stable runs (warmup, constant lr to the last branch point; not fit "
                  f"points) and {len(planned) - stable} cooldown branches")
-    console.print(f"sweep {cfg.name}: {len(planned)} runs{kinds} "
-                  f"(wall times assume {flops_per_s:.3g} FLOP/s achieved)")
+    console.print(f"sweep {cfg.name}: {len(planned)} runs{kinds}; wall times from {basis}")
     width = max(28, *(len(r.run_id) for r in planned))
     trains = f" {'trains':>8}" if wsd else ""  # the tokens a run trains itself: a branch, its cooldown
     console.print(f"{'run':<{width}} {'d':>4} {'L':>3} {'H':>3} {'N total':>9} {'N non-emb':>10} "
@@ -71,7 +71,7 @@ def print_plan(cfg, runs_dir: Path) -> None:
         console.print(f"{run.run_id:<{width}} {m.d_model:>4} {m.n_layers:>3} {m.n_heads:>3} "
                       f"{_si(run.n_params_total):>9} {_si(run.n_params_non_embedding):>10} "
                       f"{_si(run.spec.tokens):>8}{trains} {run.flops_6nd:>10.3g} "
-                      f"{_duration(run.trained_flops_exact / flops_per_s):>10}")
+                      f"{_duration(wall_of[run.run_id]):>10}")
     cost = plan_cost(planned)
     if wsd:
         console.print(f"WSD, cooldown {cfg.train.cooldown_fraction:g} of each budget "
@@ -80,8 +80,11 @@ def print_plan(cfg, runs_dir: Path) -> None:
                       f"({100 * cost['fraction_of_separate']:.1f}%): saves {cost['saved_flops_6nd']:.2e} FLOP "
                       f"({100 * (1 - cost['fraction_of_separate']):.1f}%)")
     total_6nd, total_exact = cost["train_flops_6nd"], cost["train_flops_exact"]
+    workers, threads = sweep_workers(cfg, planned)
+    total_wall = makespan([wall_of[r.run_id] for r in job_order(planned)], workers)
     console.print(f"total  {len(planned)} runs  {total_6nd:.2e} FLOP (6ND; {total_exact:.2e} counted "
-                  f"exactly)  est. wall {_duration(total_exact / flops_per_s)}")
+                  f"exactly)  est. wall {_duration(total_wall)} with {workers} run{'s' * (workers > 1)} "
+                  f"at a time on {threads} thread{'s' * (threads > 1)} each")
 
 
 class RichReporter:
