@@ -26,7 +26,8 @@ the same thread count, the same seed and the same batches.
 
 Scheduling. Runs are handed out in the order given; a sweep gives them longest first
 (scaling.sweep.job_order), which keeps the cores busy until the end instead of leaving one core
-on the biggest run. Progress and warnings of a worker are forwarded to the driver, which calls the reporter.
+on the biggest run. Progress and warnings of a worker are forwarded to the driver, which calls
+the reporter.
 
 Waiting. A lazy job source may yield `WAIT` instead of a job: nothing is ready now, but a run in
 flight will make something ready (a WSD branch waits for its stable run's checkpoint). The
@@ -185,8 +186,8 @@ class LocalExecutor:
     in this process when there is one worker.
 
     `run` takes the jobs as a list or as any iterable, which it reads lazily, one job each time a
-    worker is free, in the order given: a driver that locks each run
-    as the executor takes it holds only the locks of runs in training. `expected` (the runs the
+    worker is free, in the order given: a driver that locks each run as the executor takes it
+    holds only the locks of runs in training. `expected` (the runs the
     sweep means to train, anything with a `.spec`) informs the defaults when jobs come lazily.
     """
 
