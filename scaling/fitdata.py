@@ -132,11 +132,16 @@ def digest_arrays(n, d, loss) -> str:
     return h.hexdigest()
 
 
-def _check_positive(values: np.ndarray, label: str, source: str, ids) -> None:
+def _not_positive(values: np.ndarray) -> tuple[int, int] | None:
+    """(how many, index of the first) of the values that are not positive and finite; None: all are."""
     bad = ~np.isfinite(values) | (values <= 0)
-    if bad.any():
-        first = int(np.flatnonzero(bad)[0])
-        raise UsageError(f"{source}: {label} must be positive and finite, but {int(bad.sum())} of "
+    return (int(bad.sum()), int(np.flatnonzero(bad)[0])) if bad.any() else None
+
+
+def _check_positive(values: np.ndarray, label: str, source: str, ids) -> None:
+    if found := _not_positive(values):
+        count, first = found
+        raise UsageError(f"{source}: {label} must be positive and finite, but {count} of "
                          f"{values.size} rows are not (first: {_describe_id(ids[first])}, value "
                          f"{_show(values[first])})")
 
@@ -187,10 +192,9 @@ def from_runs(sweep_dir, param_convention: str = "non_embedding") -> FitData:
     arrays = {}
     for key, col in columns.items():
         values = pd.to_numeric(finished[col], errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(values) | (values <= 0)
-        if bad.any():
-            first = int(np.flatnonzero(bad)[0])
-            raise UsageError(f"{sweep_dir}: {int(bad.sum())} finished run(s) have no positive, finite "
+        if found := _not_positive(values):
+            count, first = found
+            raise UsageError(f"{sweep_dir}: {count} finished run(s) have no positive, finite "
                              f"{col!r} in {store.SUMMARY} (first: run {ids[first]}, value "
                              f"{_show(finished[col].iloc[first])})")
         arrays[key] = values
@@ -242,10 +246,9 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLU
 
     def column(col: str) -> np.ndarray:
         values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(values) | (values <= 0)
-        if bad.any():
-            first = int(np.flatnonzero(bad)[0])
-            raise UsageError(f"{source}: column {col!r} must be positive and finite, but {int(bad.sum())} "
+        if found := _not_positive(values):
+            count, first = found
+            raise UsageError(f"{source}: column {col!r} must be positive and finite, but {count} "
                              f"of {values.size} rows are not (first at row index {first}: "
                              f"{_show(frame[col].iloc[first])})")
         return values
