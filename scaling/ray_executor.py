@@ -16,8 +16,9 @@ The design, in which nothing but Ray connects the driver and its workers (no sha
 - Checkpoints. Whenever the run writes a checkpoint, the task sends its bytes (and the metrics so
   far) to a mailbox actor, synchronously, and the driver, which drains the mailbox a few times a
   second, writes them into the run's folder. Progress events and warnings travel the same way,
-  and so do the checkpoints a WSD stable run keeps at its branch points (the driver writes them
-  into the stable run's folder, where its branches start from them).
+  and so do the checkpoints a WSD stable run keeps at its branch points, each with the metrics so
+  far (the driver writes the metrics, then the checkpoint, into the stable run's folder: a branch
+  starts once its checkpoint is there and copies the stable run's records up to it).
 - Worker death. A task runs with max_retries=0: when its worker process (or node) dies, the
   driver reschedules the run itself, up to executor.max_retries times, sending the checkpoint it
   holds, so the new task resumes from the last checkpoint that reached the driver and ends with
@@ -96,7 +97,7 @@ class _Courier:
         """A WSD stable run's branch-point checkpoints not sent yet (each is written once, atomically)."""
         for path in sorted(self.scratch.glob(store.BRANCH_CHECKPOINTS)):
             if path.name not in self.branch_points_sent:
-                self.send("file", path.name, path.read_bytes(), wait=True)
+                self.send("file", path.name, path.read_bytes(), _read(self.scratch / store.METRICS), wait=True)
                 self.branch_points_sent.add(path.name)
 
     def __call__(self, done: int, total: int, rate: float) -> None:
@@ -226,7 +227,8 @@ class RayExecutor(LocalExecutor):
                 elif kind == "checkpoint":
                     store.write_atomic(job.run_dir / store.CHECKPOINT, rest[0])
                     store.write_atomic(job.run_dir / store.METRICS, rest[1])
-                elif kind == "file":  # a branch-point checkpoint of a WSD stable run
+                elif kind == "file":  # a branch-point checkpoint of a WSD stable run, and its records
+                    store.write_atomic(job.run_dir / store.METRICS, rest[2])  # first: the branch copies them
                     store.write_atomic(job.run_dir / rest[0], rest[1])
                 elif kind == "warning":
                     warnings.warn(rest[0], _warning_category(rest[1]), stacklevel=1)
