@@ -26,7 +26,6 @@ import multiprocessing as mp
 import queue
 import statistics
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +35,9 @@ import torch
 from scaling.config import TrainConfig, load_config
 from scaling.executor import usable_cores
 from scaling.model import GPT, GPTConfig, flops_per_token, param_counts
-from scaling.train import compiled, get_batch, keep_freed_memory, make_optimizer, pick_device, train_step
+from scaling.train import (
+    compiled, get_batch, keep_freed_memory, make_optimizer, mixed_precision, pick_device, train_step,
+)
 
 CONFIGS = {name: Path(__file__).parent.parent / "configs" / f"{name}.yaml" for name in ("tiny", "small")}
 
@@ -97,7 +98,7 @@ def training_steps(model_cfg: GPTConfig, train: TrainConfig, lr: float, layout: 
     step_model = compiled(model, train.model_copy(update={"compile": layout.compile}))
     tokens = np.random.default_rng(0).integers(0, model_cfg.vocab_size, size=1_000_000, dtype=np.uint16)
     n_seqs = train.batch_tokens // model_cfg.context_length
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
+    autocast = mixed_precision(device)
 
     def run(first_step: int, count: int) -> None:
         for step in range(first_step, first_step + count):

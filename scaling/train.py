@@ -140,6 +140,12 @@ def keep_freed_memory() -> None:
         mallopt(M_TRIM_THRESHOLD, 1 << 30)
 
 
+def mixed_precision(device: torch.device):
+    """The context the forward passes run in: bf16 autocast on CUDA, plain fp32 elsewhere (bf16
+    on CPU is far slower than fp32 on most CPUs)."""
+    return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
+
+
 def compiled(model: GPT, train: TrainConfig) -> torch.nn.Module:
     """The module the training steps call: `model`, or with train.compile torch.compile(model),
     which shares its parameters (so checkpoints and evaluation use `model` itself)."""
@@ -368,7 +374,7 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress) -> dict:
         torch.set_num_threads(train.threads)
     device = pick_device(train.device)
     keep_freed_memory()
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
+    autocast = mixed_precision(device)
     steps = spec.steps
     warmup, _ = spec.schedule()
     n_seqs = train.batch_tokens // cfg.context_length
