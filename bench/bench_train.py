@@ -26,13 +26,13 @@ import multiprocessing as mp
 import queue
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from scaling.config import TrainConfig, load_config
+from scaling.config import ExecutorConfig, TrainConfig, load_config
 from scaling.executor import usable_cores
 from scaling.model import GPT, GPTConfig, flops_per_token, param_counts
 from scaling.train import (
@@ -172,13 +172,13 @@ def in_workers(target, model_cfg: GPTConfig, train: TrainConfig, lr: float, layo
 
 def layouts(device: torch.device, cores: int, packed: int | None, compile_too: bool, glibc_too: bool) -> list[Layout]:
     threads = None if device.type == "cuda" else cores
-    packed = packed or (4 if device.type == "cuda" else cores)
+    packed = packed or (ExecutorConfig().runs_per_gpu if device.type == "cuda" else cores)
     base = [Layout(1, threads), Layout(packed, None if device.type == "cuda" else max(1, cores // packed))]
     variants = list(base)
     if compile_too:
-        variants += [Layout(b.runs, b.threads, compile=True) for b in base]
+        variants += [replace(b, compile=True) for b in base]
     if glibc_too:
-        variants += [Layout(b.runs, b.threads, glibc_malloc=True) for b in base]
+        variants += [replace(b, glibc_malloc=True) for b in base]
     return variants
 
 
@@ -186,7 +186,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", choices=sorted(CONFIGS), action="append", help="config(s) to time (default: all)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--packed", type=int, help="runs at once in the packed layout (default: cores; 4 on CUDA)")
+    p.add_argument("--packed", type=int, help="runs at once in the packed layout (default: cores; executor.runs_per_gpu on CUDA)")
     p.add_argument("--compile", action="store_true", help="also time torch.compile'd training steps")
     p.add_argument("--glibc-malloc", action="store_true", help="also time with glibc's default allocator settings")
     p.add_argument("--profile", action="store_true",
