@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-from scaling import fit, fitdata
-from scaling.references import BESIROGLU
+from scaling.laws import fit, fitdata
+from scaling.laws.references import BESIROGLU
 
 
 def main(argv=None) -> int:

@@ -3,7 +3,7 @@
     python bench/bench_train.py                   # both configs, both layouts
     python bench/bench_train.py --config tiny     # one config
     python bench/bench_train.py --compile         # also time torch.compile'd training steps
-    python bench/bench_train.py --glibc-malloc    # also time without scaling.train.keep_freed_memory
+    python bench/bench_train.py --glibc-malloc    # also time without scaling.train.loop.keep_freed_memory
     python bench/bench_train.py --profile         # where a step's time goes, by operator group
 
 Each shape is timed in two layouts of the machine, the two a sweep can use:
@@ -11,9 +11,9 @@ Each shape is timed in two layouts of the machine, the two a sweep can use:
 - packed: one single-threaded run per core at once, the local executor's default on CPU (on
   CUDA, `--packed` runs share the GPU); its tokens/s is the sum over the runs.
 Every measurement starts fresh processes, so that no setting (threads, allocator) leaks into the
-next one. It times the real training step (scaling.train's get_batch, train_step and AdamW; one
+next one. It times the real training step (scaling.train.loop's get_batch, train_step and AdamW; one
 batch of train.batch_tokens a step), medians over timed windows after warm-up steps, and turns
-tokens/s into model FLOP/s with the exact per-token count (scaling.model.flops_per_token: every
+tokens/s into model FLOP/s with the exact per-token count (scaling.train.model.flops_per_token: every
 matmul of forward and backward, attention and output layer included). MFU divides that by the
 dense matmul throughput of the whole machine (fp32 on CPU over all cores, bf16 on CUDA),
 measured in this run.
@@ -33,11 +33,17 @@ import numpy as np
 import torch
 
 from scaling.config import ExecutorConfig, TrainConfig, load_config
-from scaling.executor import usable_cores
-from scaling.model import GPT, GPTConfig, flops_per_token, param_counts
-from scaling.train import (
-    compiled, get_batch, keep_freed_memory, make_optimizer, mixed_precision, pick_device, train_step,
+from scaling.sweep.executor import usable_cores
+from scaling.train.loop import (
+    compiled,
+    get_batch,
+    keep_freed_memory,
+    make_optimizer,
+    mixed_precision,
+    pick_device,
+    train_step,
 )
+from scaling.train.model import GPT, GPTConfig, flops_per_token, param_counts
 
 CONFIGS = {name: Path(__file__).parent.parent / "configs" / f"{name}.yaml" for name in ("tiny", "small")}
 

@@ -4,9 +4,13 @@ The Python API mirrors the command line, stage by stage:
 
     cfg = scaling.load_config("configs/tiny.yaml")
     result = scaling.run_sweep(cfg, "runs")                 # scaling sweep
-    data = scaling.fitdata.from_runs("runs/tiny")           # scaling fit runs/tiny
-    fit = scaling.fit.fit_law(data.n, data.d, data.loss)
+    from scaling.laws import fit, fitdata
+    data = fitdata.from_runs("runs/tiny")                   # scaling fit runs/tiny
+    result = fit.fit_law(data.n, data.d, data.loss)
     scaling.Law(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28).n_opt(1e23)
+
+The subpackages follow the data flow (docs/architecture.md): config, data, train, runs,
+sweep, laws, cost, report, cli.
 
 Names are imported on first use, so `import scaling` stays fast and torch loads only for the
 stages that train.
@@ -21,11 +25,11 @@ _EXPORTS = {
     "load_config": "scaling.config",
     "parse_config": "scaling.config",
     "SweepConfig": "scaling.config",
-    "plan": "scaling.sweep",
-    "run_sweep": "scaling.sweep",
-    "read_runs": "scaling.store",
-    "Law": "scaling.law",
-    "REFERENCES": "scaling.references",
+    "plan": "scaling.sweep.driver",
+    "run_sweep": "scaling.sweep.driver",
+    "read_runs": "scaling.runs.store",
+    "Law": "scaling.laws.law",
+    "REFERENCES": "scaling.laws.references",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -35,7 +39,7 @@ def __getattr__(name: str):
     if name in _EXPORTS:
         return getattr(import_module(_EXPORTS[name]), name)
     try:
-        return import_module(f"scaling.{name}")  # submodules: scaling.fit, scaling.cost, ...
+        return import_module(f"scaling.{name}")  # stages: scaling.laws, scaling.cost, ...
     except ModuleNotFoundError as exc:
         if exc.name != f"scaling.{name}":
             raise

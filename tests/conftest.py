@@ -44,7 +44,7 @@ def cache_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def micro_sweep(tmp_path_factory, cache_dir):
     """A finished micro sweep: (config, SweepResult)."""
-    from scaling.sweep import run_sweep
+    from scaling.sweep.driver import run_sweep
 
     cfg = micro_config()
     runs_dir = tmp_path_factory.mktemp("runs")

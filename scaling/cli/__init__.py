@@ -27,13 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = import_module(f"scaling.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"scaling.cli.{name}":
-                raise
-            continue  # command group not built yet
-        module.register(subparsers)
+        import_module(f"scaling.cli.{name}").register(subparsers)
     return parser
 
 

@@ -6,7 +6,7 @@
     scaling cost rules            D = 20 N and a fixed-N split beside a law's optimum
     scaling cost memory           weights by dtype, attention scores n^2, SSM state, n = d crossover
 
-Thin layer over `scaling.cost`: parse, call, print. Numbers are parsed here (not by argparse)
+Thin layer over `scaling.cost.estimates`: parse, call, print. Numbers are parsed here (not by argparse)
 so that a bad value is a UsageError (exit 2, one line saying what is allowed). `--json` prints
 the result dataclasses, units and assumptions included.
 """
@@ -17,11 +17,10 @@ import json
 import re
 from pathlib import Path
 
-from scaling import cost
+from scaling.cost import estimates as cost
 from scaling.errors import UsageError
-from scaling.law import Law
-from scaling.references import REFERENCES, reference
-
+from scaling.laws.law import Law
+from scaling.laws.references import REFERENCES, reference
 
 _NEGATIVE_NUMBER = re.compile(r"^-\.?\d")
 
@@ -157,24 +156,10 @@ def _default_law_note(args) -> None:
 
 
 def _load_fit(path: Path) -> Law:
-    try:
-        from scaling.results import load_fit
-    except ModuleNotFoundError as exc:
-        if exc.name != "scaling.results":
-            raise
-    else:
-        return load_fit(path)[0]
-    # Minimal reader until scaling.results exists: the "params" of a fit.json.
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise UsageError(f"fit file {path} does not exist") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read fit file {path}: {exc}") from None
-    try:
-        return Law.from_dict(data["params"])
-    except (KeyError, TypeError, ValueError):
-        raise UsageError(f"{path} has no 'params' with numbers E, A, B, alpha, beta") from None
+    """The law of a fit.json; imported late so the cost commands without --fit do not load the fitter."""
+    from scaling.laws.results import load_fit
+
+    return load_fit(path)[0]
 
 
 def _parse_model(spec: str) -> tuple[str, float, float, cost.ModelShape | None]:

@@ -4,7 +4,7 @@
     scaling fit --csv points.csv --n-col N --d-col D --loss-col loss
     scaling fit --dataset chinchilla --drop-highest-loss 5 # Hoffmann et al.'s runs, as Besiroglu et al.
 
-Thin layer over the Python API: a `scaling.fitdata` loader, `fitdata.apply_filters`, then
+Thin layer over the Python API: a `scaling.laws.fitdata` loader, `fitdata.apply_filters`, then
 `scaling.results.fit_json` (fit + bootstrap), `write_fit` and `format_summary`.
 """
 
@@ -14,9 +14,9 @@ import math
 import time
 from pathlib import Path
 
-from scaling import approaches, fitdata, results
 from scaling.errors import UsageError
-from scaling.fit import DEFAULT_DELTA
+from scaling.laws import approaches, fitdata, results
+from scaling.laws.fit import DEFAULT_DELTA
 
 
 def register(subparsers) -> None:

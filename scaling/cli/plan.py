@@ -11,7 +11,7 @@
         predicts for it). With neither --fit nor --law the published Chinchilla law is used,
         and the output says so. --law kaplan has no L(N, D): Kaplan's allocation only.
 
-Thin layer over scaling.allocation and scaling.compare. Numbers are parsed here, not by
+Thin layer over scaling.laws.allocation and scaling.laws.compare. Numbers are parsed here, not by
 argparse, so a bad one is a UsageError (exit 2) that names it.
 """
 
@@ -21,10 +21,10 @@ import json
 import math
 from pathlib import Path
 
-from scaling import allocation, compare
 from scaling.errors import UsageError
-from scaling.law import Law
-from scaling.references import REFERENCES, reference
+from scaling.laws import allocation, compare
+from scaling.laws.law import Law
+from scaling.laws.references import REFERENCES, reference
 
 DEFAULT_LAW = "chinchilla"
 
@@ -60,7 +60,7 @@ def register(subparsers) -> None:
 
 def load_fit(path: Path) -> tuple[Law, dict]:
     """(Law, the whole fit.json dict); imported late so `plan --law` does not load the fitter."""
-    from scaling.results import load_fit as results_load_fit
+    from scaling.laws.results import load_fit as results_load_fit
 
     return results_load_fit(path)
 

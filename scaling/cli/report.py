@@ -14,8 +14,8 @@ import math
 import time
 from pathlib import Path
 
-from scaling import fitdata
 from scaling.errors import UsageError
+from scaling.laws import fitdata
 
 
 def register(subparsers) -> None:
@@ -61,7 +61,7 @@ def default_out(args) -> Path:
 
 
 def cmd_report(args) -> int:
-    from scaling import report  # matplotlib is imported only by this command
+    from scaling.report import report  # matplotlib is imported only by this command
 
     f = args.holdout_fraction
     if not (math.isfinite(f) and 0 < f < 1):

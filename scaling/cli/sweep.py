@@ -10,11 +10,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from scaling import store
 from scaling.config import load_config
 from scaling.errors import UsageError
+from scaling.runs import store
 
-# scaling.sweep imports torch (seconds to load): only the commands that need it import it.
+# scaling.sweep.driver imports torch (seconds to load): only the commands that need it import it.
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -49,7 +49,14 @@ def _duration(seconds: float) -> str:
 
 
 def print_plan(cfg, runs_dir: Path) -> None:
-    from scaling.sweep import estimate_walls, job_order, makespan, plan, plan_cost, sweep_workers
+    from scaling.sweep.driver import (
+        estimate_walls,
+        job_order,
+        makespan,
+        plan,
+        plan_cost,
+        sweep_workers,
+    )
 
     planned = plan(cfg)
     walls, basis = estimate_walls(planned, runs_dir / cfg.name)
@@ -130,7 +137,7 @@ class RichReporter:
 def _run_flops(job, tokens: int) -> float:
     """FLOPs of a run's first `tokens` tokens that the run trains itself (a WSD branch starts at
     its branch point)."""
-    from scaling.model import flops_per_token
+    from scaling.train.model import flops_per_token
 
     start = (job.spec.branch_step or 0) * job.spec.train.batch_tokens
     return flops_per_token(job.spec.model)["exact"] * max(0, tokens - start)
@@ -140,7 +147,7 @@ def _run_flops(job, tokens: int) -> float:
 def stop_on_signals():
     """SIGINT and SIGTERM ask the run in progress to stop after a checkpoint; a second one stops
     at once. Yields the list the signals received are appended to."""
-    from scaling.train import STOP, request_stop
+    from scaling.train.loop import STOP, request_stop
 
     received = []
 
@@ -169,8 +176,8 @@ def resume_command(args) -> str:
 
 
 def cmd_sweep(args) -> int:
-    from scaling.sweep import run_sweep
-    from scaling.train import Interrupted
+    from scaling.sweep.driver import run_sweep
+    from scaling.train.loop import Interrupted
 
     cfg = load_config(args.config)
     if args.dry_run:

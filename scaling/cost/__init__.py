@@ -1,0 +1,1 @@
+"""Back-of-the-envelope sums with their units: training and inference compute, time, money, memory."""

@@ -1,0 +1,140 @@
+"""How to split a compute budget C = 6 N D between parameters N and tokens D.
+
+Pure functions, no I/O. Four allocations:
+
+* `plan(law, C)`: the law's closed-form optimum (`Law.n_opt`, `Law.d_opt`, Hoffmann et al.
+  2022, eq. 4) with its predicted loss.
+* `numerical_optimum(law, C)`: the same optimum found a second, independent way, by minimising
+  L(N, C / (6 N)) over log N with a bounded scalar minimiser. It shares nothing with the closed
+  form but the law itself, so the two agreeing checks both.
+* `rule_of_thumb(C, tokens_per_param=20)`: D = 20 N, the rule read off Hoffmann et al.'s
+  Table 3 (70e9 parameters, 1.4e12 tokens): N = sqrt(C / (6 * 20)).
+* `kaplan_allocation(C)`: Kaplan et al. 2020 (arXiv:2001.08361), Table 6 / Figure 14:
+  N_opt = 1.3e9 * (C / 1 PF-day)^0.73 non-embedding parameters, with 1 PF-day = 1e15 FLOP/s
+  * 86,400 s = 8.64e19 FLOP, and here D = C / (6 N).
+
+  Kaplan's C is C_min, their "minimum compute" (non-embedding, adjusted to training at the
+  critical batch size), not 6 N D of an actual run; their own Table 6 gives
+  D_opt = 2e10 * C_min^0.27 tokens, about 1.8x what C / (6 N) gives. We use C / (6 N) so all
+  allocations spend the same C, and count N as non-embedding parameters as Kaplan did.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from scaling.errors import UsageError
+from scaling.laws.law import Law
+
+PF_DAY_FLOP = 1e15 * 86_400          # 8.64e19 FLOP
+KAPLAN_N_COEFF = 1.3e9               # non-embedding parameters at C_min = 1 PF-day
+KAPLAN_N_EXPONENT = 0.73
+RULE_TOKENS_PER_PARAM = 20.0
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One way to spend C FLOPs: N parameters on D tokens (C = 6 N D)."""
+
+    method: str
+    compute: float
+    n: float
+    d: float
+    loss: float | None = None   # predicted loss, where a law is given
+
+    @property
+    def tokens_per_param(self) -> float:
+        return self.d / self.n
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["tokens_per_param"] = self.tokens_per_param
+        return out
+
+
+def check_compute(compute) -> float:
+    """A compute budget as a float; UsageError unless it is positive and finite."""
+    try:
+        c = float(compute)
+    except (TypeError, ValueError):
+        raise UsageError(f"compute {compute!r} is not a number") from None
+    if not math.isfinite(c) or c <= 0:
+        raise UsageError(f"compute must be a positive, finite number of FLOPs, got {compute!r}")
+    return c
+
+
+def plan(law: Law, compute) -> Allocation:
+    """The compute-optimal N, D of `law` at C FLOPs (closed form) and the loss it predicts."""
+    c = check_compute(compute)
+    n, d = float(law.n_opt(c)), float(law.d_opt(c))
+    return Allocation("law", c, n, d, float(law.loss(n, d)))
+
+
+def numerical_optimum(law: Law, compute, *, xatol: float = 1e-10) -> Allocation:
+    """Minimise L(N, C/(6N)) over x = ln N numerically (scipy's bounded Brent method).
+
+    The objective is the reducible part A/N^alpha + B/D^beta: E does not move the argmin, and
+    leaving it out keeps the flat bottom of the curve further above float rounding. It is
+    convex in x, so one minimum lies in N in [1, C/6] (D >= 1 token). A coarse grid over that
+    range brackets it first, and Brent's method then searches u = x - x_grid in the bracket:
+    scipy's stopping rule adds sqrt(machine eps) * |u| to `xatol`, which would cap the
+    precision at ~3e-7 relative if it searched x = ln N (~20) directly.
+    """
+    c = check_compute(compute)
+    if c <= 6.0:
+        raise UsageError(f"compute {c:g} FLOPs cannot train even one parameter on one token (C = 6 N D)")
+    log_c6 = math.log(c / 6.0)
+
+    def reducible(x: float) -> float:
+        return law.A * math.exp(-law.alpha * x) + law.B * math.exp(-law.beta * (log_c6 - x))
+
+    grid = np.linspace(0.0, log_c6, 201)
+    i = int(np.argmin([reducible(x) for x in grid]))
+    x0 = grid[i]
+    lo, hi = (grid[max(i - 1, 0)] - x0), (grid[min(i + 1, len(grid) - 1)] - x0)
+    res = minimize_scalar(lambda u: reducible(x0 + u), bounds=(lo, hi), method="bounded",
+                          options={"xatol": xatol, "maxiter": 10_000})
+    if not res.success:  # pragma: no cover - Brent on a convex function does not fail
+        raise RuntimeError(f"numerical optimum did not converge at C={c:g}: {res.message}")
+    x = x0 + res.x
+    n = math.exp(x)
+    d = c / (6.0 * n)
+    return Allocation("numerical", c, n, d, float(law.loss(n, d)))
+
+
+def rule_of_thumb(compute, tokens_per_param: float = RULE_TOKENS_PER_PARAM,
+                  law: Law | None = None) -> Allocation:
+    """D = k N with C = 6 N D: N = sqrt(C / (6 k)). Loss predicted by `law` when given."""
+    c = check_compute(compute)
+    k = float(tokens_per_param)
+    if not math.isfinite(k) or k <= 0:
+        raise UsageError(f"tokens per parameter must be positive and finite, got {tokens_per_param!r}")
+    n = math.sqrt(c / (6.0 * k))
+    d = k * n
+    return Allocation(f"{k:g} tokens/param", c, n, d, _loss(law, n, d))
+
+
+def kaplan_allocation(compute, law: Law | None = None) -> Allocation:
+    """Kaplan et al.'s N_opt = 1.3e9 (C / 8.64e19 FLOP)^0.73, D = C / (6 N) (see module doc)."""
+    c = check_compute(compute)
+    n = KAPLAN_N_COEFF * (c / PF_DAY_FLOP) ** KAPLAN_N_EXPONENT
+    d = c / (6.0 * n)
+    return Allocation("kaplan", c, n, d, _loss(law, n, d))
+
+
+def _loss(law: Law | None, n: float, d: float) -> float | None:
+    return None if law is None else float(law.loss(n, d))
+
+
+def compare_allocations(law: Law | None, compute) -> list[Allocation]:
+    """The law's optimum (when there is a law) beside the 20-tokens rule and Kaplan's split,
+    each with the loss `law` predicts for it."""
+    rows = [] if law is None else [plan(law, compute)]
+    rows.append(rule_of_thumb(compute, law=law))
+    rows.append(kaplan_allocation(compute, law=law))
+    return rows
+

@@ -1,0 +1,381 @@
+"""Hoffmann et al.'s Approaches 1 and 2: compute-optimal allocation without a parametric law.
+
+Pure functions of arrays and DataFrames, except `curves_from_store`, which reads a run store.
+
+Approach 2, IsoFLOP profiles (`isoflop`): group runs by compute budget C = 6 N D; along each
+budget loss is a valley in log N, so fit a parabola of loss in log N and take its minimum as
+N_opt(C); then fit N_opt = k C^a and D_opt = C / (6 N_opt) = k' C^b across budgets by least
+squares on logs. Hoffmann et al. (2022, Section 3.2) found a = 0.49 on 9 budgets, 6e18 to 3e21.
+
+Approach 1, the envelope of training curves (`envelope`): every intermediate evaluation of a run
+is a (N, tokens, loss) point at FLOPs 6 N tokens. At each of many log-spaced FLOP values take
+the lowest loss reached by any run (each run's curve interpolated linearly in log FLOPs) and
+record which N reached it; fit N_opt = k C^a across those values. Hoffmann et al. (Section 3.1)
+found a = 0.50. Their runs used a cosine schedule per training horizon, and the intermediate
+loss of a run whose schedule is longer than the point read off is higher than a run stopped
+there would reach: with one schedule per size the envelope favours larger models.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from scaling.errors import UsageError
+from scaling.runs import store
+
+CI_LEVEL = 0.95
+
+
+# ----------------------------------------------------------------------------- power laws
+
+@dataclass(frozen=True)
+class PowerLaw:
+    """y = coefficient * x^exponent from least squares on ln y vs ln x."""
+
+    exponent: float
+    coefficient: float
+    stderr: float | None         # standard error of the exponent (None with 2 points)
+    ci: tuple[float, float] | None
+    n_points: int
+
+    def __call__(self, x):
+        return self.coefficient * np.asarray(x, dtype=float) ** self.exponent
+
+
+def fit_power_law(x, y, level: float = CI_LEVEL) -> PowerLaw:
+    """Ordinary least squares of ln y on ln x; a Student-t interval (n - 2 dof) for the slope.
+
+    The interval treats the points as independent with equal scatter about the line; it says
+    nothing about errors in the points themselves beyond that scatter.
+    """
+    lx, ly = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
+    n = len(lx)
+    if n < 2 or np.ptp(lx) == 0:
+        raise ValueError("a power law needs at least 2 points at distinct x")
+    slope, intercept = np.polyfit(lx, ly, 1)
+    stderr = ci = None
+    if n > 2:
+        resid = ly - (slope * lx + intercept)
+        s2 = float(resid @ resid) / (n - 2)
+        stderr = math.sqrt(s2 / float(((lx - lx.mean()) ** 2).sum()))
+        half = stats.t.ppf(0.5 + level / 2, n - 2) * stderr
+        ci = (float(slope - half), float(slope + half))
+    return PowerLaw(float(slope), float(math.exp(intercept)), stderr, ci, n)
+
+
+# ----------------------------------------------------------------------------- Approach 2
+
+@dataclass(frozen=True)
+class BudgetMinimum:
+    """One IsoFLOP profile and where its parabola bottoms out."""
+
+    compute: float                   # the budget (exact value, or geometric mean of the group)
+    n_runs: int
+    n_sizes: int                     # distinct N in the group
+    n_range: tuple[float, float]     # sampled N
+    status: str                      # "ok", or why this budget is left out
+    n_opt: float | None = None
+    d_opt: float | None = None
+    loss_opt: float | None = None    # the parabola's value at its minimum
+
+    @property
+    def usable(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class IsoFLOPResult:
+    """Approach 2. `a` is None when fewer than 2 budgets gave a minimum; `reason` says why."""
+
+    a: float | None
+    b: float | None
+    a_ci: tuple[float, float] | None
+    b_ci: tuple[float, float] | None
+    n_fit: PowerLaw | None           # N_opt = k C^a
+    d_fit: PowerLaw | None           # D_opt = k' C^b
+    budgets: list[BudgetMinimum]
+    grouping: str                    # how runs were grouped into budgets
+    reason: str | None = None
+    interval: str = ("95% Student-t interval from the least-squares standard error of the slope "
+                     "across budgets (n_budgets - 2 dof); ignores each minimum's own uncertainty")
+    n_left_out_runs: int = 0         # runs not assigned to any budget
+
+    @property
+    def usable(self) -> list[BudgetMinimum]:
+        return [m for m in self.budgets if m.usable]
+
+    @property
+    def excluded(self) -> list[BudgetMinimum]:
+        return [m for m in self.budgets if not m.usable]
+
+    def to_dict(self) -> dict:
+        """The entry `approaches.approach_2` of a fit.json (read by `scaling compare`)."""
+        return {
+            "method": "isoflop", "a": self.a, "b": self.b,
+            "a_ci": list(self.a_ci) if self.a_ci else None,
+            "b_ci": list(self.b_ci) if self.b_ci else None,
+            "interval": self.interval, "grouping": self.grouping, "reason": self.reason,
+            "n_budgets_used": len(self.usable), "n_left_out_runs": self.n_left_out_runs,
+            "budgets": [asdict(m) for m in self.budgets],
+        }
+
+
+def _positive_arrays(**arrays) -> list[np.ndarray]:
+    out = []
+    length = None
+    for name, values in arrays.items():
+        arr = np.asarray(values, dtype=float).ravel()
+        if length is None:
+            length = len(arr)
+        elif len(arr) != length:
+            raise UsageError(f"{name} has {len(arr)} values, expected {length}")
+        if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+            raise UsageError(f"{name} must be positive and finite everywhere")
+        out.append(arr)
+    return out
+
+
+def group_by_exact_budget(compute, rtol: float = 1e-3) -> np.ndarray:
+    """Labels grouping values equal within `rtol` of the smallest value of their group."""
+    c = np.asarray(compute, dtype=float)
+    order = np.argsort(c)
+    labels = np.empty(len(c), dtype=int)
+    label, start = -1, None
+    for i in order:
+        if start is None or c[i] > start * (1 + rtol):
+            label, start = label + 1, c[i]
+        labels[i] = label
+    return labels
+
+
+def _distinct(values, rtol: float = 1e-9) -> int:
+    return int(np.unique(np.round(np.log(values) / rtol)).size) if len(values) else 0
+
+
+def _parabola_minimum(n, loss, compute: float) -> BudgetMinimum:
+    x = np.log(n)
+    n_range = (float(n.min()), float(n.max()))
+    sizes = _distinct(n)
+    common = dict(compute=float(compute), n_runs=len(n), n_sizes=sizes, n_range=n_range)
+    if sizes < 3:
+        return BudgetMinimum(**common, status=f"only {sizes} distinct model sizes (need 3)")
+    centre = x.mean()  # fit in x - centre: better conditioned than in ln N ~ 20
+    p2, p1, p0 = np.polyfit(x - centre, loss, 2)
+    if p2 <= 0:
+        return BudgetMinimum(**common, status="loss is not convex in log N here (no minimum)")
+    u_opt = -p1 / (2 * p2)
+    x_opt = centre + u_opt
+    if x_opt < x.min():
+        return BudgetMinimum(**common, status=f"minimum at N={math.exp(x_opt):.3g}, below the smallest sampled N")
+    if x_opt > x.max():
+        return BudgetMinimum(**common, status=f"minimum at N={math.exp(x_opt):.3g}, above the largest sampled N")
+    n_opt = math.exp(x_opt)
+    return BudgetMinimum(**common, status="ok", n_opt=n_opt, d_opt=compute / (6 * n_opt),
+                         loss_opt=float(p0 + p1 * u_opt + p2 * u_opt**2))
+
+
+def isoflop(n, d, loss, *, budgets=None, bins_per_decade: float | None = None,
+            budget_rtol: float = 1e-3, max_budget_ratio: float = 2.0) -> IsoFLOPResult:
+    """Approach 2 on runs (N_i, D_i, loss_i), with C_i = 6 N_i D_i.
+
+    Grouping, in order of precedence:
+      * `budgets` given: each run joins the budget nearest in log C, unless its C is more than
+        `max_budget_ratio` times off (then it is left out and counted). The budget's own value
+        is used as C. Use this for sweeps laid out on known budgets whose recorded C scatter
+        (e.g. points read off a figure).
+      * `bins_per_decade` given: log-spaced bins of C with edges at 10^(k / bins_per_decade);
+        C of a bin is the geometric mean of its runs' C.
+      * neither: if the runs sit on exact budgets (values equal within `budget_rtol`, and at
+        least two such groups have 3 or more model sizes), group by those; else 4 bins per decade.
+
+    The minimum of each budget's parabola is kept only when the parabola opens upward and the
+    minimum lies inside the sampled N range; other budgets are reported in `budgets` with why.
+
+    Grouping matters when C scatters: on Hoffmann et al.'s extracted points, their 9 budgets
+    give a = 0.512, while 3, 4 and 5 bins per decade give 0.44, 0.46 and 0.51, because bins
+    cut across budgets and mix runs of different C in one parabola.
+    """
+    n, d, loss = _positive_arrays(n=n, d=d, loss=loss)
+    c = 6.0 * n * d
+    left_out = 0
+    if budgets is not None:
+        centres = np.sort(np.asarray(budgets, dtype=float).ravel())
+        if centres.size == 0 or not np.all(np.isfinite(centres)) or np.any(centres <= 0):
+            raise UsageError("budgets must be positive, finite FLOP values")
+        dist = np.abs(np.log(c[:, None] / centres[None, :]))
+        labels = dist.argmin(axis=1)
+        labels[dist.min(axis=1) > math.log(max_budget_ratio)] = -1
+        left_out = int((labels < 0).sum())
+        values = {k: float(centres[k]) for k in range(len(centres))}
+        grouping = f"given budgets ({len(centres)}), runs within a factor {max_budget_ratio:g}"
+    else:
+        labels = None
+        if bins_per_decade is None:
+            exact = group_by_exact_budget(c, budget_rtol)
+            good = [k for k in np.unique(exact) if _distinct(n[exact == k]) >= 3]
+            if len(good) >= 2:
+                labels = exact
+                values = {k: float(np.exp(np.log(c[exact == k]).mean())) for k in np.unique(exact)}
+                grouping = f"exact budgets (C equal within {budget_rtol:g} relative)"
+            else:
+                bins_per_decade = 4.0
+        if labels is None:
+            if not bins_per_decade > 0:
+                raise UsageError(f"bins_per_decade must be positive, got {bins_per_decade!r}")
+            labels = np.floor(np.log10(c) * bins_per_decade + 1e-9).astype(int)
+            values = {k: float(np.exp(np.log(c[labels == k]).mean())) for k in np.unique(labels)}
+            grouping = f"log-spaced bins of C, {bins_per_decade:g} per decade"
+
+    minima = []
+    for k in sorted(set(labels.tolist()) - {-1}):
+        m = labels == k
+        if m.any():
+            minima.append(_parabola_minimum(n[m], loss[m], values[k]))
+    minima.sort(key=lambda b: b.compute)
+    usable = [b for b in minima if b.usable]
+    if len(usable) < 2:
+        return IsoFLOPResult(None, None, None, None, None, None, minima, grouping,
+                             reason=f"{len(usable)} budget(s) with a minimum inside the sampled "
+                                    f"range; need at least 2 (of {len(minima)} budgets)",
+                             n_left_out_runs=left_out)
+    cs = np.array([b.compute for b in usable])
+    n_fit = fit_power_law(cs, [b.n_opt for b in usable])
+    d_fit = fit_power_law(cs, [b.d_opt for b in usable])
+    return IsoFLOPResult(n_fit.exponent, d_fit.exponent, n_fit.ci, d_fit.ci, n_fit, d_fit,
+                         minima, grouping, n_left_out_runs=left_out)
+
+
+# ----------------------------------------------------------------------------- Approach 1
+
+CURVE_COLUMNS = ("run_id", "n", "tokens", "loss")
+
+
+@dataclass(frozen=True)
+class EnvelopeResult:
+    """Approach 1. `frontier` has one row per FLOP value kept: compute, n, d, loss, run_id."""
+
+    a: float | None
+    b: float | None
+    n_fit: PowerLaw | None
+    d_fit: PowerLaw | None
+    frontier: pd.DataFrame
+    n_grid: int                       # FLOP values examined
+    n_unbracketed: int                # left out: no covering run smaller or larger than the winner
+    n_winning_sizes: int              # distinct N on the kept frontier
+    reason: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """The entry `approaches.approach_1` of a fit.json (read by `scaling compare`)."""
+        return {"method": "envelope", "a": self.a, "b": self.b, "a_ci": None, "b_ci": None,
+                "interval": None, "n_grid": self.n_grid, "n_kept": int(len(self.frontier)),
+                "n_unbracketed": self.n_unbracketed, "n_winning_sizes": self.n_winning_sizes,
+                "reason": self.reason, "notes": list(self.notes)}
+
+
+def envelope(curves: pd.DataFrame, *, n_grid: int = 1500) -> EnvelopeResult:
+    """Approach 1 on training curves: columns run_id, n, tokens, loss (one row per evaluation).
+
+    At each of `n_grid` log-spaced FLOP values between the smallest and largest 6 N tokens
+    observed, each run whose curve spans that value contributes its loss interpolated linearly
+    in log FLOPs; the lowest wins. A winner is kept only when it is bracketed: some run with
+    smaller N and some with larger N also span that FLOP value. Without that, the optimum may
+    lie at a size that was not trained (or not trained that far), and the envelope would put
+    it at the edge of the sizes, biasing a.
+
+    No interval is given for a: neighbouring FLOP values share winners, so the grid points are
+    far from independent and a least-squares standard error would be too small. The number of
+    distinct winning sizes is the honest count of information.
+    """
+    missing = [col for col in CURVE_COLUMNS if col not in curves.columns]
+    if missing:
+        raise UsageError(f"curves lack column(s) {', '.join(missing)}; need {', '.join(CURVE_COLUMNS)}")
+    df = curves.loc[:, list(CURVE_COLUMNS)].copy()
+    for col in ("n", "tokens", "loss"):
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    df = df[np.isfinite(df[["n", "tokens", "loss"]]).all(axis=1) & (df.n > 0) & (df.tokens > 0)]
+    runs = []
+    for run_id, g in df.groupby("run_id", sort=True):
+        if g.n.nunique() != 1:
+            raise UsageError(f"run {run_id!r} has more than one N in its curve")
+        g = g.sort_values("tokens").drop_duplicates("tokens", keep="last")
+        if len(g) < 2:
+            continue
+        logf = np.log(6.0 * g.n.iloc[0] * g.tokens.to_numpy())
+        runs.append((run_id, float(g.n.iloc[0]), logf, g.loss.to_numpy()))
+    empty = pd.DataFrame(columns=["compute", "n", "d", "loss", "run_id"])
+    if len(runs) < 3:
+        return EnvelopeResult(None, None, None, None, empty, 0, 0, 0,
+                              reason=f"{len(runs)} runs with 2 or more evaluations; need at least 3")
+
+    lo = min(r[2][0] for r in runs)
+    hi = max(r[2][-1] for r in runs)
+    grid = np.linspace(lo, hi, n_grid)
+    sizes = np.array([r[1] for r in runs])
+    table = np.full((len(runs), n_grid), np.inf)
+    for i, (_, _, logf, ls) in enumerate(runs):
+        covers = (grid >= logf[0]) & (grid <= logf[-1])
+        table[i, covers] = np.interp(grid[covers], logf, ls)
+    winner = table.argmin(axis=0)
+    covered = np.isfinite(table)
+    rows, unbracketed = [], 0
+    for j in range(n_grid):
+        w = winner[j]
+        if not covered[w, j]:
+            continue
+        smaller = np.any(covered[:, j] & (sizes < sizes[w]))
+        larger = np.any(covered[:, j] & (sizes > sizes[w]))
+        if not (smaller and larger):
+            unbracketed += 1
+            continue
+        cflop = math.exp(grid[j])
+        rows.append({"compute": cflop, "n": sizes[w], "d": cflop / (6 * sizes[w]),
+                     "loss": float(table[w, j]), "run_id": runs[w][0]})
+    frontier = pd.DataFrame(rows, columns=list(empty.columns))
+    winning = int(frontier.n.nunique()) if len(frontier) else 0
+    notes = []
+    if winning < 3:
+        return EnvelopeResult(None, None, None, None, frontier, n_grid, unbracketed, winning,
+                              reason=f"{winning} distinct model sizes win somewhere on the bracketed "
+                                     "frontier; need at least 3 to fit a slope")
+    if winning < 5:
+        notes.append(f"only {winning} model sizes win on the frontier: a is coarse")
+    n_fit = fit_power_law(frontier.compute, frontier.n)
+    d_fit = fit_power_law(frontier.compute, frontier.d)
+    return EnvelopeResult(n_fit.exponent, d_fit.exponent, n_fit, d_fit, frontier, n_grid,
+                          unbracketed, winning, notes=notes)
+
+
+def curves_from_store(sweep_dir, *, param_convention: str = "non_embedding",
+                      tokens_key: str = "tokens", loss_key: str = "val_loss") -> pd.DataFrame:
+    """Training curves of a sweep's finished runs, for `envelope`: run_id, n, tokens, loss.
+
+    Reads runs/<sweep>/<run>/metrics.jsonl of every run whose summary says "finished" and keeps
+    the records that carry both `tokens_key` and `loss_key`. N is the non-embedding count by
+    default (as the sweep's flops_6nd uses); param_convention="total" counts embeddings too.
+    """
+    column = {"non_embedding": "n_params_non_embedding", "total": "n_params_total"}.get(param_convention)
+    if column is None:
+        raise UsageError(f"param_convention must be 'non_embedding' or 'total', got {param_convention!r}")
+    if not Path(sweep_dir).is_dir():
+        raise UsageError(f"no run store at {sweep_dir}")
+    rows = []
+    for run_dir in store.run_dirs(sweep_dir):
+        summary = store.read_summary(run_dir)
+        path = run_dir / store.METRICS
+        if not summary or summary.get("status") != "finished" or not path.exists():
+            continue
+        run_id, n = summary.get("run_id", run_dir.name), summary.get(column)
+        if n is None:
+            raise UsageError(f"{run_dir / store.SUMMARY} has no {column}")
+        for rec in store.read_jsonl(path):
+            if rec.get(tokens_key) is not None and rec.get(loss_key) is not None:
+                rows.append({"run_id": run_id, "n": float(n), "tokens": float(rec[tokens_key]),
+                             "loss": float(rec[loss_key])})
+    return pd.DataFrame(rows, columns=list(CURVE_COLUMNS))

@@ -1,0 +1,357 @@
+"""The (N, D, loss) points a law is fitted to, from a run store, a table, or a packaged dataset.
+
+I/O happens here, at the edge; `scaling.laws.fit` only sees arrays. Every loader returns a validated
+`FitData`: positive, finite arrays n (parameters), d (tokens) and loss, a name for the source,
+the identifier of each point, the points left out and why, and a sha256 digest of the arrays
+used (so a fit.json says exactly which numbers it was fitted to).
+
+    data = from_runs("runs/tiny")                                   # finished runs only
+    data = from_table("points.csv", n_col="N", loss_col="loss", d_col="D")
+    data = from_dataset("chinchilla")                               # Hoffmann et al.'s 245 runs
+    data = apply_filters(data, drop_highest_loss=5)                 # Besiroglu et al.'s 240
+    check_fittable(data)                                            # enough points and sizes
+
+Bad input raises `UsageError` with the problem named: which column is missing (and which are
+there), which column has how many non-positive or non-finite values and where the first is,
+too few points for the free parameters, a single model size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scaling.errors import UsageError
+from scaling.runs import store
+
+PARAM_CONVENTIONS = ("non_embedding", "total")
+FINISHED = "finished"
+RUN_COLUMNS = {"non_embedding": "n_params_non_embedding", "total": "n_params_total"}
+
+# Packaged datasets: name -> (file in scaling/laws/datasets, columns, parameter convention, description).
+DATASETS = {
+    "chinchilla": {
+        "file": "chinchilla.csv",
+        "n_col": "Model Size", "c_col": "Training FLOP", "loss_col": "loss",
+        "param_convention": "total",
+        "description": "Hoffmann et al. 2022 Figure 4 runs as extracted by Besiroglu et al. 2024 "
+                       "(epoch-research/analyzing-chinchilla, data/svg_extracted_data.csv)",
+    },
+}
+CHINCHILLA_COLUMNS = {k: DATASETS["chinchilla"][k] for k in ("n_col", "c_col", "loss_col")}
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A point (run or row) left out of the fit, and why."""
+
+    id: str | int
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class FitData:
+    """Points to fit: N parameters, D tokens, final loss; all positive and finite.
+
+    ids: one identifier per point (run id, or row index of the table). dropped: what was left
+    out and why. filters: the filters applied (see `apply_filters`). digest: sha256 of the
+    float64 arrays (n, d, loss) in this order, computed on construction.
+    """
+
+    n: np.ndarray
+    d: np.ndarray
+    loss: np.ndarray
+    source: str
+    ids: tuple = ()
+    dropped: tuple = ()
+    param_convention: str | None = None
+    filters: dict = field(default_factory=dict)
+    digest: str = field(init=False, default="")
+
+    def __post_init__(self):
+        arrays = {}
+        for name in ("n", "d", "loss"):
+            v = np.array(getattr(self, name), dtype=float).ravel()
+            v.setflags(write=False)
+            arrays[name] = v
+            object.__setattr__(self, name, v)
+        sizes = {k: v.size for k, v in arrays.items()}
+        if len(set(sizes.values())) != 1:
+            raise UsageError(f"{self.source}: n, d and loss differ in length ({sizes})")
+        ids = tuple(self.ids) if self.ids else tuple(range(arrays["n"].size))
+        if len(ids) != arrays["n"].size:
+            raise UsageError(f"{self.source}: {len(ids)} ids for {arrays['n'].size} points")
+        object.__setattr__(self, "ids", ids)
+        object.__setattr__(self, "dropped", tuple(self.dropped))
+        if self.param_convention is not None and self.param_convention not in PARAM_CONVENTIONS:
+            raise UsageError(f"parameter convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
+                             f"got {self.param_convention!r}")
+        for name, label in (("n", "N (parameters)"), ("d", "D (tokens)"), ("loss", "loss")):
+            _check_positive(arrays[name], label, self.source, ids)
+        object.__setattr__(self, "digest", digest_arrays(arrays["n"], arrays["d"], arrays["loss"]))
+
+    def __len__(self) -> int:
+        return int(self.n.size)
+
+    @property
+    def compute(self) -> np.ndarray:
+        """C = 6 N D for each point."""
+        return 6.0 * self.n * self.d
+
+    @property
+    def n_sizes(self) -> int:
+        return int(np.unique(self.n).size)
+
+    def ranges(self) -> dict:
+        """[min, max] of N, D, C = 6ND and D/N (None when there are no points)."""
+        if len(self) == 0:
+            return {"n_range": None, "d_range": None, "c_range": None, "tokens_per_param_range": None}
+        tpp = self.d / self.n
+        return {
+            "n_range": [float(self.n.min()), float(self.n.max())],
+            "d_range": [float(self.d.min()), float(self.d.max())],
+            "c_range": [float(self.compute.min()), float(self.compute.max())],
+            "tokens_per_param_range": [float(tpp.min()), float(tpp.max())],
+        }
+
+
+def digest_arrays(n, d, loss) -> str:
+    """sha256 hex of the little-endian float64 bytes of n, then d, then loss."""
+    h = hashlib.sha256()
+    for v in (n, d, loss):
+        h.update(np.ascontiguousarray(np.asarray(v, dtype="<f8")).tobytes())
+    return h.hexdigest()
+
+
+def _not_positive(values: np.ndarray) -> tuple[int, int] | None:
+    """(how many, index of the first) of the values that are not positive and finite; None: all are."""
+    bad = ~np.isfinite(values) | (values <= 0)
+    return (int(bad.sum()), int(np.flatnonzero(bad)[0])) if bad.any() else None
+
+
+def _check_positive(values: np.ndarray, label: str, source: str, ids) -> None:
+    if found := _not_positive(values):
+        count, first = found
+        raise UsageError(f"{source}: {label} must be positive and finite, but {count} of "
+                         f"{values.size} rows are not (first: {_describe_id(ids[first])}, value "
+                         f"{_show(values[first])})")
+
+
+def _show(value) -> str:
+    """A cell for a message: strings quoted, numbers and missing values plain (nan, -1.0, None)."""
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _describe_id(identifier) -> str:
+    return f"row index {identifier}" if isinstance(identifier, (int, np.integer)) else f"run {identifier}"
+
+
+# --------------------------------------------------------------------------------------------
+# Loaders
+
+
+def from_runs(sweep_dir, param_convention: str = "non_embedding") -> FitData:
+    """Finished runs of a run store runs/<sweep>/: N (by `param_convention`), tokens, final val loss.
+
+    Runs that diverged, failed or never finished are left out and listed in `dropped` with
+    their status and the reason the store gives.
+    """
+    if param_convention not in PARAM_CONVENTIONS:
+        raise UsageError(f"--param-convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
+                         f"got {param_convention!r}")
+    sweep_dir = Path(sweep_dir)
+    table = store.read_runs(sweep_dir)
+    source = f"runs {sweep_dir}"
+    if table.empty:
+        raise UsageError(f"{sweep_dir} has no runs (no <run-id>/{store.CONFIG}); run `scaling sweep` first")
+    n_col = RUN_COLUMNS[param_convention]
+    dropped = []
+    keep = []
+    for i, row in table.iterrows():
+        status = row["status"] if isinstance(row["status"], str) else "unknown"
+        if status != FINISHED:
+            reason = row["reason"] if isinstance(row["reason"], str) and row["reason"] else "no reason recorded"
+            dropped.append(Dropped(str(row["run_id"]), f"{status}: {reason}"))
+        else:
+            keep.append(i)
+    finished = table.loc[keep]
+    if finished.empty:
+        raise UsageError(f"{sweep_dir}: none of its {len(table)} runs finished "
+                         f"({_status_counts(table)}); nothing to fit")
+    ids = tuple(str(r) for r in finished["run_id"])
+    columns = {"n": n_col, "d": "tokens", "loss": "final_val_loss"}
+    arrays = {}
+    for key, col in columns.items():
+        values = pd.to_numeric(finished[col], errors="coerce").to_numpy(dtype=float)
+        if found := _not_positive(values):
+            count, first = found
+            raise UsageError(f"{sweep_dir}: {count} finished run(s) have no positive, finite "
+                             f"{col!r} in {store.SUMMARY} (first: run {ids[first]}, value "
+                             f"{_show(finished[col].iloc[first])})")
+        arrays[key] = values
+    return FitData(n=arrays["n"], d=arrays["d"], loss=arrays["loss"], source=source, ids=ids,
+                   dropped=tuple(dropped), param_convention=param_convention)
+
+
+def _status_counts(table: pd.DataFrame) -> str:
+    counts = table["status"].fillna("unknown").value_counts()
+    return ", ".join(f"{int(v)} {k}" for k, v in sorted(counts.items()))
+
+
+def read_table(path) -> pd.DataFrame:
+    """A CSV or parquet file as a DataFrame, with a UsageError for a missing or unreadable file."""
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"table {path} does not exist")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+        if suffix in (".csv", ".txt", ".tsv"):
+            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    raise UsageError(f"{path}: expected a .csv or .parquet file (got {suffix or 'no suffix'!r})")
+
+
+def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLUMNS["n_col"],
+               loss_col: str = CHINCHILLA_COLUMNS["loss_col"], d_col: str | None = None,
+               c_col: str | None = None, param_convention: str | None = None) -> FitData:
+    """Points from a DataFrame: N from n_col, loss from loss_col, D from d_col or D = C/(6N) from c_col.
+
+    With neither d_col nor c_col, c_col defaults to "Training FLOP" (the Chinchilla table).
+    """
+    if d_col is not None and c_col is not None:
+        raise UsageError("give the tokens column (d_col / --d-col) or the compute column "
+                         "(c_col / --c-col), not both")
+    if d_col is None and c_col is None:
+        c_col = CHINCHILLA_COLUMNS["c_col"]
+    wanted = {"N": n_col, "loss": loss_col, **({"D": d_col} if d_col is not None else {"C": c_col})}
+    missing = [f"{col!r} (for {what})" for what, col in wanted.items() if col not in frame.columns]
+    if missing:
+        present = ", ".join(repr(str(c)) for c in frame.columns) or "none"
+        raise UsageError(f"{source}: column(s) {', '.join(missing)} not found; the columns present are: "
+                         f"{present} (choose with --n-col, --d-col or --c-col, --loss-col)")
+    if frame.empty:
+        raise UsageError(f"{source}: the table has no rows")
+
+    def column(col: str) -> np.ndarray:
+        values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
+        if found := _not_positive(values):
+            count, first = found
+            raise UsageError(f"{source}: column {col!r} must be positive and finite, but {count} "
+                             f"of {values.size} rows are not (first at row index {first}: "
+                             f"{_show(frame[col].iloc[first])})")
+        return values
+
+    n = column(n_col)
+    loss = column(loss_col)
+    d = column(d_col) if d_col is not None else column(c_col) / (6.0 * n)
+    return FitData(n=n, d=d, loss=loss, source=source, ids=tuple(range(len(frame))),
+                   param_convention=param_convention)
+
+
+def from_table(path, n_col: str = CHINCHILLA_COLUMNS["n_col"], loss_col: str = CHINCHILLA_COLUMNS["loss_col"],
+               d_col: str | None = None, c_col: str | None = None,
+               param_convention: str | None = None) -> FitData:
+    """Points from a CSV or parquet file (see `from_frame` for the columns)."""
+    frame = read_table(path)
+    return from_frame(frame, source=f"table {path}", n_col=n_col, loss_col=loss_col, d_col=d_col,
+                      c_col=c_col, param_convention=param_convention)
+
+
+def _data_file(filename: str):
+    """A file of scaling/laws/datasets, through importlib.resources.
+
+    Where `scaling` is imported as a namespace package (seen here with an editable install
+    whose finder predates scaling/__init__.py), Python 3.11's resources.files() fails with
+    NotADirectoryError from MultiplexedPath; then the file is taken from beside this module,
+    which is where both the wheel and the editable install keep it.
+    """
+    try:
+        return resources.files("scaling.laws").joinpath("datasets", filename)
+    except (NotADirectoryError, TypeError, ValueError):
+        return Path(__file__).resolve().parent / "datasets" / filename
+
+
+def from_dataset(name: str = "chinchilla") -> FitData:
+    """A dataset packaged with scaling: "chinchilla" (245 runs; D = C / (6N))."""
+    if name not in DATASETS:
+        raise UsageError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+    spec = DATASETS[name]
+    with _data_file(spec["file"]).open("r") as f:
+        frame = pd.read_csv(f)
+    return from_frame(frame, source=f"dataset {name}: {spec['description']}", n_col=spec["n_col"],
+                      loss_col=spec["loss_col"], c_col=spec["c_col"],
+                      param_convention=spec["param_convention"])
+
+
+# --------------------------------------------------------------------------------------------
+# Filters and checks
+
+
+def apply_filters(data: FitData, *, drop_highest_loss: int = 0, min_tokens_per_param: float | None = None,
+                  min_tokens: float | None = None) -> FitData:
+    """Leave out points, recording each in `dropped` and the settings in `filters`.
+
+    min_tokens_per_param: drop points with D/N below it. min_tokens: drop points with D below
+    it. drop_highest_loss: then drop the K points with the highest loss among those left
+    (Besiroglu et al. drop the 5 highest of Hoffmann et al.'s 245); ties go to the earlier row.
+    """
+    if isinstance(drop_highest_loss, bool) or not isinstance(drop_highest_loss, (int, np.integer)) \
+            or drop_highest_loss < 0:
+        raise UsageError(f"--drop-highest-loss must be a whole number >= 0; got {drop_highest_loss!r}")
+    for flag, value in (("--min-tokens-per-param", min_tokens_per_param), ("--min-tokens", min_tokens)):
+        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise UsageError(f"{flag} must be a positive number; got {value!r}")
+    keep = np.ones(len(data), dtype=bool)
+    dropped = list(data.dropped)
+    if min_tokens_per_param is not None:
+        low = keep & (data.d / data.n < min_tokens_per_param)
+        dropped += [Dropped(data.ids[i], f"D/N = {data.d[i] / data.n[i]:.4g} below --min-tokens-per-param "
+                                         f"{min_tokens_per_param:g}") for i in np.flatnonzero(low)]
+        keep &= ~low
+    if min_tokens is not None:
+        low = keep & (data.d < min_tokens)
+        dropped += [Dropped(data.ids[i], f"D = {data.d[i]:.4g} tokens below --min-tokens {min_tokens:g}")
+                    for i in np.flatnonzero(low)]
+        keep &= ~low
+    if drop_highest_loss:
+        left = np.flatnonzero(keep)
+        if drop_highest_loss >= left.size:
+            raise UsageError(f"--drop-highest-loss {drop_highest_loss} would drop all {left.size} "
+                             "remaining points")
+        order = left[np.lexsort((left, -data.loss[left]))]       # highest loss first, then row
+        worst = np.sort(order[:drop_highest_loss])
+        dropped += [Dropped(data.ids[i], f"one of the {drop_highest_loss} highest losses "
+                                         f"(loss = {data.loss[i]:.6g})") for i in worst]
+        keep[worst] = False
+    filters = {**data.filters, "drop_highest_loss": int(drop_highest_loss),
+               "min_tokens_per_param": None if min_tokens_per_param is None else float(min_tokens_per_param),
+               "min_tokens": None if min_tokens is None else float(min_tokens)}
+    idx = np.flatnonzero(keep)
+    return replace(data, n=data.n[idx], d=data.d[idx], loss=data.loss[idx],
+                   ids=tuple(data.ids[i] for i in idx), dropped=tuple(dropped), filters=filters)
+
+
+def check_fittable(data: FitData, fixed_E: float | None = None) -> None:
+    """UsageError unless the points can determine the law: enough points, two or more sizes."""
+    n_free = 4 if fixed_E is not None else 5
+    after = " after filters" if any(data.filters.values()) else ""
+    if len(data) < n_free:
+        raise UsageError(f"{data.source}: {len(data)} point(s){after}, fewer than the {n_free} free "
+                         f"parameters of the fit{' with E fixed' if fixed_E is not None else ''} "
+                         f"({len(data.dropped)} left out); add runs or relax the filters")
+    if data.n_sizes < 2:
+        raise UsageError(f"{data.source}: all {len(data)} points{after} have the same model size "
+                         f"(N = {data.n[0]:.4g}); alpha and A cannot be fitted from one size: add runs "
+                         "at other sizes")

@@ -1,0 +1,208 @@
+"""The run store: one folder per run under runs/<sweep>/, and the table of all runs.
+
+    runs/<sweep>/
+        runs.csv                 one row per run (written by the sweep, read by the fitter)
+        <run-id>/
+            config.yaml          the resolved settings of this run
+            metrics.jsonl        one JSON record per logged step (append-only)
+            summary.json         written once at the end: status, N, D, C, final losses
+            checkpoint.pt        latest training state (weights_only-loadable)
+            checkpoint-step<S>.pt  a WSD stable run's state at step S, a branch point (kept)
+            .lock                held by the sweep training this run (scaling.runs.locks)
+
+Writes of whole files are atomic (temporary file, fsync, rename, fsync of the folder), so a kill
+or a power cut leaves either the old file or the new one, never half of one. metrics.jsonl is
+appended line by line; a torn last line (a kill mid-write) or a record edited out of shape is
+skipped on read with a warning naming the file and line. A failed write raises OSError naming
+the file it was writing, not its temporary name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+from scaling.errors import UsageError
+from scaling.runs import faults, locks
+
+SUMMARY = "summary.json"
+METRICS = "metrics.jsonl"
+CONFIG = "config.yaml"
+CHECKPOINT = "checkpoint.pt"
+TABLE = "runs.csv"
+LOCK = ".lock"                  # in a run folder: held while the run trains (scaling.runs.locks)
+TABLE_LOCK = ".runs.csv.lock"   # in a sweep folder: held while runs.csv is read and rewritten
+# 'stable': a WSD stable run that reached its last branch point; not a fit point (its branches are).
+STATUSES = ("finished", "diverged", "failed", "stable")
+
+# Columns of runs.csv, in order. Shape columns first, then sizes, then outcomes.
+TABLE_COLUMNS = (
+    "run_id", "status", "d_model", "n_layers", "n_heads", "lr",
+    "n_params_total", "n_params_non_embedding", "tokens", "flops_6nd", "flops_exact",
+    "final_val_loss", "final_val_bpb", "epochs", "wall_s", "seed", "reason", "retry_of",
+    # WSD branches: the stable run they start from, and the tokens they trained themselves (the
+    # cooldown); tokens and FLOPs above are those of the whole schedule, the point the law sees.
+    "branch_of", "branch_tokens",
+)
+# Types of metrics.jsonl fields; a record with another type is skipped on read.
+METRIC_TYPES = {"step": int, "tokens": int, "lr": float, "train_loss": float, "val_loss": float,
+                "val_bpb": float, "elapsed_s": float, "tokens_per_s": float}
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """The same error, naming the file being written rather than its temporary twin."""
+    return OSError(exc.errno, exc.strerror, str(path)) if exc.errno else exc
+
+
+def sync_dir(folder: Path) -> None:
+    """fsync a folder, so that a rename in it survives a power cut, not only a kill."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Replace `path` with `data` so that readers see the old or the new file, never a mix."""
+    path = Path(path)
+    payload = data.encode() if isinstance(data, str) else data
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            faults.write(f"write:{path.name}", f, payload, path)
+            f.flush()
+            os.fsync(f.fileno())
+        faults.point(f"rename:{path.name}", path)
+        os.replace(tmp, path)
+        tmp = None
+        faults.point(f"renamed:{path.name}", path)
+        sync_dir(path.parent)
+    except OSError as exc:
+        raise _naming(exc, path) from exc
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def remove_temps(folder: Path) -> None:
+    """Delete temporary files that a killed write_atomic left in `folder`; call it only while
+    holding the lock that guards the folder's files, or a live writer's file goes too."""
+    for tmp in Path(folder).glob(".*.tmp"):
+        tmp.unlink(missing_ok=True)
+
+
+BRANCH_CHECKPOINTS = "checkpoint-step*.pt"  # glob of the files branch_checkpoint names
+
+
+def branch_checkpoint(step: int) -> str:
+    """File name of a WSD stable run's checkpoint at branch point `step`."""
+    return f"checkpoint-step{step}.pt"
+
+
+def write_json(path: Path, obj) -> None:
+    write_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def append_jsonl(path: Path, record: dict) -> None:
+    """Append one record as a single line; flushed so a kill loses at most this line."""
+    try:
+        with open(path, "a") as f:
+            faults.write(f"append:{path.name}", f, json.dumps(record, sort_keys=True) + "\n", path)
+            f.flush()
+    except OSError as exc:
+        raise _naming(exc, path) from exc
+
+
+def sync_file(path: Path) -> None:
+    """fsync an appended file (metrics.jsonl before a checkpoint: the records it covers must last)."""
+    if Path(path).exists():
+        with open(path, "rb") as f:
+            os.fsync(f.fileno())
+
+
+def _well_formed(record) -> bool:
+    """A JSON object whose known fields have their types (a number may be null: a NaN loss)."""
+    if not isinstance(record, dict):
+        return False
+    for key, kind in METRIC_TYPES.items():
+        value = record.get(key)
+        if key == "step" and not isinstance(value, int):
+            return False
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, kind))):
+            return False
+    return True
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Records of a metrics.jsonl; a torn, corrupt or ill-typed line is skipped with a warning naming it."""
+    records = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                warnings.warn(f"{path}:{lineno}: skipping a torn or corrupt line", stacklevel=2)
+                continue
+            if not _well_formed(record):
+                warnings.warn(f"{path}:{lineno}: skipping a record that is not a metrics record "
+                              f"(needs an integer 'step' and numbers in {', '.join(METRIC_TYPES)})",
+                              stacklevel=2)
+                continue
+            records.append(record)
+    return records
+
+
+def read_summary(run_dir: Path) -> dict | None:
+    """The run's summary.json, or None when the run has not ended (or never started)."""
+    path = Path(run_dir) / SUMMARY
+    if not path.exists():
+        return None
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} is not valid JSON ({exc}); move it aside to retrain that run") from None
+    if not isinstance(summary, dict) or summary.get("status") not in STATUSES:
+        raise UsageError(f"{path} is not a run summary (expected a JSON object whose 'status' is one of "
+                         f"{', '.join(STATUSES)}); move it aside to retrain that run")
+    return summary
+
+
+def run_dirs(sweep_dir: Path) -> list[Path]:
+    """Run folders of a sweep (those with a config.yaml), sorted by name."""
+    return sorted(p.parent for p in Path(sweep_dir).glob(f"*/{CONFIG}"))
+
+
+def read_runs(sweep_dir: Path) -> pd.DataFrame:
+    """One row per run folder, from summary.json; runs without one have status 'incomplete'."""
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        raise UsageError(f"no run store at {sweep_dir} (expected a folder runs/<sweep> made by `scaling sweep`)")
+    rows = []
+    for run_dir in run_dirs(sweep_dir):
+        summary = read_summary(run_dir) or {"run_id": run_dir.name, "status": "incomplete",
+                                            "reason": "no summary.json: interrupted or running"}
+        rows.append({col: summary.get(col) for col in TABLE_COLUMNS})
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+def write_table(sweep_dir: Path) -> pd.DataFrame:
+    """Rewrite runs/<sweep>/runs.csv from the summaries on disk and return it.
+
+    Under the table lock: two sweeps finishing runs at once each read every summary written
+    before their rewrite, so the last runs.csv written misses none of them.
+    """
+    sweep_dir = Path(sweep_dir)
+    with locks.locked(sweep_dir / TABLE_LOCK):
+        remove_temps(sweep_dir)
+        table = read_runs(sweep_dir)
+        write_atomic(sweep_dir / TABLE, table.to_csv(index=False))
+    return table

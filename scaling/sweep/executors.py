@@ -1,0 +1,32 @@
+"""The executor a sweep config asks for: local worker processes, or a Ray cluster.
+
+Its own module so that `executor` and `ray_executor` do not import each other: the Ray
+executor builds on the local one, and only this choice needs both.
+"""
+
+from __future__ import annotations
+
+from scaling.errors import UsageError
+from scaling.sweep.executor import LocalExecutor
+
+
+def make_executor(config, expected: list | None = None) -> LocalExecutor:
+    """The executor an `ExecutorConfig` asks for (a bare kind string is accepted too); `expected`:
+    the runs the sweep means to train, for the defaults (see LocalExecutor)."""
+    kind = config if isinstance(config, str) else config.kind
+    options = {"expected": expected} if isinstance(config, str) else {
+        "workers": config.workers, "threads_per_run": config.threads_per_run, "runs_per_gpu": config.runs_per_gpu,
+        "expected": expected}
+    if kind == "local":
+        return LocalExecutor(**options)
+    if kind == "ray":
+        try:
+            from scaling.sweep.ray_executor import RayExecutor
+        except ModuleNotFoundError as exc:
+            if exc.name != "ray" and not (exc.name or "").startswith("ray."):
+                raise
+            raise UsageError("executor.kind is 'ray' but Ray is not installed here: "
+                             "pip install 'scaling[ray]'") from None
+        extra = {} if isinstance(config, str) else {"address": config.address, "max_retries": config.max_retries}
+        return RayExecutor(**options, **extra)
+    raise ValueError(f"unknown executor {kind!r}")  # config validation already restricts this

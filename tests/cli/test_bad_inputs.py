@@ -1,0 +1,262 @@
+"""Bad input, tried systematically: each case runs one command line (in this process, through
+`scaling.cli.main`) and must exit with code 2, print a message naming the problem and no
+traceback, and leave every file already on disk as it was (and write nothing into the run store).
+
+Each case is (id, setup, expected): setup(case) prepares files under case.tmp and returns the
+arguments; `expected` is a fragment of the message.
+"""
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from scaling.cli import main
+from scaling.data.corpus import Document, split_documents
+from scaling.runs import store
+from tests.conftest import MICRO
+
+
+@dataclass
+class Case:
+    tmp: Path
+    cache: Path       # a copy of the session's token cache (the micro corpus, already tokenized)
+    store: Path       # a copy of the micro sweep's run store: runs/micro
+    micro_dir: Path   # the micro sweep's store itself, to copy from
+
+    @property
+    def runs(self) -> Path:
+        return self.store.parent
+
+    def sweep(self, config: Path) -> list:
+        return ["sweep", config, "--runs-dir", self.runs, "--cache-dir", self.cache]
+
+    def config(self, text: str | bytes | None = None, **overrides) -> Path:
+        """A sweep config: the micro sweep with overrides, or the given text."""
+        path = self.tmp / "sweep.yaml"
+        if text is None:
+            text = yaml.safe_dump({**MICRO, **overrides})
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        return path
+
+    def corpus(self, *files: tuple[str, str | bytes], **corpus) -> list:
+        """A sweep of local corpus files given as (name, content)."""
+        for name, content in files:
+            self.write(name, content)
+        paths = [str(self.tmp / name) for name, _ in files]
+        return self.sweep(self.config(corpus={"source": "files", "paths": paths, **corpus}))
+
+    def write(self, name: str, content: str | bytes) -> None:
+        (self.tmp / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+
+    def fit_csv(self, content: str | bytes, *extra) -> list:
+        self.write("points.csv", content)
+        return ["fit", "--csv", self.tmp / "points.csv", "--n-col", "N", "--d-col", "D", "--loss-col", "loss",
+                "--bootstrap", "0", "--out", self.tmp / "fit", *extra]
+
+    def edit_summaries(self, **changes) -> None:
+        for path in self.store.glob(f"*/{store.SUMMARY}"):
+            summary = json.loads(path.read_text())
+            path.write_text(json.dumps({**summary, **changes}))
+
+    def cache_meta(self, **changes) -> None:
+        meta_path = next(self.cache.glob("tokens/*/meta.json"))
+        meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), **changes}))
+
+
+def overwrite(folder: Path, pattern: str, content: bytes) -> None:
+    """Replace the first file matching `pattern` under `folder`, as a hand edit or a bad disk would."""
+    next(folder.glob(pattern)).write_bytes(content)
+
+
+GOOD_POINTS = "N,D,loss\n" + "".join(f"{n},{d},{2 + 1e3 / n ** 0.3 + 1e3 / d ** 0.3}\n"
+                                     for n in (1e6, 1e7, 1e8) for d in (1e8, 1e9))
+BIG_TEXT = "\n".join(f"Line {i}: the committee met on the {i}th day and talked of bread, coal and rain."
+                     for i in range(600))
+
+
+def val_too_small(case: Case) -> list:
+    """Two documents, the short one held out: a validation split shorter than one window."""
+    docs = [Document("a", BIG_TEXT), Document("b", "Thanks.")]
+    seed = next(s for s in range(20) if split_documents(docs, 0.1, s).val[0].id == "b")
+    case.write("a.txt", BIG_TEXT)
+    case.write("b.txt", "Thanks.")
+    return case.sweep(case.config(seed=seed, corpus={"source": "files", "paths": [str(case.tmp / "*.txt")]}))
+
+
+def shape(**fields):
+    return {"models": [{"d_model": 16, "n_layers": 1, "n_heads": 2, **fields}], "tokens": [8192]}
+
+
+CASES = [
+    # --- the sweep config
+    ("config missing", lambda c: c.sweep(c.tmp / "nope.yaml"), "config file not found"),
+    ("config is a folder", lambda c: c.sweep(c.tmp), "cannot read config"),
+    ("malformed YAML", lambda c: c.sweep(c.config("name: micro\ngrid: [models\n")), "not valid YAML"),
+    ("empty YAML", lambda c: c.sweep(c.config("")), "the file is empty"),
+    ("YAML list at the top", lambda c: c.sweep(c.config("- name: micro\n")), "expected a mapping"),
+    ("config not UTF-8", lambda c: c.sweep(c.config(b"name: caf\xe9\n")), "'utf-8' codec can't decode"),
+    ("unknown key", lambda c: c.sweep(c.config(trian={})), "trian: unknown key"),
+    ("unknown nested key", lambda c: c.sweep(c.config(train={"lrr": 1e-3})), "train.lrr: unknown key"),
+    ("text for a number", lambda c: c.sweep(c.config(train={"lr": "fast"})), "train.lr: expected a number (got 'fast')"),
+    ("text for a count", lambda c: c.sweep(c.config(grid={**MICRO["grid"], "tokens": ["lots"]})),
+     "grid.tokens[0]: expected a number such as 1e6 or 1_000_000 (got 'lots')"),
+    ("boolean for a count", lambda c: c.sweep(c.config(model={"context_length": True})),
+     "model.context_length: expected a number, not a boolean (got True)"),
+    ("list for a mapping", lambda c: c.sweep(c.config(train=[1, 2])), "train: Input should be a valid dictionary"),
+    ("negative budget", lambda c: c.sweep(c.config(grid={**MICRO["grid"], "tokens": [-8192]})),
+     "grid.tokens[0]: Input should be greater than 0"),
+    ("fractional budget", lambda c: c.sweep(c.config(grid={**MICRO["grid"], "tokens": [1000.5]})),
+     "grid.tokens[0]: expected a whole number (got 1000.5)"),
+    ("missing grid", lambda c: c.sweep(c.config("name: micro\n")), "grid: Field required"),
+    ("name with ..", lambda c: c.sweep(c.config(name="../escape")), "name: String should match pattern"),
+    ("name with a separator", lambda c: c.sweep(c.config(name="a/b")), "name: String should match pattern"),
+    ("absolute name", lambda c: c.sweep(c.config(name="/tmp/escape")), "name: String should match pattern"),
+    ("heads do not divide width", lambda c: c.sweep(c.config(grid=shape(n_heads=3))),
+     "d_model 16 is not divisible by n_heads 3"),
+    ("batch not whole sequences", lambda c: c.sweep(c.config(train={"batch_tokens": 100})),
+     "train.batch_tokens 100 is not a multiple of model.context_length"),
+    ("val_fraction too large", lambda c: c.sweep(c.config(corpus={"val_fraction": 0.7})), "corpus.val_fraction"),
+    ("vocab below bytes", lambda c: c.sweep(c.config(tokenizer={"vocab_size": 100})), "tokenizer.vocab_size"),
+    ("divergence factor below 1", lambda c: c.sweep(c.config(train={"divergence_factor": 0.5})),
+     "train.divergence_factor: Input should be greater than 1"),
+    ("retry factor above 1", lambda c: c.sweep(c.config(train={"retries": 1, "retry_lr_factor": 2})),
+     "train.retry_lr_factor"),
+    ("negative retries", lambda c: c.sweep(c.config(train={"retries": -1})), "train.retries"),
+    ("unknown executor", lambda c: c.sweep(c.config(executor={"kind": "slurm"})), "executor.kind"),
+    # --- the corpus
+    ("files source without paths", lambda c: c.sweep(c.config(corpus={"source": "files"})),
+     "needs corpus.paths"),
+    ("corpus file missing", lambda c: c.sweep(c.config(corpus={"source": "files", "paths": ["/no/such.txt"]})),
+     "/no/such.txt does not exist"),
+    ("corpus glob matches nothing", lambda c: c.sweep(c.config(corpus={"source": "files", "paths": ["/no/*.txt"]})),
+     "matches no file"),
+    ("empty corpus files", lambda c: c.corpus(("a.txt", ""), ("b.txt", "   \n")), "0 non-empty document(s)"),
+    ("one document", lambda c: c.corpus(("a.txt", BIG_TEXT)), "1 non-empty document(s); at least 2"),
+    ("corpus not UTF-8", lambda c: c.corpus(("a.txt", BIG_TEXT), ("b.txt", b"caf\xe9 au lait")),
+     "b.txt: not UTF-8 text (byte 3"),
+    ("corpus JSONL line broken", lambda c: c.corpus(("a.jsonl", '{"text": "hi"}\n{"text": "cut\n')),
+     "a.jsonl:2: not valid JSON"),
+    ("corpus JSONL without the field", lambda c: c.corpus(("a.jsonl", '{"body": "hi"}\n')),
+     "a.jsonl:1: no text field 'text'"),
+    ("corpus of the wrong kind", lambda c: c.corpus(("a.csv", "text\nhi\n")), "has suffix '.csv'"),
+    ("vocabulary larger than the corpus allows", lambda c: c.corpus(("a.txt", "ab ab ab"), ("b.txt", "ba ba")),
+     "larger than this corpus allows"),
+    ("validation split shorter than a window", val_too_small,
+     "the validation split has"),
+    # --- the token cache
+    ("token cache of another key", lambda c: c.cache_meta(key="0123456789abcdef") or c.sweep(c.config(name="other")),
+     "does not match its settings"),
+    ("token cache of another tokenizer", lambda c: c.cache_meta(tokenizer={"vocab_size": 999, "min_frequency": 2})
+     or c.sweep(c.config(name="other")), "was built with tokenizer"),
+    ("token cache truncated", lambda c: overwrite(c.cache, "tokens/*/train.bin", b"\0" * 10)
+     or c.sweep(c.config(name="other")), "train.bin has 10 bytes"),
+    # --- the run store, edited by hand
+    ("summary.json not JSON", lambda c: overwrite(c.store, "*/summary.json", b'{"status": "fini')
+     or c.sweep(c.config()), "summary.json is not valid JSON"),
+    ("summary.json with an unknown status", lambda c: c.edit_summaries(status="done") or c.sweep(c.config()),
+     "is not a run summary"),
+    ("summary.json a list", lambda c: overwrite(c.store, "*/summary.json", b"[]") or ["runs", c.store],
+     "is not a run summary"),
+    ("runs of a missing store", lambda c: ["runs", c.tmp / "nowhere"], "no run store at"),
+    ("runs directory inside a file", lambda c: c.write("file", "x") or
+     ["sweep", c.config(), "--runs-dir", c.tmp / "file" / "runs", "--cache-dir", c.cache], "Not a directory"),
+    ("fit of a store whose runs all diverged", lambda c: c.edit_summaries(status="diverged", reason="lr")
+     or ["fit", c.store, "--bootstrap", "0", "--out", c.tmp / "fit"], "none of its 6 runs finished"),
+    ("fit of a store with a hand-edited loss", lambda c: c.edit_summaries(final_val_loss="low")
+     or ["fit", c.store, "--bootstrap", "0", "--out", c.tmp / "fit"], "no positive, finite 'final_val_loss'"),
+    # --- fit on a table
+    ("fit without data", lambda c: ["fit"], "give exactly one data source"),
+    ("fit CSV missing", lambda c: ["fit", "--csv", c.tmp / "none.csv"], "none.csv does not exist"),
+    ("fit CSV without a column", lambda c: c.fit_csv("N,D,lost\n1e6,1e9,3\n"),
+     "column(s) 'loss' (for loss) not found; the columns present are: 'N', 'D', 'lost'"),
+    ("fit CSV with NaN", lambda c: c.fit_csv(GOOD_POINTS + "1e9,1e9,nan\n"),
+     "column 'loss' must be positive and finite, but 1 of 7 rows are not (first at row index 6: nan)"),
+    ("fit CSV with an empty cell", lambda c: c.fit_csv(GOOD_POINTS + "1e9,,3.1\n"), "column 'D' must be positive"),
+    ("fit CSV with a negative N", lambda c: c.fit_csv(GOOD_POINTS + "-1e9,1e9,3.1\n"), "column 'N' must be positive"),
+    ("fit CSV with a zero D", lambda c: c.fit_csv(GOOD_POINTS + "1e9,0,3.1\n"), "column 'D' must be positive"),
+    ("fit CSV with text", lambda c: c.fit_csv(GOOD_POINTS + "1e9,many,3.1\n"), "(first at row index 6: 'many')"),
+    ("fit CSV with no rows", lambda c: c.fit_csv("N,D,loss\n"), "the table has no rows"),
+    ("fit CSV empty", lambda c: c.fit_csv(""), "cannot read"),
+    ("fit CSV not UTF-8", lambda c: c.fit_csv(b"N,D,loss\n1e6,1e9,3\xe9\n"), "cannot read"),
+    ("fit with fewer points than parameters", lambda c: c.fit_csv("N,D,loss\n1e6,1e9,3\n1e7,1e9,2.8\n1e8,1e9,2.7\n"),
+     "3 point(s), fewer than the 5 free parameters"),
+    ("fit with one model size", lambda c: c.fit_csv("N,D,loss\n" + "".join(f"1e6,{d},{3 - i / 10}\n" for i, d in
+                                                                         enumerate((1e8, 2e8, 4e8, 8e8, 1e9, 2e9)))),
+     "have the same model size"),
+    ("fit with a negative delta", lambda c: c.fit_csv(GOOD_POINTS, "--delta", "-1"), "--delta must be a positive"),
+    ("fit dropping every point", lambda c: c.fit_csv(GOOD_POINTS, "--drop-highest-loss", "6"),
+     "would drop all 6 remaining points"),
+    ("fit of an unknown dataset", lambda c: ["fit", "--dataset", "gopher"], "unknown dataset 'gopher'"),
+    ("fit output inside a file", lambda c: c.write("file", "x") or
+     c.fit_csv(GOOD_POINTS, "--out", c.tmp / "file" / "fit"), "Not a directory"),
+    # --- compare and plan
+    ("compare a missing fit", lambda c: ["compare", c.tmp / "fit.json"], "does not exist"),
+    ("compare a fit that is not JSON", lambda c: c.write("fit.json", "{") or ["compare", c.tmp / "fit.json"],
+     "is not valid JSON"),
+    ("compare a JSON that is no fit", lambda c: c.write("fit.json", '{"kind": "report"}') or
+     ["compare", c.tmp / "fit.json"], "is not a fit.json"),
+    ("plan with text for compute", lambda c: ["plan", "--compute", "lots"], "--compute 'lots' is not a number"),
+    ("plan with negative compute", lambda c: ["plan", "--compute=-1e21"], "compute must be positive"),
+    ("plan with an unknown law", lambda c: ["plan", "--compute", "1e21", "--law", "moore"], "moore"),
+    # --- cost
+    ("cost of a negative model", lambda c: ["cost", "train", "--model", "m:-7e9:1e12", "--flops-per-gpu", "4e14"],
+     "must be"),
+    ("cost with MFU above 1", lambda c: ["cost", "train", "--model", "m:7e9:1e12", "--gpu", "h100", "--mfu", "1.5"],
+     "MFU must be a fraction in (0, 1]"),
+    ("cost with no GPUs", lambda c: ["cost", "train", "--model", "m:7e9:1e12", "--flops-per-gpu", "4e14",
+                                     "--gpus", "0"], "number of GPUs must be a positive whole number"),
+    ("cost with a negative price", lambda c: ["cost", "train", "--model", "m:7e9:1e12", "--flops-per-gpu", "4e14",
+                                              "--price", "-3"], "price per GPU-hour must be a positive"),
+    ("cost with infinite tokens", lambda c: ["cost", "train", "--model", "m:7e9:inf", "--flops-per-gpu", "4e14"],
+     "must be"),
+    ("cost with a malformed model", lambda c: ["cost", "train", "--model", "7e9", "--flops-per-gpu", "4e14"],
+     "NAME:N:D"),
+]
+
+
+def tree(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def case(tmp_path, micro_sweep, cache_dir):
+    _, result = micro_sweep
+    shutil.copytree(cache_dir, tmp_path / "cache")
+    shutil.copytree(result.sweep_dir, tmp_path / "runs" / "micro",
+                    ignore=shutil.ignore_patterns(store.LOCK, store.TABLE_LOCK))
+    return Case(tmp_path, tmp_path / "cache", tmp_path / "runs" / "micro", result.sweep_dir)
+
+
+def test_there_are_at_least_30_distinct_bad_inputs():
+    assert len({name for name, _, _ in CASES}) == len(CASES) >= 30
+
+
+@pytest.mark.parametrize("setup, expected", [pytest.param(s, e, id=name) for name, s, e in CASES])
+def test_bad_input_exits_2_naming_the_problem_and_changes_nothing(case, setup, expected, capsys):
+    argv = [str(a) for a in setup(case)]
+    before = tree(case.tmp)
+    store_before = set(tree(case.runs))
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    assert expected in err and "Traceback" not in err, err
+    after = tree(case.tmp)
+    assert {k: after.get(k) for k in before} == before   # nothing overwritten or deleted
+    assert set(tree(case.runs)) == store_before           # nothing new in the run store
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    plain = subprocess.run([sys.executable, "-m", "scaling", "runs", tmp_path / "nowhere"],
+                           capture_output=True, text=True)
+    debug = subprocess.run([sys.executable, "-m", "scaling", "--debug", "runs", tmp_path / "nowhere"],
+                           capture_output=True, text=True)
+    assert plain.returncode == 2 and "Traceback" not in plain.stderr and "no run store at" in plain.stderr
+    assert "Traceback" in debug.stderr and "UsageError: no run store at" in debug.stderr

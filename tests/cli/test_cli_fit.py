@@ -1,0 +1,249 @@
+"""`scaling fit` and fit.json: the schema, byte-identical reruns, loading, and bad input (exit 2)."""
+
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scaling.cli import main
+from scaling.errors import UsageError
+from scaling.laws import fitdata, results
+from scaling.laws.law import Law
+from scaling.runs import store
+from tests.conftest import MICRO_RUNS
+
+SCHEMA = {
+    "kind", "version", "seed", "data", "options", "params", "allocation", "reference_compute",
+    "tokens_per_param_at_reference", "ci", "objective", "n_starts_at_optimum", "residual_rms",
+    "evidence", "limitations", "approaches", "kaplan",
+}
+DATA_KEYS = {"source", "n_points", "digest", "param_convention", "dropped", "filters", "n_range",
+             "d_range", "c_range"}
+OPTION_KEYS = {"delta", "grid", "n_starts", "fixed_E", "bootstrap"}
+CI_KEYS = {"level", "n_resamples", "E", "A", "B", "alpha", "beta", "a", "b", "G", "tokens_per_param"}
+REFERENCE = {"A": 477.8, "B": 2143.0, "E": 1.8172, "alpha": 0.3473, "beta": 0.3672}
+LAW = Law(E=2.0, A=300.0, B=900.0, alpha=0.3, beta=0.35)
+CHINCHILLA_ARGS = ["fit", "--dataset", "chinchilla", "--drop-highest-loss", "5"]
+
+
+@pytest.fixture(scope="module")
+def chinchilla_cli(tmp_path_factory):
+    """The issue's command, in a fresh interpreter: (completed process, fit.json path)."""
+    out = tmp_path_factory.mktemp("fit-chinchilla")
+    proc = subprocess.run([sys.executable, "-m", "scaling", *CHINCHILLA_ARGS, "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    return proc, out / "fit.json"
+
+
+def test_chinchilla_fit_json_has_the_schema(chinchilla_cli):
+    proc, path = chinchilla_cli
+    assert proc.returncode == 0, proc.stderr
+    fit = json.loads(path.read_text())
+    assert set(fit) == SCHEMA
+    assert fit["kind"] == "scaling.fit" and fit["version"] == 1 and fit["seed"] == 0
+    assert set(fit["data"]) == DATA_KEYS and set(fit["options"]) == OPTION_KEYS
+    assert set(fit["ci"]) == CI_KEYS and set(fit["params"]) == {"E", "A", "B", "alpha", "beta"}
+    assert set(fit["allocation"]) == {"a", "b", "G"}
+    # Hoffmann et al.'s Table 2 side by side: a table has no curves, so no Approach 1.
+    approaches = fit["approaches"]
+    assert approaches["approach_1"] is None
+    assert approaches["approach_3"]["a"] == fit["allocation"]["a"]
+    assert 0.4 < approaches["approach_2"]["a"] < 0.6
+    assert set(fit["kaplan"]) == {"param_convention", "L_N", "L_D", "L_C", "reasons"}
+    assert fit["data"]["n_points"] == 240 and len(fit["data"]["dropped"]) == 5
+    assert all(set(d) == {"id", "reason"} for d in fit["data"]["dropped"])
+    assert fit["data"]["digest"] == fitdata.apply_filters(fitdata.from_dataset("chinchilla"),
+                                                          drop_highest_loss=5).digest
+    assert fit["data"]["param_convention"] == "total"
+    assert fit["options"] == {"delta": 1e-3, "grid": "hoffmann", "n_starts": 4500, "fixed_E": None,
+                              "bootstrap": 1000}
+    for name, value in REFERENCE.items():
+        assert fit["params"][name] == pytest.approx(value, rel=5e-3)
+    assert fit["ci"]["n_resamples"] == 1000 and fit["ci"]["level"] == 0.95
+    assert fit["ci"]["alpha"][0] < 0.348 < fit["ci"]["alpha"][1]
+    assert fit["ci"]["beta"][0] < 0.366 < fit["ci"]["beta"][1]
+    law = Law.from_dict(fit["params"])
+    assert fit["allocation"]["a"] == law.a and fit["allocation"]["G"] == law.G
+    assert fit["reference_compute"] == pytest.approx(fit["data"]["c_range"][1])
+    assert fit["tokens_per_param_at_reference"] == float(law.tokens_per_param(fit["reference_compute"]))
+    assert any("240 points" in e for e in fit["evidence"])
+    assert any("starts ended at the optimum" in e for e in fit["evidence"])
+    assert any("extrapolation" in lim for lim in fit["limitations"])
+    assert any("tokenizer" in lim for lim in fit["limitations"])
+    # The summary: constants with intervals, allocation, starts, time, where it went.
+    for text in ("alpha", "[0.3", "tokens per parameter", "starts at the optimum", "fitted in", str(path)):
+        assert text in proc.stdout
+
+
+def test_same_inputs_and_seed_give_a_byte_identical_file(chinchilla_cli, tmp_path, capsys):
+    _, first = chinchilla_cli
+    assert main([*CHINCHILLA_ARGS, "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "fit.json").read_bytes() == first.read_bytes()
+    text = first.read_text()
+    assert text == results.dumps_fit(json.loads(text))          # sorted keys, nothing rounded away
+
+
+def test_load_fit_round_trip_and_errors(chinchilla_cli, tmp_path):
+    _, path = chinchilla_cli
+    law, fit = results.load_fit(path)
+    assert law == Law.from_dict(fit["params"])
+    assert results.load_fit(path.parent)[0] == law               # a folder means its fit.json
+    with pytest.raises(UsageError, match="does not exist"):
+        results.load_fit(tmp_path / "none.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(UsageError, match="not valid JSON"):
+        results.load_fit(bad)
+    bad.write_text(json.dumps({"kind": "something else", "params": fit["params"]}))
+    with pytest.raises(UsageError, match="not a fit.json \\(\"kind\" is 'something else'"):
+        results.load_fit(bad)
+    bad.write_text(json.dumps([1, 2]))
+    with pytest.raises(UsageError, match="not a fit.json"):
+        results.load_fit(bad)
+    # A hand-written law: params only.
+    bad.write_text(json.dumps({"params": fit["params"]}))
+    assert results.load_fit(bad)[0] == law
+    bad.write_text(json.dumps({"params": {**fit["params"], "A": -1}}))
+    with pytest.raises(UsageError, match="E, A, B > 0"):
+        results.load_fit(bad)
+    bad.write_text(json.dumps({**fit, "params": {"E": 1.0}}))
+    with pytest.raises(UsageError, match="no 'params' with all of E, A, B, alpha, beta"):
+        results.load_fit(bad)
+    bad.write_text(json.dumps({**fit, "version": 2}))
+    with pytest.raises(UsageError, match="version 2"):
+        results.load_fit(bad)
+
+
+def _law_store(root, sizes=(2e5, 5e5, 1.2e6, 3e6, 8e6), ratios=(5, 10, 20, 40, 80)):
+    """A run store whose losses follow LAW exactly, plus one diverged run."""
+    sweep = root / "exact"
+    sweep.mkdir()
+    for n in sizes:
+        for k in ratios:
+            run_id = f"n{n:.1e}-r{k}"
+            (sweep / run_id).mkdir()
+            (sweep / run_id / store.CONFIG).write_text("name: exact\n")
+            store.write_json(sweep / run_id / store.SUMMARY, {
+                "run_id": run_id, "status": "finished", "n_params_non_embedding": n,
+                "n_params_total": n * 1.5, "tokens": n * k, "flops_6nd": 6 * n * n * k,
+                "final_val_loss": float(LAW.loss(n, n * k)), "reason": None})
+    (sweep / "big").mkdir()
+    (sweep / "big" / store.CONFIG).write_text("name: exact\n")
+    store.write_json(sweep / "big" / store.SUMMARY, {"run_id": "big", "status": "diverged",
+                                                     "reason": "loss spiked past 10 at step 80"})
+    return sweep
+
+
+def test_fit_a_run_store_recovers_its_law(tmp_path, capsys):
+    sweep = _law_store(tmp_path)
+    assert main(["fit", str(sweep), "--bootstrap", "0", "--out", str(tmp_path / "out"), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    fit = json.loads((tmp_path / "out" / "fit.json").read_text())
+    assert printed == fit
+    assert fit["data"]["n_points"] == 25 and fit["data"]["param_convention"] == "non_embedding"
+    assert fit["data"]["dropped"] == [{"id": "big", "reason": "diverged: loss spiked past 10 at step 80"}]
+    for name in ("E", "alpha", "beta"):
+        assert fit["params"][name] == pytest.approx(getattr(LAW, name), rel=1e-4)
+    assert fit["ci"] is None and fit["options"]["bootstrap"] == 0
+    assert any("no bootstrap" in lim for lim in fit["limitations"])
+    assert fit["n_starts_at_optimum"] > 100          # exact data: objective ~0, still counted
+
+
+def test_default_out_is_fits_name_and_total_convention(tmp_path, monkeypatch, capsys):
+    sweep = _law_store(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["fit", str(sweep), "--param-convention", "total", "--bootstrap", "0"]) == 0
+    fit = json.loads((tmp_path / "fits" / "exact" / "fit.json").read_text())
+    assert fit["data"]["param_convention"] == "total"
+    assert fit["data"]["n_range"] == [2e5 * 1.5, 8e6 * 1.5]
+    assert "wrote fits/exact/fit.json" in capsys.readouterr().out
+
+
+def test_csv_with_fixed_E_and_filters(tmp_path, capsys):
+    n = np.repeat(np.geomspace(1e7, 1e9, 5), 4)
+    d = n * np.tile([5.0, 10.0, 20.0, 40.0], 5)
+    pd.DataFrame({"N": n, "D": d, "L": LAW.loss(n, d)}).to_csv(tmp_path / "pts.csv", index=False)
+    args = ["fit", "--csv", str(tmp_path / "pts.csv"), "--n-col", "N", "--d-col", "D", "--loss-col", "L",
+            "--fixed-E", "2.0", "--min-tokens-per-param", "6", "--bootstrap", "20", "--seed", "3",
+            "--out", str(tmp_path / "o")]
+    assert main(args) == 0
+    fit = json.loads((tmp_path / "o" / "fit.json").read_text())
+    assert fit["params"]["E"] == 2.0 and fit["options"]["fixed_E"] == 2.0 and fit["seed"] == 3
+    assert fit["options"]["n_starts"] == 900
+    assert fit["data"]["n_points"] == 15 and fit["data"]["filters"]["min_tokens_per_param"] == 6.0
+    assert fit["params"]["alpha"] == pytest.approx(LAW.alpha, rel=1e-3)
+    assert fit["ci"]["n_resamples"] == 20
+    assert any("E was fixed at 2" in lim for lim in fit["limitations"])
+
+
+def test_loss_rising_with_N_gives_no_allocation_and_says_why(tmp_path, capsys):
+    n = np.repeat(np.geomspace(1e6, 1e8, 4), 3)
+    d = n * np.tile([5.0, 10.0, 20.0], 4)
+    loss = 3.0 + 1e-8 * n + 0.01 * np.random.default_rng(0).standard_normal(n.size)
+    pd.DataFrame({"N": n, "D": d, "L": loss}).to_csv(tmp_path / "up.csv", index=False)
+    assert main(["fit", "--csv", str(tmp_path / "up.csv"), "--n-col", "N", "--d-col", "D", "--loss-col", "L",
+                 "--bootstrap", "30", "--out", str(tmp_path / "o")]) == 0
+    fit = json.loads((tmp_path / "o" / "fit.json").read_text())
+    assert fit["params"]["alpha"] < 0
+    assert fit["allocation"] == {"a": None, "b": None, "G": None}
+    assert fit["tokens_per_param_at_reference"] is None and fit["ci"]["a"] == [None, None]
+    assert any("no compute-optimal allocation" in lim for lim in fit["limitations"])
+    assert "a      = undefined" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["fit"], "give exactly one data source: RUNS_DIR, --csv FILE or --dataset NAME"),
+    (["fit", "runs/x", "--dataset", "chinchilla"], "exactly one data source.*\\(got RUNS_DIR, --dataset\\)"),
+    (["fit", "--dataset", "pile"], "unknown dataset 'pile'; known: chinchilla"),
+    (["fit", "--dataset", "chinchilla", "--n-col", "N"], "--n-col apply to --csv only"),
+    (["fit", "--dataset", "chinchilla", "--param-convention", "total"], "--param-convention applies to a run store"),
+    (["fit", "--dataset", "chinchilla", "--drop-highest-loss", "300"], "would drop all 245"),
+    (["fit", "--dataset", "chinchilla", "--delta", "0"], "--delta must be a positive, finite number"),
+    (["fit", "--dataset", "chinchilla", "--fixed-E", "-1"], "--fixed-E must be a positive"),
+    (["fit", "--dataset", "chinchilla", "--bootstrap", "-1"], "--bootstrap must be a whole number >= 0"),
+    (["fit", "--dataset", "chinchilla", "--reference-compute", "nan"], "--reference-compute must be"),
+    (["fit", "--dataset", "chinchilla", "--min-tokens", "1e13"], "0 point\\(s\\) after filters, fewer than the 5"),
+    (["fit", "/nonexistent/runs/sweep"], "no run store at /nonexistent/runs/sweep"),
+])
+def test_bad_input_exits_2_with_the_problem_named(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("scaling fit: error: ")
+    assert re.search(message, err), err
+
+
+def test_bad_csv_exits_2_without_a_traceback(tmp_path):
+    pd.DataFrame({"N": [1e7, 1e8, -5.0, 1e9, 2e9, 3e9], "tokens": [1e9] * 6, "loss": [3.0] * 6}).to_csv(
+        tmp_path / "bad.csv", index=False)
+    proc = subprocess.run([sys.executable, "-m", "scaling", "fit", "--csv", str(tmp_path / "bad.csv"),
+                           "--n-col", "N", "--d-col", "tokens", "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "column 'N' must be positive and finite, but 1 of 6 rows are not (first at row index 2: -5.0)" \
+        in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "scaling", "fit", "--csv", str(tmp_path / "bad.csv"),
+                           "--n-col", "Model"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "'Model' (for N)" in proc.stderr and "'N', 'tokens', 'loss'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_fit_of_a_real_sweep_reports_all_three_approaches(micro_sweep, tmp_path, capsys):
+    """The micro sweep's own store: Approach 1 reads its training curves from metrics.jsonl."""
+    _, sweep = micro_sweep
+    assert main(["fit", str(sweep.sweep_dir), "--bootstrap", "20", "--out", str(tmp_path)]) == 0
+    fit = json.loads((tmp_path / "fit.json").read_text())
+    assert fit["data"]["n_points"] == MICRO_RUNS and fit["data"]["param_convention"] == "non_embedding"
+    envelope = fit["approaches"]["approach_1"]
+    assert envelope["method"] == "envelope"
+    # Two model sizes cannot bracket an optimum: no slope, and the reason says so.
+    assert envelope["a"] is None and "need at least 3" in envelope["reason"]
+    assert fit["approaches"]["approach_3"]["a_ci"] == fit["ci"]["a"]
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "fit.json")]) == 0
+    assert "Approach 1 (envelope): no estimate: " + envelope["reason"] in capsys.readouterr().out

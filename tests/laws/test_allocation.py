@@ -1,0 +1,113 @@
+"""Compute-optimal allocation: the closed forms of Law against a numerical minimiser."""
+
+import math
+
+import numpy as np
+import pytest
+
+from scaling.errors import UsageError
+from scaling.laws.allocation import (
+    PF_DAY_FLOP,
+    compare_allocations,
+    kaplan_allocation,
+    numerical_optimum,
+    plan,
+    rule_of_thumb,
+)
+from scaling.laws.law import Law
+from scaling.laws.references import BESIROGLU, CHINCHILLA
+
+BUDGETS = (1e18, 1e21, 1e23, 1e25)
+
+
+@pytest.mark.parametrize("law", [CHINCHILLA.law, BESIROGLU.law], ids=["chinchilla", "besiroglu"])
+@pytest.mark.parametrize("compute", BUDGETS)
+def test_closed_form_matches_numerical_minimiser(law, compute):
+    closed, numeric = plan(law, compute), numerical_optimum(law, compute)
+    assert closed.n == pytest.approx(numeric.n, rel=1e-6)
+    assert closed.d == pytest.approx(numeric.d, rel=1e-6)
+    assert closed.tokens_per_param == pytest.approx(numeric.tokens_per_param, rel=1e-6)
+    assert closed.loss == pytest.approx(numeric.loss, rel=1e-12)
+    assert 6 * closed.n * closed.d == pytest.approx(compute, rel=1e-12)
+
+
+@pytest.mark.parametrize("compute", BUDGETS)
+def test_optimum_beats_its_neighbours(compute):
+    # A third check that needs neither method: moving N by 1% either way at fixed C costs loss.
+    law = BESIROGLU.law
+    best = plan(law, compute)
+    for f in (0.99, 1.01):
+        n = best.n * f
+        assert law.loss(n, compute / (6 * n)) > best.loss
+
+
+def test_numerical_minimiser_is_not_the_closed_form():
+    # If the numerical path silently reused Law.n_opt it would agree with a broken G too.
+    law = CHINCHILLA.law
+
+    class Broken(Law):
+        @property
+        def G(self):
+            return 2 * super().G
+
+    broken = Broken(**law.to_dict())
+    assert plan(broken, 1e21).n != pytest.approx(numerical_optimum(broken, 1e21).n, rel=1e-3)
+
+
+def test_tokens_per_param_drifts_with_compute_unless_alpha_equals_beta():
+    chinchilla = CHINCHILLA.law  # alpha 0.34 > beta 0.28: D grows faster than N
+    ratios = [plan(chinchilla, c).tokens_per_param for c in BUDGETS]
+    assert all(b > 1.5 * a for a, b in zip(ratios, ratios[1:]))
+    # Slope of ln(D/N) in ln C is b - a = (alpha - beta) / (alpha + beta).
+    slope = np.polyfit(np.log(BUDGETS), np.log(ratios), 1)[0]
+    assert slope == pytest.approx((0.34 - 0.28) / 0.62, rel=1e-9)
+
+    besiroglu = BESIROGLU.law  # alpha < beta: D/N shrinks
+    ratios = [plan(besiroglu, c).tokens_per_param for c in BUDGETS]
+    assert all(b < a for a, b in zip(ratios, ratios[1:]))
+
+    equal = Law(E=1.8, A=400.0, B=400.0 * 20**0.3, alpha=0.3, beta=0.3)
+    ratios = [numerical_optimum(equal, c).tokens_per_param for c in BUDGETS]
+    # G = (A/B)^(1/0.6) = 20^(-1/2), so D/N = G^-2 = 20 at every budget.
+    assert ratios == pytest.approx([20.0] * len(BUDGETS), rel=1e-6)
+
+
+def test_rule_of_thumb():
+    r = rule_of_thumb(1e23)
+    assert r.n == pytest.approx(math.sqrt(1e23 / 120))
+    assert r.tokens_per_param == pytest.approx(20.0)
+    assert 6 * r.n * r.d == pytest.approx(1e23)
+    # Chinchilla itself: 70e9 parameters on 1.4e12 tokens is 20 tokens/param at 5.88e23 FLOPs.
+    chin = rule_of_thumb(6 * 70e9 * 1.4e12)
+    assert chin.n == pytest.approx(70e9) and chin.d == pytest.approx(1.4e12)
+    assert rule_of_thumb(1e23).loss is None
+    assert rule_of_thumb(1e23, law=CHINCHILLA.law).loss > plan(CHINCHILLA.law, 1e23).loss
+
+
+def test_kaplan_allocation_anchor_and_exponent():
+    one = kaplan_allocation(PF_DAY_FLOP)
+    assert PF_DAY_FLOP == 8.64e19
+    assert one.n == pytest.approx(1.3e9)
+    assert 6 * one.n * one.d == pytest.approx(PF_DAY_FLOP)
+    ten = kaplan_allocation(10 * PF_DAY_FLOP)
+    assert math.log10(ten.n / one.n) == pytest.approx(0.73)
+    assert math.log10(ten.d / one.d) == pytest.approx(0.27)
+    # Kaplan puts far more into N than Chinchilla does at large C.
+    assert kaplan_allocation(1e23).tokens_per_param < 1.0 < rule_of_thumb(1e23).tokens_per_param
+
+
+def test_compare_allocations_law_optimum_is_lowest():
+    rows = compare_allocations(CHINCHILLA.law, 1e22)
+    assert [r.method for r in rows] == ["law", "20 tokens/param", "kaplan"]
+    assert rows[0].loss == min(r.loss for r in rows)
+    assert [r.method for r in compare_allocations(None, 1e22)] == ["20 tokens/param", "kaplan"]
+
+
+@pytest.mark.parametrize("bad", [0, -1e20, float("nan"), float("inf"), "x", None])
+def test_bad_compute_is_a_usage_error(bad):
+    with pytest.raises(UsageError, match="compute"):
+        plan(CHINCHILLA.law, bad)
+    with pytest.raises(UsageError, match="compute"):
+        rule_of_thumb(bad)
+    with pytest.raises(UsageError, match="compute"):
+        kaplan_allocation(bad)

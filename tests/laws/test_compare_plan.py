@@ -1,0 +1,266 @@
+"""`scaling compare` and `scaling plan`: the comparison rows, and the CLI against the maths."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from scaling.cli import main
+from scaling.laws.allocation import kaplan_allocation, numerical_optimum
+from scaling.laws.compare import CAVEATS, compare, compare_approaches, format_table
+from scaling.laws.law import Law
+from scaling.laws.references import BESIROGLU, CHINCHILLA
+
+# Besiroglu et al.'s published 95% intervals, plus allocation intervals around their a = 0.513.
+CI = {"level": 0.95, "n_resamples": 200,
+      "E": [1.769, 1.871], "A": [285.2, 743.6], "B": [1042.4, 5810.3],
+      "alpha": [0.317, 0.373], "beta": [0.331, 0.415],
+      "a": [0.48, 0.54], "b": [0.46, 0.52], "G": [0.1, 1.0], "tokens_per_param": [15.0, 30.0]}
+
+
+def fit_dict(law: Law, ci=CI, reference_compute=1e21, **extra) -> dict:
+    """A fit.json as scaling.fit writes it (schema version 1)."""
+    data = {
+        "kind": "scaling.fit", "version": 1, "seed": 0,
+        "data": {"source": "synthetic", "n_points": 40, "digest": "0" * 16,
+                 "param_convention": "non_embedding", "dropped": [], "filters": {},
+                 "n_range": [1e6, 1e8], "d_range": [1e8, 1e10], "c_range": [1e15, 1e19]},
+        "options": {}, "params": law.to_dict(),
+        "allocation": {"a": law.a, "b": law.b, "G": law.G},
+        "reference_compute": reference_compute,
+        "tokens_per_param_at_reference": float(law.tokens_per_param(reference_compute)),
+        "ci": ci, "objective": 0.01, "n_starts_at_optimum": 12, "residual_rms": 0.01,
+        "evidence": [], "limitations": [],
+    }
+    data.update(extra)
+    return data
+
+
+def write_fit(tmp_path, law=BESIROGLU.law, **kw):
+    path = tmp_path / "fit.json"
+    path.write_text(json.dumps(fit_dict(law, **kw)))
+    return path
+
+
+# ----------------------------------------------------------------------------- compare
+
+def test_compare_rows_and_interval_flags():
+    rows = compare(BESIROGLU.law, CI, 1e21)
+    assert [r["name"] for r in rows] == ["your fit", "kaplan", "chinchilla", "besiroglu",
+                                         "20 tokens/param"]
+    mine, kaplan, chin, besi, rule = rows
+    assert mine["a"] == pytest.approx(0.3658 / (0.3478 + 0.3658))
+    assert mine["ci"]["alpha"] == [0.317, 0.373]
+    assert besi["inside"] == {"alpha": True, "beta": True, "a": True, "b": True, "tokens_per_param": True}
+    # Chinchilla: alpha 0.34 inside (0.317, 0.373); beta 0.28 below 0.331; a = 0.452 below 0.48.
+    assert chin["inside"]["alpha"] is True and chin["inside"]["beta"] is False
+    assert chin["inside"]["a"] is False
+    assert chin["a"] == pytest.approx(0.28 / 0.62)
+    # Kaplan publishes no alpha/beta of this form; a = 0.73 is far outside.
+    assert kaplan["alpha"] is None and kaplan["inside"]["alpha"] is None
+    assert kaplan["a"] == 0.73 and kaplan["inside"]["a"] is False
+    assert rule["tokens_per_param"] == 20.0 and rule["inside"]["tokens_per_param"] is True
+
+
+def test_compare_tokens_per_param_against_second_methods():
+    rows = {r["name"]: r for r in compare(BESIROGLU.law, None, 1e21)}
+    for name, law in (("chinchilla", CHINCHILLA.law), ("besiroglu", BESIROGLU.law)):
+        at_c, large = numerical_optimum(law, 1e21), numerical_optimum(law, 1e23)
+        assert rows[name]["tokens_per_param"] == pytest.approx(at_c.tokens_per_param, rel=1e-6)
+        assert rows[name]["tokens_per_param_large"] == pytest.approx(large.tokens_per_param, rel=1e-6)
+    k = kaplan_allocation(1e23)
+    assert rows["kaplan"]["tokens_per_param_large"] == pytest.approx(k.d / k.n)
+    assert rows["kaplan"]["tokens_per_param_large"] == pytest.approx(
+        1e23 / (6 * (1.3e9 * (1e23 / 8.64e19) ** 0.73) ** 2))
+    # Without intervals nothing is judged.
+    assert all(v is None for r in list(rows.values())[1:] for v in r["inside"].values())
+
+
+def test_null_interval_bounds_are_no_interval():
+    # fit.json writes a NaN bound as null; such an interval judges nothing.
+    ci = {**CI, "alpha": [None, None], "beta": [0.3, None]}
+    rows = compare(BESIROGLU.law, ci, 1e21)
+    assert rows[0]["ci"]["alpha"] is None and rows[0]["ci"]["beta"] is None
+    assert rows[2]["inside"]["alpha"] is None and rows[2]["inside"]["a"] is False
+    assert "0.348 [" not in format_table(rows, 1e21)
+    _, warnings = compare_approaches({"approach_2": {"a": 0.9, "a_ci": [None, None]}}, BESIROGLU.law, ci)
+    assert len(warnings) == 1  # 0.9 is outside approach 3's a interval (0.48, 0.54)
+
+
+def test_format_table_is_aligned_and_marks_in_and_out():
+    text = format_table(compare(BESIROGLU.law, CI, 1e21), 1e21)
+    lines = text.splitlines()
+    assert len({len(line) for line in lines}) == 1  # every column right-aligned to one width
+    assert "D/N at 1e21" in lines[0] and "D/N at 1e23" in lines[0]
+    chin = next(line for line in lines if line.startswith("chinchilla"))
+    assert "0.340 in" in chin and "0.280 OUT" in chin
+    assert "0.348 [0.317, 0.373]" in next(line for line in lines if line.startswith("your fit"))
+
+
+def test_caveats_say_what_is_not_comparable():
+    text = " ".join(CAVEATS)
+    assert "E, A and B" in text and "not comparable" in text and "exponents" in text
+
+
+def test_compare_approaches_agreement_rules():
+    law = BESIROGLU.law
+    agree = {"approach_1": {"a": 0.52, "a_ci": [0.49, 0.55]}, "approach_2": {"a": 0.50, "a_ci": [0.47, 0.53]}}
+    rows, warnings = compare_approaches(agree, law, CI)
+    assert [r["approach"] for r in rows] == ["approach_1", "approach_2", "approach_3"]
+    assert rows[2]["a"] == pytest.approx(law.a) and rows[2]["a_ci"] == (0.48, 0.54)
+    assert warnings == []
+    apart = {"approach_1": {"a": 0.62, "a_ci": [0.58, 0.66]}, "approach_2": {"a": 0.50, "a_ci": [0.47, 0.53]}}
+    _, warnings = compare_approaches(apart, law, CI)
+    assert len(warnings) == 2 and all("Approach 1" in w for w in warnings)
+    # One interval: the other's point estimate must fall inside it.
+    _, warnings = compare_approaches({"approach_1": {"a": 0.6}}, law, CI)
+    assert len(warnings) == 1 and "no interval" in warnings[0]
+    _, warnings = compare_approaches({"approach_1": {"a": 0.6}}, law, None)
+    assert warnings == []  # no interval anywhere: nothing to judge
+
+
+# ----------------------------------------------------------------------------- CLI
+
+def test_cli_compare_prints_table_caveats_and_approaches(tmp_path, capsys):
+    approaches = {"approach_1": {"a": 0.70, "a_ci": None}, "approach_2": {"a": 0.51, "a_ci": [0.47, 0.55]}}
+    path = write_fit(tmp_path, approaches=approaches)
+    assert main(["compare", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "chinchilla" in out and "besiroglu" in out and "kaplan" in out
+    assert "not comparable" in out
+    assert "Approach 2 (IsoFLOP)" in out and "warning: Approach 1" in out
+    assert main(["compare", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["rows"][0]["alpha"] == pytest.approx(BESIROGLU.law.alpha)
+    assert data["reference_compute"] == 1e21 and len(data["warnings"]) == 2
+
+
+def test_cli_compare_bad_file_exits_2(tmp_path, capsys):
+    assert main(["compare", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert main(["compare", str(bad)]) == 2
+    assert "bad.json" in capsys.readouterr().err
+
+
+def plan_json(capsys, *argv):
+    assert main(["plan", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("key,law", [("chinchilla", CHINCHILLA.law), ("besiroglu", BESIROGLU.law)])
+def test_cli_plan_matches_numerical_minimiser(capsys, key, law):
+    out = plan_json(capsys, "--law", key, "--compute", "1e23")
+    (entry,) = out["plans"]
+    optimum, rule, kaplan = entry["allocations"]
+    check = numerical_optimum(law, 1e23)
+    assert optimum["method"] == "law"
+    assert optimum["n"] == pytest.approx(check.n, rel=1e-6)
+    assert optimum["d"] == pytest.approx(check.d, rel=1e-6)
+    assert optimum["tokens_per_param"] == pytest.approx(check.d / check.n, rel=1e-6)
+    assert optimum["loss"] == pytest.approx(check.loss, rel=1e-9)
+    assert rule["n"] == pytest.approx((1e23 / 120) ** 0.5) and rule["tokens_per_param"] == pytest.approx(20)
+    assert kaplan["n"] == pytest.approx(1.3e9 * (1e23 / 8.64e19) ** 0.73)
+    assert optimum["loss"] < rule["loss"] and optimum["loss"] < kaplan["loss"]
+
+
+def test_cli_plan_several_budgets_default_law_and_table(capsys):
+    out = plan_json(capsys, "--compute", "1e18", "1e21", "1e23")
+    assert [p["compute"] for p in out["plans"]] == [1e18, 1e21, 1e23]
+    assert out["law"].startswith("chinchilla") and "default" in out["law"]
+    assert main(["plan", "--compute", "1e21"]) == 0
+    text = capsys.readouterr().out
+    assert "law optimum" in text and "20 tokens/param" in text and "kaplan" in text
+    assert f"{CHINCHILLA.law.n_opt(1e21):.4g}" in text
+
+
+def test_cli_plan_kaplan_has_no_loss(capsys):
+    out = plan_json(capsys, "--law", "kaplan", "--compute", "1e23")
+    methods = [a["method"] for a in out["plans"][0]["allocations"]]
+    assert methods == ["20 tokens/param", "kaplan"]
+    assert all(a["loss"] is None for a in out["plans"][0]["allocations"])
+    assert any("not predicted" in n for n in out["notes"])
+
+
+def test_cli_plan_with_fit_and_extrapolation_note(tmp_path, capsys):
+    law = Law(E=2.0, A=300.0, B=900.0, alpha=0.3, beta=0.33)
+    path = write_fit(tmp_path, law=law)
+    out = plan_json(capsys, "--fit", str(path), "--compute", "1e17", "1e21")
+    assert out["law"] == f"your fit {path}"
+    assert out["plans"][1]["allocations"][0]["n"] == pytest.approx(numerical_optimum(law, 1e21).n, rel=1e-6)
+    # c_range tops out at 1e19: 1e21 is 2 orders beyond, 1e17 is not.
+    assert len(out["notes"]) == 1 and "2.0 orders of magnitude" in out["notes"][0]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--compute", "0"], "positive"),
+    (["--compute", "nan"], "positive and finite"),
+    (["--compute", "inf"], "positive and finite"),
+    (["--compute=-1e20"], "positive"),
+    (["--compute", "1e21", "lots"], "'lots' is not a number"),
+    (["--compute", "1e21", "--law", "gpt"], "unknown law 'gpt'"),
+    (["--compute", "1e21", "--law", "chinchilla", "--fit", "x.json"], "not both"),
+    (["--compute", "1e21", "--fit", "nowhere.json"], "nowhere.json"),
+])
+def test_cli_plan_bad_input_exits_2(capsys, argv, message):
+    assert main(["plan", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("scaling plan: error:") and message in err
+
+
+def test_cli_plan_rejects_a_file_that_is_not_a_fit(tmp_path, capsys):
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"kind": "something else"}))
+    assert main(["plan", "--compute", "1e21", "--fit", str(other)]) == 2
+    assert "other.json" in capsys.readouterr().err
+
+
+def test_negative_compute_exits_2_whoever_catches_it(capsys):
+    assert main(["plan", "--compute", "-5"]) == 2  # argparse passes "-5" on as a value
+    assert "positive" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["plan", "--compute", "-1e20"])  # ... but reads "-1e20" as an unknown option
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["plan"])
+    assert exc.value.code == 2 and "--compute" in capsys.readouterr().err
+
+
+def test_python_m_scaling_plan_exit_codes():
+    # Both at once: each start imports every command module (~3 s).
+    cmd = [sys.executable, "-m", "scaling", "plan"]
+    ok = subprocess.Popen(cmd + ["--law", "besiroglu", "--compute", "1e23", "--json"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    bad = subprocess.Popen(cmd + ["--compute", "nan"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ok_out, ok_err = ok.communicate(timeout=120)
+    _, bad_err = bad.communicate(timeout=120)
+    assert ok.returncode == 0, ok_err
+    n = json.loads(ok_out)["plans"][0]["allocations"][0]["n"]
+    assert n == pytest.approx(numerical_optimum(BESIROGLU.law, 1e23).n, rel=1e-6)
+    assert bad.returncode == 2
+    assert "positive and finite" in bad_err and "Traceback" not in bad_err
+
+
+def test_end_to_end_with_a_real_fit_json(tmp_path, capsys):
+    # scaling.results writes the file; compare and plan read it back.
+    import numpy as np
+
+    from scaling.laws.fitdata import FitData
+    from scaling.laws.results import fit_json, write_fit
+
+    law = BESIROGLU.law
+    n, d = (g.ravel() for g in np.meshgrid(np.logspace(7, 9, 6), np.logspace(9, 11, 6)))
+    loss = law.loss(n, d) * np.exp(np.random.default_rng(0).normal(0, 0.003, n.size))
+    path = write_fit(tmp_path / "fit.json", fit_json(FitData(n, d, loss, "synthetic"), bootstrap=30))
+    out = plan_json(capsys, "--fit", str(path), "--compute", "1e22")
+    fitted = Law.from_dict(json.loads(path.read_text())["params"])
+    assert out["plans"][0]["allocations"][0]["n"] == pytest.approx(
+        numerical_optimum(fitted, 1e22).n, rel=1e-6)
+    assert main(["compare", str(path), "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows["your fit"]["a"] == pytest.approx(fitted.a)
+    assert rows["besiroglu"]["inside"]["a"] is True   # the law the points came from
+    assert rows["chinchilla"]["inside"]["a"] is False  # a = 0.452, far below

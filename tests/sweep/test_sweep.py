@@ -1,0 +1,137 @@
+"""The sweep runner on a real micro sweep: store layout, idempotence, dry runs, kills and bad configs."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from scaling.runs import store
+from scaling.sweep.driver import estimate_walls, makespan, plan, run_sweep
+from scaling.sweep.executor import ASSUMED_FLOPS
+from tests.conftest import MICRO, MICRO_RUNS, micro_config
+
+SUMMARY_KEYS = {"status", "n_params_total", "n_params_non_embedding", "tokens", "flops_6nd", "flops_exact",
+                "final_val_loss", "final_val_bpb", "epochs", "wall_s", "seed"}
+METRIC_KEYS = {"step", "tokens", "train_loss", "lr", "elapsed_s", "tokens_per_s"}
+
+
+def write_config(path: Path, **overrides) -> Path:
+    path.write_text(yaml.safe_dump({**MICRO, **overrides}))
+    return path
+
+
+def scaling(*args, env=None, **kw):
+    return subprocess.run([sys.executable, "-m", "scaling", *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, **kw)
+
+
+def test_store_layout(micro_sweep):
+    cfg, result = micro_sweep
+    assert len(result.trained) == MICRO_RUNS and (result.table.status == "finished").all()
+    table = pd.read_csv(result.sweep_dir / store.TABLE)
+    assert sorted(table.run_id) == sorted(run.run_id for run in plan(cfg))
+    for run_dir in store.run_dirs(result.sweep_dir):
+        summary = json.loads((run_dir / store.SUMMARY).read_text())
+        assert SUMMARY_KEYS <= set(summary)
+        assert yaml.safe_load((run_dir / store.CONFIG).read_text())["run_id"] == run_dir.name
+        records = store.read_jsonl(run_dir / store.METRICS)
+        assert all(METRIC_KEYS <= set(r) for r in records)
+        assert [r["step"] for r in records] == sorted({r["step"] for r in records})
+        assert records[-1]["val_loss"] == summary["final_val_loss"]
+        assert summary["flops_6nd"] == 6 * summary["n_params_non_embedding"] * summary["tokens"]
+
+
+def test_second_invocation_trains_nothing(micro_sweep, cache_dir):
+    cfg, first = micro_sweep
+    summaries = {p: p.read_bytes() for p in first.sweep_dir.glob("*/summary.json")}
+    again = run_sweep(cfg, first.sweep_dir.parent, cache_dir)
+    assert again.trained == [] and len(again.skipped) == MICRO_RUNS
+    assert {p: p.read_bytes() for p in first.sweep_dir.glob("*/summary.json")} == summaries
+
+
+def test_every_run_learns(micro_sweep):
+    _, result = micro_sweep
+    t = result.table
+    assert (t.final_val_loss < 5.5).all()  # below ln(320) = 5.77, the uniform guess: they learned
+
+
+def test_dry_run_prints_plan_and_writes_nothing(tmp_path):
+    config = write_config(tmp_path / "micro.yaml")
+    done = scaling("sweep", config, "--runs-dir", tmp_path / "runs", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[-1].startswith(f"total  {MICRO_RUNS} runs") and " FLOP " in lines[-1]
+    assert sum(run_id in done.stdout for run_id in (r.run_id for r in plan(micro_config()))) == MICRO_RUNS
+    assert not (tmp_path / "runs").exists()
+
+
+def test_wall_estimates_use_each_shapes_measured_speed(micro_sweep, tmp_path):
+    cfg, result = micro_sweep
+    planned = plan(cfg)
+    summaries = [json.loads(p.read_text()) for p in result.sweep_dir.glob("*/summary.json")]
+    for d_model in {s["d_model"] for s in summaries}:  # each shape's median FLOP/s, from the summaries
+        rate = np.median([s["flops_exact"] / s["wall_s"] for s in summaries if s["d_model"] == d_model])
+        walls, basis = estimate_walls([r for r in planned if r.spec.model.d_model == d_model], result.sweep_dir)
+        runs = [r for r in planned if r.spec.model.d_model == d_model]
+        assert walls == pytest.approx([r.flops_exact / rate for r in runs], rel=1e-9)
+        assert f"{MICRO_RUNS} finished runs of this store" in basis
+    walls, basis = estimate_walls(planned, tmp_path / "empty")
+    assert walls == [r.flops_exact / ASSUMED_FLOPS for r in planned] and "assumed" in basis
+
+
+def test_makespan_hands_each_run_to_the_first_free_worker():
+    assert makespan([5, 4, 3, 3, 3], 2) == 10  # 5 | 4; 3 -> 7; 3 -> 8; 3 -> 10
+    assert makespan([4, 1, 1], 2) == 4 and makespan([1, 1, 4], 2) == 5  # smallest first idles a worker
+    assert makespan([5, 4, 3], 1) == 12 and makespan([5, 4, 3], 5) == 5
+
+
+@pytest.mark.parametrize("override, expected", [
+    ({"grid": {"models": [{"d_model": 30, "n_layers": 1, "n_heads": 4}], "tokens": [1000]}},
+     "grid.models[0]: d_model 30 is not divisible by n_heads 4"),
+    ({"grid": {"models": [{"d_model": 32, "n_layers": 1, "n_heads": 4}], "tokens": [-1000]}},
+     "grid.tokens[0]"),
+    ({"trian": {}}, "trian: unknown key"),
+])
+def test_bad_config_exits_2_and_writes_nothing(tmp_path, override, expected):
+    config = write_config(tmp_path / "bad.yaml", **override)
+    done = scaling("sweep", config, "--runs-dir", tmp_path / "runs")
+    assert done.returncode == 2
+    assert expected in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_killed_sweep_resumes_and_matches(micro_sweep, tmp_path, cache_dir):
+    """SIGKILL mid-sweep (after a run finished and the next has a checkpoint), then restart."""
+    _, reference = micro_sweep
+    config = write_config(tmp_path / "micro.yaml")
+    runs = tmp_path / "runs"
+    sweep = subprocess.Popen([sys.executable, "-m", "scaling", "sweep", config, "--runs-dir", runs,
+                              "--cache-dir", cache_dir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and sweep.poll() is None:
+        dirs = store.run_dirs(runs / "micro") if (runs / "micro").exists() else []
+        finished = [d for d in dirs if (d / store.SUMMARY).exists()]
+        midway = [d for d in dirs if (d / store.CHECKPOINT).exists() and not (d / store.SUMMARY).exists()]
+        if finished and midway:
+            break
+        time.sleep(0.05)
+    assert sweep.poll() is None, "the sweep ended before it could be killed mid-run"
+    sweep.send_signal(signal.SIGKILL)
+    sweep.wait()
+    before = {d.name: (d / store.SUMMARY).read_bytes() for d in finished}
+
+    done = scaling("sweep", config, "--runs-dir", runs, "--cache-dir", cache_dir)
+    assert done.returncode == 0, done.stderr
+    after = store.read_runs(runs / "micro").set_index("run_id")
+    assert {name: (runs / "micro" / name / store.SUMMARY).read_bytes() for name in before} == before
+    expected = reference.table.set_index("run_id")
+    assert (after.status == "finished").all()
+    assert after.final_val_loss.to_dict() == expected.final_val_loss.to_dict()

@@ -1,0 +1,84 @@
+"""The package's folders follow the data flow: no module imports a later stage, and no cycles.
+
+Read from the source with `ast`, imports inside functions included (a late import is still a
+dependency). The order is docs/architecture.md's.
+"""
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "scaling"
+
+# Each stage may import itself and the stages before it.
+STAGES = ("errors", "config", "runs", "data", "train", "sweep", "laws", "cost", "report", "cli")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set[str]:
+    """The scaling modules `path` imports (for `from scaling.x import y`, y when it is a module)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("scaling")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("scaling"):
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                is_module = (PACKAGE.parent / (sub.replace(".", "/") + ".py")).exists() or \
+                    (PACKAGE.parent / sub.replace(".", "/")).is_dir()
+                found.add(sub if is_module else node.module)
+    return found
+
+
+def stage(module: str) -> int | None:
+    """Rank of the stage a module belongs to; None for the package root (`scaling`, its __main__)."""
+    parts = module.split(".")
+    return STAGES.index(parts[1]) if len(parts) > 1 and parts[1] in STAGES else None
+
+
+def graph() -> dict[str, set[str]]:
+    return {module_name(p): imports(p) for p in PACKAGE.rglob("*.py")}
+
+
+def test_every_module_belongs_to_a_stage():
+    loose = [m for m in graph() if stage(m) is None and m not in ("scaling", "scaling.__main__")]
+    assert not loose, f"modules outside the stages of the data flow: {loose}"
+
+
+def test_no_module_imports_a_later_stage():
+    later = [(m, i) for m, deps in graph().items() for i in deps
+             if stage(m) is not None and stage(i) is not None and stage(i) > stage(m)]
+    assert not later, f"imports of a later stage: {later}"
+
+
+def test_no_import_cycles():
+    edges = graph()
+    state: dict[str, int] = {}   # 1: on the current path, 2: done
+    cycles = []
+
+    def visit(module, path):
+        state[module] = 1
+        for dep in sorted(edges.get(module, ())):
+            if dep not in edges or dep == module:
+                continue
+            if state.get(dep) == 1:
+                cycles.append(path[path.index(dep):] + [dep])
+            elif dep not in state:
+                visit(dep, path + [dep])
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_the_check_sees_a_later_stage_import(tmp_path):
+    # The rules above would pass vacuously if `imports` found nothing: it must see these.
+    source = tmp_path / "example.py"
+    source.write_text("from scaling.laws import fit\nimport scaling.cost.estimates\n"
+                      "def late():\n    from scaling.runs.store import read_runs\n")
+    assert imports(source) == {"scaling.laws.fit", "scaling.cost.estimates", "scaling.runs.store"}
