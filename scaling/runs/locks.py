@@ -9,11 +9,14 @@ sweeps on two machines sharing a runs directory are not guaranteed to exclude ea
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import socket
 from contextlib import contextmanager
 from pathlib import Path
+
+from scaling.errors import UsageError
 
 
 class Lock:
@@ -29,7 +32,15 @@ class Lock:
 
 
 def _open(path: Path) -> int:
-    return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    """The lock file's descriptor. A symbolic link is refused, not followed: the lock file is
+    truncated and written, and that must never reach a file outside the run store."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise UsageError(f"{path} is a symbolic link; a lock file of the run store must be a plain "
+                         "file (remove the link and run again)") from None
 
 
 def try_lock(path: Path) -> Lock | None:
