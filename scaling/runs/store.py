@@ -68,13 +68,26 @@ def sync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _umask() -> int:
+    mask = os.umask(0)   # the only way to read it is to set it; put it back at once
+    os.umask(mask)
+    return mask
+
+
+# Temporary files end in this, so that cleaning them up never takes a user's own `.*.tmp` file.
+TEMP_SUFFIX = ".scaling-tmp"
+# mkstemp creates 0600 files; written files get what open() would give them (0666 less the umask).
+FILE_MODE = 0o666 & ~_umask()
+
+
 def write_atomic(path: Path, data: bytes | str) -> None:
     """Replace `path` with `data` so that readers see the old or the new file, never a mix."""
     path = Path(path)
     payload = data.encode() if isinstance(data, str) else data
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as f:
             faults.write(f"write:{path.name}", f, payload, path)
             f.flush()
@@ -94,7 +107,7 @@ def write_atomic(path: Path, data: bytes | str) -> None:
 def remove_temps(folder: Path) -> None:
     """Delete temporary files that a killed write_atomic left in `folder`; call it only while
     holding the lock that guards the folder's files, or a live writer's file goes too."""
-    for tmp in Path(folder).glob(".*.tmp"):
+    for tmp in Path(folder).glob(f".*{TEMP_SUFFIX}"):
         tmp.unlink(missing_ok=True)
 
 

@@ -181,7 +181,8 @@ def test_sigkill_at_a_fault_point_loses_nothing(point, clean, tmp_path, cache_di
     assert summaries(runs / "kill").items() >= ended.items()  # finished runs untouched
     assert not {s["run_id"] for s in result.trained} & set(ended)  # and not trained again
     assert snapshot(runs / "kill") == clean
-    assert not list((runs / "kill").glob("*/.*.tmp")) and not list((runs / "kill").glob(".*.tmp"))
+    temps = f".*{store.TEMP_SUFFIX}"
+    assert not list((runs / "kill").glob(f"*/{temps}")) and not list((runs / "kill").glob(temps))
 
 
 @pytest.mark.parametrize("first, second", [
