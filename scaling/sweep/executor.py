@@ -25,7 +25,7 @@ How many runs share the machine changes no run's result: each run is alone in it
 the same thread count, the same seed and the same batches.
 
 Scheduling. Runs are handed out in the order given; a sweep gives them longest first
-(scaling.sweep.job_order), which keeps the cores busy until the end instead of leaving one core
+(scaling.sweep.driver.job_order), which keeps the cores busy until the end instead of leaving one core
 on the biggest run. Progress and warnings of a worker are forwarded to the driver, which calls
 the reporter.
 
@@ -33,9 +33,10 @@ Waiting. A lazy job source may yield `WAIT` instead of a job: nothing is ready n
 flight will make something ready (a WSD branch waits for its stable run's checkpoint). The
 executor asks again when a run ends or within a second, and ends when the source is exhausted.
 
-Stopping. A stop request (train.STOP, which the command line sets on SIGINT or SIGTERM) reaches
-each worker as SIGTERM: its run stops after the current step with a checkpoint, as in-process,
-and no further run starts. Workers ignore SIGINT (the driver decides) and die with the driver.
+Stopping. A stop request (scaling.train.loop.STOP, which the command line sets on SIGINT or
+SIGTERM) reaches each worker as SIGTERM: its run stops after the current step with a checkpoint,
+as in-process, and no further run starts. Workers ignore SIGINT (the driver decides) and die
+with the driver.
 """
 
 from __future__ import annotations
