@@ -49,14 +49,7 @@ def _duration(seconds: float) -> str:
 
 
 def print_plan(cfg, runs_dir: Path) -> None:
-    from scaling.sweep.driver import (
-        estimate_walls,
-        job_order,
-        makespan,
-        plan,
-        plan_cost,
-        sweep_workers,
-    )
+    from scaling.sweep.driver import estimate_walls, job_order, makespan, plan, plan_cost, sweep_workers
 
     planned = plan(cfg)
     walls, basis = estimate_walls(planned, runs_dir / cfg.name)

@@ -41,22 +41,9 @@ import yaml
 from scaling.config import Shape, SweepConfig, run_lr
 from scaling.data.tokens import prepare_tokens
 from scaling.runs import locks, store
-from scaling.sweep.executor import (
-    ASSUMED_FLOPS,
-    WAIT,
-    Job,
-    LocalExecutor,
-    token_data,
-)
+from scaling.sweep.executor import ASSUMED_FLOPS, WAIT, Job, LocalExecutor, token_data
 from scaling.sweep.executors import make_executor
-from scaling.train.loop import (
-    STOP,
-    Interrupted,
-    RunSpec,
-    check_data,
-    cooldown_steps,
-    schedule_bounds,
-)
+from scaling.train.loop import STOP, Interrupted, RunSpec, check_data, cooldown_steps, schedule_bounds
 from scaling.train.model import GPTConfig, flops_per_token, param_counts
 
 # Settings that change how a run is logged or scheduled, where and how fast it runs (the same

@@ -7,13 +7,7 @@ import pandas as pd
 import pytest
 
 from scaling.errors import UsageError
-from scaling.laws.approaches import (
-    curves_from_store,
-    envelope,
-    fit_power_law,
-    group_by_exact_budget,
-    isoflop,
-)
+from scaling.laws.approaches import curves_from_store, envelope, fit_power_law, group_by_exact_budget, isoflop
 from scaling.laws.references import BESIROGLU, CHINCHILLA
 from scaling.runs import store
 

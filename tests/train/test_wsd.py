@@ -20,14 +20,7 @@ from scaling.laws.approaches import curves_from_store
 from scaling.runs import store
 from scaling.sweep.driver import plan, plan_cost, run_id, run_sweep
 from scaling.sweep.executor import token_data
-from scaling.train.loop import (
-    STOP,
-    Interrupted,
-    lr_at,
-    request_stop,
-    schedule_bounds,
-    train_run,
-)
+from scaling.train.loop import STOP, Interrupted, lr_at, request_stop, schedule_bounds, train_run
 from tests.conftest import MICRO, micro_config
 
 # The micro grid (2 shapes x budgets of 32, 64 and 128 steps of 256 tokens) with WSD and 25%
