@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from scaling.laws import fit, fitdata
+from scaling.laws.bootstrap import CI_NAMES, bootstrap
 from scaling.laws.references import BESIROGLU
 
 
@@ -83,11 +84,11 @@ def main(argv=None) -> int:
         print(f"{name:>6} {a:>12.6g} {b:>12.6g} {(b - a) / a:>+10.2e} {getattr(BESIROGLU.law, name):>10.6g}")
 
     t0 = time.perf_counter()
-    boot = fit.bootstrap(n, d, loss, n_resamples=args.resamples, seed=0, full_fit=res)
+    boot = bootstrap(n, d, loss, n_resamples=args.resamples, seed=0, full_fit=res)
     bt = time.perf_counter() - t0
     print(f"bootstrap, {args.resamples} resamples x {boot.n_starts_per_resample} starts: {bt:.1f} s; "
           f"{boot.n_converged} converged; reference C = {boot.reference_compute:.4g}")
-    for name in fit.CI_NAMES:
+    for name in CI_NAMES:
         lo, hi = boot.intervals[name]
         pub = BESIROGLU.ci.get(name)
         extra = f"   Besiroglu ({pub[0]:.4g}, {pub[1]:.4g})" if pub else ""

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.optimize import minimize_scalar
 
 from scaling.errors import UsageError
 from scaling.laws.allocation import (
@@ -29,6 +30,53 @@ def test_closed_form_matches_numerical_minimiser(law, compute):
     assert closed.tokens_per_param == pytest.approx(numeric.tokens_per_param, rel=1e-6)
     assert closed.loss == pytest.approx(numeric.loss, rel=1e-12)
     assert 6 * closed.n * closed.d == pytest.approx(compute, rel=1e-12)
+
+
+# Laws spanning the shapes that matter: the published two, alpha = beta (constant D/N), and
+# alpha far above and far below beta.
+README_LAWS = [CHINCHILLA.law, BESIROGLU.law, Law(E=1.8, A=400.0, B=400.0 * 20**0.3, alpha=0.3, beta=0.3),
+               Law(E=2.0, A=1e3, B=50.0, alpha=0.6, beta=0.15), Law(E=1.0, A=30.0, B=5e4, alpha=0.1, beta=0.7)]
+WIDE_BUDGETS = (1e15, 1e18, 1e21, 1e23, 1e25, 1e27)
+
+
+def minimise_on_log_n(law: Law, compute: float) -> float:
+    """N minimising L(N, C / (6N)), found by minimize_scalar on x = ln N; written here, apart from
+    scaling.laws.allocation.
+
+    L is flat at its minimum, so L itself cannot place the argmin closer than about
+    sqrt(eps L / L'') ~ 1e-7 in x. Minimised instead: L(x0 + u) - L(x0) =
+    A e^(-alpha x0) expm1(-alpha u) + B (C/6)^-beta e^(beta x0) expm1(beta u), exact to rounding
+    relative to itself, from the best x0 of a grid, over u within one grid step."""
+    log_c6 = math.log(compute / 6)
+    grid = np.linspace(0.0, log_c6, 401)
+    x0 = grid[np.argmin(law.A * np.exp(-law.alpha * grid) + law.B * np.exp(-law.beta * (log_c6 - grid)))]
+    t_n, t_d = law.A * math.exp(-law.alpha * x0), law.B * math.exp(-law.beta * (log_c6 - x0))
+    step = grid[1] - grid[0]
+    res = minimize_scalar(lambda u: t_n * math.expm1(-law.alpha * u) + t_d * math.expm1(law.beta * u),
+                          bounds=(-step, step), method="bounded", options={"xatol": 1e-13, "maxiter": 10_000})
+    assert res.success and abs(res.x) < step
+    return math.exp(x0 + res.x)
+
+
+@pytest.mark.parametrize("law", README_LAWS, ids=["chinchilla", "besiroglu", "equal", "alpha>beta", "alpha<beta"])
+def test_closed_forms_match_a_numerical_minimiser_to_1e_7(law):
+    """README: the closed forms agree with a numerical minimiser of L subject to 6ND = C to 1e-7."""
+    n_num = {c: minimise_on_log_n(law, c) for c in WIDE_BUDGETS}
+    for c in WIDE_BUDGETS:
+        closed = plan(law, c)
+        assert closed.n == pytest.approx(n_num[c], rel=1e-7)
+        assert closed.d == pytest.approx(c / (6 * n_num[c]), rel=1e-7)
+        # The package's own numerical path (numerical_optimum) meets the same promise.
+        numeric = numerical_optimum(law, c)
+        assert closed.n == pytest.approx(numeric.n, rel=1e-7)
+        assert closed.d == pytest.approx(numeric.d, rel=1e-7)
+    # a and b are the slopes of ln N_opt and ln D_opt in ln C; G = N_opt / (C/6)^a.
+    lo, hi = WIDE_BUDGETS[0], WIDE_BUDGETS[-1]
+    a = math.log(n_num[hi] / n_num[lo]) / math.log(hi / lo)
+    b = math.log((hi / n_num[hi]) / (lo / n_num[lo])) / math.log(hi / lo)
+    assert law.a == pytest.approx(a, rel=1e-7)
+    assert law.b == pytest.approx(b, rel=1e-7)
+    assert law.G == pytest.approx(n_num[lo] / (lo / 6) ** a, rel=1e-7)
 
 
 @pytest.mark.parametrize("compute", BUDGETS)

@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from scaling.errors import UsageError
 from scaling.laws.approaches import curves_from_store, envelope, fit_power_law, group_by_exact_budget, isoflop
@@ -124,16 +125,59 @@ def chinchilla_points():
     return n, df["Training FLOP"].to_numpy() / (6 * n), df["loss"].to_numpy()
 
 
+def hand_isoflop(n, d, loss, budgets, ratio=2.0):
+    """Approach 2 as Hoffmann et al. describe it, by hand: each run joins the budget nearest in
+    log C (C = 6 N D) unless more than `ratio` off; per budget, a parabola of loss in ln N
+    (numpy.polyfit) whose vertex is ln N_opt when it lies inside the sampled sizes; then a line
+    through (ln C, ln N_opt). Returns (a, its 95% Student-t interval, budgets used, runs left out)."""
+    log_c = np.log(6 * n * d)
+    dist = np.abs(log_c[:, None] - np.log(budgets)[None, :])
+    nearest, left_out = dist.argmin(axis=1), int((dist.min(axis=1) > np.log(ratio)).sum())
+    xs, ys = [], []
+    for k, budget in enumerate(budgets):
+        mine = (nearest == k) & (dist.min(axis=1) <= np.log(ratio))
+        p2, p1, _ = np.polyfit(np.log(n[mine]), loss[mine], 2)
+        vertex = -p1 / (2 * p2)
+        if p2 > 0 and np.log(n[mine]).min() <= vertex <= np.log(n[mine]).max():
+            xs.append(np.log(budget))
+            ys.append(vertex)
+    (a, _), cov = np.polyfit(xs, ys, 1, cov=True)    # cov scaled by the residuals, n - 2 dof
+    half = stats.t.ppf(0.975, len(xs) - 2) * np.sqrt(cov[0, 0])
+    return a, (a - half, a + half), len(xs), left_out
+
+
 def test_isoflop_on_hoffmann_points():
     n, d, loss = chinchilla_points()
     result = isoflop(n, d, loss, budgets=HOFFMANN_BUDGETS)
-    # All 9 budgets give an interior minimum; 6 of 245 points lie > 2x from every budget.
-    assert len(result.usable) == 9 and result.n_left_out_runs == 6
-    # Hoffmann et al. report a = 0.49 (0.462, 0.534); the extracted points give 0.512.
+    a, ci, used, left_out = hand_isoflop(n, d, loss, np.array(HOFFMANN_BUDGETS))
+    assert len(result.usable) == used == 9 and result.n_left_out_runs == left_out
+    assert result.a == pytest.approx(a, rel=1e-9)
+    assert result.a_ci == pytest.approx(ci, rel=1e-9)
+    # Hoffmann et al. report a = 0.49 (0.462, 0.534) from their own runs; the extracted points agree.
     assert 0.4 < result.a < 0.6
-    assert result.a == pytest.approx(0.5125, abs=0.001)
     assert result.a_ci[0] < 0.49 < result.a_ci[1]
     assert result.b == pytest.approx(1 - result.a, abs=1e-9)
+
+
+def test_isoflop_recovers_a_exactly_from_parabolic_profiles():
+    # Loss exactly quadratic in ln N along each budget, vertex at ln N_opt = a ln C + k: the
+    # parabola fits are exact, so Approach 2 must return this a (and b = 1 - a) to rounding.
+    a_true, k = 0.4321, -3.0
+    budgets = np.logspace(18, 22, 5)
+    n, d, loss = [], [], []
+    for c in budgets:
+        log_n_opt = a_true * np.log(c) + k
+        for u in np.linspace(-1.5, 1.2, 7):      # sizes around the optimum, asymmetric
+            size = np.exp(log_n_opt + u)
+            n.append(size)
+            d.append(c / (6 * size))
+            loss.append(2.0 + 0.03 * u**2 - 0.1 * np.log(c / 1e18))
+    result = isoflop(np.array(n), np.array(d), np.array(loss))
+    assert len(result.usable) == 5
+    assert result.a == pytest.approx(a_true, rel=1e-9)
+    assert result.b == pytest.approx(1 - a_true, rel=1e-9)
+    for m in result.usable:
+        assert m.n_opt == pytest.approx(np.exp(a_true * np.log(m.compute) + k), rel=1e-8)
 
 
 def law_curves(law, sizes=np.logspace(7, 10, 31), tokens=np.logspace(8, 12.5, 80)):

@@ -1,17 +1,23 @@
-"""scaling.fit: the objective, the batched L-BFGS, the Approach-3 fit and the bootstrap, on real data.
+"""scaling.laws: the objective, the batched L-BFGS, the Approach-3 fit and the bootstrap, on real data.
 
 The Chinchilla points are Hoffmann et al.'s runs as extracted by Besiroglu et al. (2024); the
 reference constants are those of a plain per-start scipy loop on the same 240 points
 (/work/shared/data/README.md and scaling/data/README.md).
 """
 
+import itertools
+
 import numpy as np
 import pytest
-from scipy.optimize import rosen, rosen_der
+from scipy.optimize import minimize, rosen, rosen_der
+from threadpoolctl import threadpool_limits
 
 from scaling.errors import UsageError
 from scaling.laws import fit, fitdata
+from scaling.laws.bootstrap import bootstrap, resample_counts
 from scaling.laws.law import Law
+from scaling.laws.lbfgs import lbfgs_batched
+from scaling.laws.objective import _objective_stable, objective, objective_batched, theta_from_law
 from scaling.laws.references import BESIROGLU
 
 # Per-start scipy loop on the 240 points (drop the 5 highest losses): the reference optimum.
@@ -30,7 +36,7 @@ def chinchilla_fit(chinchilla):
 
 @pytest.fixture(scope="module")
 def chinchilla_boot(chinchilla, chinchilla_fit):
-    return fit.bootstrap(chinchilla.n, chinchilla.d, chinchilla.loss, n_resamples=200, seed=0,
+    return bootstrap(chinchilla.n, chinchilla.d, chinchilla.loss, n_resamples=200, seed=0,
                          full_fit=chinchilla_fit)
 
 
@@ -47,36 +53,36 @@ def test_gradient_matches_central_differences(chinchilla):
                              rng.uniform(0.1, 1, 20), rng.uniform(0.1, 1, 20)])
     weights = rng.integers(0, 3, size=(20, log_n.size)).astype(float)
     for w in (None, weights):
-        f, g = fit.objective_batched(theta, log_n, log_d, log_loss, 1e-3, w)
+        f, g = objective_batched(theta, log_n, log_d, log_loss, 1e-3, w)
         h = 1e-6
         for k in range(5):
             step = np.zeros(5)
             step[k] = h
-            fp, _ = fit.objective_batched(theta + step, log_n, log_d, log_loss, 1e-3, w)
-            fm, _ = fit.objective_batched(theta - step, log_n, log_d, log_loss, 1e-3, w)
+            fp, _ = objective_batched(theta + step, log_n, log_d, log_loss, 1e-3, w)
+            fm, _ = objective_batched(theta - step, log_n, log_d, log_loss, 1e-3, w)
             np.testing.assert_allclose(g[:, k], (fp - fm) / (2 * h), rtol=1e-4, atol=1e-9)
         # The one-vector version used by scipy gives the same numbers.
         for i in range(3):
-            f1, g1 = fit.objective(theta[i], log_n, log_d, log_loss, 1e-3, None if w is None else w[i])
+            f1, g1 = objective(theta[i], log_n, log_d, log_loss, 1e-3, None if w is None else w[i])
             assert f1 == pytest.approx(f[i], rel=1e-12)
             np.testing.assert_allclose(g1, g[i], rtol=1e-10, atol=1e-15)
 
 
 def test_objective_is_summed_huber_of_log_residuals(chinchilla):
     law = BESIROGLU.law
-    theta = fit.theta_from_law(law)
+    theta = theta_from_law(law)
     r = np.log(law.loss(chinchilla.n, chinchilla.d)) - np.log(chinchilla.loss)
     delta = 1e-3
     huber = np.where(np.abs(r) <= delta, 0.5 * r**2, delta * (np.abs(r) - 0.5 * delta))
-    f, _ = fit.objective(theta, *_logs(chinchilla), delta)
+    f, _ = objective(theta, *_logs(chinchilla), delta)
     assert f == pytest.approx(huber.sum(), rel=1e-10)
 
 
 def test_overflowing_rows_fall_back_to_the_stable_form(chinchilla):
     log_n, log_d, log_loss = _logs(chinchilla)
     theta = np.array([[0.5, 800.0, 7.0, 0.3, 0.3], [0.5, 6.0, 7.0, 0.3, 0.3]])   # e^(a - e) overflows
-    f, g = fit.objective_batched(theta, log_n, log_d, log_loss)
-    fs, gs = fit._objective_stable(theta, log_n, log_d, log_loss, 1e-3, None)
+    f, g = objective_batched(theta, log_n, log_d, log_loss)
+    fs, gs = _objective_stable(theta, log_n, log_d, log_loss, 1e-3, None)
     assert np.all(np.isfinite(f)) and np.all(np.isfinite(g))
     np.testing.assert_allclose(f, fs, rtol=1e-12)
     np.testing.assert_allclose(g, gs, rtol=1e-9, atol=1e-12)
@@ -88,7 +94,7 @@ def test_batched_lbfgs_minimises_rosenbrock_from_many_starts():
     def fun(x, rows):
         return np.array([rosen(v) for v in x]), np.array([rosen_der(v) for v in x])
 
-    res = fit.lbfgs_batched(fun, starts, ftol=1e-15, gtol=1e-9)
+    res = lbfgs_batched(fun, starts, ftol=1e-15, gtol=1e-9)
     ends_at_one = np.all(np.abs(res.x - 1.0) < 1e-4, axis=1)
     # Rosenbrock in 4-D has a second local minimum near (-1, 1, 1, 1); all others reach (1, 1, 1, 1).
     near_other = np.abs(res.x[:, 0] + 0.78) < 0.05
@@ -119,19 +125,65 @@ def test_chinchilla_fit_matches_the_per_start_scipy_reference(chinchilla, chinch
     assert res.law.a == pytest.approx(0.514, abs=2e-3)
 
 
-def test_batched_optimum_agrees_with_scipy(chinchilla, chinchilla_fit):
-    logs = _logs(chinchilla)
-    free = np.ones(5, dtype=bool)
-    # scipy's L-BFGS-B at its default tolerances, started at our optimum, finds nothing lower.
-    theta, f, ok, _ = fit._polish(np.array(chinchilla_fit.theta), *logs, 1e-3, free, tight=False)
-    assert ok and f >= chinchilla_fit.objective * (1 - 1e-12)
-    np.testing.assert_allclose(theta, chinchilla_fit.theta, rtol=1e-6)
-    # The plain per-start loop over 150 random grid starts does no better than the batched fit,
-    # and its best end point is the same optimum.
+# An independent reference, written here from the method's description and sharing no code with
+# scaling.laws: Hoffmann et al.'s objective (Huber, delta = 1e-3, on log L_pred - log L_obs with
+# log L_pred = LSE(a - alpha ln N, b - beta ln D, e)) and their grid of starts, minimised by a
+# plain scipy.optimize.minimize(L-BFGS-B) call per start at scipy's default tolerances.
+HOFFMANN_AXES = {"e": (-1.0, -0.5, 0.0, 0.5, 1.0), "a": (0.0, 5.0, 10.0, 15.0, 20.0, 25.0),
+                 "b": (0.0, 5.0, 10.0, 15.0, 20.0, 25.0), "alpha": (0.0, 0.5, 1.0, 1.5, 2.0),
+                 "beta": (0.0, 0.5, 1.0, 1.5, 2.0)}
+
+
+def huber_objective(ln_n, ln_d, ln_loss, delta=1e-3):
+    """(f, grad) of sum_i Huber_delta(r_i) over theta = (e, a, b, alpha, beta), from the formula."""
+
+    def f_and_grad(theta):
+        e, a, b, alpha, beta = theta
+        t1, t2 = a - alpha * ln_n, b - beta * ln_d
+        top = np.maximum(np.maximum(t1, t2), e)
+        x1, x2, x3 = np.exp(t1 - top), np.exp(t2 - top), np.exp(e - top)
+        s = x1 + x2 + x3
+        r = top + np.log(s) - ln_loss
+        value = np.sum(np.where(np.abs(r) <= delta, 0.5 * r * r, delta * (np.abs(r) - 0.5 * delta)))
+        q = np.clip(r, -delta, delta) / s           # Huber'(r) times d LSE / d term = x_k / s
+        grad = np.array([q @ x3, q @ x1, q @ x2, -(q * x1) @ ln_n, -(q * x2) @ ln_d])
+        return value, grad
+
+    return f_and_grad
+
+
+def test_fit_law_matches_an_independent_scipy_loop_over_hoffmanns_grid(chinchilla, chinchilla_fit):
+    f_and_grad = huber_objective(np.log(chinchilla.n), np.log(chinchilla.d), np.log(chinchilla.loss))
+    starts = list(itertools.product(*HOFFMANN_AXES.values()))
+    assert len(starts) == 4500
+    # One BLAS thread: scipy's L-BFGS-B calls BLAS on 5-vectors, which busy cores make slow.
+    with threadpool_limits(limits=1, user_api="blas"):
+        ends = [minimize(f_and_grad, x0, jac=True, method="L-BFGS-B") for x0 in starts]
+    best = min(ends, key=lambda end: end.fun)
+    e, a, b, alpha, beta = best.x
+    reference = {"E": np.exp(e), "A": np.exp(a), "B": np.exp(b), "alpha": alpha, "beta": beta,
+                 "a": beta / (alpha + beta)}
+    for name, value in reference.items():   # the same optimum, to 4 significant digits
+        assert getattr(chinchilla_fit.law, name) == pytest.approx(value, rel=1e-4), name
+    # No start of the plain loop ends lower than the batched fit (beyond rounding), and the fit's
+    # objective is the formula's at its own optimum.
+    assert best.fun >= chinchilla_fit.objective * (1 - 1e-9)
+    assert chinchilla_fit.objective == pytest.approx(f_and_grad(np.array(chinchilla_fit.theta))[0], rel=1e-12)
+    # scipy started at the fit's optimum finds nothing lower and does not move.
+    again = minimize(f_and_grad, np.array(chinchilla_fit.theta), jac=True, method="L-BFGS-B")
+    assert again.fun >= chinchilla_fit.objective * (1 - 1e-12)
+    np.testing.assert_allclose(again.x, chinchilla_fit.theta, rtol=1e-6)
+
+
+def test_fit_scipy_loop_the_benchmark_compares_against(chinchilla, chinchilla_fit):
+    # bench/bench_fit.py times fit.fit_scipy_loop as the plain method: over 150 random grid starts
+    # it reports the formula's objective at its best end point, no lower than the batched fit's,
+    # and that end point is the same optimum to scipy's default tolerances.
+    f_and_grad = huber_objective(np.log(chinchilla.n), np.log(chinchilla.d), np.log(chinchilla.loss))
     subset = np.random.default_rng(1).choice(4500, size=150, replace=False)
-    best, f_loop, _, fs = fit.fit_scipy_loop(chinchilla.n, chinchilla.d, chinchilla.loss, starts_subset=subset)
-    assert f_loop >= chinchilla_fit.objective * (1 - 1e-9)
-    assert f_loop <= chinchilla_fit.objective * (1 + 1e-6)
+    best, f_loop, _, _ = fit.fit_scipy_loop(chinchilla.n, chinchilla.d, chinchilla.loss, starts_subset=subset)
+    assert f_loop == pytest.approx(f_and_grad(best)[0], rel=1e-12)
+    assert chinchilla_fit.objective * (1 - 1e-9) <= f_loop <= chinchilla_fit.objective * (1 + 1e-6)
     loop_law = fit.law_from_theta(best)
     for name in ("E", "A", "B", "alpha", "beta"):
         assert getattr(loop_law, name) == pytest.approx(getattr(chinchilla_fit.law, name), rel=1e-3)
@@ -228,7 +280,7 @@ def test_bootstrap_reference_compute_defaults_to_the_largest_6ND(chinchilla, chi
 def test_bootstrap_warm_starts_find_the_full_grid_optimum(chinchilla, chinchilla_boot):
     """The shortcut (start each resample from the full-data optima) loses nothing against the
     4,500-point grid on the same resample, for the first two resamples."""
-    counts = fit.resample_counts(len(chinchilla), 200, seed=0)
+    counts = resample_counts(len(chinchilla), 200, seed=0)
     for r in range(2):
         idx = np.repeat(np.arange(len(chinchilla)), counts[r].astype(int))
         full = fit.fit_law(chinchilla.n[idx], chinchilla.d[idx], chinchilla.loss[idx])
@@ -238,11 +290,11 @@ def test_bootstrap_warm_starts_find_the_full_grid_optimum(chinchilla, chinchilla
 
 def test_bootstrap_is_seeded(chinchilla, chinchilla_fit):
     args = (chinchilla.n, chinchilla.d, chinchilla.loss)
-    a = fit.bootstrap(*args, n_resamples=20, seed=7, full_fit=chinchilla_fit)
-    b = fit.bootstrap(*args, n_resamples=20, seed=7, full_fit=chinchilla_fit)
-    c = fit.bootstrap(*args, n_resamples=20, seed=8, full_fit=chinchilla_fit)
+    a = bootstrap(*args, n_resamples=20, seed=7, full_fit=chinchilla_fit)
+    b = bootstrap(*args, n_resamples=20, seed=7, full_fit=chinchilla_fit)
+    c = bootstrap(*args, n_resamples=20, seed=8, full_fit=chinchilla_fit)
     assert a.intervals == b.intervals
     np.testing.assert_array_equal(a.samples["alpha"], b.samples["alpha"])
     assert a.intervals["alpha"] != c.intervals["alpha"]
     with pytest.raises(UsageError, match="at least 1"):
-        fit.bootstrap(*args, n_resamples=0, full_fit=chinchilla_fit)
+        bootstrap(*args, n_resamples=0, full_fit=chinchilla_fit)
