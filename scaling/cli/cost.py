@@ -6,23 +6,23 @@
     scaling cost rules            D = 20 N and a fixed-N split beside a law's optimum
     scaling cost memory           weights by dtype, attention scores n^2, SSM state, n = d crossover
 
-Thin layer over `scaling.cost.estimates`: parse, call, print. Numbers are parsed here (not by argparse)
+Thin layer over `scaling.cost`: parse, call, print. Numbers are parsed here (not by argparse)
 so that a bad value is a UsageError (exit 2, one line saying what is allowed). `--json` prints
-the result dataclasses, units and assumptions included.
+the result dataclasses, units and assumptions included. The library's messages name quantities;
+where a rule is about which flags go together, it is checked here first, in flag names.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
-from scaling.cost import estimates as cost
+from scaling import cost
+from scaling.cli import cost_memory
+from scaling.cli.cost_common import NumberArgs, print_assumptions, print_json
+from scaling.cli.law_choice import LawChoice, choose_law
 from scaling.errors import UsageError
-from scaling.laws.law import Law
-from scaling.laws.references import REFERENCES, reference
-
-_NEGATIVE_NUMBER = re.compile(r"^-\.?\d")
+from scaling.formats import positive
+from scaling.laws.references import REFERENCES
 
 
 def register(subparsers) -> None:
@@ -30,8 +30,13 @@ def register(subparsers) -> None:
         "cost", help="plan compute, time, money and memory (training, inference, optimum)",
         description="Back-of-the-envelope planning sums, each printed with its units and the "
                     "assumptions that produced it.")
-    sub = group.add_subparsers(dest="cost_command", required=True, metavar="SUBCOMMAND")
+    sub = group.add_subparsers(dest="cost_command", required=True, metavar="SUBCOMMAND",
+                               parser_class=NumberArgs)
+    for add in (_add_train, _add_inference, _add_inference_aware, _add_rules, cost_memory.add_memory):
+        add(sub)
 
+
+def _add_train(sub) -> None:
     train = sub.add_parser(
         "train", help="training FLOPs, GPU-hours, wall-clock days and dollars for some models",
         description="C = 6 N D per model (and the exact count when a shape is given); "
@@ -49,6 +54,8 @@ def register(subparsers) -> None:
     train.add_argument("--json", action="store_true", help="print JSON instead of a table")
     train.set_defaults(func=cmd_train)
 
+
+def _add_inference(sub) -> None:
     inf = sub.add_parser(
         "inference", help="lifetime inference FLOPs and when they overtake training",
         description="C_inf = 2 N FLOPs per generated token, times tokens per request, times "
@@ -60,6 +67,8 @@ def register(subparsers) -> None:
     inf.add_argument("--json", action="store_true")
     inf.set_defaults(func=cmd_inference)
 
+
+def _add_inference_aware(sub) -> None:
     aware = sub.add_parser(
         "inference-aware", help="N, D minimising training + inference FLOPs at a target loss",
         description="Sardana et al. 2024 (arXiv:2401.00448): minimise 6 N D + 2 N D_inf "
@@ -75,6 +84,8 @@ def register(subparsers) -> None:
     aware.add_argument("--json", action="store_true")
     aware.set_defaults(func=cmd_inference_aware)
 
+
+def _add_rules(sub) -> None:
     rules = sub.add_parser(
         "rules", help="D = 20 N and a fixed-N (Kaplan-style) split beside a law's optimum",
         description="At C FLOPs: the rule D = k N (N = sqrt(C / 6k)), a fixed N spent on "
@@ -87,32 +98,6 @@ def register(subparsers) -> None:
     _law_args(rules)
     rules.add_argument("--json", action="store_true")
     rules.set_defaults(func=cmd_rules)
-
-    mem = sub.add_parser(
-        "memory", help="weights by dtype, attention score matrices, SSM state, n = d crossover",
-        description="Give any of: --params (weights), --context (n^2 attention scores), "
-                    "--ssm-d with --ssm-state (SSM state), --d-model (attention vs recurrence).")
-    mem.add_argument("--params", default=None, help="total parameters (all experts of a MoE)")
-    mem.add_argument("--active-params", default=None, help="parameters active per token (MoE)")
-    mem.add_argument("--dtype", default="bf16",
-                     help=f"weight dtype: {', '.join(cost.DTYPE_BYTES)} (default bf16)")
-    mem.add_argument("--context", nargs="+", default=None, help="context lengths n")
-    mem.add_argument("--score-bytes", default="4", help="bytes per attention score (default 4)")
-    mem.add_argument("--heads", default="1", help="attention heads (default 1)")
-    mem.add_argument("--layers", default="1", help="layers (default 1)")
-    mem.add_argument("--ssm-d", default=None, help="SSM channels d")
-    mem.add_argument("--ssm-state", default=None, help="SSM state size per channel N_state")
-    mem.add_argument("--state-bytes", default="4", help="bytes per SSM state number (default 4)")
-    mem.add_argument("--d-model", default=None,
-                     help="model width d for the attention (n^2 d) vs recurrence (n d^2) "
-                          "crossover, at the --context lengths")
-    mem.add_argument("--json", action="store_true")
-    mem.set_defaults(func=cmd_memory)
-
-    # A value like -7e10 should reach our checks ("must be positive"), not be taken for an
-    # option: argparse < 3.13 only recognises -7 and -.5 as negative numbers.
-    for parser in (train, inf, aware, rules, mem):
-        parser._negative_number_matcher = _NEGATIVE_NUMBER
 
 
 def _throughput_args(parser) -> None:
@@ -135,31 +120,14 @@ def _law_args(parser) -> None:
 
 # ----------------------------------------------------------------------------- helpers
 
-def _law(args) -> tuple[Law, str]:
-    if args.fit is not None and args.law is not None:
-        raise UsageError("give --law or --fit, not both")
-    if args.fit is not None:
-        return _load_fit(args.fit), f"fit {args.fit}"
-    key = args.law or "chinchilla"
-    ref = reference(key)
-    if ref.law is None:
-        with_law = [k for k, r in REFERENCES.items() if r.law is not None]
-        raise UsageError(f"{key!r} publishes no parametric L(N, D); use one of "
-                         f"{', '.join(with_law)} or --fit")
-    return ref.law, key
+def _law(args) -> LawChoice:
+    return choose_law(args.fit, args.law, parametric=True)
 
 
-def _default_law_note(args) -> None:
-    if args.law is None and args.fit is None:
+def _default_law_note(choice: LawChoice) -> None:
+    if choice.is_default:
         print("law: the published chinchilla law (Hoffmann et al. 2022), by default; "
               "--fit FIT_JSON for yours")
-
-
-def _load_fit(path: Path) -> Law:
-    """The law of a fit.json; imported late so the cost commands without --fit do not load the fitter."""
-    from scaling.laws.results import load_fit
-
-    return load_fit(path)[0]
 
 
 def _parse_model(spec: str) -> tuple[str, float, float, cost.ModelShape | None]:
@@ -182,34 +150,43 @@ def _parse_model(spec: str) -> tuple[str, float, float, cost.ModelShape | None]:
     name = name.strip()
     if not name:
         raise UsageError(f"--model {spec!r}: the name is empty; expected {fmt}")
-    n = cost.positive(n, f"--model {name}: N")
-    d = cost.positive(d, f"--model {name}: D")
+    n = positive(n, f"--model {name}: N")
+    d = positive(d, f"--model {name}: D")
     if shape is not None:
         labels = ("LAYERS", "D_MODEL", "CONTEXT", "VOCAB")
-        shape = tuple(cost.positive(v, f"--model {name}: {label}", integer=True)
+        shape = tuple(positive(v, f"--model {name}: {label}", integer=True)
                       for v, label in zip(shape, labels))
     return name, n, d, shape
 
 
-def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=2))
-
-
-def _assumptions(items) -> None:
-    print("assumptions:")
-    seen = []
-    for item in items:
-        if item not in seen:
-            seen.append(item)
-            print(f"  - {item}")
+def _throughput(args) -> cost.Throughput:
+    """`cost.throughput` from the flags, which go together as it requires: checked here so that
+    the message names the flags."""
+    given = [flag for flag, value in (("--flops-per-gpu", args.flops_per_gpu), ("--gpu", args.gpu),
+                                      ("--peak-flops", args.peak_flops)) if value is not None]
+    if len(given) != 1:
+        raise UsageError(
+            "give exactly one of --flops-per-gpu (achieved FLOP/s per GPU), --gpu PRESET "
+            f"(one of {', '.join(cost.GPU_PRESETS)}) with --mfu, or --peak-flops with --mfu"
+            + (f"; got {' and '.join(given)}" if given else ""))
+    if args.flops_per_gpu is not None and args.mfu is not None:
+        raise UsageError("--mfu applies to a peak (--gpu or --peak-flops); an achieved "
+                         "--flops-per-gpu already includes utilisation")
+    if args.flops_per_gpu is None and args.mfu is None:
+        raise UsageError("a peak FLOP/s figure needs --mfu, the fraction of peak actually "
+                         "achieved, in (0, 1]; large dense runs typically reach 0.3 to 0.5")
+    if args.gpu is not None and args.gpu.strip().lower() not in cost.GPU_PRESETS:
+        raise UsageError(f"unknown GPU preset {args.gpu!r}; known: {', '.join(cost.GPU_PRESETS)} "
+                         "(or give --peak-flops)")
+    return cost.throughput(achieved=args.flops_per_gpu, gpu=args.gpu, peak=args.peak_flops,
+                           mfu=args.mfu)
 
 
 # ----------------------------------------------------------------------------- commands
 
 def cmd_train(args) -> int:
     models = [_parse_model(spec) for spec in args.model]
-    tp = cost.throughput(achieved=args.flops_per_gpu, gpu=args.gpu, peak=args.peak_flops,
-                         mfu=args.mfu)
+    tp = _throughput(args)
     results = []
     for name, n, d, shape in models:
         ms = None if shape is None else cost.ModelShape(*shape,
@@ -217,7 +194,7 @@ def cmd_train(args) -> int:
         results.append(cost.training_cost(name, n, d, tp, gpus=args.gpus, price=args.price,
                                           shape=ms))
     if args.json:
-        _print_json({"throughput": tp.to_dict(), "models": [r.to_dict() for r in results]})
+        print_json({"throughput": tp.to_dict(), "models": [r.to_dict() for r in results]})
         return 0
     width = max(15, *(len(r.name) for r in results))
 
@@ -242,7 +219,7 @@ def cmd_train(args) -> int:
     if results[0].price_per_gpu_hour is not None:
         units += f"; US$ at {results[0].price_per_gpu_hour:g} per GPU-hour"
     print(units)
-    _assumptions(a for r in results for a in r.assumptions)
+    print_assumptions(a for r in results for a in r.assumptions)
     return 0
 
 
@@ -250,7 +227,7 @@ def cmd_inference(args) -> int:
     res = cost.inference_cost(args.params, args.tokens_per_request, args.requests,
                               training_tokens=args.tokens)
     if args.json:
-        _print_json(res.to_dict())
+        print_json(res.to_dict())
         return 0
     t = res.tokens_per_request
     print(f"inference: 2 N = 2 x {cost.sci(res.n_params)} = {cost.sci(res.flops_per_token)} "
@@ -269,24 +246,25 @@ def cmd_inference(args) -> int:
         print(f"inference overtakes training after {cost.sci(res.crossover_requests)} requests "
               f"({cost.sci(res.crossover_tokens)} generated tokens = 3 D)")
     print("units: N in parameters, D and request lengths in tokens, compute in FLOPs")
-    _assumptions(res.assumptions)
+    print_assumptions(res.assumptions)
     return 0
 
 
 def cmd_inference_aware(args) -> int:
-    law, label = _law(args)
+    choice = _law(args)
+    law, label = choice.law, choice.name
     if args.loss is not None:
         target = args.loss
         how = "given"
     else:
-        c = cost.positive(args.compute, "--compute")
+        c = positive(args.compute, "--compute")
         target = float(law.optimal_loss(c))
         how = f"the law's best loss at C = {cost.sci(c, 3)} FLOPs, training only"
     res = cost.inference_aware_optimum(law, target, args.inference_tokens, law_label=label)
     if args.json:
-        _print_json(res.to_dict())
+        print_json(res.to_dict())
         return 0
-    _default_law_note(args)
+    _default_law_note(choice)
     print(f"inference-aware optimum (Sardana et al. 2024), law {label}, target loss "
           f"{res.target_loss:.4f} ({how})")
     print(f"training-only optimum: N = {cost.sci(res.training_only_n, 3)}, "
@@ -308,20 +286,21 @@ def cmd_inference_aware(args) -> int:
     agree = "within 1e-6" if worst < 1e-6 else f"to {worst:.1e}"
     print(f"check: the minimiser over log N and the Lagrange condition agree {agree} "
           "(relative, in N)")
-    _assumptions(res.assumptions)
+    print_assumptions(res.assumptions)
     return 0
 
 
 def cmd_rules(args) -> int:
-    law, label = _law(args)
+    choice = _law(args)
+    law, label = choice.law, choice.name
     res = cost.rules_of_thumb(args.compute, fixed_params=args.params,
                               tokens_per_param=args.tokens_per_param, law=law, law_label=label)
     if args.json:
-        _print_json(res.to_dict())
+        print_json(res.to_dict())
         return 0
     k = res.tokens_per_param_rule
     rule = res.rows[0]
-    _default_law_note(args)
+    _default_law_note(choice)
     print(f"C = {cost.sci(res.compute, 3)} FLOPs (C = 6 N D)")
     print(f"rule D = {k:g} N:  N* = sqrt(C/{6 * k:g}) = {cost.sci(rule.n_params)} parameters, "
           f"D = {cost.sci(rule.tokens)} tokens")
@@ -341,76 +320,5 @@ def cmd_rules(args) -> int:
               f"{r.loss:>7.4f}")
     print("units: N parameters; D training tokens; D/N tokens per parameter; FLOPs per "
           "generated token (2 N); loss as predicted by the law")
-    _assumptions(res.assumptions)
+    print_assumptions(res.assumptions)
     return 0
-
-
-def cmd_memory(args) -> int:
-    sections = {}
-    if args.active_params is not None and args.params is None:
-        raise UsageError("--active-params needs --params (the total, all experts included)")
-    if args.params is not None:
-        sections["weights"] = cost.weight_memory(args.params, args.dtype, args.active_params)
-    if args.context is not None:
-        sections["attention_scores"] = cost.attention_scores_memory(
-            args.context, args.score_bytes, args.heads, args.layers)
-    if (args.ssm_d is None) != (args.ssm_state is None):
-        raise UsageError("an SSM state needs both --ssm-d and --ssm-state")
-    if args.ssm_d is not None:
-        sections["ssm_state"] = cost.ssm_state_memory(args.ssm_d, args.ssm_state,
-                                                      args.state_bytes, args.layers)
-    if args.d_model is not None:
-        sections["crossover"] = cost.attention_recurrence_crossover(args.d_model,
-                                                                    args.context or ())
-    if not sections:
-        raise UsageError("give at least one of --params (weights), --context (attention "
-                         "scores), --ssm-d with --ssm-state (SSM state), --d-model (crossover)")
-    if args.json:
-        _print_json({k: v.to_dict() for k, v in sections.items()})
-        return 0
-    assumptions = []
-    if "weights" in sections:
-        w = sections["weights"]
-        print(f"weights: {cost.sci(w.total_params)} parameters x {w.bytes_per_param:g} bytes "
-              f"({w.dtype}) = {cost.format_bytes(w.weight_bytes)}")
-        if w.active_params != w.total_params:
-            print(f"compute: {cost.sci(w.active_params)} of {cost.sci(w.total_params)} "
-                  f"parameters active per token = {100 * w.active_fraction:.0f}% of the dense "
-                  f"equivalent ({cost.sci(w.flops_per_token_active)} vs "
-                  f"{cost.sci(w.flops_per_token_dense)} FLOPs per token)")
-            print("memory follows total parameters, compute follows active ones")
-        assumptions += w.assumptions
-    if "attention_scores" in sections:
-        a = sections["attention_scores"]
-        many = a.heads * a.layers > 1
-        print(f"dense attention scores, n^2 x {a.bytes_per_element:g} bytes:")
-        print(f"{'context':>9}  {'per head per layer':>18}"
-              + (f"  {f'x {a.heads} heads x {a.layers} layers':>24}" if many else ""))
-        for r in a.rows:
-            print(f"{r.context:>9}  {cost.format_bytes(r.bytes_per_head_layer):>18}"
-                  + (f"  {cost.format_bytes(r.bytes_total):>24}" if many else ""))
-        assumptions += a.assumptions
-    if "ssm_state" in sections:
-        s = sections["ssm_state"]
-        print(f"SSM state: d x N_state = {s.d} x {s.n_state} x {s.bytes_per_element:g} bytes = "
-              f"{cost.format_bytes(s.bytes_per_layer)} per layer"
-              + (f", {cost.format_bytes(s.bytes_total)} for {s.layers} layers"
-                 if s.layers > 1 else "")
-              + ", at any context length")
-        assumptions += s.assumptions
-    if "crossover" in sections:
-        x = sections["crossover"]
-        print(f"self-attention n^2 d = recurrence n d^2 at n = d = {x.crossover_context}")
-        for r in x.rows:
-            word = "cheaper" if r.ratio < 1 else ("equal" if r.ratio == 1 else "dearer")
-            print(f"{r.context:>9}  attention / recurrence = {r.ratio:.3g} ({word})")
-        assumptions += x.assumptions
-    units = ["bytes in decimal units (1 MB = 1e6 bytes, 1 GB = 1e9 bytes)"]
-    if "weights" in sections:
-        units.append("parameters; FLOPs per token")
-    if "crossover" in sections:
-        units.append("n and d in tokens and channels; ratio of multiply-adds")
-    print("units: " + "; ".join(units))
-    _assumptions(assumptions)
-    return 0
-

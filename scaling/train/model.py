@@ -3,9 +3,9 @@
     tokens -> token + position embedding -> n_layers x [x + attn(ln(x)); x + mlp(ln(x))] -> ln -> logits
 
 Linear layers have no biases (as in nanoGPT's bias=False: slightly faster, no worse); LayerNorms
-keep their weight and bias. `param_counts` and `flops_per_token` follow Kaplan et al. 2020,
-sec. 2.1 and Table 1, and are checked against the module and against torch's FLOP counter in
-tests/test_model.py.
+keep their weight and bias. `param_counts` and `flops_per_token` are those of
+`scaling.train.counts` (derived there, from the shape alone), checked against this module and
+against torch's FLOP counter in tests/train/test_model.py.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from scaling.config import ModelConfig, Shape
+from scaling.train import counts
 
 
 @dataclass(frozen=True)
@@ -114,41 +115,16 @@ class GPT(nn.Module):
 
 
 def param_counts(cfg: GPTConfig) -> tuple[int, int]:
-    """(total, non-embedding) parameter counts, without building the model.
-
-    Non-embedding N follows Kaplan et al. 2020 (sec. 2.1): everything except the vocabulary and
-    position embeddings. An untied output layer is a vocabulary embedding too (a second d x vocab
-    table), so it is excluded from N as well: N is the same whether or not embeddings are tied,
-    and only the total differs. N does include the LayerNorms (4d per layer + 2d for the final
-    one), which Kaplan's 12 n_layers d^2 approximation leaves out.
-    """
-    d, r = cfg.d_model, cfg.mlp_ratio
-    per_layer = (3 + 1 + 2 * r) * d * d + 2 * (2 * d)   # qkv, proj, mlp in + out; two LayerNorms
-    non_embedding = cfg.n_layers * per_layer + 2 * d    # + final LayerNorm
-    embedding = (cfg.vocab_size + cfg.context_length) * d
-    if not cfg.tied_embeddings:
-        embedding += cfg.vocab_size * d
-    return non_embedding + embedding, non_embedding
+    """(total, non-embedding) parameter counts, without building the model: `scaling.train.counts`,
+    where the derivation is (Kaplan's non-embedding N, LayerNorms included; an untied output layer
+    counts as an embedding)."""
+    return counts.param_counts(cfg.n_layers, cfg.d_model, cfg.context_length, cfg.vocab_size,
+                               cfg.mlp_ratio, cfg.tied_embeddings)
 
 
 def flops_per_token(cfg: GPTConfig) -> dict:
-    """Training FLOPs per token (forward + backward), two ways.
-
-    flops_6n: 6 N with N the non-embedding count of `param_counts` -- the convention of the fit
-        (C = 6 N D, Kaplan et al. 2020): 2N forward, 4N backward, attention and output layer ignored.
-    exact: every matmul of the forward pass, counted from the shape (a multiply-add is 2 FLOPs),
-        times 3 for forward + backward (the backward does two matmuls of the same size per forward
-        matmul: one for the input's gradient, one for the weight's). Per token, forward:
-            qkv 2*3d^2, output projection 2d^2, MLP 2*2*r*d^2           (each layer)
-            attention scores QK^T 2*T*d and weighted values AV 2*T*d  (each layer)
-            output layer 2*d*vocab
-        Attention is counted over the full window of T = context_length keys for every query,
-        as Kaplan's Table 1 does (its n_ctx term), though the causal mask makes about half of it
-        unnecessary: flash kernels skip the masked blocks, the math kernel computes them. Embedding lookups, LayerNorm, GELU, softmax and the
-        loss are not matmuls and are left out (they are O(d) per token, not O(d^2)).
-    """
-    d, r, T = cfg.d_model, cfg.mlp_ratio, cfg.context_length
-    per_layer = 2 * (3 + 1 + 2 * r) * d * d + 2 * (2 * T * d)
-    forward = cfg.n_layers * per_layer + 2 * d * cfg.vocab_size
-    _, non_embedding = param_counts(cfg)
-    return {"flops_6n": 6 * non_embedding, "exact": 3 * forward}
+    """Training FLOPs per token, {"flops_6n": 6 N, "exact": 3 x every forward matmul}, from
+    `scaling.train.counts` (attention over the full window, as the math kernel computes it)."""
+    flops = counts.flops_per_token(cfg.n_layers, cfg.d_model, cfg.context_length, cfg.vocab_size,
+                                   cfg.mlp_ratio, cfg.tied_embeddings)
+    return {"flops_6n": flops["flops_6n"], "exact": flops["exact"]}

@@ -14,8 +14,8 @@ import sys
 import numpy as np
 import pytest
 
+from scaling import cost
 from scaling.cli import main
-from scaling.cost import estimates as cost
 from scaling.errors import UsageError
 from scaling.laws.references import BESIROGLU, CHINCHILLA
 
@@ -84,19 +84,23 @@ def test_peak_times_mfu_and_presets(capsys):
 
 
 def test_exact_count_formula():
-    # A small hand-checked shape: 2 layers, d = 64, context 128, vocab 1000, untied.
+    # By hand, for 2 layers, d = 64, context 128, vocab 1000, untied, MLP 4d (the model's total N):
+    #   linear weights (4 + 2 x 4) x 64^2 x 2 layers = 98,304; LayerNorms 4 x 64 x 2 + 2 x 64 = 640
+    #   embeddings (1000 tokens + 1000 output + 128 positions) x 64 = 136,192; N = 235,136
+    #   forward: 2 x 98,304 + output 2 x 64 x 1000 + attention 2 layers x (QK^T + AV) 2 x 128 x 64 x 2
+    #          = 196,608 + 128,000 + 65,536 = 390,144 per token
     shape = cost.ModelShape(n_layers=2, d_model=64, context=128, vocab=1000)
-    n = 12 * 2 * 64**2 + 2 * 1000 * 64            # 98,304 block + 128,000 embedding params
+    n = 235_136
     f = cost.flops_per_token(n, shape)
-    assert f.n_nonembed == 12 * 2 * 64**2
-    assert f.forward_matmul == 2 * 98_304
-    assert f.forward_output == 2 * 64 * 1000
-    assert f.forward_attention == 2 * 2 * 128 * 64
-    assert f.forward == 2 * 98_304 + 128_000 + 32_768
-    assert f.training == 3 * f.forward
+    assert f.n_nonembed == 98_944 and f.n_matmul == 98_304
+    assert f.forward_matmul == 196_608
+    assert f.forward_output == 128_000
+    assert f.forward_attention == 65_536
+    assert f.forward == 390_144
+    assert f.training == 3 * 390_144
     assert f.training_6n == 6 * n
-    tied = cost.flops_per_token(n, cost.ModelShape(2, 64, 128, 1000, tied_embeddings=True))
-    assert tied.n_nonembed == n - 64_000
+    tied = cost.flops_per_token(n - 64_000, cost.ModelShape(2, 64, 128, 1000, tied_embeddings=True))
+    assert tied.n_nonembed == 98_944 and tied.forward == 390_144
     with pytest.raises(UsageError, match="embedding"):
         cost.flops_per_token(1e5, shape)
 
@@ -105,11 +109,14 @@ def test_exact_count_in_train_command(capsys):
     rc, out, _ = run(["cost", "train", "--model", "GPT-3:175e9:300e9:96:12288:2048:50257",
                       "--flops-per-gpu", "400e12", "--tied-embeddings"], capsys)
     assert rc == 0
-    forward = 2 * (175e9 - 50257 * 12288) + 2 * 12288 * 50257 + 2 * 96 * 2048 * 12288
+    # N less the tied token table, the learned positions and the LayerNorms; output layer;
+    # Q K^T and A V over the full 2,048-token window in each of 96 layers.
+    n_matmul = 175e9 - 50257 * 12288 - 2048 * 12288 - (4 * 96 + 2) * 12288
+    forward = 2 * n_matmul + 2 * 12288 * 50257 + 96 * 2 * (2 * 2048 * 12288)
     exact = 3 * forward * 300e9
     assert f"C = {exact:.2e}" in out
     assert f"({exact / 3.15e23:.3f} x 6ND)" in out
-    assert "1.014 x 6ND" in out                # attention adds ~1.4% at 2k context for GPT-3
+    assert "1.027 x 6ND" in out                # attention adds ~2.8% at 2k context for GPT-3
 
 
 def test_training_json(capsys):
@@ -314,19 +321,89 @@ def test_format_helpers():
     assert cost.format_ratio(0.000119) == "0.00012" and cost.format_ratio(119.3) == "119"
 
 
-@pytest.mark.parametrize("sub", [
-    ["train", "--model", "X:1e9:1e9", "--flops-per-gpu", "1e14"],
-    ["inference", "--params", "1e9", "--tokens-per-request", "10", "--requests", "1"],
-    ["inference-aware", "--loss", "2.5", "--inference-tokens", "0", "1e9"],
-    ["rules", "--compute", "1e21"],
-    ["memory", "--params", "1e9", "--context", "1024", "--ssm-d", "8", "--ssm-state", "4",
-     "--d-model", "512"],
-])
-def test_every_command_has_json(sub, capsys):
+def _chinchilla_by_hand():
+    """Hoffmann et al. 2022's Approach-3 constants and the closed forms of their eq. 4."""
+    E, A, B, alpha, beta = 1.69, 406.4, 410.7, 0.34, 0.28
+    G = (alpha * A / (beta * B)) ** (1 / (alpha + beta))
+    return E, A, B, alpha, beta, G
+
+
+def _train_json(data):
+    # 6 x 1e9 x 1e9 = 6e18 FLOPs at 1e14 FLOP/s: 6e4 s = 16.67 GPU-hours, on one GPU 0.694 days.
+    m = data["models"][0]
+    assert m["compute"] == pytest.approx(6e18)
+    assert m["gpu_hours"] == pytest.approx(6e4 / 3600)
+    assert m["days"] == pytest.approx(6e4 / 3600 / 24)
+    assert m["usd"] is None and m["gpus"] == 1
+    assert data["throughput"]["flops_per_s"] == 1e14 and data["throughput"]["mfu"] is None
+    return m
+
+
+def _inference_json(data):
+    # 2 N = 2e9 FLOPs per generated token; one request of 10 tokens is 2e10.
+    assert data["flops_per_token"] == 2e9 and data["flops_per_request"] == 2e10
+    assert data["rows"] == [{"requests": 1.0, "generated_tokens": 10.0, "flops": 2e10,
+                             "ratio_to_training": None}]
+    return data
+
+
+def _inference_aware_json(data):
+    # At D_inf = 0 the cheapest (N, D) on the iso-loss L = 2.5 spends the reducible loss
+    # R = 2.5 - E in the ratio of the exponents: A / N^alpha = beta / (alpha + beta) x R.
+    E, A, B, alpha, beta, _ = _chinchilla_by_hand()
+    R = 2.5 - E
+    n = (A / (beta / (alpha + beta) * R)) ** (1 / alpha)
+    d = (B / (alpha / (alpha + beta) * R)) ** (1 / beta)
+    assert data["training_only_n"] == pytest.approx(n, rel=1e-6)
+    assert data["training_only_tokens"] == pytest.approx(d, rel=1e-6)
+    zero, served = data["points"]
+    assert zero["saving"] == pytest.approx(0, abs=1e-9)
+    assert served["inference_flops"] == pytest.approx(2 * served["n_params"] * 1e9)
+    n_s, d_s = served["n_params"], served["tokens"]
+    assert served["total_flops"] == pytest.approx(6 * n_s * d_s + 2 * n_s * 1e9)
+    assert served["baseline_total_flops"] == pytest.approx(6 * n * d + 2 * n * 1e9, rel=1e-6)
+    return data
+
+
+def _rules_json(data):
+    # D = 20 N with 6 N D = 1e21: N = sqrt(1e21 / 120); the law's N_opt = G (C / 6)^(beta / (alpha + beta)).
+    E, A, B, alpha, beta, G = _chinchilla_by_hand()
+    rule, law = data["rows"]
+    n = (1e21 / 120) ** 0.5
+    assert rule["n_params"] == pytest.approx(n) and rule["tokens"] == pytest.approx(20 * n)
+    assert rule["loss"] == pytest.approx(E + A / n**alpha + B / (20 * n) ** beta)
+    assert rule["flops_per_generated_token"] == pytest.approx(2 * n)
+    assert law["n_params"] == pytest.approx(G * (1e21 / 6) ** (beta / (alpha + beta)))
+    assert law["n_params"] * law["tokens"] * 6 == pytest.approx(1e21)
+    return data
+
+
+def _memory_json(data):
+    # bf16: 2 bytes x 1e9; a 1024 x 1024 score matrix of 4-byte floats; an 8 x 4 state of 4 bytes;
+    # attention 1024^2 x 512 against recurrence 1024 x 512^2 multiply-adds, twice as many.
+    assert data["weights"]["weight_bytes"] == 2e9
+    assert data["attention_scores"]["rows"][0]["bytes_per_head_layer"] == 1024 * 1024 * 4
+    assert data["ssm_state"]["bytes_total"] == 8 * 4 * 4
+    x = data["crossover"]["rows"][0]
+    assert (x["attention_ops"], x["recurrence_ops"], x["ratio"]) == (1024**2 * 512, 1024 * 512**2, 2.0)
+    return data["weights"]
+
+
+@pytest.mark.parametrize("sub, check", [
+    (["train", "--model", "X:1e9:1e9", "--flops-per-gpu", "1e14"], _train_json),
+    (["inference", "--params", "1e9", "--tokens-per-request", "10", "--requests", "1"], _inference_json),
+    (["inference-aware", "--loss", "2.5", "--inference-tokens", "0", "1e9"], _inference_aware_json),
+    (["rules", "--compute", "1e21"], _rules_json),
+    (["memory", "--params", "1e9", "--context", "1024", "--ssm-d", "8", "--ssm-state", "4",
+      "--d-model", "512"], _memory_json),
+], ids=["train", "inference", "inference-aware", "rules", "memory"])
+def test_every_command_has_json(sub, check, capsys):
+    """Each --json carries the numbers of a hand derivation for its stated input, with units and
+    assumptions beside them."""
     rc, out, _ = run(["cost", *sub, "--json"], capsys)
     assert rc == 0
-    text = json.dumps(json.loads(out))
-    assert '"assumptions"' in text and '"units"' in text
+    shown = check(json.loads(out))
+    assert shown["units"] and shown["assumptions"]
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -348,6 +425,8 @@ def test_every_command_has_json(sub, capsys):
      "positive"),
     (["inference", "--params", "7e10", "--tokens-per-request", "0", "--requests", "1e6"],
      "positive"),
+    (["inference", "--params", "7e10", "--tokens-per-request", "5", "--requests", "1e6", "-1e9"],
+     "request count must be a positive"),
     (["inference-aware", "--loss", "1.5"], "above the law's irreducible loss"),
     (["inference-aware", "--loss", "2", "--inference-tokens", "-1"], ">= 0"),
     (["inference-aware", "--loss", "2", "--law", "kaplan"], "chinchilla, besiroglu"),
@@ -366,6 +445,16 @@ def test_invalid_input_exits_2_and_says_what_is_allowed(argv, allowed, capsys):
     assert rc == 2
     assert err.startswith("scaling cost: error: ") and allowed in err
     assert "Traceback" not in err and out == ""
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"achieved": 1e14, "peak": 1e15}, {"achieved": 1e14, "mfu": 0.4},
+                                    {"gpu": "h100"}, {"gpu": "tpu", "mfu": 0.4}])
+def test_library_messages_name_quantities_not_flags(kwargs):
+    """A notebook user never typed --mfu: the library says "an MFU", the CLI says which flag."""
+    with pytest.raises(UsageError) as caught:
+        cost.throughput(**kwargs)
+    assert "--" not in str(caught.value)
+    assert "MFU" in str(caught.value) or "FLOP/s" in str(caught.value)
 
 
 def test_invalid_input_subprocess_has_no_traceback():

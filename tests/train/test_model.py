@@ -6,6 +6,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from scaling.config import ModelConfig, Shape
+from scaling.train import counts
 from scaling.train.model import GPT, GPTConfig, flops_per_token, param_counts
 
 SHAPES = [
@@ -55,6 +56,34 @@ def test_exact_flops_match_torch_flop_counter(cfg):
         _, loss = model(idx, idx)
         loss.backward()
     assert counter.get_total_flops() == flops_per_token(cfg)["exact"] * B * T
+
+
+@pytest.mark.parametrize("cfg", SHAPES, ids=["small", "wide"])
+def test_forward_count_matches_torch_flop_counter_piece_by_piece(cfg):
+    """scaling.train.counts' forward figure against the matmuls torch runs for one forward pass:
+    attention's two bmm's (Q K^T and A V, over the full T x T window with the math kernel), the
+    output layer, and everything (linear layers included)."""
+    shape = dict(n_layers=cfg.n_layers, d_model=cfg.d_model, context=cfg.context_length,
+                 vocab=cfg.vocab_size)
+    model = GPT(cfg)
+    B, T = 2, cfg.context_length
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+        model(torch.randint(cfg.vocab_size, (B, T)))
+    by_module = counter.get_flop_counts()
+    bmm = sum(n for op, n in by_module["GPT"].items() if "bmm" in str(op))
+    assert bmm == counts.attention_flops(cfg.n_layers, cfg.d_model, cfg.context_length) * B * T
+    assert sum(by_module["GPT.head"].values()) == counts.output_flops(cfg.d_model, cfg.vocab_size) * B * T
+    assert counter.get_total_flops() == counts.forward_flops(**shape, mlp_ratio=cfg.mlp_ratio) * B * T
+    assert counts.flops_per_token(**shape, mlp_ratio=cfg.mlp_ratio)["forward"] == counts.forward_flops(
+        **shape, mlp_ratio=cfg.mlp_ratio)
+
+
+def test_model_counts_are_those_of_counts():
+    cfg = SHAPES[1]
+    shape = dict(n_layers=3, d_model=48, context=24, vocab=300, mlp_ratio=2, tied_embeddings=False)
+    assert param_counts(cfg) == counts.param_counts(**shape)
+    got = counts.flops_per_token(**shape)
+    assert flops_per_token(cfg) == {"flops_6n": got["flops_6n"], "exact": got["exact"]}
 
 
 def test_flops_6n_is_six_times_non_embedding():

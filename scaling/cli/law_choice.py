@@ -1,0 +1,48 @@
+"""Which law a command uses: the user's fit.json (--fit), a published one (--law), or the default.
+
+One rule for `scaling plan` and `scaling cost`: --fit and --law exclude each other; without either
+the published Chinchilla law is used and the label says so. A command that needs L(N, D) asks for
+a parametric law, and Kaplan's (which has none) is refused with the laws that have one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaling.errors import UsageError
+from scaling.laws.law import Law
+from scaling.laws.references import REFERENCES, reference
+
+DEFAULT_LAW = "chinchilla"
+
+
+@dataclass(frozen=True)
+class LawChoice:
+    """law: None for Kaplan's (an allocation, no L(N, D)). name: short ("chinchilla", "fit PATH");
+    label: with its citation, and saying so when it is the default. fit: the LawFit of --fit."""
+
+    law: Law | None
+    name: str
+    label: str
+    fit: object = None
+    is_default: bool = False
+
+
+def choose_law(fit_path: Path | None, name: str | None, *, parametric: bool = False) -> LawChoice:
+    if fit_path is not None and name is not None:
+        raise UsageError("give --fit or --law, not both")
+    if fit_path is not None:
+        from scaling.laws.results import load_fit  # late: `--law` alone need not load the fitter
+
+        fit = load_fit(fit_path)
+        return LawChoice(fit.law, f"fit {fit_path}", f"your fit {fit_path}", fit)
+    key = name or DEFAULT_LAW
+    ref = reference(key)  # UsageError naming the known laws
+    if parametric and ref.law is None:
+        with_law = [k for k, r in REFERENCES.items() if r.law is not None]
+        raise UsageError(f"{key!r} publishes no parametric L(N, D); use one of {', '.join(with_law)} or --fit")
+    label = f"{key} ({ref.citation})"
+    if name is None:
+        label += " [default; pass --fit FIT_JSON for your own law]"
+    return LawChoice(ref.law, key, label, None, is_default=name is None)
