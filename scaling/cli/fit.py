@@ -5,7 +5,7 @@
     scaling fit --dataset chinchilla --drop-highest-loss 5 # Hoffmann et al.'s runs, as Besiroglu et al.
 
 Thin layer over the Python API: a `scaling.laws.fitdata` loader, `fitdata.apply_filters`, then
-`scaling.results.fit_json` (fit + bootstrap), `write_fit` and `format_summary`.
+`scaling.laws.results.fit_data` (fit, bootstrap, approaches: a `LawFit`), `write_fit` and `summary.format_summary`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from scaling.errors import UsageError
-from scaling.laws import approaches, fitdata, results
+from scaling.laws import approaches, fitdata, results, summary
 from scaling.laws.fit import DEFAULT_DELTA
 
 
@@ -88,7 +88,14 @@ def _check_number(flag: str, value, positive: bool = True) -> None:
         raise UsageError(f"{flag} must be a positive, finite number; got {value!r}")
 
 
+def _check_count(flag: str, value) -> None:
+    if value < 0:
+        raise UsageError(f"{flag} must be a whole number >= 0; got {value!r}")
+
+
 def cmd_fit(args) -> int:
+    _check_count("--bootstrap", args.bootstrap)
+    _check_count("--seed", args.seed)
     _check_number("--delta", args.delta)
     _check_number("--fixed-E", args.fixed_E)
     _check_number("--reference-compute", args.reference_compute)
@@ -98,13 +105,13 @@ def cmd_fit(args) -> int:
     curves = None
     if args.runs_dir is not None:
         curves = approaches.curves_from_store(args.runs_dir, param_convention=data.param_convention)
-    fit = results.fit_json(data, delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap,
+    fit = results.fit_data(data, delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap,
                            seed=args.seed, reference_compute=args.reference_compute, curves=curves)
     elapsed = time.perf_counter() - start
     path = results.write_fit(out, fit)
     if args.json:
         print(results.dumps_fit(fit), end="")
         return 0
-    print(results.format_summary(fit))
+    print(summary.format_summary(fit))
     print(f"fitted in {elapsed:.1f} s; wrote {path}")
     return 0

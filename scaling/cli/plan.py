@@ -21,12 +21,11 @@ import json
 import math
 from pathlib import Path
 
-from scaling.errors import UsageError
-from scaling.laws import allocation, compare
-from scaling.laws.law import Law
-from scaling.laws.references import REFERENCES, reference
-
-DEFAULT_LAW = "chinchilla"
+from scaling.cli.law_choice import DEFAULT_LAW, choose_law
+from scaling.formats import json_safe, plain_table, positive
+from scaling.laws import allocation, compare, summary
+from scaling.laws.references import REFERENCES
+from scaling.laws.results import load_fit
 
 
 def register(subparsers) -> None:
@@ -56,65 +55,34 @@ def register(subparsers) -> None:
     plan.set_defaults(func=cmd_plan)
 
 
-# ----------------------------------------------------------------------------- loading
-
-def load_fit(path: Path) -> tuple[Law, dict]:
-    """(Law, the whole fit.json dict); imported late so `plan --law` does not load the fitter."""
-    from scaling.laws.results import load_fit as results_load_fit
-
-    return results_load_fit(path)
-
+# ----------------------------------------------------------------------------- numbers
 
 def parse_computes(values: list[str]) -> list[float]:
-    out = []
-    for text in values:
-        try:
-            c = float(text)
-        except ValueError:
-            raise UsageError(f"--compute {text!r} is not a number of FLOPs (e.g. 1e21)") from None
-        if not math.isfinite(c) or c <= 0:
-            raise UsageError(f"--compute {text!r}: compute must be positive and finite")
-        out.append(c)
-    return out
-
-
-def _choose_law(args) -> tuple[Law | None, str, dict | None]:
-    """(law or None for Kaplan, a label saying where it came from, fit.json dict or None)."""
-    if args.fit is not None and args.law is not None:
-        raise UsageError("give --fit or --law, not both")
-    if args.fit is not None:
-        law, data = load_fit(args.fit)
-        return law, f"your fit {args.fit}", data
-    key = args.law or DEFAULT_LAW
-    ref = reference(key)  # UsageError naming the known laws
-    label = f"{key} ({ref.citation})"
-    if args.law is None:
-        label += " [default; pass --fit FIT_JSON for your own law]"
-    return ref.law, label, None
+    return [positive(text, "--compute (FLOPs, e.g. 1e21)") for text in values]
 
 
 # ----------------------------------------------------------------------------- commands
 
 def cmd_compare(args) -> int:
-    law, data = load_fit(args.fit)
-    c = data.get("reference_compute")
-    c = float(c) if c is not None else None
-    rows = compare.compare(law, data.get("ci"), c)
+    fit = load_fit(args.fit)
+    c = fit.reference_compute
+    rows = compare.compare(fit.law, fit.ci, c)
     approach_rows, warnings = ([], [])
-    if data.get("approaches"):
-        approach_rows, warnings = compare.compare_approaches(data["approaches"], law, data.get("ci"))
+    if fit.approaches:
+        approach_rows, warnings = compare.compare_approaches(fit.approaches, fit.law, fit.ci)
     if args.json:
-        print(json.dumps({"fit": str(args.fit), "reference_compute": c, "rows": rows,
-                          "caveats": list(compare.CAVEATS), "approaches": approach_rows,
-                          "warnings": warnings}, indent=2, default=_jsonable))
+        print(json.dumps(json_safe({"fit": str(args.fit), "verdict": _verdict_json(fit), "reference_compute": c,
+                                    "rows": rows, "caveats": list(compare.CAVEATS), "approaches": approach_rows,
+                                    "warnings": warnings}), indent=2))
         return 0
-    print(f"fit: {args.fit}  ({_data_line(data)})")
+    print(f"fit: {args.fit}  ({_data_line(fit)})")
+    print("\n".join(summary.format_verdict(fit)))
     print(compare.format_table(rows, c))
     print("in / OUT: the published value lies inside / outside your 95% interval")
     if approach_rows:
         print("\nallocation exponent a (N_opt ~ C^a) by approach:")
         print(compare.format_approaches(approach_rows))
-        for key, entry in sorted((data.get("approaches") or {}).items()):
+        for key, entry in sorted((fit.approaches or {}).items()):
             if isinstance(entry, dict) and entry.get("a") is None:  # say why an approach gave no a
                 print(f"{compare.APPROACH_NAMES.get(key, key)}: no estimate: {entry.get('reason')}")
     for w in warnings:
@@ -127,37 +95,42 @@ def cmd_compare(args) -> int:
 
 def cmd_plan(args) -> int:
     computes = parse_computes(args.compute)
-    law, label, data = _choose_law(args)
+    choice = choose_law(args.fit, args.law)
+    law, label = choice.law, choice.label
     plans = [allocation.compare_allocations(law, c) for c in computes]
     notes = []
     if law is None:
         notes.append("Kaplan et al. publish no parametric L(N, D) comparable to these: "
                      "the loss is not predicted.")
-    c_range = ((data or {}).get("data") or {}).get("c_range")
+    c_range = choice.fit.data.c_range if choice.fit is not None else None
     if c_range:
         top = float(c_range[1])
         for c in computes:
             if c > top:
                 notes.append(f"C = {c:.3g} is {math.log10(c / top):.1f} orders of magnitude above "
                              f"the largest run in the fit ({top:.3g} FLOPs): an extrapolation.")
+    fit = choice.fit
+    intervals = {c: fit.optimum_at(c) for c in computes} if fit is not None and law is not None else {}
+    if fit is not None and law is not None and not any(intervals.values()):
+        notes.append("no bootstrap samples beside this fit.json (fit.bootstrap.csv): no intervals; "
+                     "refit with `scaling fit` to get them")
     if args.json:
-        print(json.dumps({"law": label, "plans": [
-            {"compute": c, "allocations": [a.to_dict() for a in rows]}
-            for c, rows in zip(computes, plans)], "notes": notes}, indent=2))
+        print(json.dumps(json_safe({
+            "law": label, "verdict": _verdict_json(fit),
+            "plans": [{"compute": c, "allocations": [a.to_dict() for a in rows],
+                       "intervals": intervals[c].to_dict() if intervals.get(c) else None}
+                      for c, rows in zip(computes, plans)], "notes": notes}), indent=2))
         return 0
     print(f"law: {label}")
-    header = ("C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "loss")
-    lines = [header]
-    for rows in plans:
-        for a in rows:
-            lines.append((f"{a.compute:.3g}", "law optimum" if a.method == "law" else a.method, f"{a.n:.4g}", f"{a.d:.4g}",
-                          f"{a.tokens_per_param:.3g}", "-" if a.loss is None else f"{a.loss:.4f}"))
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    for j, line in enumerate(lines):
-        print("  ".join(cell.ljust(w) if i in (0, 1) else cell.rjust(w)
-                        for i, (cell, w) in enumerate(zip(line, widths))).rstrip())
-        if j == 0:
-            print("  ".join("-" * w for w in widths))
+    if fit is not None:
+        print("\n".join(summary.format_verdict(fit)))
+        if fit.diagnostics is not None and fit.diagnostics.verdict == "not identified":
+            print("The data do not determine this law: the numbers below are what it says, not a recommendation.")
+    header = ["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "loss"]
+    print(plain_table(header, [_row(a, intervals.get(a.compute)) for rows in plans for a in rows], n_left=2))
+    if any(intervals.values()):
+        print(f"[lo, hi]: {100 * fit.ci.level:g}% bootstrap intervals ({fit.ci.n_resamples} resamples); the loss's "
+              f"includes the runs' scatter (residual RMS {fit.residual_rms:.3g})")
     if law is not None:
         print("loss: what the law predicts for each allocation (the law's own optimum is lowest)")
     print("kaplan: N = 1.3e9 (C / 8.64e19 FLOP)^0.73 non-embedding params (Kaplan et al. 2020, "
@@ -167,19 +140,35 @@ def cmd_plan(args) -> int:
     return 0
 
 
-def _data_line(data: dict) -> str:
-    d = data.get("data") or {}
+def _row(a: allocation.Allocation, iv: allocation.Intervals | None) -> list[str]:
+    """One table row; the law's optimum carries its intervals when there are any."""
+    own = a.method == "law" and iv is not None
+
+    def cell(value, fmt, bounds_of: str, bounds_fmt: str = ".3g"):
+        text = "-" if value is None else format(value, fmt)
+        if own:
+            lo, hi = getattr(iv, bounds_of)
+            text += f" [{lo:{bounds_fmt}}, {hi:{bounds_fmt}}]"
+        return text
+
+    return [f"{a.compute:.3g}", "law optimum" if a.method == "law" else a.method,
+            cell(a.n, ".4g", "n"), cell(a.d, ".4g", "d"), cell(a.tokens_per_param, ".3g", "tokens_per_param"),
+            cell(a.loss, ".4f", "loss", ".4f")]
+
+
+def _verdict_json(fit) -> dict | None:
+    if fit is None or fit.diagnostics is None:
+        return None
+    return {"verdict": fit.diagnostics.verdict, "reasons": list(fit.diagnostics.reasons)}
+
+
+def _data_line(fit) -> str:
+    d = fit.data
     parts = []
-    if d.get("n_points") is not None:
-        parts.append(f"{d['n_points']} runs")
-    if d.get("source"):
-        parts.append(f"from {d['source']}")
-    if d.get("param_convention"):
-        parts.append(f"N counted as {d['param_convention']}")
+    if d.n_points is not None:
+        parts.append(f"{d.n_points} runs")
+    if d.source:
+        parts.append(f"from {d.source}")
+    if d.param_convention:
+        parts.append(f"N counted as {d.param_convention}")
     return ", ".join(parts) or "no data description"
-
-
-def _jsonable(obj):
-    if isinstance(obj, tuple):
-        return list(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")

@@ -5,7 +5,7 @@
     scaling report runs/tiny --fit fits/tiny       # a store, with the numbers of an existing fit
     scaling report --dataset chinchilla --drop-highest-loss 5
 
-Thin layer over `scaling.report.make_report`; prints the hold-out check and the files written.
+Thin layer over `scaling.report.report.make_report`; prints the hold-out check and the files written.
 """
 
 from __future__ import annotations
@@ -61,7 +61,10 @@ def default_out(args) -> Path:
 
 
 def cmd_report(args) -> int:
-    from scaling.report import report  # matplotlib is imported only by this command
+    # matplotlib is imported only by this command
+    from scaling.laws.holdout import format_holdout
+    from scaling.report.document import FIGURE_DIR
+    from scaling.report.report import make_report
 
     f = args.holdout_fraction
     if not (math.isfinite(f) and 0 < f < 1):
@@ -73,18 +76,18 @@ def cmd_report(args) -> int:
         raise UsageError("give exactly one input: FIT_DIR_OR_RUNS_DIR or --dataset NAME")
     out = args.out if args.out is not None else default_out(args)
     start = time.perf_counter()
-    rep, paths = report.make_report(args.source, out=out, fmt=args.format, dataset=args.dataset, fit=args.fit,
+    rep, paths = make_report(args.source, out=out, fmt=args.format, dataset=args.dataset, fit=args.fit,
                                     bootstrap=args.bootstrap, seed=args.seed, holdout_fraction=f,
                                     drop_highest_loss=args.drop_highest_loss,
                                     param_convention=args.param_convention)
     elapsed = time.perf_counter() - start
-    print(report.format_holdout(rep.holdout))
+    print(format_holdout(rep.holdout))
     left = len(rep.left_out)
     if left or rep.inputs.notes or rep.missing_figures:
         print(f"note: {left} run(s)/point(s) left out, {len(rep.inputs.notes)} note(s), "
               f"{len(rep.missing_figures)} figure(s) not drawn: see the report's first section")
     main = paths[-1]
     n_fig = sum(1 for p in paths if p.suffix == ".png")
-    print(f"wrote {main} and {n_fig} figures (PNG and SVG) in {main.parent / report.FIGURE_DIR} "
+    print(f"wrote {main} and {n_fig} figures (PNG and SVG) in {main.parent / FIGURE_DIR} "
           f"in {elapsed:.1f} s")
     return 0

@@ -138,3 +138,49 @@ def compare_allocations(law: Law | None, compute) -> list[Allocation]:
     rows.append(kaplan_allocation(compute, law=law))
     return rows
 
+
+
+@dataclass(frozen=True)
+class Intervals:
+    """95% (or `level`) intervals of the compute-optimal allocation at one budget.
+
+    n, d, tokens_per_param: percentiles of N_opt(C), D_opt(C), D_opt/N_opt over the bootstrap
+    laws (those with alpha, beta > 0; `n_undefined` others). loss: a prediction interval for the
+    loss of the recommended run (the fitted law's N_opt, D_opt): the bootstrap laws' predictions
+    for it, each times exp(noise * z) with z standard normal, so both the parameters' uncertainty
+    and the runs' own scatter (the fit's residual RMS) are in it.
+    """
+
+    compute: float
+    level: float
+    n: tuple
+    d: tuple
+    tokens_per_param: tuple
+    loss: tuple
+    n_undefined: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, noise: float = 0.0,
+                      seed: int = 0) -> Intervals:
+    """Intervals of the optimum at C from `resampled`, an (R, 5) array of bootstrap constants in
+    the order E, A, B, alpha, beta (see `Intervals`)."""
+    c = check_compute(compute)
+    laws = Law(*np.asarray(resampled, dtype=float).T)    # one law per resample: Law broadcasts
+    ok = (laws.alpha > 0) & (laws.beta > 0)
+    q = (50 * (1 - level), 50 * (1 + level))
+
+    def pct(values) -> tuple:
+        values = np.asarray(values, dtype=float)
+        return tuple(float(v) for v in np.percentile(values, q)) if values.size else (math.nan, math.nan)
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n_opt = np.asarray(laws.n_opt(c))[ok]
+    d_opt = c / (6.0 * n_opt)
+    best = plan(law, c)
+    z = np.random.default_rng(seed).standard_normal(ok.size)
+    with np.errstate(over="ignore"):            # a resample with a huge exponent: its term is 0
+        losses = laws.loss(best.n, best.d) * np.exp(noise * z)
+    return Intervals(c, level, pct(n_opt), pct(d_opt), pct(d_opt / n_opt), pct(losses), int((~ok).sum()))

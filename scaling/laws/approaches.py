@@ -1,6 +1,7 @@
 """Hoffmann et al.'s Approaches 1 and 2: compute-optimal allocation without a parametric law.
 
-Pure functions of arrays and DataFrames, except `curves_from_store`, which reads a run store.
+Pure functions of arrays and DataFrames, except `read_curves` and `curves_from_store`, which read a run
+store.
 
 Approach 2, IsoFLOP profiles (`isoflop`): group runs by compute budget C = 6 N D; along each
 budget loss is a valley in log N, so fit a parabola of loss in log N and take its minimum as
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 from scipy import stats
 
 from scaling.errors import UsageError
@@ -90,6 +92,15 @@ class BudgetMinimum:
 
 
 @dataclass(frozen=True)
+class Profile:
+    """The points of one budget, as indices into `isoflop`'s inputs by ascending N, and the parabola
+    fitted to them (None with fewer than 3 sizes): loss = p2 u^2 + p1 u + p0, u = ln N - centre."""
+
+    index: np.ndarray
+    parabola: tuple[float, float, float, float] | None = None     # (centre, p2, p1, p0)
+
+
+@dataclass(frozen=True)
 class IsoFLOPResult:
     """Approach 2. `a` is None when fewer than 2 budgets gave a minimum; `reason` says why."""
 
@@ -105,6 +116,7 @@ class IsoFLOPResult:
     interval: str = ("95% Student-t interval from the least-squares standard error of the slope "
                      "across budgets (n_budgets - 2 dof); ignores each minimum's own uncertainty")
     n_left_out_runs: int = 0         # runs not assigned to any budget
+    profiles: tuple = field(default=(), repr=False, compare=False)   # a Profile per budget, for figures
 
     @property
     def usable(self) -> list[BudgetMinimum]:
@@ -158,26 +170,30 @@ def _distinct(values, rtol: float = 1e-9) -> int:
     return int(np.unique(np.round(np.log(values) / rtol)).size) if len(values) else 0
 
 
-def _parabola_minimum(n, loss, compute: float) -> BudgetMinimum:
+def _parabola_minimum(n, loss, compute: float) -> tuple[BudgetMinimum, tuple | None]:
+    """The budget's minimum, and its parabola (centre, p2, p1, p0) when there are 3 sizes or more."""
     x = np.log(n)
     n_range = (float(n.min()), float(n.max()))
     sizes = _distinct(n)
     common = dict(compute=float(compute), n_runs=len(n), n_sizes=sizes, n_range=n_range)
     if sizes < 3:
-        return BudgetMinimum(**common, status=f"only {sizes} distinct model sizes (need 3)")
+        return BudgetMinimum(**common, status=f"only {sizes} distinct model sizes (need 3)"), None
     centre = x.mean()  # fit in x - centre: better conditioned than in ln N ~ 20
     p2, p1, p0 = np.polyfit(x - centre, loss, 2)
+    parabola = (float(centre), float(p2), float(p1), float(p0))
     if p2 <= 0:
-        return BudgetMinimum(**common, status="loss is not convex in log N here (no minimum)")
+        return BudgetMinimum(**common, status="loss is not convex in log N here (no minimum)"), parabola
     u_opt = -p1 / (2 * p2)
     x_opt = centre + u_opt
     if x_opt < x.min():
-        return BudgetMinimum(**common, status=f"minimum at N={math.exp(x_opt):.3g}, below the smallest sampled N")
+        status = f"minimum at N={math.exp(x_opt):.3g}, below the smallest sampled N"
+        return BudgetMinimum(**common, status=status), parabola
     if x_opt > x.max():
-        return BudgetMinimum(**common, status=f"minimum at N={math.exp(x_opt):.3g}, above the largest sampled N")
+        status = f"minimum at N={math.exp(x_opt):.3g}, above the largest sampled N"
+        return BudgetMinimum(**common, status=status), parabola
     n_opt = math.exp(x_opt)
     return BudgetMinimum(**common, status="ok", n_opt=n_opt, d_opt=compute / (6 * n_opt),
-                         loss_opt=float(p0 + p1 * u_opt + p2 * u_opt**2))
+                         loss_opt=float(p0 + p1 * u_opt + p2 * u_opt**2)), parabola
 
 
 def isoflop(n, d, loss, *, budgets=None, bins_per_decade: float | None = None,
@@ -232,23 +248,24 @@ def isoflop(n, d, loss, *, budgets=None, bins_per_decade: float | None = None,
             values = {k: float(np.exp(np.log(c[labels == k]).mean())) for k in np.unique(labels)}
             grouping = f"log-spaced bins of C, {bins_per_decade:g} per decade"
 
-    minima = []
+    found = []
     for k in sorted(set(labels.tolist()) - {-1}):
-        m = labels == k
-        if m.any():
-            minima.append(_parabola_minimum(n[m], loss[m], values[k]))
-    minima.sort(key=lambda b: b.compute)
+        index = np.flatnonzero(labels == k)
+        if index.size:
+            minimum, parabola = _parabola_minimum(n[index], loss[index], values[k])
+            found.append((minimum, Profile(index[np.argsort(n[index], kind="stable")], parabola)))
+    found.sort(key=lambda pair: pair[0].compute)
+    minima = [m for m, _ in found]
+    common = dict(budgets=minima, grouping=grouping, n_left_out_runs=left_out, profiles=tuple(p for _, p in found))
     usable = [b for b in minima if b.usable]
     if len(usable) < 2:
-        return IsoFLOPResult(None, None, None, None, None, None, minima, grouping,
+        return IsoFLOPResult(None, None, None, None, None, None, **common,
                              reason=f"{len(usable)} budget(s) with a minimum inside the sampled "
-                                    f"range; need at least 2 (of {len(minima)} budgets)",
-                             n_left_out_runs=left_out)
+                                    f"range; need at least 2 (of {len(minima)} budgets)")
     cs = np.array([b.compute for b in usable])
     n_fit = fit_power_law(cs, [b.n_opt for b in usable])
     d_fit = fit_power_law(cs, [b.d_opt for b in usable])
-    return IsoFLOPResult(n_fit.exponent, d_fit.exponent, n_fit.ci, d_fit.ci, n_fit, d_fit,
-                         minima, grouping, n_left_out_runs=left_out)
+    return IsoFLOPResult(n_fit.exponent, d_fit.exponent, n_fit.ci, d_fit.ci, n_fit, d_fit, **common)
 
 
 # ----------------------------------------------------------------------------- Approach 1
@@ -352,30 +369,67 @@ def envelope(curves: pd.DataFrame, *, n_grid: int = 1500) -> EnvelopeResult:
                           unbracketed, winning, notes=notes)
 
 
-def curves_from_store(sweep_dir, *, param_convention: str = "non_embedding",
-                      tokens_key: str = "tokens", loss_key: str = "val_loss") -> pd.DataFrame:
-    """Training curves of a sweep's finished runs, for `envelope`: run_id, n, tokens, loss.
+@dataclass(frozen=True)
+class StoreCurves:
+    """Every run's validation curve (columns run_id, n, tokens, loss, status; one row per
+    evaluation), and the runs without one: (run_id, status, why)."""
 
-    Reads runs/<sweep>/<run>/metrics.jsonl of every run whose summary says "finished" and keeps
-    the records that carry both `tokens_key` and `loss_key`. N is the non-embedding count by
-    default (as the sweep's flops_6nd uses); param_convention="total" counts embeddings too.
+    curves: pd.DataFrame
+    missing: tuple = ()
+
+
+def read_curves(sweep_dir, *, param_convention: str = "non_embedding", tokens_key: str = "tokens",
+                loss_key: str = "val_loss") -> StoreCurves:
+    """The training curves of every run of a sweep, whatever its status, in the store's run order.
+
+    Reads runs/<sweep>/<run>/metrics.jsonl and keeps the records that carry both `tokens_key`
+    and `loss_key`. N is the run's non-embedding count by default (as the sweep's flops_6nd
+    uses; param_convention="total" counts embeddings too), from its summary or, for a run that
+    never wrote one, from its config.yaml. A run without metrics, N or any evaluation is listed
+    in `missing`. A run without a summary has status "incomplete".
     """
     column = {"non_embedding": "n_params_non_embedding", "total": "n_params_total"}.get(param_convention)
     if column is None:
         raise UsageError(f"param_convention must be 'non_embedding' or 'total', got {param_convention!r}")
     if not Path(sweep_dir).is_dir():
         raise UsageError(f"no run store at {sweep_dir}")
-    rows = []
+    rows, missing = [], []
     for run_dir in store.run_dirs(sweep_dir):
-        summary = store.read_summary(run_dir)
+        summary = store.read_summary(run_dir) or {}
+        run_id, status = summary.get("run_id", run_dir.name), summary.get("status", "incomplete")
         path = run_dir / store.METRICS
-        if not summary or summary.get("status") != "finished" or not path.exists():
-            continue
-        run_id, n = summary.get("run_id", run_dir.name), summary.get(column)
+        n = summary.get(column)
         if n is None:
-            raise UsageError(f"{run_dir / store.SUMMARY} has no {column}")
-        for rec in store.read_jsonl(path):
-            if rec.get(tokens_key) is not None and rec.get(loss_key) is not None:
-                rows.append({"run_id": run_id, "n": float(n), "tokens": float(rec[tokens_key]),
-                             "loss": float(rec[loss_key])})
-    return pd.DataFrame(rows, columns=list(CURVE_COLUMNS))
+            n = _config_value(run_dir, column)
+        if not path.exists():
+            missing.append((run_id, status, f"no {store.METRICS}"))
+            continue
+        if n is None:
+            missing.append((run_id, status, f"no parameter count in {store.SUMMARY} or {store.CONFIG}"))
+            continue
+        found = [{"run_id": run_id, "n": float(n), "tokens": float(rec[tokens_key]), "loss": float(rec[loss_key]),
+                  "status": status}
+                 for rec in store.read_jsonl(path) if rec.get(tokens_key) is not None and rec.get(loss_key) is not None]
+        if not found:
+            missing.append((run_id, status, f"{store.METRICS} has no {loss_key}"))
+        rows += found
+    return StoreCurves(pd.DataFrame(rows, columns=[*CURVE_COLUMNS, "status"]), tuple(missing))
+
+
+def _config_value(run_dir: Path, key: str):
+    """A top-level value of a run's config.yaml; None when the file or the key is missing or unreadable."""
+    try:
+        config = yaml.safe_load((run_dir / store.CONFIG).read_text())
+    except (OSError, yaml.YAMLError):
+        return None
+    return config.get(key) if isinstance(config, dict) else None
+
+
+def curves_from_store(sweep_dir, *, param_convention: str = "non_embedding",
+                      tokens_key: str = "tokens", loss_key: str = "val_loss") -> pd.DataFrame:
+    """Training curves of a sweep's finished runs, for `envelope`: run_id, n, tokens, loss
+    (see `read_curves`)."""
+    curves = read_curves(sweep_dir, param_convention=param_convention, tokens_key=tokens_key,
+                         loss_key=loss_key).curves
+    finished = curves[curves.status == "finished"]
+    return finished.loc[:, list(CURVE_COLUMNS)].reset_index(drop=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from scaling.formats import plain_table, sci
 from scaling.laws.allocation import RULE_TOKENS_PER_PARAM, kaplan_allocation
 from scaling.laws.law import Law
 from scaling.laws.references import BESIROGLU, CHINCHILLA, KAPLAN
@@ -63,21 +64,20 @@ def _law_row(name: str, law: Law, reference_compute: float, citation: str) -> di
     }
 
 
-def compare(law: Law, ci: dict | None, reference_compute: float | None = None) -> list[dict]:
+def compare(law: Law, ci, reference_compute: float | None = None) -> list[dict]:
     """Rows: your fit first (with its intervals), then Kaplan, Chinchilla, Besiroglu and the
     20-tokens rule. Each row has alpha, beta, a, b, tokens_per_param (at reference_compute),
     tokens_per_param_large (at 1e23 FLOPs) and, for published rows, `inside`: per quantity,
     whether the published value lies inside your 95% interval (None where either is missing).
 
-    `ci` is fit.json's "ci": {"alpha": [lo, hi], ..., "tokens_per_param": [lo, hi]}, the
-    last at `reference_compute`. With no reference_compute, 1e23 FLOPs is used.
+    `ci`: the fit's bootstrap intervals (a `results.Intervals`) (tokens_per_param's at `reference_compute`), or None.
+    With no reference_compute, 1e23 FLOPs is used.
     """
     c = LARGE_COMPUTE if reference_compute is None else float(reference_compute)
-    ci = ci or {}
-    intervals = {k: _bounds(ci.get(k)) for k in COMPARED}
+    intervals = {k: (ci.get(k) if ci is not None else None) for k in COMPARED}
     mine = _law_row("your fit", law, c, "")
     mine["ci"] = {k: (list(v) if v else None) for k, v in intervals.items()}
-    mine["ci_level"] = ci.get("level", 0.95) if ci else None
+    mine["ci_level"] = ci.level if ci is not None else None
 
     kaplan_c, kaplan_large = kaplan_allocation(c), kaplan_allocation(LARGE_COMPUTE)
     published = [
@@ -103,38 +103,34 @@ def _num(value, fmt: str) -> str:
     return format(value, fmt)
 
 
-def _sci(x: float) -> str:
-    return f"{x:.3g}".replace("e+", "e")
+TABLE_FORMATS = {"alpha": ".3f", "beta": ".3f", "a": ".3f", "b": ".3f",
+                 "tokens_per_param": ".3g", "tokens_per_param_large": ".3g"}
 
 
-def format_table(rows: list[dict], reference_compute: float | None = None) -> str:
-    """Aligned plain text. Your row shows [lo, hi]; published rows mark each value 'in' or
-    'OUT' of your interval (nothing where you have no interval for it)."""
+def table_cells(rows: list[dict], reference_compute: float | None = None,
+                out_mark: str = "OUT") -> tuple[list[str], list[list[str]]]:
+    """(header, cells) of the comparison: your row shows [lo, hi]; published rows mark each value
+    'in' or `out_mark` of your interval (nothing where you have no interval for it)."""
     c = LARGE_COMPUTE if reference_compute is None else float(reference_compute)
-    fmts = {"alpha": ".3f", "beta": ".3f", "a": ".3f", "b": ".3f",
-            "tokens_per_param": ".1f", "tokens_per_param_large": ".1f"}
-    header = ["", "alpha", "beta", "a", "b", f"D/N at {_sci(c)}", f"D/N at {_sci(LARGE_COMPUTE)}"]
-    lines = [header]
+    header = ["", "alpha", "beta", "a", "b", f"D/N at {sci(c)}", f"D/N at {sci(LARGE_COMPUTE)}"]
+    cells = []
     for row in rows:
-        cells = [row["name"]]
-        for key, fmt in fmts.items():
+        line = [row["name"]]
+        for key, fmt in TABLE_FORMATS.items():
             text = _num(row.get(key), fmt)
             if "ci" in row and row["ci"].get(key):
                 lo, hi = row["ci"][key]
                 text += f" [{format(lo, fmt)}, {format(hi, fmt)}]"
             elif text != "-" and row.get("inside", {}).get(key) is not None:
-                text += " in" if row["inside"][key] else " OUT"
-            cells.append(text)
-        lines.append(cells)
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    out = []
-    for j, cells in enumerate(lines):
-        text = "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
-                         for i, (cell, w) in enumerate(zip(cells, widths)))
-        out.append(text.rstrip())
-        if j == 0:
-            out.append("  ".join("-" * w for w in widths))
-    return "\n".join(out)
+                text += " in" if row["inside"][key] else f" {out_mark}"
+            line.append(text)
+        cells.append(line)
+    return header, cells
+
+
+def format_table(rows: list[dict], reference_compute: float | None = None) -> str:
+    """The comparison as aligned plain text (see `table_cells`)."""
+    return plain_table(*table_cells(rows, reference_compute))
 
 
 # ----------------------------------------------------------------------------- approaches
@@ -149,11 +145,11 @@ def _interval(entry: dict):
 
 
 def compare_approaches(approaches: dict, law: Law | None = None,
-                       ci: dict | None = None) -> tuple[list[dict], list[str]]:
+                       ci=None) -> tuple[list[dict], list[str]]:
     """The exponent a from each approach, and a warning for each pair that disagrees.
 
     `approaches` is fit.json's "approaches": {"approach_1": {"a": .., "a_ci": [lo, hi]}, ...}
-    (the interval may be missing). When it has no approach_3, the fit's own law and ci["a"]
+    (the interval may be missing). When it has no approach_3, the fit's own law and its interval of a
     stand for it. Two approaches disagree when both have intervals and these do not overlap,
     or when only one has an interval and the other's a lies outside it; with no intervals at
     all nothing can be said and no warning is given.
@@ -161,7 +157,7 @@ def compare_approaches(approaches: dict, law: Law | None = None,
     entries = {k: dict(v) for k, v in (approaches or {}).items()
                if isinstance(v, dict) and v.get("a") is not None}
     if "approach_3" not in entries and law is not None:
-        entries["approach_3"] = {"a": law.a, "a_ci": (ci or {}).get("a")}
+        entries["approach_3"] = {"a": law.a, "a_ci": ci.get("a") if ci is not None else None}
     rows = [{"approach": key, "name": APPROACH_NAMES.get(key, key), "a": float(e["a"]),
              "a_ci": _interval(e)} for key, e in sorted(entries.items())]
     warnings = []

@@ -159,47 +159,52 @@ def _describe_id(identifier) -> str:
 # Loaders
 
 
-def from_runs(sweep_dir, param_convention: str = "non_embedding") -> FitData:
+def from_runs(sweep_dir, param_convention: str = "non_embedding", *, drop_unmeasured: bool = False) -> FitData:
     """Finished runs of a run store runs/<sweep>/: N (by `param_convention`), tokens, final val loss.
 
     Runs that diverged, failed or never finished are left out and listed in `dropped` with
-    their status and the reason the store gives.
+    their status and the reason the store gives. A finished run whose summary lacks a positive,
+    finite N, D or loss is an error (the store is damaged), unless `drop_unmeasured`: then it is
+    left out too, with the missing numbers as its reason (a report still shows such a store).
     """
     if param_convention not in PARAM_CONVENTIONS:
         raise UsageError(f"--param-convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
                          f"got {param_convention!r}")
     sweep_dir = Path(sweep_dir)
     table = store.read_runs(sweep_dir)
-    source = f"runs {sweep_dir}"
     if table.empty:
         raise UsageError(f"{sweep_dir} has no runs (no <run-id>/{store.CONFIG}); run `scaling sweep` first")
-    n_col = RUN_COLUMNS[param_convention]
-    dropped = []
-    keep = []
-    for i, row in table.iterrows():
-        status = row["status"] if isinstance(row["status"], str) else "unknown"
-        if status != FINISHED:
-            reason = row["reason"] if isinstance(row["reason"], str) and row["reason"] else "no reason recorded"
-            dropped.append(Dropped(str(row["run_id"]), f"{status}: {reason}"))
-        else:
-            keep.append(i)
-    finished = table.loc[keep]
-    if finished.empty:
+    finished = (table["status"] == FINISHED).to_numpy()
+    if not finished.any():
         raise UsageError(f"{sweep_dir}: none of its {len(table)} runs finished "
                          f"({_status_counts(table)}); nothing to fit")
-    ids = tuple(str(r) for r in finished["run_id"])
-    columns = {"n": n_col, "d": "tokens", "loss": "final_val_loss"}
-    arrays = {}
-    for key, col in columns.items():
-        values = pd.to_numeric(finished[col], errors="coerce").to_numpy(dtype=float)
-        if found := _not_positive(values):
-            count, first = found
-            raise UsageError(f"{sweep_dir}: {count} finished run(s) have no positive, finite "
-                             f"{col!r} in {store.SUMMARY} (first: run {ids[first]}, value "
-                             f"{_show(finished[col].iloc[first])})")
-        arrays[key] = values
-    return FitData(n=arrays["n"], d=arrays["d"], loss=arrays["loss"], source=source, ids=ids,
-                   dropped=tuple(dropped), param_convention=param_convention)
+    columns = {"n": RUN_COLUMNS[param_convention], "d": "tokens", "loss": "final_val_loss"}
+    values = {key: pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float) for key, col in columns.items()}
+    unmeasured = {col: finished & (~np.isfinite(values[key]) | (values[key] <= 0)) for key, col in columns.items()}
+    if not drop_unmeasured:
+        for col, bad in unmeasured.items():
+            if bad.any():
+                first = int(np.flatnonzero(bad)[0])
+                raise UsageError(f"{sweep_dir}: {int(bad.sum())} finished run(s) have no positive, finite "
+                                 f"{col!r} in {store.SUMMARY} (first: run {table['run_id'].iloc[first]}, value "
+                                 f"{_show(table[col].iloc[first])})")
+    dropped, keep = [], []
+    for i, row in enumerate(table.itertuples(index=False)):
+        missing = [col for col, bad in unmeasured.items() if bad[i]]
+        if not finished[i]:
+            status = row.status if isinstance(row.status, str) else "unknown"
+            reason = row.reason if isinstance(row.reason, str) and row.reason else "no reason recorded"
+            dropped.append(Dropped(str(row.run_id), f"{status}: {reason}"))
+        elif missing:
+            dropped.append(Dropped(str(row.run_id), f"finished, but {store.SUMMARY} has no positive, finite "
+                                                    f"{', '.join(missing)}"))
+        else:
+            keep.append(i)
+    if not keep:
+        raise UsageError(f"{sweep_dir}: no finished run has a positive, finite N, D and final loss; nothing to fit")
+    return FitData(n=values["n"][keep], d=values["d"][keep], loss=values["loss"][keep], source=f"runs {sweep_dir}",
+                   ids=tuple(str(table["run_id"].iloc[i]) for i in keep), dropped=tuple(dropped),
+                   param_convention=param_convention)
 
 
 def _status_counts(table: pd.DataFrame) -> str:

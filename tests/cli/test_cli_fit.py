@@ -19,7 +19,7 @@ from tests.conftest import MICRO_RUNS
 SCHEMA = {
     "kind", "version", "seed", "data", "options", "params", "allocation", "reference_compute",
     "tokens_per_param_at_reference", "ci", "objective", "n_starts_at_optimum", "residual_rms",
-    "evidence", "limitations", "approaches", "kaplan",
+    "evidence", "limitations", "approaches", "kaplan", "diagnostics", "verdict",
 }
 DATA_KEYS = {"source", "n_points", "digest", "param_convention", "dropped", "filters", "n_range",
              "d_range", "c_range"}
@@ -54,6 +54,9 @@ def test_chinchilla_fit_json_has_the_schema(chinchilla_cli):
     assert approaches["approach_3"]["a"] == fit["allocation"]["a"]
     assert 0.4 < approaches["approach_2"]["a"] < 0.6
     assert set(fit["kaplan"]) == {"param_convention", "L_N", "L_D", "L_C", "reasons"}
+    # The points determine the law (Besiroglu et al.'s refit), but its largest runs move a: caution.
+    assert fit["verdict"]["verdict"] == "use with caution" and fit["verdict"]["reasons"]
+    assert {c["status"] for c in fit["diagnostics"]} == {"pass", "caution"}
     assert fit["data"]["n_points"] == 240 and len(fit["data"]["dropped"]) == 5
     assert all(set(d) == {"id", "reason"} for d in fit["data"]["dropped"])
     assert fit["data"]["digest"] == fitdata.apply_filters(fitdata.from_dataset("chinchilla"),
@@ -84,14 +87,19 @@ def test_same_inputs_and_seed_give_a_byte_identical_file(chinchilla_cli, tmp_pat
     assert main([*CHINCHILLA_ARGS, "--out", str(tmp_path)]) == 0
     assert (tmp_path / "fit.json").read_bytes() == first.read_bytes()
     text = first.read_text()
-    assert text == results.dumps_fit(json.loads(text))          # sorted keys, nothing rounded away
+    assert text == results.dumps_fit(results.LawFit.from_json(json.loads(text)))  # nothing rounded away
 
 
 def test_load_fit_round_trip_and_errors(chinchilla_cli, tmp_path):
     _, path = chinchilla_cli
-    law, fit = results.load_fit(path)
+    fit = json.loads(path.read_text())
+    loaded = results.load_fit(path)
+    law = loaded.law
     assert law == Law.from_dict(fit["params"])
-    assert results.load_fit(path.parent)[0] == law               # a folder means its fit.json
+    assert results.dumps_fit(loaded) == path.read_text()          # LawFit <-> fit.json, byte for byte
+    assert loaded.interval("alpha") == tuple(fit["ci"]["alpha"])
+    assert loaded.tokens_per_param == fit["tokens_per_param_at_reference"]
+    assert results.load_fit(path.parent).law == law               # a folder means its fit.json
     with pytest.raises(UsageError, match="does not exist"):
         results.load_fit(tmp_path / "none.json")
     bad = tmp_path / "bad.json"
@@ -106,7 +114,7 @@ def test_load_fit_round_trip_and_errors(chinchilla_cli, tmp_path):
         results.load_fit(bad)
     # A hand-written law: params only.
     bad.write_text(json.dumps({"params": fit["params"]}))
-    assert results.load_fit(bad)[0] == law
+    assert results.load_fit(bad).law == law
     bad.write_text(json.dumps({"params": {**fit["params"], "A": -1}}))
     with pytest.raises(UsageError, match="E, A, B > 0"):
         results.load_fit(bad)
@@ -116,6 +124,13 @@ def test_load_fit_round_trip_and_errors(chinchilla_cli, tmp_path):
     bad.write_text(json.dumps({**fit, "version": 2}))
     with pytest.raises(UsageError, match="version 2"):
         results.load_fit(bad)
+    # Sections of the wrong type are named, not met later as AttributeError in a consumer.
+    for key, value, message in (("ci", [1], "'ci' must be dict"), ("data", "x", "'data' must be dict"),
+                                ("approaches", 3, "'approaches' must be dict"),
+                                ("allocation", {"a": "x"}, "allocation 'a' must be a finite number")):
+        bad.write_text(json.dumps({**fit, key: value}))
+        with pytest.raises(UsageError, match=message):
+            results.load_fit(bad)
 
 
 def _law_store(root, sizes=(2e5, 5e5, 1.2e6, 3e6, 8e6), ratios=(5, 10, 20, 40, 80)):

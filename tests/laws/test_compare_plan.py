@@ -11,6 +11,7 @@ from scaling.laws.allocation import kaplan_allocation, numerical_optimum
 from scaling.laws.compare import CAVEATS, compare, compare_approaches, format_table
 from scaling.laws.law import Law
 from scaling.laws.references import BESIROGLU, CHINCHILLA
+from scaling.laws.results import Intervals
 
 # Besiroglu et al.'s published 95% intervals, plus allocation intervals around their a = 0.513.
 CI = {"level": 0.95, "n_resamples": 200,
@@ -46,7 +47,7 @@ def write_fit(tmp_path, law=BESIROGLU.law, **kw):
 # ----------------------------------------------------------------------------- compare
 
 def test_compare_rows_and_interval_flags():
-    rows = compare(BESIROGLU.law, CI, 1e21)
+    rows = compare(BESIROGLU.law, Intervals.from_json(CI), 1e21)
     assert [r["name"] for r in rows] == ["your fit", "kaplan", "chinchilla", "besiroglu",
                                          "20 tokens/param"]
     mine, kaplan, chin, besi, rule = rows
@@ -80,16 +81,16 @@ def test_compare_tokens_per_param_against_second_methods():
 def test_null_interval_bounds_are_no_interval():
     # fit.json writes a NaN bound as null; such an interval judges nothing.
     ci = {**CI, "alpha": [None, None], "beta": [0.3, None]}
-    rows = compare(BESIROGLU.law, ci, 1e21)
+    rows = compare(BESIROGLU.law, Intervals.from_json(ci), 1e21)
     assert rows[0]["ci"]["alpha"] is None and rows[0]["ci"]["beta"] is None
     assert rows[2]["inside"]["alpha"] is None and rows[2]["inside"]["a"] is False
     assert "0.348 [" not in format_table(rows, 1e21)
-    _, warnings = compare_approaches({"approach_2": {"a": 0.9, "a_ci": [None, None]}}, BESIROGLU.law, ci)
+    _, warnings = compare_approaches({"approach_2": {"a": 0.9, "a_ci": [None, None]}}, BESIROGLU.law, Intervals.from_json(ci))
     assert len(warnings) == 1  # 0.9 is outside approach 3's a interval (0.48, 0.54)
 
 
 def test_format_table_is_aligned_and_marks_in_and_out():
-    text = format_table(compare(BESIROGLU.law, CI, 1e21), 1e21)
+    text = format_table(compare(BESIROGLU.law, Intervals.from_json(CI), 1e21), 1e21)
     lines = text.splitlines()
     assert len({len(line) for line in lines}) == 1  # every column right-aligned to one width
     assert "D/N at 1e21" in lines[0] and "D/N at 1e23" in lines[0]
@@ -98,23 +99,56 @@ def test_format_table_is_aligned_and_marks_in_and_out():
     assert "0.348 [0.317, 0.373]" in next(line for line in lines if line.startswith("your fit"))
 
 
-def test_caveats_say_what_is_not_comparable():
-    text = " ".join(CAVEATS)
-    assert "E, A and B" in text and "not comparable" in text and "exponents" in text
+def test_compare_output_compares_only_what_its_caveats_say(tmp_path, capsys):
+    """The caveats say E, A and B are not compared, only the exponents and what they imply. A fit
+    that differs from another only in E and in a common factor on A and B leaves
+    G = (alpha A / (beta B))^(1 / (alpha + beta)), and so every allocation, unchanged: it must get
+    the same comparison, character for character. A different beta must change it, by the
+    amounts the formulas give."""
+    base = BESIROGLU.law
+    alpha, beta = base.alpha, base.beta + 0.05
+    laws = {"base": base,   # x16: a power of two, so A/B is the same double and G the same bits
+            "rescaled": Law(E=3 * base.E, A=16 * base.A, B=16 * base.B, alpha=base.alpha, beta=base.beta),
+            "steeper": Law(E=base.E, A=base.A, B=base.B, alpha=alpha, beta=beta)}
+    text, rows = {}, {}
+    for name, law in laws.items():
+        (tmp_path / name).mkdir()
+        path = write_fit(tmp_path / name, law)
+        assert main(["compare", str(path)]) == 0
+        text[name] = capsys.readouterr().out.split("\n", 1)[1]   # after the line naming the file
+        assert main(["compare", str(path), "--json"]) == 0
+        rows[name] = json.loads(capsys.readouterr().out)["rows"]
+    assert text["rescaled"] == text["base"] and rows["rescaled"] == rows["base"]
+    header = next(line for line in text["base"].splitlines() if line.split()[:1] == ["alpha"]).split()
+    assert header[:4] == ["alpha", "beta", "a", "b"] and not {"E", "A", "B"} & set(header)
+    assert text["steeper"] != text["base"]
+    mine = rows["steeper"][0]
+    g = (alpha * base.A / (beta * base.B)) ** (1 / (alpha + beta))
+    assert mine["a"] == pytest.approx(beta / (alpha + beta), rel=1e-12)
+    assert mine["tokens_per_param"] == pytest.approx(   # D/N = G^-2 (C/6)^(b - a) at C = 1e21
+        g**-2 * (1e21 / 6) ** ((alpha - beta) / (alpha + beta)), rel=1e-9)
+    # The printed caveats are the ones the comparison follows, and the Chinchilla caveat's
+    # "tokens-per-parameter ratio that grows with C" holds for its row: x 100^((0.34-0.28)/0.62).
+    for caveat in CAVEATS:
+        assert f"- {caveat}" in text["base"]
+    chin = rows["base"][2]
+    assert chin["name"] == "chinchilla"
+    assert chin["tokens_per_param_large"] / chin["tokens_per_param"] == pytest.approx(
+        100 ** ((0.34 - 0.28) / 0.62), rel=1e-9)
 
 
 def test_compare_approaches_agreement_rules():
     law = BESIROGLU.law
     agree = {"approach_1": {"a": 0.52, "a_ci": [0.49, 0.55]}, "approach_2": {"a": 0.50, "a_ci": [0.47, 0.53]}}
-    rows, warnings = compare_approaches(agree, law, CI)
+    rows, warnings = compare_approaches(agree, law, Intervals.from_json(CI))
     assert [r["approach"] for r in rows] == ["approach_1", "approach_2", "approach_3"]
     assert rows[2]["a"] == pytest.approx(law.a) and rows[2]["a_ci"] == (0.48, 0.54)
     assert warnings == []
     apart = {"approach_1": {"a": 0.62, "a_ci": [0.58, 0.66]}, "approach_2": {"a": 0.50, "a_ci": [0.47, 0.53]}}
-    _, warnings = compare_approaches(apart, law, CI)
+    _, warnings = compare_approaches(apart, law, Intervals.from_json(CI))
     assert len(warnings) == 2 and all("Approach 1" in w for w in warnings)
     # One interval: the other's point estimate must fall inside it.
-    _, warnings = compare_approaches({"approach_1": {"a": 0.6}}, law, CI)
+    _, warnings = compare_approaches({"approach_1": {"a": 0.6}}, law, Intervals.from_json(CI))
     assert len(warnings) == 1 and "no interval" in warnings[0]
     _, warnings = compare_approaches({"approach_1": {"a": 0.6}}, law, None)
     assert warnings == []  # no interval anywhere: nothing to judge
@@ -191,15 +225,16 @@ def test_cli_plan_with_fit_and_extrapolation_note(tmp_path, capsys):
     assert out["law"] == f"your fit {path}"
     assert out["plans"][1]["allocations"][0]["n"] == pytest.approx(numerical_optimum(law, 1e21).n, rel=1e-6)
     # c_range tops out at 1e19: 1e21 is 2 orders beyond, 1e17 is not.
-    assert len(out["notes"]) == 1 and "2.0 orders of magnitude" in out["notes"][0]
+    extrapolation, no_samples = out["notes"]        # a hand-written fit.json: no bootstrap samples beside it
+    assert "2.0 orders of magnitude" in extrapolation and "no bootstrap samples" in no_samples
 
 
 @pytest.mark.parametrize("argv,message", [
     (["--compute", "0"], "positive"),
-    (["--compute", "nan"], "positive and finite"),
-    (["--compute", "inf"], "positive and finite"),
+    (["--compute", "nan"], "positive, finite"),
+    (["--compute", "inf"], "positive, finite"),
     (["--compute=-1e20"], "positive"),
-    (["--compute", "1e21", "lots"], "'lots' is not a number"),
+    (["--compute", "1e21", "lots"], "'lots' (not a number)"),
     (["--compute", "1e21", "--law", "gpt"], "unknown law 'gpt'"),
     (["--compute", "1e21", "--law", "chinchilla", "--fit", "x.json"], "not both"),
     (["--compute", "1e21", "--fit", "nowhere.json"], "nowhere.json"),
@@ -241,7 +276,7 @@ def test_python_m_scaling_plan_exit_codes():
     n = json.loads(ok_out)["plans"][0]["allocations"][0]["n"]
     assert n == pytest.approx(numerical_optimum(BESIROGLU.law, 1e23).n, rel=1e-6)
     assert bad.returncode == 2
-    assert "positive and finite" in bad_err and "Traceback" not in bad_err
+    assert "positive, finite" in bad_err and "Traceback" not in bad_err
 
 
 def test_end_to_end_with_a_real_fit_json(tmp_path, capsys):
@@ -249,12 +284,12 @@ def test_end_to_end_with_a_real_fit_json(tmp_path, capsys):
     import numpy as np
 
     from scaling.laws.fitdata import FitData
-    from scaling.laws.results import fit_json, write_fit
+    from scaling.laws.results import fit_data, write_fit
 
     law = BESIROGLU.law
     n, d = (g.ravel() for g in np.meshgrid(np.logspace(7, 9, 6), np.logspace(9, 11, 6)))
     loss = law.loss(n, d) * np.exp(np.random.default_rng(0).normal(0, 0.003, n.size))
-    path = write_fit(tmp_path / "fit.json", fit_json(FitData(n, d, loss, "synthetic"), bootstrap=30))
+    path = write_fit(tmp_path / "fit.json", fit_data(FitData(n, d, loss, "synthetic"), bootstrap=30))
     out = plan_json(capsys, "--fit", str(path), "--compute", "1e22")
     fitted = Law.from_dict(json.loads(path.read_text())["params"])
     assert out["plans"][0]["allocations"][0]["n"] == pytest.approx(

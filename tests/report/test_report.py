@@ -1,8 +1,9 @@
 """`scaling report`: figures from real (micro) runs, numbers equal to fit.json's, the hold-out
-check against a direct refit, byte-identical reruns, self-contained HTML, broken stores, bad input.
+check on the store's largest runs, byte-identical reruns, self-contained HTML, the packaged
+dataset, a table-sourced fit, broken stores, bad input.
 
-Every report here is drawn from the shared micro sweep (tests/conftest.py), with a handful of
-bootstrap resamples to stay fast.
+The run-store reports are drawn from the shared micro sweep (tests/conftest.py), with a handful
+of bootstrap resamples to stay fast.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import pytest
 from matplotlib.image import imread
 
 from scaling.cli import main
-from scaling.laws import fit as fitting
-from scaling.laws import fitdata, results
-from scaling.report import report
-from scaling.report.figures import DPI
+from scaling.laws.law import Law
+from scaling.report.inputs import load_inputs
+from scaling.report.report import build_report
+from scaling.report.style import DPI
 from scaling.runs import store
 from tests.conftest import MICRO_RUNS
 
@@ -65,17 +66,16 @@ def _table_row(md: str, first_cell: str) -> list[str]:
     raise AssertionError(f"no table row starting with {first_cell!r}")
 
 
-def _direct_holdout(sweep_dir):
-    """The hold-out check computed by hand: the top round(20%) by C out, refit, predict."""
-    data = fitdata.apply_filters(fitdata.from_runs(sweep_dir), drop_highest_loss=0)
-    c = data.compute
-    k = max(1, round(0.2 * len(data)))
-    held = np.argsort(-c, kind="stable")[:k]
-    train = np.setdiff1d(np.arange(len(data)), held)
-    law = fitting.fit_law(data.n[train], data.d[train], data.loss[train]).law
-    pred = law.loss(data.n[held], data.d[held])
-    err = np.abs(pred - data.loss[held]) / data.loss[held]
-    return {data.ids[i]: (float(p), float(e)) for i, p, e in zip(held, pred, err)}, float(err.mean())
+def _number(cell: str, value: float, digits: int = 4) -> None:
+    """A printed number equals `value` to the digits shown (`digits` significant, or decimals)."""
+    half = 5.01 * 10.0 ** -digits          # half a unit in the last digit shown, relative (.4g) or absolute (.4f)
+    assert float(cell) == pytest.approx(value, rel=half, abs=half / 10), (cell, value)
+
+
+def _interval(cell: str, pair) -> None:
+    lo, hi = (c.strip() for c in cell.strip("[]").split(","))
+    _number(lo, pair[0])
+    _number(hi, pair[1])
 
 
 def test_report_of_a_fit_draws_every_figure_from_the_runs(from_fit):
@@ -96,57 +96,59 @@ def test_report_of_a_fit_draws_every_figure_from_the_runs(from_fit):
 
 
 def test_report_numbers_are_fit_json_numbers(from_fit, fit_dir):
+    """Each number of the report, parsed back, is the one `scaling fit` wrote to fit.json."""
     _, out = from_fit
     md = (out / "report.md").read_text()
     fit = json.loads((fit_dir / "fit.json").read_text())
-    fmt = report.FMT
     for name in ("E", "A", "B", "alpha", "beta"):
         row = _table_row(md, name)
-        assert row[1] == format(fit["params"][name], fmt[name])
-        lo, hi = fit["ci"][name]
-        assert row[2] == f"[{lo:{fmt[name]}}, {hi:{fmt[name]}}]"
+        _number(row[1], fit["params"][name])
+        _interval(row[2], fit["ci"][name])
     for name in ("a", "b", "G"):
         row = _table_row(md, name)
-        assert row[1] == format(fit["allocation"][name], fmt[name])
-        lo, hi = fit["ci"][name]
-        assert row[2] == f"[{lo:{fmt[name]}}, {hi:{fmt[name]}}]"
+        _number(row[1], fit["allocation"][name])
+        _interval(row[2], fit["ci"][name])
     row = _table_row(md, f"tokens_per_param at C = {fit['reference_compute']:.3g}")
-    assert row[1] == format(fit["tokens_per_param_at_reference"], ".4g")
+    _number(row[1], fit["tokens_per_param_at_reference"])
     # The three approaches side by side, as fit.json has them.
-    a3 = _table_row(md, "Approach 3 (parametric fit)")
-    assert a3[1] == f"{fit['approaches']['approach_3']['a']:.4f}"
-    a2 = _table_row(md, "Approach 2 (IsoFLOP)")
-    assert a2[1] == ("-" if fit["approaches"]["approach_2"]["a"] is None
-                     else f"{fit['approaches']['approach_2']['a']:.4f}")
+    _number(_table_row(md, "Approach 3 (parametric fit)")[1], fit["approaches"]["approach_3"]["a"])
+    a2 = _table_row(md, "Approach 2 (IsoFLOP)")[1]
+    if fit["approaches"]["approach_2"]["a"] is None:
+        assert a2 == "-"
+    else:
+        _number(a2, fit["approaches"]["approach_2"]["a"])
     # Evidence and limitations are fit.json's lists (the report adds after them).
     for line in fit["evidence"] + fit["limitations"]:
         assert f"- {line}\n" in md
-    # The published comparison and the plan are there.
-    assert _table_row(md, "chinchilla")[3].startswith("0.452")
+    # The published comparison: Chinchilla's a = beta / (alpha + beta) = 0.28 / 0.62; and the plan.
+    assert float(_table_row(md, "chinchilla")[3].split()[0]) == pytest.approx(0.28 / 0.62, abs=5e-4)
     for c in ("1e18", "1e21", "1e23"):
         assert _table_row(md, c)[1] == "law optimum"
 
 
-def test_holdout_matches_a_direct_refit(from_fit, micro_sweep):
+def test_holdout_predicts_the_largest_runs_of_the_store(from_fit, micro_sweep):
+    """The held-out runs are the store's top 20% by compute (runs.csv's flops_6nd), and each error
+    printed is |predicted - observed| / observed with the observed loss of the run's summary."""
     stdout, out = from_fit
     _, sweep = micro_sweep
-    expected, mean = _direct_holdout(sweep.sweep_dir)
+    table = store.read_runs(sweep.sweep_dir).sort_values("flops_6nd", ascending=False)
+    k = round(0.2 * len(table))
+    held = table.head(k)
     md = (out / "report.md").read_text()
     section = md.split("## Hold-out check")[1].split("\n## ")[0]
-    for run_id, (pred, err) in expected.items():
-        row = _table_row(section, run_id)
-        assert row[5] == f"{pred:.4f}" and row[6] == f"{100 * err:.2f}%"
-        line = next(ln for ln in stdout.splitlines() if ln.startswith(run_id))
-        assert line.split()[-2:] == [f"{pred:.4f}", f"{100 * err:.2f}%"]
-    assert f"mean absolute relative error: {100 * mean:.2f}%" in stdout
-    assert f"Mean absolute relative error of the held-out predictions: {100 * mean:.2f}%" in md
-
-
-def test_holdout_split_takes_the_largest_compute():
-    train, held = report.holdout_split([5.0, 1.0, 9.0, 3.0, 9.0, 2.0, 7.0, 4.0, 6.0, 8.0], 0.2)
-    assert held.tolist() == [2, 4] and train.tolist() == [0, 1, 3, 5, 6, 7, 8, 9]
-    train, held = report.holdout_split([1.0, 2.0, 3.0], 0.2)       # at least one point held out
-    assert held.tolist() == [2]
+    errors = []
+    for run in held.itertuples():
+        row = _table_row(section, run.run_id)
+        predicted, error = float(row[5]), float(row[6].rstrip("%")) / 100
+        assert error == pytest.approx(abs(predicted - run.final_val_loss) / run.final_val_loss, abs=2e-4)
+        line = next(ln for ln in stdout.splitlines() if ln.startswith(run.run_id))
+        assert line.split()[-2:] == [row[5], row[6]]
+        errors.append(error)
+    rows = [ln for ln in section.splitlines() if ln.startswith("| ") and not ln.startswith("| held-out")]
+    assert len(rows) == k
+    mean = re.search(r"Mean absolute relative error of the held-out predictions: ([0-9.]+)%", md).group(1)
+    assert float(mean) / 100 == pytest.approx(np.mean(errors), abs=1e-4)
+    assert f"mean absolute relative error: {mean}%" in stdout
 
 
 def test_same_inputs_give_identical_files(from_fit, fit_dir, tmp_path):
@@ -162,27 +164,69 @@ def test_same_inputs_give_identical_files(from_fit, fit_dir, tmp_path):
 
 
 def test_html_report_fitted_here_is_self_contained(micro_sweep, fit_dir, from_fit, tmp_path):
-    """A run store fitted in-process: fit.json equal to `scaling fit`'s, one HTML file with
+    """`scaling report RUNS --format html`: fit.json equal to `scaling fit`'s, one HTML file with
     every figure embedded, the same numbers as the Markdown report of that fit."""
     _, sweep = micro_sweep
-    rep, paths = report.make_report(sweep.sweep_dir, out=tmp_path, fmt="html", bootstrap=int(BOOT))
+    rc, stdout = _run(["report", str(sweep.sweep_dir), "--format", "html", "--bootstrap", BOOT, "--out", str(tmp_path)])
+    assert rc == 0 and f"wrote {tmp_path / 'report.html'}" in stdout
     assert (tmp_path / "fit.json").read_bytes() == (fit_dir / "fit.json").read_bytes()
+    assert not (tmp_path / "report.md").exists()
     page = (tmp_path / "report.html").read_text()
     assert f"<code>scaling fit {sweep.sweep_dir} --bootstrap {BOOT} --seed 0</code> writes the same fit.json" in page
-    assert paths[-1] == tmp_path / "report.html"
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert not re.search(r"""(src|href)=["'](?!data:|#)""", page)           # nothing fetched from outside
     assert "<script" not in page and "<link" not in page
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert len(images) == len(FIGURES)
-    for name, fig in rep.figures.items():
+    for name in FIGURES:
         png = (tmp_path / "figures" / f"{name}.png").read_bytes()
         assert base64.b64encode(png).decode() in images
-        h, w = (round(v * DPI) for v in fig.get_size_inches()[::-1])
-        assert imread(tmp_path / "figures" / f"{name}.png").shape[:2] == (h, w)
+        assert imread(tmp_path / "figures" / f"{name}.png").shape[0] >= 4 * DPI
     md = (from_fit[1] / "report.md").read_text()
     for name in ("alpha", "beta", "a"):
         assert f"<td>{name}</td><td class=\"num\">{_table_row(md, name)[1]}</td>" in page
+
+
+def test_report_of_the_packaged_dataset(tmp_path):
+    """`scaling report --dataset chinchilla --drop-highest-loss 5`: Besiroglu et al.'s 240 points,
+    their published refit (E 1.8172, alpha 0.3478, beta 0.3658) recovered, no training curves."""
+    out = tmp_path / "report"
+    rc, stdout = _run(["report", "--dataset", "chinchilla", "--drop-highest-loss", "5", "--bootstrap", "0",
+                       "--out", str(out)])
+    assert rc == 0 and "predict the 48 with the largest" in stdout
+    md = (out / "report.md").read_text()
+    fit = json.loads((out / "fit.json").read_text())
+    assert fit["data"]["n_points"] == 240 and len(fit["data"]["dropped"]) == 5
+    for name, published, tolerance in (("E", 1.8172, 0.01), ("alpha", 0.3478, 0.005), ("beta", 0.3658, 0.005)):
+        assert fit["params"][name] == pytest.approx(published, abs=tolerance)
+        _number(_table_row(md, name)[1], fit["params"][name])
+    assert "240 points (not listed here; see the source)" in md
+    assert "`scaling fit --dataset chinchilla --drop-highest-loss 5 --bootstrap 0 --seed 0` writes the same" in md
+    drawn = sorted(p.stem for p in (out / "figures").glob("*.png"))
+    assert drawn == ["final_loss", "frontiers", "isoflop", "residuals"]
+    assert "Figures not drawn" in md and "no training curves" in md
+
+
+def test_report_of_a_table_sourced_fit(tmp_path):
+    """`scaling fit --csv` then `scaling report FIT_DIR`: the table cannot be reloaded, so the report
+    shows the law (the one the points were made from), the comparison and the plan, and says why
+    the other figures are missing."""
+    law = Law(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
+    n, d = (v.ravel() for v in np.meshgrid(np.geomspace(1e7, 1e9, 5), np.geomspace(1.1e9, 0.9e11, 5)))
+    (tmp_path / "points.csv").write_text("N,D,loss\n" + "".join(f"{float(a)!r},{float(b)!r},{float(law.loss(a, b))!r}\n"
+                                                                for a, b in zip(n, d)))
+    rc, _ = _run(["fit", "--csv", str(tmp_path / "points.csv"), "--n-col", "N", "--d-col", "D", "--loss-col", "loss",
+                  "--bootstrap", "0", "--out", str(tmp_path / "fit")])
+    assert rc == 0
+    rc, stdout = _run(["report", str(tmp_path / "fit"), "--out", str(tmp_path / "report")])
+    assert rc == 0 and "hold-out check: not possible" in stdout
+    md = (tmp_path / "report" / "report.md").read_text()
+    for name in ("E", "A", "B", "alpha", "beta"):
+        _number(_table_row(md, name)[1], getattr(law, name), digits=3)
+    assert "cannot be reloaded" in md and "Not possible without the points" in md
+    assert sorted(p.name for p in (tmp_path / "report" / "figures").iterdir()) == ["frontiers.png", "frontiers.svg"]
+    for title in ("Final loss against N", "Residuals of the fit", "Bootstrap distributions", "IsoFLOP profiles"):
+        assert re.search(rf"^- {title}.*: ", md, re.M), title
 
 
 def _copy_store(src: Path, dst: Path) -> Path:
@@ -223,7 +267,7 @@ def test_finished_run_without_a_final_loss_is_left_out(micro_sweep, tmp_path):
     summary = json.loads((bad / store.SUMMARY).read_text())
     summary.pop("final_val_loss")
     (bad / store.SUMMARY).write_text(json.dumps(summary))
-    rep = report.build_report(report.load_inputs(runs, bootstrap=0))
+    rep = build_report(load_inputs(runs, bootstrap=0))
     assert (bad.name, "finished, but summary.json has no positive, finite final_val_loss") in rep.left_out
     assert len(rep.inputs.data) == MICRO_RUNS - 1 and "bootstrap" in rep.missing_figures
 
@@ -231,11 +275,13 @@ def test_finished_run_without_a_final_loss_is_left_out(micro_sweep, tmp_path):
 def test_fit_whose_runs_are_gone_renders_the_law(fit_dir, tmp_path):
     fit = json.loads((fit_dir / "fit.json").read_text())
     fit["data"]["source"] = f"runs {tmp_path / 'gone'}"
-    path = results.write_fit(tmp_path / "fit.json", fit)
-    rep = report.build_report(report.load_inputs(path))
+    path = tmp_path / "fit.json"
+    path.write_text(json.dumps(fit))
+    rep = build_report(load_inputs(path))
     md = rep.doc.markdown()
     assert "was not found" in md and set(rep.figures) == {"frontiers"}
-    assert rep.holdout is None and _table_row(md, "alpha")[1] == format(fit["params"]["alpha"], ".4f")
+    assert rep.holdout is None
+    _number(_table_row(md, "alpha")[1], fit["params"]["alpha"])
 
 
 @pytest.mark.parametrize("argv, message", [

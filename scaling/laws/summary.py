@@ -1,0 +1,54 @@
+"""What `scaling fit`, `plan` and `compare` print of a LawFit: the constants with their intervals,
+and the verdict with its reasons.
+"""
+
+from __future__ import annotations
+
+from scaling.laws.law import PARAM_NAMES
+from scaling.laws.results import LawFit
+
+FORMATS = {"E": ".4f", "A": ".4g", "B": ".4g", "alpha": ".4f", "beta": ".4f", "a": ".4f", "b": ".4f",
+           "G": ".4g", "tokens_per_param": ".4g"}
+SHOWN_DROPPED = 10  # left-out points listed by the summary; fit.json lists them all
+
+
+def format_summary(fit: LawFit) -> str:
+    """A few lines: the constants with intervals, a, b, tokens/param, starts at the optimum."""
+    def line(name, value):
+        f = FORMATS[name]
+        text = f"  {name:<6} = " + ("undefined" if value is None else f"{value:{f}}")
+        if (bounds := fit.interval(name)) is not None:
+            text += f"   [{bounds[0]:{f}}, {bounds[1]:{f}}]"
+        return text
+
+    d, ci = fit.data, fit.ci
+    out = [f"fit of L = E + A/N^alpha + B/D^beta to {d.n_points} points ({d.source}; {len(d.dropped)} left out)"]
+    out += [f"  left out {x['id']}: {x['reason']}" for x in d.dropped[:SHOWN_DROPPED]]
+    if len(d.dropped) > SHOWN_DROPPED:
+        out.append(f"  ... and {len(d.dropped) - SHOWN_DROPPED} more (data.dropped in fit.json)")
+    out.append("constants" + (f" with {100 * ci.level:g}% bootstrap intervals ({ci.n_resamples} resamples)"
+                               if ci is not None else " (no bootstrap)") + ":")
+    for name in PARAM_NAMES:
+        out.append(line(name, getattr(fit.law, name)))
+    out.append("allocation, N_opt ~ C^a and D_opt ~ C^b:")
+    for name in ("a", "b"):
+        out.append(line(name, getattr(fit, name)))
+    out.append(f"tokens per parameter at C = {fit.reference_compute:.3g} FLOPs:")
+    out.append(line("tokens_per_param", fit.tokens_per_param))
+    out.append(f"starts at the optimum: {fit.n_starts_at_optimum} of {fit.options.n_starts}; "
+               f"residual RMS {fit.residual_rms:.4g} (log loss)")
+    out += format_verdict(fit)
+    return "\n".join(out)
+
+
+def format_verdict(fit: LawFit) -> list[str]:
+    """'verdict: ...' and its reasons, one line each; for a fit.json written before the
+    diagnostics, a line saying there is none."""
+    if fit.diagnostics is None:
+        return ["verdict: none recorded (this fit.json predates the diagnostics; refit it for one)"]
+    d = fit.diagnostics
+    n_fail = len(d.failing())
+    out = [f"verdict: {d.verdict.upper()} ({n_fail} of {len(d.checks)} checks did not pass"
+           + (")" if n_fail else "; see 'diagnostics' in fit.json)")]
+    out += [f"  {reason}" for reason in d.reasons]
+    return out

@@ -1,0 +1,223 @@
+"""The report's prose lists and rows: the summary at a glance, the sweep's settings, the run
+table, and what the report adds to fit.json's evidence and limitations.
+
+Pure: each function turns the inputs, the LawFit or the hold-out check into lines of text.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from scaling.formats import sci
+from scaling.laws import fitdata, results
+from scaling.laws.holdout import Holdout, pct
+from scaling.report.inputs import Inputs
+from scaling.report.style import human
+
+PLAN_BUDGETS = (1e18, 1e21, 1e23)
+CHINCHILLA_70B = 70e9
+
+
+def n_label(convention: str | None) -> str:
+    return {"non_embedding": "non-embedding parameters", "total": "total parameters"}.get(convention, "parameters")
+
+
+def _bounds(pair, f: str) -> str:
+    return f"[{format(pair[0], f)}, {format(pair[1], f)}]"
+
+
+def source_line(inputs: Inputs) -> str:
+    data = inputs.fit.data
+    if inputs.fitted_here:
+        how = "fitted here (the same fit as `scaling fit`; its fit.json is written beside this report)"
+    else:
+        how = f"read from `{inputs.fit_path}`"
+    count = f", {data.n_points} points" if data.n_points is not None else ""
+    return f"Data: {data.source or 'an unnamed source'}{count}. Fit: {how}."
+
+
+def at_a_glance(fit: results.LawFit, check: Holdout | None) -> list[str]:
+    out = []
+    if fit.a is not None:
+        a_ci = fit.interval("a")
+        out.append(f"Compute-optimal allocation: N_opt ~ C^{fit.a:.3f}"
+                   + (f" (interval {_bounds(a_ci, '.3f')})" if a_ci else "") + f", D_opt ~ C^{fit.b:.3f}.")
+    if fit.tokens_per_param is not None:
+        t_ci = fit.interval("tokens_per_param")
+        out.append(f"Tokens per parameter at C = {fit.reference_compute:.3g} FLOPs: {fit.tokens_per_param:.3g}"
+                   + (f" (interval {_bounds(t_ci, '.3g')})" if t_ci else "") + "; Chinchilla's rule of thumb is 20.")
+    if check is not None and check.mean_abs_rel_error is not None:
+        out.append(f"Hold-out check: refitted without the {len(check.rows)} largest-compute runs, the law predicts "
+                   f"their loss with a mean absolute relative error of {pct(check.mean_abs_rel_error)}.")
+    if c_range := fit.data.c_range:
+        out.append(f"Measured from C = {c_range[0]:.3g} to {c_range[1]:.3g} FLOPs; everything beyond is extrapolation.")
+    return out
+
+
+def settings_lines(inputs: Inputs) -> list[str]:
+    """The sweep's shared settings by section, what varies, and the size of the training split."""
+    common, varying = inputs.settings["common"], inputs.settings["varying"]
+    skip = {"run_id", "n_params_total", "n_params_non_embedding"}
+    if "lr" in varying:
+        skip.add("train.lr")      # the base rate; each run's own lr is in the run table
+    sections: dict[str, list[str]] = {}
+    for key, value in common.items():
+        if key in skip or value is None or value == []:
+            continue
+        section, _, rest = key.partition(".")
+        if not rest:
+            section, rest = "sweep", {"sweep": "name"}.get(key, key)
+        sections.setdefault(section, []).append(f"{rest} `{value}`")
+    out = [f"{section}: " + ", ".join(items) for section, items in sections.items()]
+    if varying:
+        out.append("varies between runs: " + ", ".join(f"`{k}`" for k in varying))
+    runs = inputs.runs
+    if runs is not None and "epochs" in runs:
+        ep = pd.to_numeric(runs.epochs, errors="coerce")
+        tok = pd.to_numeric(runs.tokens, errors="coerce")
+        ok = (ep > 0) & (tok > 0)
+        if ok.any():
+            split = float((tok[ok] / ep[ok]).median())
+            out.append(f"training split: about {split:.4g} tokens (tokens / epochs of the runs); the largest run saw "
+                       f"{float(ep[ok].max()):.3g} epochs of it")
+    return out
+
+
+def _cell(value, f: str) -> str:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return "-"
+    return format(value, f) if math.isfinite(value) else "-"
+
+
+def run_rows(runs: pd.DataFrame, fitted: set, held: set) -> list:
+    """One row per run of the store, by N, D and id; whether it is fitted, held out, or why not."""
+    df = runs.copy()
+    df["_n"] = pd.to_numeric(df.n_params_non_embedding, errors="coerce")
+    df["_d"] = pd.to_numeric(df.tokens, errors="coerce")
+    df = df.sort_values(["_n", "_d", "run_id"], na_position="last", kind="stable")
+    rows = []
+    for _, r in df.iterrows():
+        rid = str(r.run_id)
+        if rid in held:
+            role = "yes; held out in the check"
+        elif rid in fitted:
+            role = "yes"
+        else:
+            role = "no" + (f": {r.reason}" if isinstance(r.reason, str) and r.reason else "")
+        rows.append((rid, r.status if isinstance(r.status, str) else "-", _cell(r.n_params_non_embedding, ".4g"),
+                     _cell(r.n_params_total, ".4g"), _cell(r.tokens, ".4g"), _cell(r.flops_6nd, ".3g"),
+                     _cell(r.lr, ".3g"), _cell(r.final_val_loss, ".4f"), _cell(r.final_val_bpb, ".4f"),
+                     _cell(r.epochs, ".3g"), _cell(r.wall_s, ".1f"), role))
+    return rows
+
+
+def points_summary(data: fitdata.FitData, listed: bool) -> str:
+    r = data.ranges()
+    where = "listed below" if listed else "not listed here; see the source"
+    return (f"{len(data)} points ({where}): {data.n_sizes} distinct N from {r['n_range'][0]:.3g} to "
+            f"{r['n_range'][1]:.3g}, D from {r['d_range'][0]:.3g} to {r['d_range'][1]:.3g} tokens, C = 6ND from "
+            f"{r['c_range'][0]:.3g} to {r['c_range'][1]:.3g} FLOPs, loss from {data.loss.min():.4g} to "
+            f"{data.loss.max():.4g} nats/token.")
+
+
+def holdout_intro(check: Holdout) -> str:
+    k = check.n_points - check.n_train
+    text = (f"The law is refitted (same method, same options) on the {check.n_train} of {check.n_points} points "
+            f"with the smallest compute, leaving out the {k} with the largest C (the top {100 * check.fraction:g}%), "
+            "and then predicts the loss of those.")
+    if check.rows:
+        reach = max(r.compute for r in check.rows) / check.train_max_compute
+        text += (f" The held-out runs reach up to {reach:.3g}x the largest compute the refit saw "
+                 f"({check.train_max_compute:.3g} FLOPs). Their error is a fair guess of the error of a prediction "
+                 "that far beyond a sweep; further out, expect more.")
+    return text
+
+
+def approach_note(e: dict) -> str:
+    """What stands behind one approach's a: its reason when there is none, else its method's basis."""
+    if e.get("reason"):
+        return e["reason"]
+    method = e.get("method")
+    if method == "isoflop":
+        return f"{e.get('n_budgets_used')} budgets; {e.get('grouping')}"
+    if method == "envelope":
+        extra = "; ".join(e.get("notes") or [])
+        return f"{e.get('n_winning_sizes')} winning sizes, no interval" + (f"; {extra}" if extra else "")
+    if method == "parametric":
+        return "the fitted law; bootstrap interval" if e.get("a_ci") else "the fitted law"
+    return ""
+
+
+def more_evidence(check: Holdout | None) -> list[str]:
+    if check is None or check.mean_abs_rel_error is None:
+        return []
+    return [f"hold-out check: refitted on the {check.n_train} lowest-compute points, the law predicts the "
+            f"{len(check.rows)} highest-compute ones with mean absolute relative error "
+            f"{pct(check.mean_abs_rel_error)} (largest {pct(max(r.abs_rel_error for r in check.rows))})"]
+
+
+def more_limitations(inputs: Inputs, check: Holdout | None) -> list[str]:
+    """What the report knows beyond fit.json: model sizes, corpus, context, epochs, extrapolation."""
+    out = []
+    data, fit = inputs.data, inputs.fit
+    if data is not None and (nmax := float(data.n.max())) < 1e8:
+        out.append(f"fitted on tiny models: the largest has {human(nmax)} {n_label(data.param_convention)}, "
+                   f"{math.log10(CHINCHILLA_70B / nmax):.1f} orders of magnitude below Chinchilla (70B); "
+                   "the exponents of models this small need not hold for large ones")
+    law = fit.law
+    if data is not None and law.E < 0.05 * float(data.loss.min()):
+        out.append(f"E = {law.E:.3g} is pinned near zero: these runs are far from the irreducible loss, so E is "
+                   f"not determined and A/N^alpha absorbs it; read alpha = {law.alpha:.3g} as the local slope "
+                   "over the measured sizes, not as the exponent of the reducible loss")
+    out += _setup_limitations(inputs)
+    if c_range := fit.data.c_range:
+        top = float(c_range[1])
+        span = ", ".join(f"{sci(c)} is {math.log10(c / top):.1f}" for c in PLAN_BUDGETS if c > top)
+        if span:
+            out.append(f"the plan and the frontiers extrapolate: {span} orders of magnitude of compute beyond the "
+                       f"largest run ({top:.3g} FLOPs)")
+    if check is not None and check.mean_abs_rel_error is None and check.reason:
+        out.append(f"no hold-out check: {check.reason}")
+    return out
+
+
+def _setup_limitations(inputs: Inputs) -> list[str]:
+    """The one corpus, tokenizer and context of a sweep (or the origin of a dataset), and repeated epochs."""
+    out = []
+    settings = (inputs.settings or {}).get("common") or {}
+    if settings:
+        corpus = settings.get("corpus.source")
+        detail = {"builtin": "the builtin State of the Union corpus", "files": f"files {settings.get('corpus.paths')}",
+                  "hf": f"the dataset {settings.get('corpus.dataset')}"}.get(corpus, str(corpus))
+        out.append(f"one corpus ({detail}), one tokenizer (byte-level BPE, {settings.get('tokenizer.vocab_size')} "
+                   "tokens), one architecture and one learning-rate rule: E, A and B, and possibly the exponents, "
+                   "change with any of them")
+        if ctx := settings.get("model.context_length"):
+            out.append(f"context length {ctx} tokens: loss per token at a short context is higher than at a long "
+                       "one, and the gap need not scale the same way")
+    elif (inputs.fit.data.source or "").startswith("dataset chinchilla"):
+        out.append("the points were read off a figure of Hoffmann et al. (Besiroglu et al.'s extraction): their "
+                   "precision is that of the plot, and Hoffmann et al.'s runs are not all in it")
+    runs = inputs.runs
+    if runs is not None and "epochs" in runs:
+        ep = pd.to_numeric(runs.epochs, errors="coerce")
+        if multi := int((ep > 1.0).sum()):
+            out.append(f"{multi} run(s) trained for more than one epoch (up to {float(ep.max()):.3g}): repeated "
+                       "tokens are worth less than fresh ones, so their losses are higher than the law's D assumes")
+    return out
+
+
+def provenance(inputs: Inputs, fraction: float) -> list[str]:
+    out = [f"fitted here; `{inputs.fit_command}` writes the same fit.json" if inputs.fitted_here
+           else f"fit read from `{inputs.fit_path}`"]
+    if inputs.fit.boot is not None and not inputs.fitted_here:
+        out.append(f"bootstrap distributions recomputed here: {inputs.fit.boot.n_resamples} resamples, seed "
+                   f"{inputs.fit.boot.seed}")
+    out.append(f"hold-out: the top {100 * fraction:g}% of points by C = 6ND (at least one), refitted with Hoffmann's "
+               "4,500 starts")
+    out.append("figures: PNG and SVG beside this report in figures/; the same inputs give byte-identical files")
+    return out

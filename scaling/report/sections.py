@@ -1,0 +1,390 @@
+"""The report's sections, in reading order: each draws its figures and writes its text into a `Report`.
+
+    report = Report.start(inputs, holdout_fraction=0.2)
+    for section in SECTIONS:
+        section(report)
+
+Every number comes from the LawFit (`report.fit`) or is computed here from the points; the text
+around it says what it means. The lists (at a glance, settings, evidence, limitations,
+provenance) are in `scaling.report.notes`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from scaling.formats import sci
+from scaling.laws import allocation, approaches, compare, results
+from scaling.laws import fit as fitting
+from scaling.laws.holdout import Holdout, holdout, pct
+from scaling.laws.law import PARAM_NAMES
+from scaling.laws.references import BESIROGLU, CHINCHILLA, KAPLAN
+from scaling.laws.summary import FORMATS
+from scaling.report import figures as figs
+from scaling.report import frontiers as frontier_figure
+from scaling.report import notes
+from scaling.report.document import Doc
+from scaling.report.inputs import Inputs
+from scaling.report.style import SizeColours
+
+FRONTIER_MAX_C = 1e24
+MAX_POINTS_LISTED = 60       # longer point tables (a dataset) are summarised instead
+
+FIGURE_TITLES = {
+    "loss_curves": "Validation loss against tokens for every run",
+    "final_loss": "Final loss against N at each D and against D at each N, with the fitted law",
+    "isoflop": "IsoFLOP profiles (Approach 2) and the law's optimum (Approach 3)",
+    "frontiers": "Iso-loss contours of the fitted law and compute-optimal frontiers to 1e24 FLOPs",
+    "residuals": "Residuals of the fit",
+    "bootstrap": "Bootstrap distributions of alpha, beta, a and tokens per parameter",
+}
+
+
+@dataclass
+class Report:
+    """A report being built, then built: the document, its figures and the hold-out check."""
+
+    inputs: Inputs
+    title: str
+    doc: Doc
+    colours: SizeColours                 # one colour per model size, the same in every figure
+    n_label: str                         # what N counts, in words
+    holdout: Holdout | None
+    holdout_fraction: float
+    figures: dict = field(default_factory=dict)           # name -> matplotlib Figure
+    missing_figures: dict = field(default_factory=dict)   # name -> why it is not drawn
+    left_out: list = field(default_factory=list)          # (run or point, why), one row each
+
+    @property
+    def fit(self) -> results.LawFit:
+        return self.inputs.fit
+
+    @classmethod
+    def start(cls, inputs: Inputs, holdout_fraction: float) -> "Report":
+        """An empty document, the colours, and the hold-out check (run first: the summary quotes it)."""
+        fit, data = inputs.fit, inputs.data
+        all_n = []
+        if inputs.curves is not None:
+            all_n += list(inputs.curves.n)
+        if data is not None:
+            all_n += list(data.n)
+        n_label = notes.n_label(fit.data.param_convention or (data.param_convention if data is not None else None))
+        check = None
+        if data is not None:
+            check = holdout(data, fit.law, fraction=holdout_fraction, fixed_E=fit.options.fixed_E,
+                            delta=float(fit.options.delta or fitting.DEFAULT_DELTA))
+        return cls(inputs=inputs, title=f"Scaling-law report: {inputs.name}", doc=Doc(),
+                   colours=SizeColours(all_n, f"N ({n_label})"), n_label=n_label, holdout=check,
+                   holdout_fraction=holdout_fraction)
+
+    def figure(self, name: str, fig, caption: str) -> None:
+        self.figures[name] = fig
+        self.doc.figure(name, len(self.figures), FIGURE_TITLES[name], caption)
+
+
+def _fmt(value, f: str) -> str:
+    return "-" if value is None or not math.isfinite(value) else format(value, f)
+
+
+def _bounds(pair, f: str) -> str:
+    return "-" if pair is None else f"[{format(pair[0], f)}, {format(pair[1], f)}]"
+
+
+def summary(r: Report) -> None:
+    fit, law = r.fit, r.fit.law
+    r.doc.h(1, r.title)
+    r.doc.p(notes.source_line(r.inputs))
+    _verdict(r)
+    r.doc.p(f"The fitted law: **L(N, D) = {law.E:.4g} + {law.A:.4g} / N^{law.alpha:.4f} + {law.B:.4g} / "
+            f"D^{law.beta:.4f}**, with N in {r.n_label} and D in training tokens; L in nats per token.")
+    r.doc.ul(notes.at_a_glance(fit, r.holdout))
+
+
+def _verdict(r: Report) -> None:
+    """The verdict first, with the reasons that decided it (see the Diagnostics section)."""
+    diag = r.fit.diagnostics
+    if diag is None:
+        r.doc.p("**Verdict: none recorded.** This fit.json predates the diagnostics; refit it with "
+                "`scaling fit` for a verdict on whether the data determine the law.")
+        return
+    r.doc.p(f"**Verdict: {diag.verdict}.** " + {
+        "trustworthy": "Every diagnostic passed.",
+        "use with caution": "The law is determined, but the checks below did not all pass.",
+        "not identified": "The data do not determine the law: its allocation and tokens per parameter "
+                          "are not a recommendation until the sweep is redesigned.",
+    }[diag.verdict])
+    if diag.reasons:
+        r.doc.ul(list(diag.reasons))
+
+
+def diagnostics(r: Report) -> None:
+    diag = r.fit.diagnostics
+    if diag is None:
+        return
+    r.doc.h(2, "Diagnostics")
+    r.doc.p(f"Each check, its measured value, the threshold it is held to and its status; the verdict "
+            f"(**{diag.verdict}**) is the worst status. The thresholds are explained in docs/diagnostics.md.")
+    r.doc.table(["check", "value", "threshold", "status", "what it measured"],
+                [[c.name, _fmt(c.value, ".3g"), c.threshold, c.status, c.reason] for c in diag.checks],
+                align=["l", "r", "l", "l", "l"])
+
+
+def left_out(r: Report) -> None:
+    pairs = [(str(d.get("id")), d.get("reason", "")) for d in r.fit.data.dropped]
+    pairs += [(str(what), why) for what, why in r.inputs.left_out]
+    reasons: dict[str, list[str]] = {}          # one row per run or point, its reasons in order found
+    for what, why in pairs:
+        if why not in reasons.setdefault(what, []):
+            reasons[what].append(why)
+    r.left_out = [(what, "; ".join(whys)) for what, whys in reasons.items()]
+    if r.left_out or r.inputs.notes:
+        r.doc.h(2, "What was left out, and why")
+        if r.left_out:
+            r.doc.table(["run / point", "why"], r.left_out, align=["l", "l"])
+        r.doc.ul(r.inputs.notes)
+
+
+def sweep(r: Report) -> None:
+    inputs, data = r.inputs, r.inputs.data
+    r.doc.h(2, "The sweep" if inputs.runs_dir is not None else "The data")
+    if inputs.settings is not None:
+        r.doc.ul(notes.settings_lines(inputs))
+    elif data is not None:
+        r.doc.p(f"Points: {r.fit.data.source or data.source}.")
+    if inputs.runs is not None:
+        fitted = set(map(str, data.ids)) if data is not None else set()
+        r.doc.p(f"{len(inputs.runs)} runs in the store, {len(fitted)} fitted. "
+                "N_ne: non-embedding parameters; N: total; C = 6 N_ne D (the store's flops_6nd); "
+                "loss: final validation loss in nats/token; bpb: bits per byte.")
+        held = {row.id for row in r.holdout.rows} if r.holdout is not None else set()
+        r.doc.table(["run", "status", "N_ne", "N", "D (tokens)", "C (FLOPs)", "lr", "loss", "bpb", "epochs",
+                     "wall (s)", "in the fit"], notes.run_rows(inputs.runs, fitted, held),
+                    align=["l", "l"] + ["r"] * 9 + ["l"])
+    elif data is not None:
+        r.doc.p(notes.points_summary(data, listed=len(data) <= MAX_POINTS_LISTED))
+        if len(data) <= MAX_POINTS_LISTED:
+            r.doc.table(["point", "N", "D (tokens)", "C (FLOPs)", "loss"],
+                        [(str(i), f"{n:.4g}", f"{d:.4g}", f"{6 * n * d:.4g}", f"{loss:.4f}")
+                         for i, n, d, loss in zip(data.ids, data.n, data.d, data.loss)])
+    if inputs.curves is not None and len(inputs.curves):
+        r.figure("loss_curves", figs.loss_curves(inputs.curves, r.colours, n_label=r.n_label),
+                 "Validation loss against tokens seen for every run (log tokens). One colour per model size, the "
+                 "same in every figure; each run's line ends at its own budget, at the dot (its final loss). "
+                 "Runs that did not finish are dashed and end in a cross.")
+    else:
+        r.missing_figures["loss_curves"] = ("no training curves: a packaged dataset or table has only final "
+                                            "losses" if inputs.runs_dir is None else "no run has a validation curve")
+
+
+def fitted_law(r: Report) -> None:
+    fit, options, ci = r.fit, r.fit.options, r.fit.ci
+    level = ci.level if ci is not None else 0.95
+    r.doc.h(2, "The fitted law")
+    r.doc.p(f"Approach 3 of Hoffmann et al.: Huber loss (delta {options.delta or fitting.DEFAULT_DELTA:g}) on "
+            f"log residuals, L-BFGS from {options.n_starts or 4500} starts; "
+            + (f"{100 * level:g}% percentile intervals from {ci.n_resamples} bootstrap resamples (seed "
+               f"{fit.seed})." if ci is not None else "no bootstrap, so no intervals."))
+    f = FORMATS
+    values = {**{name: getattr(fit.law, name) for name in PARAM_NAMES}, "a": fit.a, "b": fit.b, "G": fit.G}
+    rows = [(name, _fmt(value, f[name]), _bounds(fit.interval(name), f[name])) for name, value in values.items()]
+    if fit.reference_compute is not None:
+        rows.append((f"tokens_per_param at C = {fit.reference_compute:.3g}",
+                     _fmt(fit.tokens_per_param, f["tokens_per_param"]),
+                     _bounds(fit.interval("tokens_per_param"), f["tokens_per_param"])))
+    r.doc.table(["constant", "value", f"{100 * level:g}% interval"], rows)
+    if fit.residual_rms is not None:
+        r.doc.p(f"Residual RMS {fit.residual_rms:.4g} in log loss; {fit.n_starts_at_optimum} of {options.n_starts} "
+                "starts ended at the optimum. a = beta/(alpha+beta) is the exponent of N_opt ~ C^a, "
+                "b = alpha/(alpha+beta) that of D_opt ~ C^b.")
+    _points_figures(r)
+    _bootstrap_figure(r)
+
+
+def _points_figures(r: Report) -> None:
+    data, law = r.inputs.data, r.fit.law
+    if data is None:
+        for name in ("final_loss", "residuals"):
+            r.missing_figures[name] = "no points to draw (see above)"
+        return
+    grid = np.unique(data.d).size <= 8 and np.unique(data.n).size <= 8
+    r.figure("final_loss", figs.final_loss(data.n, data.d, data.loss, law, r.colours, n_label=r.n_label),
+             "Final loss of the fitted runs against model size at each token budget (left) and against tokens at "
+             "each model size (right), with the fitted law's curves "
+             + ("in the same colours." if grid else "at five representative values (the points scatter over many "
+                "values of N and D; the colour bars match points to curves)."))
+    resid = np.log(data.loss) - np.log(law.loss(data.n, data.d))
+    worst = int(np.argmax(np.abs(resid)))
+    r.figure("residuals", figs.residuals(data.n, data.compute, resid, r.colours, n_label=r.n_label),
+             f"Residuals ln L_observed - ln L_fitted against compute and model size (RMS "
+             f"{np.sqrt(np.mean(resid ** 2)):.3g}; largest {resid[worst]:+.3g} at {data.ids[worst]}). A trend with "
+             "compute or size means the law's form misses something there; scatter without trend is noise.")
+
+
+def _bootstrap_figure(r: Report) -> None:
+    fit, boot = r.fit, r.fit.boot
+    if boot is None:
+        r.missing_figures["bootstrap"] = "no bootstrap resamples (see above)"
+        return
+    law = fit.law
+    estimates = {"alpha": law.alpha, "beta": law.beta, "a": law.a, "tokens_per_param": fit.tokens_per_param}
+    intervals = {key: fit.interval(key) for key in ("alpha", "beta", "a", "tokens_per_param")}
+    refs = {"chinchilla": {"alpha": CHINCHILLA.law.alpha, "beta": CHINCHILLA.law.beta, "a": CHINCHILLA.law.a},
+            "besiroglu": {"alpha": BESIROGLU.law.alpha, "beta": BESIROGLU.law.beta, "a": BESIROGLU.law.a},
+            "kaplan": {"a": KAPLAN.a["kaplan"]}}
+    level = fit.ci.level if fit.ci is not None else 0.95
+    r.figure("bootstrap", figs.bootstrap_distributions(
+        boot.samples, estimates, intervals, references=refs, reference_compute=boot.reference_compute,
+        n_resamples=boot.n_resamples, level=boot.level),
+        f"Bootstrap distributions over {boot.n_resamples} resamples of the points (seed {boot.seed}), each "
+        f"refitted: alpha, beta, a and tokens per parameter at C = {boot.reference_compute:.3g} FLOPs. Solid "
+        f"black: the full fit; dashed: the {100 * level:g}% interval; coloured lines: published values (E, A, B "
+        "and tokens per parameter depend on the setup and are not compared).")
+
+
+def holdout_check(r: Report) -> None:
+    check, law = r.holdout, r.fit.law
+    r.doc.h(2, "Hold-out check: does the law predict runs it has not seen?")
+    if check is None:
+        r.doc.p("Not possible without the points (see above).")
+        return
+    r.doc.p(notes.holdout_intro(check))
+    if check.reason:
+        r.doc.p(check.reason)
+        return
+    r.doc.table(["held-out run", "N", "D (tokens)", "C (FLOPs)", "observed loss", "predicted", "abs rel error",
+                 "full fit's error"],
+                [(row.id, f"{row.n:.4g}", f"{row.d:.4g}", f"{row.compute:.4g}", f"{row.loss:.4f}",
+                  f"{row.predicted:.4f}", pct(row.abs_rel_error), pct(abs(row.full_predicted - row.loss) / row.loss))
+                 for row in check.rows])
+    r.doc.p(f"**Mean absolute relative error of the held-out predictions: {pct(check.mean_abs_rel_error)}** "
+            f"(the full fit, which saw these runs: {pct(check.full_mean_abs_rel_error)}). The refit without them: "
+            f"alpha = {check.law.alpha:.4f}, beta = {check.law.beta:.4f}, a = {check.law.a:.4f} (full fit: "
+            f"{law.alpha:.4f}, {law.beta:.4f}, {law.a:.4f}).")
+
+
+def allocation_exponents(r: Report) -> None:
+    fit = r.fit
+    r.doc.h(2, "Three estimates of the allocation exponent a")
+    apps = fit.approaches or {}
+    rows = []
+    for key in ("approach_1", "approach_2", "approach_3"):
+        e, published = apps.get(key), f"{CHINCHILLA.a[key]:.2f}"
+        if e is None:
+            why = "needs training curves (a run store)" if key == "approach_1" else "not in this fit.json"
+            rows.append((compare.APPROACH_NAMES[key], "-", "-", "-", published, why))
+            continue
+        iv = e.get("a_ci")
+        rows.append((compare.APPROACH_NAMES[key], _fmt(e.get("a"), ".4f"),
+                     "-" if not iv or None in iv else _bounds(iv, ".4f"), _fmt(e.get("b"), ".4f"), published,
+                     notes.approach_note(e)))
+    r.doc.table(["approach", "a", "interval", "b", "Hoffmann et al.", "notes"], rows,
+                align=["l", "r", "r", "r", "r", "l"])
+    if apps:
+        r.doc.ul(f"warning: {w}" for w in compare.compare_approaches(apps, fit.law, fit.ci)[1])
+    if r.inputs.data is None:
+        r.missing_figures["isoflop"] = "no points to group by budget"
+        return
+    _isoflop(r)
+
+
+def _isoflop(r: Report) -> None:
+    """Approach 2's budgets on the points drawn (as fit.json's approach_2 for the points fitted)."""
+    data, law, curves = r.inputs.data, r.fit.law, r.inputs.curves
+    iso = approaches.isoflop(data.n, data.d, data.loss)
+    frontier = None
+    if curves is not None and len(curves):
+        env = approaches.envelope(curves[(curves.status == "finished") & curves.run_id.isin(list(map(str, data.ids)))])
+        if len(env.frontier):
+            frontier = (env.frontier.compute.to_numpy(float), env.frontier.n.to_numpy(float))
+    r.doc.p(f"Approach 2 budgets ({iso.grouping}): a budget is used when at least 3 model sizes sampled it and "
+            "its parabola in ln N has a minimum inside the sampled sizes.")
+    r.doc.table(["budget C (FLOPs)", "runs", "sizes", "N sampled", "status", "N_opt (parabola)", "N_opt (law)"],
+                [(f"{b.compute:.3g}", b.n_runs, b.n_sizes, f"{b.n_range[0]:.3g} - {b.n_range[1]:.3g}", b.status,
+                  _fmt(b.n_opt, ".3g"), f"{float(law.n_opt(b.compute)):.3g}") for b in iso.budgets],
+                align=["r", "r", "r", "r", "l", "r", "r"])
+    r.figure("isoflop", figs.isoflop(iso, data.n, data.loss, law, frontier=frontier, n_label=r.n_label,
+                                     data_c_range=(float(data.compute.min()), float(data.compute.max()))),
+             "Left: final loss against model size along each compute budget; the parabola in ln N fitted to each "
+             "budget's runs and its minimum (Approach 2), and the fitted law along the same budget with its "
+             "optimum (Approach 3). Right: compute-optimal N against C from each approach.")
+
+
+def kaplan_laws(r: Report) -> None:
+    kap = r.fit.kaplan
+    if not kap:
+        return
+    r.doc.h(2, "Kaplan-style single-variable laws")
+    r.doc.p(f"L(X) = (X_c / X)^alpha_X without an irreducible term (Kaplan et al. 2020), fitted on the runs "
+            f"closest to each law's condition; N counted as {kap.get('param_convention')}. Kaplan's own "
+            "exponents are for non-embedding parameters on WebText2.")
+    rows = []
+    for key, label in (("L_N", "L(N)"), ("L_D", "L(D)"), ("L_C", "L(C)")):
+        theirs = f"{KAPLAN.extra['alpha_' + key[-1]]:.3f}"
+        e = kap.get(key)
+        if e is None:
+            rows.append((label, "-", "-", "-", "-", theirs))
+            continue
+        iv = e.get("alpha_ci")
+        rows.append((label, _fmt(e.get("alpha"), ".4f"), "-" if not iv or None in iv else _bounds(iv, ".4f"),
+                     _fmt(e.get("x_c"), ".3g"), e.get("n_points"), theirs))
+    r.doc.table(["law", "alpha_X", "interval", "X_c", "points", "Kaplan et al."], rows)
+    r.doc.ul(kap.get("reasons") or [])
+
+
+def published_laws(r: Report) -> None:
+    fit, data = r.fit, r.inputs.data
+    r.doc.h(2, "Comparison with published laws")
+    rows = compare.compare(fit.law, fit.ci, fit.reference_compute)
+    r.doc.table(*compare.table_cells(rows, fit.reference_compute, out_mark="**OUT**"))
+    r.doc.p("in / OUT: the published value lies inside / outside your interval.")
+    r.doc.ul(compare.CAVEATS)
+    r.figure("frontiers", frontier_figure.frontiers(
+        fit.law, data.n if data is not None else np.array([]), data.compute if data is not None else np.array([]),
+        r.colours, c_range=fit.data.c_range, c_max=FRONTIER_MAX_C, budgets=notes.PLAN_BUDGETS, n_label=r.n_label,
+        references={"chinchilla": CHINCHILLA.law.n_opt, "besiroglu": BESIROGLU.law.n_opt,
+                    "kaplan": lambda c: allocation.KAPLAN_N_COEFF * (np.asarray(c) / allocation.PF_DAY_FLOP)
+                    ** allocation.KAPLAN_N_EXPONENT}),
+        "Iso-loss contours of the fitted L(N, D = C/6N) over compute and model size (each contour is the loss the "
+        "fit reaches at a power of ten of C with the best split, and touches the fitted frontier there); your "
+        "runs as points; your compute-optimal N_opt(C), solid over your runs' compute and dashed beyond; "
+        "Chinchilla's, Besiroglu et al.'s and Kaplan's frontiers, to "
+        f"{sci(FRONTIER_MAX_C)} FLOPs; dotted: the budgets of the plan below. "
+        + ("The published frontiers count total parameters (Kaplan: non-embedding); "
+           f"yours counts {r.n_label}." if fit.data.param_convention else ""))
+
+
+def plan(r: Report) -> None:
+    law, c_range = r.fit.law, r.fit.data.c_range
+    r.doc.h(2, "Plan for a few budgets")
+    rows = [(sci(c), "law optimum" if a.method == "law" else a.method, f"{a.n:.3g}", f"{a.d:.3g}",
+             f"{a.tokens_per_param:.3g}", _fmt(a.loss, ".4f"))
+            for c in notes.PLAN_BUDGETS for a in allocation.compare_allocations(law, c)]
+    r.doc.table(["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "predicted loss"], rows,
+                align=["r", "l", "r", "r", "r", "r"])
+    lines = ["predicted loss: what your law predicts for each allocation (the law's optimum is lowest by "
+             "construction); kaplan: N = 1.3e9 (C / 8.64e19)^0.73 non-embedding parameters, D = C / (6N)."]
+    if c_range:
+        top = c_range[1]
+        lines += [f"C = {sci(c)} is {math.log10(c / top):.1f} orders of magnitude above your largest run "
+                  f"({top:.3g} FLOPs): an extrapolation of the fitted form" for c in notes.PLAN_BUDGETS if c > top]
+    r.doc.ul(lines)
+
+
+def closing(r: Report) -> None:
+    """Evidence, limitations, the figures not drawn and how the report was made."""
+    r.doc.h(2, "Evidence")
+    r.doc.ul(list(r.fit.evidence) + notes.more_evidence(r.holdout))
+    r.doc.h(2, "Limitations")
+    r.doc.ul(list(r.fit.limitations) + notes.more_limitations(r.inputs, r.holdout))
+    if r.missing_figures:
+        r.doc.h(2, "Figures not drawn")
+        r.doc.ul(f"{FIGURE_TITLES[name]}: {why}" for name, why in r.missing_figures.items())
+    r.doc.h(2, "How this report was made")
+    r.doc.ul(notes.provenance(r.inputs, r.holdout_fraction))
+
+
+SECTIONS = (summary, left_out, sweep, fitted_law, diagnostics, holdout_check, allocation_exponents, kaplan_laws,
+            published_laws, plan, closing)
