@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from scaling.errors import UsageError
-from scaling.laws import approaches, fitdata, results, summary
+from scaling.laws import fitdata, results, summary
+from scaling.laws.curves import curves_from_store
 from scaling.laws.fit import DEFAULT_DELTA
 
 
@@ -36,7 +37,12 @@ def register(subparsers) -> None:
                                    "when no --d-col)")
     p.add_argument("--loss-col", help=f"--csv: column of final loss (default {cols['loss_col']!r})")
     p.add_argument("--param-convention", choices=fitdata.PARAM_CONVENTIONS,
-                   help="RUNS_DIR: count N as non_embedding (default) or total parameters")
+                   help="RUNS_DIR: count N as non_embedding (default) or total parameters; --csv: what the "
+                        "N column counts (recorded in fit.json)")
+    p.add_argument("--budget-col", help="--csv: column of each run's planned compute budget (an IsoFLOP design); "
+                                        "Approach 2 groups by it instead of binning C")
+    p.add_argument("--embedding-col", help="--csv: column of embedding parameters, so N is known both ways and "
+                                           "the fit is shown with each (needs --param-convention)")
     p.add_argument("--drop-highest-loss", type=int, default=0, metavar="K",
                    help="leave out the K points with the highest loss (Besiroglu et al.: 5)")
     p.add_argument("--min-tokens-per-param", type=float, metavar="X", help="leave out points with D/N below X")
@@ -61,11 +67,16 @@ def load_data(args) -> tuple[fitdata.FitData, str]:
         raise UsageError("give exactly one data source: RUNS_DIR, --csv FILE or --dataset NAME"
                          + (f" (got {', '.join(sources)})" if sources else ""))
     column_flags = [f for f, v in (("--n-col", args.n_col), ("--d-col", args.d_col), ("--c-col", args.c_col),
-                                   ("--loss-col", args.loss_col)) if v is not None]
+                                   ("--loss-col", args.loss_col), ("--embedding-col", args.embedding_col),
+                                   ("--budget-col", args.budget_col))
+                    if v is not None]
     if column_flags and args.csv is None:
         raise UsageError(f"{', '.join(column_flags)} apply to --csv only")
-    if args.param_convention is not None and args.runs_dir is None:
-        raise UsageError("--param-convention applies to a run store (RUNS_DIR) only")
+    if args.param_convention is not None and args.dataset is not None:
+        raise UsageError("--param-convention applies to a run store or a --csv table; a packaged dataset "
+                         "records its own")
+    if args.embedding_col is not None and args.param_convention is None:
+        raise UsageError("--embedding-col needs --param-convention: does the N column count embeddings or not?")
     if args.runs_dir is not None:
         data = fitdata.from_runs(args.runs_dir, args.param_convention or "non_embedding")
         name = args.runs_dir.resolve().name
@@ -73,7 +84,8 @@ def load_data(args) -> tuple[fitdata.FitData, str]:
         cols = fitdata.CHINCHILLA_COLUMNS
         data = fitdata.from_table(args.csv, n_col=args.n_col or cols["n_col"],
                                   loss_col=args.loss_col or cols["loss_col"], d_col=args.d_col,
-                                  c_col=args.c_col)
+                                  c_col=args.c_col, param_convention=args.param_convention,
+                                  embedding_col=args.embedding_col, budget_col=args.budget_col)
         name = args.csv.stem
     else:
         data = fitdata.from_dataset(args.dataset)
@@ -104,7 +116,7 @@ def cmd_fit(args) -> int:
     start = time.perf_counter()
     curves = None
     if args.runs_dir is not None:
-        curves = approaches.curves_from_store(args.runs_dir, param_convention=data.param_convention)
+        curves = curves_from_store(args.runs_dir, param_convention=data.param_convention)
     fit = results.fit_data(data, delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap,
                            seed=args.seed, reference_compute=args.reference_compute, curves=curves)
     elapsed = time.perf_counter() - start

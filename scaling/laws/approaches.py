@@ -1,7 +1,7 @@
 """Hoffmann et al.'s Approaches 1 and 2: compute-optimal allocation without a parametric law.
 
-Pure functions of arrays and DataFrames, except `read_curves` and `curves_from_store`, which read a run
-store.
+Pure functions of arrays and DataFrames; the training curves Approach 1 needs are read from a run
+store by `scaling.laws.curves`.
 
 Approach 2, IsoFLOP profiles (`isoflop`): group runs by compute budget C = 6 N D; along each
 budget loss is a valley in log N, so fit a parabola of loss in log N and take its minimum as
@@ -21,15 +21,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 from scipy import stats
 
 from scaling.errors import UsageError
-from scaling.runs import store
 
 CI_LEVEL = 0.95
 
@@ -185,11 +182,10 @@ def _parabola_minimum(n, loss, compute: float) -> tuple[BudgetMinimum, tuple | N
         return BudgetMinimum(**common, status="loss is not convex in log N here (no minimum)"), parabola
     u_opt = -p1 / (2 * p2)
     x_opt = centre + u_opt
-    if x_opt < x.min():
-        status = f"minimum at N={math.exp(x_opt):.3g}, below the smallest sampled N"
-        return BudgetMinimum(**common, status=status), parabola
-    if x_opt > x.max():
-        status = f"minimum at N={math.exp(x_opt):.3g}, above the largest sampled N"
+    if not x.min() <= x_opt <= x.max():
+        # Written as a power of ten: a nearly flat parabola can put it past what a float holds.
+        side = "below the smallest" if x_opt < x.min() else "above the largest"
+        status = f"minimum at N=1e{x_opt / math.log(10):.1f}, {side} sampled N"
         return BudgetMinimum(**common, status=status), parabola
     n_opt = math.exp(x_opt)
     return BudgetMinimum(**common, status="ok", n_opt=n_opt, d_opt=compute / (6 * n_opt),
@@ -367,69 +363,3 @@ def envelope(curves: pd.DataFrame, *, n_grid: int = 1500) -> EnvelopeResult:
     d_fit = fit_power_law(frontier.compute, frontier.d)
     return EnvelopeResult(n_fit.exponent, d_fit.exponent, n_fit, d_fit, frontier, n_grid,
                           unbracketed, winning, notes=notes)
-
-
-@dataclass(frozen=True)
-class StoreCurves:
-    """Every run's validation curve (columns run_id, n, tokens, loss, status; one row per
-    evaluation), and the runs without one: (run_id, status, why)."""
-
-    curves: pd.DataFrame
-    missing: tuple = ()
-
-
-def read_curves(sweep_dir, *, param_convention: str = "non_embedding", tokens_key: str = "tokens",
-                loss_key: str = "val_loss") -> StoreCurves:
-    """The training curves of every run of a sweep, whatever its status, in the store's run order.
-
-    Reads runs/<sweep>/<run>/metrics.jsonl and keeps the records that carry both `tokens_key`
-    and `loss_key`. N is the run's non-embedding count by default (as the sweep's flops_6nd
-    uses; param_convention="total" counts embeddings too), from its summary or, for a run that
-    never wrote one, from its config.yaml. A run without metrics, N or any evaluation is listed
-    in `missing`. A run without a summary has status "incomplete".
-    """
-    column = {"non_embedding": "n_params_non_embedding", "total": "n_params_total"}.get(param_convention)
-    if column is None:
-        raise UsageError(f"param_convention must be 'non_embedding' or 'total', got {param_convention!r}")
-    if not Path(sweep_dir).is_dir():
-        raise UsageError(f"no run store at {sweep_dir}")
-    rows, missing = [], []
-    for run_dir in store.run_dirs(sweep_dir):
-        summary = store.read_summary(run_dir) or {}
-        run_id, status = summary.get("run_id", run_dir.name), summary.get("status", "incomplete")
-        path = run_dir / store.METRICS
-        n = summary.get(column)
-        if n is None:
-            n = _config_value(run_dir, column)
-        if not path.exists():
-            missing.append((run_id, status, f"no {store.METRICS}"))
-            continue
-        if n is None:
-            missing.append((run_id, status, f"no parameter count in {store.SUMMARY} or {store.CONFIG}"))
-            continue
-        found = [{"run_id": run_id, "n": float(n), "tokens": float(rec[tokens_key]), "loss": float(rec[loss_key]),
-                  "status": status}
-                 for rec in store.read_jsonl(path) if rec.get(tokens_key) is not None and rec.get(loss_key) is not None]
-        if not found:
-            missing.append((run_id, status, f"{store.METRICS} has no {loss_key}"))
-        rows += found
-    return StoreCurves(pd.DataFrame(rows, columns=[*CURVE_COLUMNS, "status"]), tuple(missing))
-
-
-def _config_value(run_dir: Path, key: str):
-    """A top-level value of a run's config.yaml; None when the file or the key is missing or unreadable."""
-    try:
-        config = yaml.safe_load((run_dir / store.CONFIG).read_text())
-    except (OSError, yaml.YAMLError):
-        return None
-    return config.get(key) if isinstance(config, dict) else None
-
-
-def curves_from_store(sweep_dir, *, param_convention: str = "non_embedding",
-                      tokens_key: str = "tokens", loss_key: str = "val_loss") -> pd.DataFrame:
-    """Training curves of a sweep's finished runs, for `envelope`: run_id, n, tokens, loss
-    (see `read_curves`)."""
-    curves = read_curves(sweep_dir, param_convention=param_convention, tokens_key=tokens_key,
-                         loss_key=loss_key).curves
-    finished = curves[curves.status == "finished"]
-    return finished.loc[:, list(CURVE_COLUMNS)].reset_index(drop=True)

@@ -28,7 +28,8 @@ CAVEATS = (
     "(alpha_N = 0.076, alpha_D = 0.095), so it has no alpha, beta in this sense; its row gives "
     "a = 0.73 and the split N = 1.3e9 (C / 8.64e19)^0.73 non-embedding parameters, D = C/(6N).",
     f"Chinchilla's row is its parametric (Approach 3) law: a = {CHINCHILLA.law.a:.3f} from "
-    f"alpha = {CHINCHILLA.law.alpha}, beta = {CHINCHILLA.law.beta}, and a tokens-per-parameter ratio that grows with C; Hoffmann et al.'s "
+    f"alpha = {CHINCHILLA.law.alpha}, beta = {CHINCHILLA.law.beta} ({CHINCHILLA.extra['rounding']}), and a "
+    "tokens-per-parameter ratio that grows with C; Hoffmann et al.'s "
     "Approaches 1 and 2 gave a = 0.50 and 0.49, and the 20-tokens-per-parameter rule is its "
     "own row.",
     "Whether a published value is inside your interval is a check of consistency, not a test "

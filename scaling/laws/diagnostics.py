@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scaling.errors import UsageError
 from scaling.laws import bootstrap as resampling
 from scaling.laws import compare
 from scaling.laws import fit as fitting
@@ -54,7 +55,7 @@ THRESHOLDS = {
     "far_error": 0.05,
     "E_over_min_loss": (1.0, None),        # E above the lowest observed loss
     "exponent_rel_width": (1.0, None),     # (hi - lo) / value of alpha, beta
-    "a_width": (0.15, 0.3),                # hi - lo of a
+    "a_width": (0.2, 0.5),                 # hi - lo of a
     "tpp_ratio": (4.0, 20.0),              # hi / lo of tokens per parameter at the reference compute
     "extrapolation": (10.0, None),         # reference compute / largest compute in the data
     "rollout_error": (0.03, None),         # median |relative error| predicting the larger sizes
@@ -243,7 +244,7 @@ def refit(data: FitData, keep: np.ndarray, result: fitting.FitResult) -> fitting
     try:
         return fitting.fit_law(data.n[keep], data.d[keep], data.loss[keep], delta=result.delta,
                                grid=starts, fixed_E=result.fixed_E)
-    except OverflowError:
+    except UsageError:          # the subset does not bound the constants
         return None
 
 
@@ -255,10 +256,14 @@ def holdout_check(data: FitData, result: fitting.FitResult, boot, reference_comp
     part = refit(data, keep, result)
     threshold = "alpha, a, tokens per parameter inside the full fit's 95% intervals"
     if part is None or boot is None:
-        return Check("holdout_stability", None, threshold, CAUTION,
-                     "cannot be judged: " + ("no bootstrap intervals" if boot is None
-                                             else "the points below the top 20% by compute are too few, or do not bound the constants"))
+        why = ("no bootstrap intervals" if boot is None
+               else "the points below the top 20% by compute are too few, or do not bound the constants")
+        return Check("holdout_stability", None, threshold, CAUTION, "cannot be judged: " + why)
     law = part.law
+    if not (law.alpha > 0 and law.beta > 0):
+        return Check("holdout_stability", None, threshold, CAUTION,
+                     f"without the top 20% by compute the refit has alpha = {law.alpha:.3g}, beta = {law.beta:.3g}: "
+                     "no compute-optimal allocation at all")
     moved = []
     for name, value in (("alpha", law.alpha), ("a", law.a),
                         ("tokens_per_param", law.tokens_per_param(reference_compute))):
@@ -308,11 +313,42 @@ def approaches_check(approaches: dict | None, law: Law, ci) -> Check:
     if not approaches:
         return Check("approaches_agree", None, threshold, PASS, "only the parametric fit: nothing to compare")
     rows, warnings = compare.compare_approaches(approaches, law, ci)
+    grouping = (approaches.get("approach_2") or {}).get("grouping") or ""
+    if grouping.startswith("log-spaced bins"):
+        warnings = warnings + [f"the runs' compute does not fall on shared budgets, so Approach 2 groups it in "
+                               f"{grouping[len('log-spaced '):]}, which can mix runs of different compute in one "
+                               "parabola; give each run's planned budget (a budget column) if the sweep had them"]
     unsupported = [f"{compare.APPROACH_NAMES.get(k, k)}: {e.get('reason')}" for k, e in sorted(approaches.items())
                    if isinstance(e, dict) and e.get("a") is None and e.get("reason")]
     reason = "; ".join(warnings + unsupported) if warnings or unsupported else \
         "a = " + ", ".join(f"{r['a']:.3f} ({r['name']})" for r in rows)
     return Check("approaches_agree", float(len(warnings)), threshold, CAUTION if warnings else PASS, reason)
+
+
+def convention_check(conventions: dict, used: str) -> Check:
+    """Does counting N with or without embeddings move a or tokens per parameter beyond their
+    intervals? (Pearce & Song 2024; Porian et al. 2024: at small N it can, invisibly.)"""
+    threshold = "a and tokens per parameter of both conventions inside each other's intervals"
+    other = next(k for k in conventions if k != used)
+    mine, theirs = conventions[used], conventions[other]
+    if "reason" in theirs:
+        return Check("param_convention", None, threshold, CAUTION,
+                     f"N counted as {other} gives no fit ({theirs['reason']})")
+    apart = []
+    for key in ("a", "tokens_per_param"):
+        x, y, ix, iy = mine.get(key), theirs.get(key), mine.get(f"{key}_ci"), theirs.get(f"{key}_ci")
+        if None in (x, y) or not ix or not iy or None in ix or None in iy:
+            continue
+        if ix[1] < iy[0] or iy[1] < ix[0]:
+            apart.append(f"{key} {x:.3g} [{ix[0]:.3g}, {ix[1]:.3g}] ({used}) against {y:.3g} "
+                         f"[{iy[0]:.3g}, {iy[1]:.3g}] ({other})")
+    reason = ("N's convention moves the answer: " + "; ".join(apart)) if apart else \
+        f"a is {_fmt(mine.get('a'))} counting {used} parameters, {_fmt(theirs.get('a'))} counting {other}"
+    return Check("param_convention", float(len(apart)), threshold, CAUTION if apart else PASS, reason)
+
+
+def _fmt(x) -> str:
+    return "undefined" if x is None else f"{x:.3g}"
 
 
 # --------------------------------------------------------------------------------------------

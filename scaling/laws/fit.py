@@ -133,7 +133,8 @@ def _start_grid(grid, fixed_E):
     starts = hoffmann_grid() if grid is None else (
         grid_from_axes(grid) if isinstance(grid, dict) else np.array(grid, dtype=float, ndmin=2))
     if starts.ndim != 2 or starts.shape[1] != N_THETA or starts.shape[0] == 0:
-        raise UsageError(f"a grid of starts must be an (S, 5) array of (e, a, b, alpha, beta); got shape {starts.shape}")
+        raise UsageError("a grid of starts must be an (S, 5) array of (e, a, b, alpha, beta); "
+                         f"got shape {starts.shape}")
     if fixed_E is not None:
         starts = starts.copy()
         starts[:, 0] = math.log(fixed_E)
@@ -224,6 +225,19 @@ def check_fit_inputs(n, d, loss, fixed_E=None) -> None:
         raise UsageError(f"fixed E must be positive and finite; got {fixed_E}")
 
 
+LOG_FLOAT_MAX = math.log(np.finfo(float).max)     # 709.8: e^x beyond this is not a float
+
+
+def _check_bounded(theta) -> None:
+    """UsageError when the optimum lies where a constant is too large for a float: the objective
+    keeps falling as A (or B, E) grows with its exponent, so the points do not determine the law."""
+    big = [f"{name} = e^{v:.0f}" for name, v in zip(("E", "A", "B"), theta[:3]) if v > LOG_FLOAT_MAX]
+    if big:
+        raise UsageError(f"the fit runs off to {', '.join(big)} (alpha = {theta[3]:.3g}, beta = {theta[4]:.3g}): "
+                         "these points do not bound the law's constants, so it is not identified; "
+                         "spread N and D wider")
+
+
 def fit_law(n, d, loss, *, delta: float = DEFAULT_DELTA, grid=None, fixed_E: float | None = None,
             n_polish: int = 4) -> FitResult:
     """Fit L(N, D) = E + A/N^alpha + B/D^beta by Huber-on-log-residuals from a grid of starts.
@@ -257,6 +271,7 @@ def fit_law(n, d, loss, *, delta: float = DEFAULT_DELTA, grid=None, fixed_E: flo
     theta, fbest, success, message = polished[best_k]
     if fbest > funs[candidates[best_k]]:
         theta, fbest = batch.x[candidates[best_k]].copy(), float(funs[candidates[best_k]])
+    _check_bounded(theta)
     at_opt = _same_optimum(batch.x, funs, theta, fbest)
     r = log_residuals(theta, log_n, log_d, log_loss)
     # Tight tolerances can end in a line-search failure at the noise floor; that is still an

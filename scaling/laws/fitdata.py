@@ -63,8 +63,12 @@ class FitData:
     """Points to fit: N parameters, D tokens, final loss; all positive and finite.
 
     ids: one identifier per point (run id, or row index of the table). dropped: what was left
-    out and why. filters: the filters applied (see `apply_filters`). digest: sha256 of the
-    float64 arrays (n, d, loss) in this order, computed on construction.
+    out and why. filters: the filters applied (see `apply_filters`). n_other: the same points' N
+    counted by the other convention (non-embedding <-> total), where the source gives both, so the
+    fit can show how much the convention moves the answer. budgets: each point's planned compute
+    budget, where the source records one (an IsoFLOP sweep), for Approach 2. table: how a table was read (its path
+    and columns), so a report can read it again. digest: sha256 of the float64 arrays (n, d,
+    loss) in this order, computed on construction.
     """
 
     n: np.ndarray
@@ -75,6 +79,9 @@ class FitData:
     dropped: tuple = ()
     param_convention: str | None = None
     filters: dict = field(default_factory=dict)
+    n_other: np.ndarray | None = None
+    budgets: np.ndarray | None = None
+    table: dict | None = None
     digest: str = field(init=False, default="")
 
     def __post_init__(self):
@@ -97,6 +104,21 @@ class FitData:
                              f"got {self.param_convention!r}")
         for name, label in (("n", "N (parameters)"), ("d", "D (tokens)"), ("loss", "loss")):
             _check_positive(arrays[name], label, self.source, ids)
+        if self.budgets is not None:
+            budgets = np.array(self.budgets, dtype=float).ravel()
+            if budgets.size != arrays["n"].size:
+                raise UsageError(f"{self.source}: {budgets.size} budgets for {arrays['n'].size} points")
+            _check_positive(budgets, "compute budget", self.source, ids)
+            budgets.setflags(write=False)
+            object.__setattr__(self, "budgets", budgets)
+        if self.n_other is not None:
+            other = np.array(self.n_other, dtype=float).ravel()
+            if other.size != arrays["n"].size:
+                raise UsageError(f"{self.source}: {other.size} counts of N by the other convention for "
+                                 f"{arrays['n'].size} points")
+            _check_positive(other, f"N ({self.other_convention} parameters)", self.source, ids)
+            other.setflags(write=False)
+            object.__setattr__(self, "n_other", other)
         object.__setattr__(self, "digest", digest_arrays(arrays["n"], arrays["d"], arrays["loss"]))
 
     def __len__(self) -> int:
@@ -106,6 +128,19 @@ class FitData:
     def compute(self) -> np.ndarray:
         """C = 6 N D for each point."""
         return 6.0 * self.n * self.d
+
+    @property
+    def other_convention(self) -> str | None:
+        """The convention of `n_other`: the one that is not `param_convention`."""
+        if self.param_convention is None:
+            return None
+        return "total" if self.param_convention == "non_embedding" else "non_embedding"
+
+    def counted_other_way(self) -> "FitData | None":
+        """The same points with N by the other convention (None where the source gave one only)."""
+        if self.n_other is None or self.param_convention is None:
+            return None
+        return replace(self, n=self.n_other, n_other=self.n, param_convention=self.other_convention)
 
     @property
     def n_sizes(self) -> int:
@@ -202,9 +237,13 @@ def from_runs(sweep_dir, param_convention: str = "non_embedding", *, drop_unmeas
             keep.append(i)
     if not keep:
         raise UsageError(f"{sweep_dir}: no finished run has a positive, finite N, D and final loss; nothing to fit")
+    other = RUN_COLUMNS["total" if param_convention == "non_embedding" else "non_embedding"]
+    n_other = pd.to_numeric(table[other], errors="coerce").to_numpy(dtype=float)[keep] if other in table else None
+    if n_other is not None and not (np.isfinite(n_other).all() and (n_other > 0).all()):
+        n_other = None                         # a damaged summary: no side-by-side fit, nothing worse
     return FitData(n=values["n"][keep], d=values["d"][keep], loss=values["loss"][keep], source=f"runs {sweep_dir}",
                    ids=tuple(str(table["run_id"].iloc[i]) for i in keep), dropped=tuple(dropped),
-                   param_convention=param_convention)
+                   param_convention=param_convention, n_other=n_other)
 
 
 def _status_counts(table: pd.DataFrame) -> str:
@@ -230,17 +269,30 @@ def read_table(path) -> pd.DataFrame:
 
 def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLUMNS["n_col"],
                loss_col: str = CHINCHILLA_COLUMNS["loss_col"], d_col: str | None = None,
-               c_col: str | None = None, param_convention: str | None = None) -> FitData:
+               c_col: str | None = None, param_convention: str | None = None,
+               embedding_col: str | None = None, budget_col: str | None = None) -> FitData:
     """Points from a DataFrame: N from n_col, loss from loss_col, D from d_col or D = C/(6N) from c_col.
 
     With neither d_col nor c_col, c_col defaults to "Training FLOP" (the Chinchilla table).
+    param_convention says what n_col counts; embedding_col (which needs it) gives each row's
+    embedding parameters, so N is known both ways and the fit can set the two side by side.
+    budget_col: each run's planned compute budget (an IsoFLOP design), which Approach 2 then
+    groups by instead of binning C.
     """
+    if param_convention is not None and param_convention not in PARAM_CONVENTIONS:
+        raise UsageError(f"the parameter convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
+                         f"got {param_convention!r}")
+    if embedding_col is not None and param_convention is None:
+        raise UsageError("an embedding-parameter column needs the table's parameter convention "
+                         "(does its N count embeddings or not?)")
     if d_col is not None and c_col is not None:
         raise UsageError("give the tokens column (d_col / --d-col) or the compute column "
                          "(c_col / --c-col), not both")
     if d_col is None and c_col is None:
         c_col = CHINCHILLA_COLUMNS["c_col"]
-    wanted = {"N": n_col, "loss": loss_col, **({"D": d_col} if d_col is not None else {"C": c_col})}
+    wanted = {"N": n_col, "loss": loss_col, **({"D": d_col} if d_col is not None else {"C": c_col}),
+              **({"embedding parameters": embedding_col} if embedding_col is not None else {}),
+              **({"compute budget": budget_col} if budget_col is not None else {})}
     missing = [f"{col!r} (for {what})" for what, col in wanted.items() if col not in frame.columns]
     if missing:
         present = ", ".join(repr(str(c)) for c in frame.columns) or "none"
@@ -261,17 +313,26 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLU
     n = column(n_col)
     loss = column(loss_col)
     d = column(d_col) if d_col is not None else column(c_col) / (6.0 * n)
+    n_other = None
+    if embedding_col is not None:
+        embedding = pd.to_numeric(frame[embedding_col], errors="coerce").to_numpy(dtype=float)
+        n_other = n - embedding if param_convention == "total" else n + embedding
     return FitData(n=n, d=d, loss=loss, source=source, ids=tuple(range(len(frame))),
-                   param_convention=param_convention)
+                   param_convention=param_convention, n_other=n_other,
+                   budgets=None if budget_col is None else column(budget_col))
 
 
 def from_table(path, n_col: str = CHINCHILLA_COLUMNS["n_col"], loss_col: str = CHINCHILLA_COLUMNS["loss_col"],
                d_col: str | None = None, c_col: str | None = None,
-               param_convention: str | None = None) -> FitData:
-    """Points from a CSV or parquet file (see `from_frame` for the columns)."""
+               param_convention: str | None = None, embedding_col: str | None = None,
+               budget_col: str | None = None) -> FitData:
+    """Points from a CSV or parquet file (see `from_frame` for the columns). The path and columns
+    are kept in `table`, so the same points can be read again from the fit's record."""
     frame = read_table(path)
-    return from_frame(frame, source=f"table {path}", n_col=n_col, loss_col=loss_col, d_col=d_col,
-                      c_col=c_col, param_convention=param_convention)
+    columns = dict(n_col=n_col, loss_col=loss_col, d_col=d_col, c_col=c_col, param_convention=param_convention,
+                   embedding_col=embedding_col, budget_col=budget_col)
+    data = from_frame(frame, source=f"table {path}", **columns)
+    return replace(data, table={"path": str(path), **columns})
 
 
 def _data_file(filename: str):
@@ -345,6 +406,8 @@ def apply_filters(data: FitData, *, drop_highest_loss: int = 0, min_tokens_per_p
                "min_tokens": None if min_tokens is None else float(min_tokens)}
     idx = np.flatnonzero(keep)
     return replace(data, n=data.n[idx], d=data.d[idx], loss=data.loss[idx],
+                   n_other=None if data.n_other is None else data.n_other[idx],
+                   budgets=None if data.budgets is None else data.budgets[idx],
                    ids=tuple(data.ids[i] for i in idx), dropped=tuple(dropped), filters=filters)
 
 

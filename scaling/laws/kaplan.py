@@ -20,7 +20,7 @@ from the run table's n_params_non_embedding and the matching flops_6nd.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,8 @@ class SingleLaw:
     n_points: int
     x: tuple[float, ...]
     loss: tuple[float, ...]
+    used: str = ""                # which runs the law was read off
+    caveat: str | None = None     # where the data are not of the design the law assumes
 
     def __call__(self, x):
         return (self.x_c / np.asarray(x, dtype=float)) ** self.alpha
@@ -60,7 +62,8 @@ class KaplanFit:
         for name, law in (("L_N", self.L_N), ("L_D", self.L_D), ("L_C", self.L_C)):
             out[name] = None if law is None else {
                 "alpha": law.alpha, "x_c": law.x_c,
-                "alpha_ci": list(law.alpha_ci) if law.alpha_ci else None, "n_points": law.n_points}
+                "alpha_ci": list(law.alpha_ci) if law.alpha_ci else None, "n_points": law.n_points,
+                "used": law.used, "caveat": law.caveat}
         return out
 
 
@@ -82,24 +85,37 @@ def _key(values) -> np.ndarray:
     return np.round(np.log(values) * 1e9).astype(np.int64)
 
 
-def largest_partner(x, partner, loss) -> tuple[np.ndarray, np.ndarray]:
-    """For each distinct x, the loss of its run with the largest `partner` (ties: lowest loss)."""
+def largest_partner(x, partner, loss) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each distinct x, the loss of its run with the largest `partner` (ties: lowest loss), and
+    that partner."""
     df = pd.DataFrame({"k": _key(x), "x": x, "p": partner, "loss": loss})
     best = df.sort_values(["k", "p", "loss"], ascending=[True, False, True]).groupby("k").head(1)
     best = best.sort_values("x")
-    return best.x.to_numpy(), best.loss.to_numpy()
+    return best.x.to_numpy(), best.loss.to_numpy(), best.p.to_numpy()
+
+
+PARTNER_SPREAD = 2.0   # largest over smallest partner before a law is flagged as mixing N and D
+
+
+def _partner_caveat(law: str, partner: str, values) -> str | None:
+    """Kaplan's L(N) holds D large and fixed (L(D), N): say so when the runs read off do not."""
+    lo, hi = float(np.min(values)), float(np.max(values))
+    if hi <= PARTNER_SPREAD * lo:
+        return None
+    return (f"{law} is read off runs whose {partner} ranges from {lo:.3g} to {hi:.3g}, not one large {partner}: "
+            f"the slope mixes the effects of N and D (Kaplan's law assumes {partner} is not the bottleneck)")
 
 
 def compute_frontier(compute, loss) -> tuple[np.ndarray, np.ndarray]:
     """Runs that reach a lower loss than every run with less (or equal) compute."""
     order = np.lexsort((loss, compute))
-    c, l = np.asarray(compute, float)[order], np.asarray(loss, float)[order]
+    c, losses = np.asarray(compute, float)[order], np.asarray(loss, float)[order]
     keep, best = [], math.inf
     for i in range(len(c)):
-        if l[i] < best:
+        if losses[i] < best:
             keep.append(i)
-            best = l[i]
-    return c[keep], l[keep]
+            best = losses[i]
+    return c[keep], losses[keep]
 
 
 def fit_kaplan(n, d, loss, compute=None, *, param_convention: str = "non_embedding") -> KaplanFit:
@@ -114,18 +130,22 @@ def fit_kaplan(n, d, loss, compute=None, *, param_convention: str = "non_embeddi
     ok &= (n > 0) & (d > 0) & (loss > 0) & (compute > 0)
     n, d, loss, compute = n[ok], d[ok], loss[ok], compute[ok]
     laws, reasons = {}, []
+    n_x, n_loss, n_partner = largest_partner(n, d, loss)
+    d_x, d_loss, d_partner = largest_partner(d, n, loss)
+    c_x, c_loss = compute_frontier(compute, loss)
     candidates = {
-        "N": largest_partner(n, d, loss),
-        "D": largest_partner(d, n, loss),
-        "C": compute_frontier(compute, loss),
+        "N": (n_x, n_loss, "the largest-D run of each model size", _partner_caveat("L(N)", "D", n_partner)),
+        "D": (d_x, d_loss, "the largest-N run of each token budget", _partner_caveat("L(D)", "N", d_partner)),
+        "C": (c_x, c_loss, "the runs that set a new lowest loss as C grows", None if len(c_x) >= 4 else
+              f"L(C) rests on {len(c_x)} frontier runs: too few for a slope to mean much"),
     }
     what = {"N": "model sizes", "D": "token budgets", "C": "runs on the compute frontier"}
-    for var, (x, l) in candidates.items():
+    for var, (x, y, used, caveat) in candidates.items():
         if len(np.unique(_key(x))) < 2:
             laws[var] = None
             reasons.append(f"L({var}): {len(x)} {what[var]}; need at least 2")
             continue
-        laws[var] = fit_single(var, x, l)
+        laws[var] = replace(fit_single(var, x, y), used=used, caveat=caveat)
     return KaplanFit(laws["N"], laws["D"], laws["C"], param_convention, tuple(reasons))
 
 

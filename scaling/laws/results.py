@@ -77,19 +77,21 @@ class DataSummary:
     n_range: list | None = None
     d_range: list | None = None
     c_range: list | None = None
+    table: dict | None = None                # a table's path and columns, to read it again
 
     @classmethod
     def of(cls, data: FitData) -> "DataSummary":
         r = data.ranges()
         return cls(source=data.source, n_points=len(data), digest=data.digest,
                    param_convention=data.param_convention, dropped=tuple(d.to_dict() for d in data.dropped),
-                   filters=dict(data.filters), n_range=r["n_range"], d_range=r["d_range"], c_range=r["c_range"])
+                   filters=dict(data.filters), n_range=r["n_range"], d_range=r["d_range"], c_range=r["c_range"],
+                   table=data.table)
 
     def to_json(self) -> dict:
         return {"source": self.source, "n_points": self.n_points, "digest": self.digest,
                 "param_convention": self.param_convention, "dropped": list(self.dropped),
                 "filters": dict(self.filters), "n_range": self.n_range, "d_range": self.d_range,
-                "c_range": self.c_range}
+                "c_range": self.c_range, **({"table": self.table} if self.table is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,7 @@ class LawFit:
     approaches: dict | None = None
     kaplan: dict | None = None
     diagnostics: Diagnostics | None = None
+    param_conventions: dict | None = None    # the fit with N counted each way, where both are known
     resampled: np.ndarray | None = field(default=None, repr=False, compare=False)  # (R, 5): E, A, B, alpha, beta
     points: FitData | None = field(default=None, repr=False, compare=False)
     optimum: fitting.FitResult | None = field(default=None, repr=False, compare=False)
@@ -194,6 +197,7 @@ class LawFit:
             "evidence": list(self.evidence), "limitations": list(self.limitations),
             "approaches": self.approaches, "kaplan": self.kaplan,
             **({} if self.diagnostics is None else self.diagnostics.to_json()),
+            **({} if self.param_conventions is None else {"param_conventions": self.param_conventions}),
         }
 
     @classmethod
@@ -214,7 +218,7 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
 
     grid: None for Hoffmann's 4,500 starts, or axis values / an array as `fit.fit_law` takes.
     reference_compute: C at which tokens per parameter is given (default: the largest 6 N D in
-    the data). curves: the runs' intermediate evaluations (`approaches.curves_from_store`) for
+    the data). curves: the runs' intermediate evaluations (`curves.curves_from_store`) for
     Approach 1; without them only Approaches 2 and 3 are reported.
     """
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
@@ -253,9 +257,44 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
         resampled=None if boot is None else np.column_stack([boot.samples[k] for k in PARAM_NAMES]))
     kaplan_laws = kaplan.fit_kaplan(data.n, data.d, data.loss, param_convention=data.param_convention or "unknown")
     fit = replace(fit, approaches=allocation_approaches(fit, curves), kaplan=json_safe(kaplan_laws.to_dict()))
-    agreement = diagnostics.approaches_check(fit.approaches, law, ci)
+    extra = [diagnostics.approaches_check(fit.approaches, law, ci)]
+    other = data.counted_other_way()
+    if other is not None:
+        conventions = {data.param_convention: convention_summary(result, boot, reference_compute),
+                       other.param_convention: _other_convention(other, bootstrap, seed, delta, fixed_E,
+                                                                 reference_compute)}
+        fit = replace(fit, param_conventions=json_safe(conventions))
+        extra.append(diagnostics.convention_check(fit.param_conventions, data.param_convention))
     return replace(fit, diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
-                                                         extra=(agreement,)))
+                                                         extra=tuple(extra)))
+
+
+OTHER_CONVENTION_RESAMPLES = 200   # enough for the side-by-side interval; the main fit keeps its own
+
+
+def convention_summary(result: fitting.FitResult, boot, reference_compute: float) -> dict:
+    """alpha, beta, a and tokens per parameter of one fit, with intervals where bootstrapped."""
+    law = result.law
+    iv = boot.intervals if boot is not None else {}
+    identified = law.alpha > 0 and law.beta > 0
+    return {"alpha": law.alpha, "beta": law.beta, "a": law.a if identified else None,
+            "tokens_per_param": float(law.tokens_per_param(reference_compute)) if identified else None,
+            **{f"{k}_ci": list(iv[k]) if k in iv else None for k in ("alpha", "beta", "a", "tokens_per_param")},
+            "n_resamples": boot.n_resamples if boot is not None else 0}
+
+
+def _other_convention(other: FitData, bootstrap: int, seed: int, delta: float, fixed_E, reference_compute) -> dict:
+    """The same points fitted with N counted the other way (a smaller bootstrap)."""
+    try:
+        result = fitting.fit_law(other.n, other.d, other.loss, delta=delta, fixed_E=fixed_E)
+    except UsageError as exc:
+        return {"reason": str(exc)}
+    boot = None
+    if bootstrap:
+        boot = resampling.bootstrap(other.n, other.d, other.loss, seed=seed, delta=delta, fixed_E=fixed_E,
+                                    n_resamples=min(bootstrap, OTHER_CONVENTION_RESAMPLES),
+                                    reference_compute=reference_compute, full_fit=result)
+    return convention_summary(result, boot, reference_compute)
 
 
 def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None) -> dict:
@@ -274,7 +313,8 @@ def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None) -> dict:
                   "b_ci": bounds.get("b"), "interval": "bootstrap percentile" if fit.ci is not None else None}
     return json_safe({
         "approach_1": envelope,
-        "approach_2": approaches.isoflop(data.n, data.d, data.loss).to_dict(),
+        "approach_2": approaches.isoflop(data.n, data.d, data.loss,
+                                         budgets=None if data.budgets is None else np.unique(data.budgets)).to_dict(),
         "approach_3": parametric,
     })
 
@@ -328,7 +368,7 @@ def _from_json(obj, where: str) -> LawFit:
     ci = _section(obj, "ci", where, (dict,))
     for key in ("dropped", "evidence", "limitations"):
         _section(data if key == "dropped" else obj, key, where, (list,))
-    for key in ("approaches", "kaplan", "verdict"):
+    for key in ("approaches", "kaplan", "verdict", "param_conventions"):
         _section(obj, key, where, (dict,))
     checks = _section(obj, "diagnostics", where, (list,))
     if checks is not None and not (all(isinstance(c, dict) for c in checks) and isinstance(obj.get("verdict"), dict)):
@@ -348,7 +388,8 @@ def _from_json(obj, where: str) -> LawFit:
         residual_rms=_number(obj, "residual_rms", where),
         evidence=tuple(obj.get("evidence") or ()), limitations=tuple(obj.get("limitations") or ()),
         approaches=obj.get("approaches"), kaplan=obj.get("kaplan"),
-        diagnostics=None if checks is None else Diagnostics.from_json(obj))
+        diagnostics=None if checks is None else Diagnostics.from_json(obj),
+        param_conventions=obj.get("param_conventions"))
 
 
 # --------------------------------------------------------------------------------------------

@@ -37,8 +37,29 @@ def format_summary(fit: LawFit) -> str:
     out.append(line("tokens_per_param", fit.tokens_per_param))
     out.append(f"starts at the optimum: {fit.n_starts_at_optimum} of {fit.options.n_starts}; "
                f"residual RMS {fit.residual_rms:.4g} (log loss)")
+    out += format_conventions(fit)
     out += format_verdict(fit)
     return "\n".join(out)
+
+
+def _with_interval(value, bounds, f: str) -> str:
+    text = "undefined" if value is None else format(value, f)
+    return text + (f" [{bounds[0]:{f}}, {bounds[1]:{f}}]" if bounds and None not in bounds else "")
+
+
+def format_conventions(fit: LawFit) -> list[str]:
+    """The allocation with N counted each way (total and non-embedding), where both were fitted."""
+    if not fit.param_conventions:
+        return []
+    out = ["N counted each way (the fit above counts " + f"{fit.data.param_convention}):"]
+    for name, c in sorted(fit.param_conventions.items()):
+        if "reason" in c:
+            out.append(f"  {name:<13} no fit: {c['reason']}")
+            continue
+        out.append(f"  {name:<13} a = {_with_interval(c['a'], c['a_ci'], '.3f')}, tokens per parameter "
+                   f"{_with_interval(c['tokens_per_param'], c['tokens_per_param_ci'], '.3g')} "
+                   f"({c['n_resamples']} resamples)")
+    return out
 
 
 def format_verdict(fit: LawFit) -> list[str]:

@@ -11,7 +11,7 @@ What comes from where:
   (`fitdata.from_runs`, `apply_filters`), except that a finished run lacking a number is left
   out with the reason instead of refused, and fitted by `results.fit_data` (so the fit.json
   written beside the report is byte-identical to `scaling fit RUNS_DIR --bootstrap K`'s). The
-  run table, every run's curve (`approaches.read_curves`) and config.yaml feed the loss curves,
+  run table, every run's curve (`scaling.laws.curves.read_curves`) and config.yaml feed the loss curves,
   the run table and the sweep's settings.
 * A fit.json (or its folder): the numbers are the file's. Its `data.source` names the points; a
   run store is looked for at that path (as given, then relative to the fit's folder and its
@@ -35,9 +35,10 @@ import pandas as pd
 import yaml
 
 from scaling.errors import UsageError
-from scaling.laws import approaches, fitdata, results
 from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
+from scaling.laws import fitdata, results
+from scaling.laws.curves import curves_from_store, read_curves
 from scaling.runs import store
 
 DEFAULT_CONVENTION = "non_embedding"
@@ -104,7 +105,7 @@ def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap:
         return _store_with_fit(source, fit, bootstrap)
     data = fitdata.apply_filters(_store_points(source, param_convention or DEFAULT_CONVENTION),
                                  drop_highest_loss=drop_highest_loss)
-    curves = approaches.curves_from_store(source, param_convention=data.param_convention)
+    curves = curves_from_store(source, param_convention=data.param_convention)
     flag = f" --param-convention {param_convention}" if param_convention else ""
     inputs = _fit_here(source.resolve().name, f"{source}{flag}", data, curves, bootstrap, seed)
     inputs.runs_dir = source
@@ -175,10 +176,13 @@ def _from_fit_file(path: Path, bootstrap: int | None) -> Inputs:
             _use_points(inputs, fitdata.from_dataset(name), bootstrap)
         else:
             inputs.notes.append(f"unknown packaged dataset {name!r}: only the law can be shown")
+    elif fit.data.table is not None and Path(fit.data.table["path"]).is_file():
+        _use_points(inputs, fitdata.from_table(**fit.data.table), bootstrap)
     else:
-        inputs.notes.append(f"the points of this fit ({source}) cannot be reloaded (fit.json does not record "
-                            "a table's columns): no points, residuals, hold-out check or bootstrap "
-                            "distributions; report the run store or dataset itself for those")
+        why = ("was not found" if fit.data.table is not None
+               else "cannot be reloaded (this fit.json predates recording a table's columns)")
+        inputs.notes.append(f"the points of this fit ({source}) {why}: no points, residuals, hold-out check or "
+                            "bootstrap distributions")
     return inputs
 
 
@@ -257,7 +261,7 @@ def _bootstrap_again(inputs: Inputs, bootstrap: int | None) -> None:
 def _read_store(inputs: Inputs) -> None:
     """Run table, every run's validation curve and the sweep's settings; runs without a curve, listed."""
     convention = (inputs.data.param_convention if inputs.data is not None else None) or DEFAULT_CONVENTION
-    found = approaches.read_curves(inputs.runs_dir, param_convention=convention)
+    found = read_curves(inputs.runs_dir, param_convention=convention)
     fitted = set(inputs.data.ids) if inputs.data is not None else set()
     for run_id, status, why in found.missing:
         why += ": no loss curve"

@@ -90,7 +90,7 @@ def _fmt(value, f: str) -> str:
 
 
 def _bounds(pair, f: str) -> str:
-    return "-" if pair is None else f"[{format(pair[0], f)}, {format(pair[1], f)}]"
+    return "-" if pair is None or None in pair else f"[{format(pair[0], f)}, {format(pair[1], f)}]"
 
 
 def summary(r: Report) -> None:
@@ -130,6 +130,14 @@ def diagnostics(r: Report) -> None:
     r.doc.table(["check", "value", "threshold", "status", "what it measured"],
                 [[c.name, _fmt(c.value, ".3g"), c.threshold, c.status, c.reason] for c in diag.checks],
                 align=["l", "r", "l", "l", "l"])
+    if r.fit.param_conventions:
+        r.doc.p(f"The same runs with N counted each way (this report's law counts {r.fit.data.param_convention} "
+                "parameters; Kaplan et al. counted non-embedding, Hoffmann et al. total):")
+        r.doc.table(["N counts", "alpha", "a", "tokens per parameter", "resamples"], [
+            [name, _fmt(c.get("alpha"), ".3f"), f"{_fmt(c.get('a'), '.3f')} {_bounds(c.get('a_ci'), '.3f')}",
+             f"{_fmt(c.get('tokens_per_param'), '.3g')} {_bounds(c.get('tokens_per_param_ci'), '.3g')}",
+             str(c.get("n_resamples", "-"))] if "reason" not in c else [name, "-", "-", c["reason"], "-"]
+            for name, c in sorted(r.fit.param_conventions.items())])
 
 
 def left_out(r: Report) -> None:

@@ -8,7 +8,8 @@ import pytest
 from scipy import stats
 
 from scaling.errors import UsageError
-from scaling.laws.approaches import curves_from_store, envelope, fit_power_law, group_by_exact_budget, isoflop
+from scaling.laws.approaches import envelope, fit_power_law, group_by_exact_budget, isoflop
+from scaling.laws.curves import curves_from_store
 from scaling.laws.references import BESIROGLU, CHINCHILLA
 from scaling.runs import store
 
@@ -334,3 +335,19 @@ def test_kaplan_reasons_when_too_few_points():
     fit = fit_kaplan([1e6, 1e6], [1e8, 2e8], [4.0, 3.9])
     assert fit.L_N is None and any("L(N)" in r for r in fit.reasons)
     assert fit.L_D is not None  # two budgets, one size each
+
+
+def test_kaplan_laws_say_which_runs_they_used_and_when_the_design_is_not_theirs():
+    # A cross grid: every size has the same largest D, so L(N) is read at one D (Kaplan's design).
+    sizes, budgets = np.geomspace(1e6, 1e8, 5), np.geomspace(1e8, 1e10, 4)
+    n, d = (v.ravel() for v in np.meshgrid(sizes, budgets))
+    loss = BESIROGLU.law.loss(n, d)
+    cross = fit_kaplan(n, d, loss)
+    assert cross.L_N.used == "the largest-D run of each model size" and cross.L_N.caveat is None
+    assert cross.L_D.caveat is None
+    # An IsoFLOP design: each size's largest D differs (D = C / 6N), so L(N) mixes N with D.
+    c = np.repeat(np.geomspace(1e16, 1e18, 3), 5)
+    n = np.tile(np.geomspace(1e6, 1e8, 5), 3)
+    iso = fit_kaplan(n, c / (6 * n), BESIROGLU.law.loss(n, c / (6 * n)))
+    assert "mixes the effects of N and D" in iso.L_N.caveat and "ranges from" in iso.L_N.caveat
+    assert iso.to_dict()["L_N"]["caveat"] == iso.L_N.caveat

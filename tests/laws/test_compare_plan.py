@@ -85,7 +85,8 @@ def test_null_interval_bounds_are_no_interval():
     assert rows[0]["ci"]["alpha"] is None and rows[0]["ci"]["beta"] is None
     assert rows[2]["inside"]["alpha"] is None and rows[2]["inside"]["a"] is False
     assert "0.348 [" not in format_table(rows, 1e21)
-    _, warnings = compare_approaches({"approach_2": {"a": 0.9, "a_ci": [None, None]}}, BESIROGLU.law, Intervals.from_json(ci))
+    _, warnings = compare_approaches({"approach_2": {"a": 0.9, "a_ci": [None, None]}}, BESIROGLU.law,
+                                     Intervals.from_json(ci))
     assert len(warnings) == 1  # 0.9 is outside approach 3's a interval (0.48, 0.54)
 
 

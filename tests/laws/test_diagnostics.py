@@ -182,7 +182,8 @@ def test_optimum_intervals_agree_with_the_bootstrap_at_the_reference_compute(goo
 def test_plan_on_a_narrow_table_shows_the_verdict_before_any_number(tmp_path, capsys):
     data = simulate(LAW, cross_grid(np.geomspace(1e8, 1.3e8, 6), np.geomspace(1e9, 3e10, 4)), noise=0.01)
     table = tmp_path / "narrow.csv"
-    table.write_text("N,D,loss\n" + "".join(f"{n},{d},{x}\n" for n, d, x in zip(data.n.tolist(), data.d.tolist(), data.loss.tolist())))
+    rows = zip(data.n.tolist(), data.d.tolist(), data.loss.tolist())
+    table.write_text("N,D,loss\n" + "".join(f"{n},{d},{x}\n" for n, d, x in rows))
     assert main(["fit", "--csv", str(table), "--n-col", "N", "--d-col", "D", "--loss-col", "loss",
                  "--bootstrap", "100", "--out", str(tmp_path / "fit")]) == 0
     assert "verdict: NOT IDENTIFIED" in capsys.readouterr().out
@@ -205,3 +206,26 @@ def test_simulator_is_exact_without_noise_and_isoflop_runs_spend_their_budget():
     assert np.allclose(centre, LAW.n_opt(BUDGETS))               # the middle size is the law's optimum
     data = simulate(LAW, runs, noise=0)
     assert np.array_equal(data.loss, LAW.loss(runs[:, 0], runs[:, 1]))
+
+
+def test_a_budget_column_groups_approach_2_by_the_planned_budgets(tmp_path, capsys):
+    # An IsoFLOP sweep whose recorded D scatter by up to 20% around the plan (as points read off
+    # a figure do): binning C mixes budgets; the planned budgets group them as they were run.
+    runs = isoflop_grid(BUDGETS, LAW, per_budget=5, span=4.0)
+    n = runs[:, 0]
+    d = runs[:, 1] * np.exp(np.random.default_rng(0).uniform(-0.2, 0.2, len(runs)))
+    rows = zip(n.tolist(), d.tolist(), LAW.loss(n, d).tolist(), np.repeat(BUDGETS, 5).tolist())
+    table = tmp_path / "iso.csv"
+    table.write_text("N,D,loss,C\n" + "".join(f"{a},{b},{x},{c}\n" for a, b, x, c in rows))
+    args = ["fit", "--csv", str(table), "--n-col", "N", "--d-col", "D", "--loss-col", "loss", "--bootstrap", "0"]
+    assert main([*args, "--budget-col", "C", "--out", str(tmp_path / "with")]) == 0
+    assert main([*args, "--out", str(tmp_path / "without")]) == 0
+    capsys.readouterr()
+    with_budgets = json.loads((tmp_path / "with" / "fit.json").read_text())
+    approach_2 = with_budgets["approaches"]["approach_2"]
+    assert approach_2["grouping"].startswith("given budgets (4)")
+    assert approach_2["a"] == pytest.approx(LAW.a, abs=0.03)     # parabolas through scattered C: 0.49
+    without = json.loads((tmp_path / "without" / "fit.json").read_text())
+    assert without["approaches"]["approach_2"]["grouping"].startswith("log-spaced bins")
+    (agree,) = [c for c in without["diagnostics"] if c["name"] == "approaches_agree"]
+    assert agree["status"] == "caution" and "budget column" in agree["reason"]
