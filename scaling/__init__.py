@@ -9,7 +9,7 @@ The Python API mirrors the command line, stage by stage:
     result = fit.fit_law(data.n, data.d, data.loss)
     scaling.Law(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28).n_opt(1e23)
 
-The subpackages follow the data flow (docs/architecture.md): config, data, train, runs,
+The subpackages follow the data flow (docs/architecture.md): config, runs, data, train,
 sweep, laws, cost, report, cli.
 
 Names are imported on first use, so `import scaling` stays fast and torch loads only for the
@@ -25,7 +25,7 @@ _EXPORTS = {
     "load_config": "scaling.config",
     "parse_config": "scaling.config",
     "SweepConfig": "scaling.config",
-    "plan": "scaling.sweep.driver",
+    "plan": "scaling.sweep.plan",
     "run_sweep": "scaling.sweep.driver",
     "read_runs": "scaling.runs.store",
     "Law": "scaling.laws.law",

@@ -14,7 +14,7 @@ from scaling.config import load_config
 from scaling.errors import UsageError
 from scaling.runs import store
 
-# scaling.sweep.driver imports torch (seconds to load): only the commands that need it import it.
+# scaling.sweep and scaling.train import torch (seconds to load): only the commands that need them import them.
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -49,7 +49,8 @@ def _duration(seconds: float) -> str:
 
 
 def print_plan(cfg, runs_dir: Path) -> None:
-    from scaling.sweep.driver import estimate_walls, job_order, makespan, plan, plan_cost, sweep_workers
+    from scaling.sweep.estimates import estimate_walls, makespan, sweep_workers
+    from scaling.sweep.plan import job_order, plan, plan_cost
 
     planned = plan(cfg)
     walls, basis = estimate_walls(planned, runs_dir / cfg.name)
@@ -99,7 +100,7 @@ class RichReporter:
         self.flops_done = 0.0    # FLOPs of the runs completed in this call
 
     def begin(self, jobs) -> None:
-        total = sum(_run_flops(job, job.spec.tokens) for job in jobs)
+        total = sum(job.spec.trained_flops() for job in jobs)
         self.sweep_bar = self.bars.add_task(f"{len(jobs)} runs to train", total=total, info="")
 
     def started(self, job) -> None:
@@ -111,7 +112,7 @@ class RichReporter:
         self.started(job)
         self.bars.update(self.run_bars[job.spec.run_id], completed=tokens_done,
                          info=f"{_si(tokens_done)}/{_si(tokens_total)} tok  {_si(tokens_per_s)} tok/s")
-        self.flops_running[job.spec.run_id] = _run_flops(job, tokens_done)
+        self.flops_running[job.spec.run_id] = job.spec.trained_flops(tokens_done)
         self.bars.update(self.sweep_bar, completed=self.flops_done + sum(self.flops_running.values()))
 
     def finished(self, job, summary) -> None:
@@ -119,21 +120,12 @@ class RichReporter:
         if bar is not None:
             self.bars.remove_task(bar)
         self.flops_running.pop(job.spec.run_id, None)
-        self.flops_done += _run_flops(job, job.spec.tokens)
+        self.flops_done += job.spec.trained_flops()
         self.bars.update(self.sweep_bar, completed=self.flops_done + sum(self.flops_running.values()))
         loss = summary.get("final_val_loss")
         self.bars.console.print(f"{job.spec.run_id}: {summary['status']}"
                                 + (f", val loss {loss:.4f}" if loss is not None else "")
                                 + f", {summary.get('wall_s', 0):.0f} s")
-
-
-def _run_flops(job, tokens: int) -> float:
-    """FLOPs of a run's first `tokens` tokens that the run trains itself (a WSD branch starts at
-    its branch point)."""
-    from scaling.train.model import flops_per_token
-
-    start = (job.spec.branch_step or 0) * job.spec.train.batch_tokens
-    return flops_per_token(job.spec.model)["exact"] * max(0, tokens - start)
 
 
 @contextmanager

@@ -3,6 +3,7 @@
     SCALING_FAULT="kill_at=SITE:N"                  SIGKILL this process the Nth time it reaches SITE
     SCALING_FAULT="kill_at=SITE:N,signal=SIGTERM"   send itself that signal instead (a graceful stop)
     SCALING_FAULT="oserror_at=SITE:N,errno=ENOSPC"  raise that OSError there (a full disk)
+    SCALING_FAULT="stall_at=SITE:N,seconds=60"      pause there that long, then go on (a hung disk or device)
     SCALING_FAULT="nan_at=RUN_ID:STEP"              that run's train loss reads NaN from STEP on
 
 Sites, counted over the whole process: `step` (after each optimizer step), `write:FILE` (half of
@@ -19,6 +20,7 @@ import errno
 import math
 import os
 import signal
+import time
 from collections import Counter
 
 ENV = "SCALING_FAULT"
@@ -36,7 +38,7 @@ def _spec() -> dict:
 
 
 def _target(spec: dict) -> tuple[str, int] | None:
-    where = spec.get("kill_at") or spec.get("oserror_at")
+    where = spec.get("kill_at") or spec.get("oserror_at") or spec.get("stall_at")
     if not where:
         return None
     site, count = where.rsplit(":", 1)
@@ -54,6 +56,9 @@ def _hit(site: str) -> bool:
 
 def _fire(path=None) -> None:
     spec = _spec()
+    if "stall_at" in spec:
+        time.sleep(float(spec.get("seconds", 60)))
+        return
     if "oserror_at" in spec:
         code = getattr(errno, spec.get("errno", "ENOSPC"))
         raise OSError(code, os.strerror(code), None if path is None else str(path))
@@ -68,12 +73,15 @@ def point(site: str, path=None) -> None:
 
 def write(site: str, f, data, path=None) -> None:
     """f.write(data); at the fault's pass, only half of it, made durable, before the fault fires:
-    what a kill or a full disk in the middle of a write leaves behind."""
+    what a kill or a full disk in the middle of a write leaves behind. A fault the process
+    survives (a stall, a signal it handles) is followed by the other half."""
     if _hit(site):
-        f.write(data[: len(data) // 2])
+        half = len(data) // 2
+        f.write(data[:half])
         f.flush()
         os.fsync(f.fileno())
         _fire(path)
+        data = data[half:]
     f.write(data)
 
 

@@ -48,17 +48,11 @@ import ray
 
 from scaling.errors import UsageError
 from scaling.runs import store
-from scaling.sweep.executor import (
-    PROGRESS_EVERY_S,
-    WAIT,
-    Job,
-    LocalExecutor,
-    Reporter,
-    _warning_category,
-    execute,
-    first_job,
-)
-from scaling.train.loop import STOP, Interrupted, TokenData
+from scaling.sweep.executor import LocalExecutor
+from scaling.sweep.job import WAIT, Job, Reporter, execute, first_job
+from scaling.sweep.worker import PROGRESS_EVERY_S, warning_category
+from scaling.train.batches import TokenData
+from scaling.train.loop import STOP, Interrupted
 
 DRAIN_EVERY_S = 0.2  # how often the driver reads the mailbox
 
@@ -207,38 +201,18 @@ class RayExecutor(LocalExecutor):
         mailbox = Mailbox.remote()
         options = {"num_cpus": threads, "num_gpus": gpus}
         source = itertools.chain([first], source)
-        jobs: list[Job] = []     # the jobs taken so far, by the index the events carry
-        attempt: list[int] = []  # reschedules of each
-        started: list[bool] = []
+        tasks = _Tasks(reporter)
         in_flight: dict = {}     # ObjectRef -> job index
         exhausted = False
 
         def submit(i: int) -> None:
-            job = jobs[i]
+            job = tasks.jobs[i]
             checkpoint_path = job.run_dir / store.CHECKPOINT
             checkpoint = checkpoint_path.read_bytes() if checkpoint_path.exists() else None
             ref = train_task.options(**options, name=f"train {job.spec.run_id}").remote(
-                job, *tokens, checkpoint, _read(job.run_dir / store.METRICS), threads, mailbox, (i, attempt[i]))
+                job, *tokens, checkpoint, _read(job.run_dir / store.METRICS), threads, mailbox,
+                (i, tasks.attempt[i]))
             in_flight[ref] = i
-
-        def deliver(events: list) -> None:
-            for kind, i, n, *rest in events:
-                if n != attempt[i]:
-                    continue  # from a task that has since died and been rescheduled
-                job = jobs[i]
-                if kind == "started" and not started[i]:
-                    started[i] = True
-                    reporter.started(job)
-                elif kind == "progress":
-                    reporter.progress(job, *rest)
-                elif kind == "checkpoint":
-                    store.write_atomic(job.run_dir / store.CHECKPOINT, rest[0])
-                    store.write_atomic(job.run_dir / store.METRICS, rest[1])
-                elif kind == "file":  # a branch-point checkpoint of a WSD stable run, and its records
-                    store.write_atomic(job.run_dir / store.METRICS, rest[2])  # first: the branch copies them
-                    store.write_atomic(job.run_dir / rest[0], rest[1])
-                elif kind == "warning":
-                    warnings.warn(rest[0], _warning_category(rest[1]), stacklevel=1)
 
         try:
             while not exhausted or in_flight:
@@ -249,32 +223,23 @@ class RayExecutor(LocalExecutor):
                         break
                     if job is WAIT:  # nothing ready until a run in flight gets further
                         break
-                    jobs.append(job)
-                    attempt.append(0)
-                    started.append(False)
-                    submit(len(jobs) - 1)
+                    submit(tasks.add(job))
                 if STOP.is_set():  # runs in flight are cancelled; each resumes from its last checkpoint here
                     raise Interrupted()
                 if not in_flight:  # the source waits on a run whose summary the driver is writing
                     time.sleep(DRAIN_EVERY_S)
                     continue
                 ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=DRAIN_EVERY_S)
-                deliver(ray.get(mailbox.drain.remote()))
+                tasks.deliver(ray.get(mailbox.drain.remote()))
                 for ref in ready:
                     i = in_flight.pop(ref)
-                    job = jobs[i]
+                    job = tasks.jobs[i]
                     try:
                         summary, metrics = ray.get(ref)
                     except ray.exceptions.RayTaskError as exc:  # the run raised: not a worker failure
                         raise _cause(exc, job) from None
                     except ray.exceptions.RayError as exc:  # the worker or its node died
-                        if attempt[i] >= self.max_retries:
-                            raise RuntimeError(f"run {job.spec.run_id}: its Ray worker failed "
-                                               f"{attempt[i] + 1} times, the last with {exc}") from exc
-                        attempt[i] += 1
-                        warnings.warn(f"run {job.spec.run_id}: its Ray worker died ({type(exc).__name__}); "
-                                      f"rescheduled {_resume_point(job)} (retry {attempt[i]} of "
-                                      f"{self.max_retries})", RuntimeWarning, stacklevel=1)
+                        tasks.reschedule(i, exc, self.max_retries)
                         submit(i)
                         continue
                     store.write_atomic(job.run_dir / store.METRICS, metrics)
@@ -283,6 +248,54 @@ class RayExecutor(LocalExecutor):
             for ref in in_flight:
                 ray.cancel(ref, force=True)
             ray.kill(mailbox)
+
+
+class _Tasks:
+    """The jobs a Ray run has taken, each with its attempt (reschedules so far); what their tasks
+    send through the mailbox goes into the run store and to the reporter."""
+
+    def __init__(self, reporter: Reporter):
+        self.reporter = reporter
+        self.jobs: list[Job] = []     # by the index the events carry
+        self.attempt: list[int] = []
+        self.started: list[bool] = []
+
+    def add(self, job: Job) -> int:
+        self.jobs.append(job)
+        self.attempt.append(0)
+        self.started.append(False)
+        return len(self.jobs) - 1
+
+    def deliver(self, events: list) -> None:
+        for kind, i, n, *rest in events:
+            if n != self.attempt[i]:
+                continue  # from a task that has since died and been rescheduled
+            job = self.jobs[i]
+            if kind == "started" and not self.started[i]:
+                self.started[i] = True
+                self.reporter.started(job)
+            elif kind == "progress":
+                self.reporter.progress(job, *rest)
+            elif kind == "checkpoint":
+                store.write_atomic(job.run_dir / store.CHECKPOINT, rest[0])
+                store.write_atomic(job.run_dir / store.METRICS, rest[1])
+            elif kind == "file":  # a branch-point checkpoint of a WSD stable run, and its records
+                store.write_atomic(job.run_dir / store.METRICS, rest[2])  # first: the branch copies them
+                store.write_atomic(job.run_dir / rest[0], rest[1])
+            elif kind == "warning":
+                warnings.warn(rest[0], warning_category(rest[1]), stacklevel=1)
+
+    def reschedule(self, i: int, exc: Exception, max_retries: int) -> None:
+        """Count another attempt of job `i`, whose worker died, with a warning; raise when it
+        has had max_retries already."""
+        job = self.jobs[i]
+        if self.attempt[i] >= max_retries:
+            raise RuntimeError(f"run {job.spec.run_id}: its Ray worker failed "
+                               f"{self.attempt[i] + 1} times, the last with {exc}") from exc
+        self.attempt[i] += 1
+        warnings.warn(f"run {job.spec.run_id}: its Ray worker died ({type(exc).__name__}); "
+                      f"rescheduled {_resume_point(job)} (retry {self.attempt[i]} of "
+                      f"{max_retries})", RuntimeWarning, stacklevel=1)
 
 
 def _resume_point(job: Job) -> str:

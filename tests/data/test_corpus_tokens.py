@@ -1,7 +1,9 @@
 """Corpora and the token cache, on the builtin corpus and on local files."""
 
 import json
+import math
 import os
+import random
 import subprocess
 import sys
 
@@ -13,6 +15,7 @@ from scaling.config import CorpusConfig, parse_config
 from scaling.data.corpus import load_documents, load_split
 from scaling.data.tokens import EOS, prepare_tokens
 from scaling.errors import UsageError
+from scaling.sweep.driver import run_sweep
 from tests.conftest import micro_config
 
 
@@ -98,3 +101,55 @@ def test_vocab_larger_than_corpus_allows(tmp_path):
         prepare_tokens(cfg, tmp_path / "cache")
     left = (tmp_path / "cache" / "tokens").glob("*")
     assert [p.name for p in left if not p.name.endswith(".lock")] == []  # the build's lock file, no cache
+
+
+def byte_level_alphabet() -> dict[str, int]:
+    """The byte each character of a byte-level BPE token spells: GPT-2's bytes_to_unicode (Radford
+    et al. 2019), inverted. Printable Latin-1 bytes spell themselves; the others, in order, are
+    spelled by the characters from U+0100 on."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+                 *range(ord("®"), ord("ÿ") + 1)]
+    shifted = iter(range(256, 512))
+    return {(chr(b) if b in printable else chr(next(shifted))): b for b in range(256)}
+
+
+# Words of 1-, 2-, 3- and 4-byte UTF-8 characters, so that BPE learns tokens of several bytes that
+# hold whole or partial multi-byte characters.
+WORDS = ["café", "naïve", "crème", "brûlée", "Zürich", "5 €", "€uro", "日本語", "テキスト", "😀", "🚀🚀",
+         "the", "plain", "words"]
+
+
+def test_bits_per_byte_count_the_utf8_bytes_of_multibyte_tokens(tmp_path):
+    """Bits per byte = loss in nats x tokens / (UTF-8 bytes x ln 2), with the bytes counted here by
+    spelling out each predicted token (one byte per document separator, as documented)."""
+    rng = random.Random(0)
+    for i in range(30):
+        (tmp_path / f"doc{i:02d}.txt").write_text(" ".join(rng.choice(WORDS) for _ in range(80)), encoding="utf-8")
+    T, eval_tokens = 16, 512
+    cfg = parse_config({
+        "name": "utf8", "corpus": {"source": "files", "paths": [str(tmp_path / "*.txt")], "val_fraction": 0.1},
+        "tokenizer": {"vocab_size": 300}, "model": {"context_length": T},
+        "grid": {"models": [{"d_model": 16, "n_layers": 1, "n_heads": 2}], "tokens": [2048]},
+        "train": {"batch_tokens": 256, "eval_tokens": eval_tokens, "eval_interval": 8, "log_interval": 4}})
+    summary, = run_sweep(cfg, tmp_path / "runs", tmp_path / "cache").trained
+
+    cache = prepare_tokens(cfg, tmp_path / "cache")
+    tokenizer, alphabet = cache.tokenizer(), byte_level_alphabet()
+    eos = tokenizer.token_to_id(EOS)
+
+    def spelled(token: int) -> bytes:
+        return bytes(alphabet[c] for c in tokenizer.id_to_token(token))
+
+    val = cache.val_tokens().tolist()
+    documents = b"".join(b"\0" if t == eos else spelled(t) for t in val).split(b"\0")[:-1]
+    assert [d.decode("utf-8") for d in documents] == [d.text for d in load_split(cfg.corpus, cfg.seed).val]
+
+    predicted = val[1:(min(eval_tokens, len(val) - 1) // T) * T + 1]  # the targets of the eval windows
+    n_bytes = sum(1 if t == eos else len(spelled(t)) for t in predicted)
+    wide = {spelled(t) for t in predicted if t != eos and len(spelled(t)) > 1 and max(spelled(t)) >= 0x80}
+    for char in "é€🚀":  # tokens that hold a whole character of 2, 3 and 4 bytes (and more besides)
+        assert any(char.encode() in w and len(w) > len(char.encode()) for w in wide), char
+    assert n_bytes > 1.5 * len(predicted)
+    expected = summary["final_val_loss"] * len(predicted) / (n_bytes * math.log(2))
+    assert summary["final_val_bpb"] == pytest.approx(expected, rel=1e-12)
+    assert summary["final_val_bpb"] != pytest.approx(summary["final_val_loss"] / math.log(2), rel=0.1)

@@ -16,8 +16,9 @@ import yaml
 from scaling.errors import UsageError
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep
-from scaling.sweep.executor import LocalExecutor, default_workers
+from scaling.sweep.executor import LocalExecutor
 from scaling.sweep.executors import make_executor
+from scaling.sweep.packing import default_workers
 from tests.conftest import MICRO, MICRO_RUNS, micro_config
 
 TIMING = {"elapsed_s", "tokens_per_s"}  # metrics fields that measure the machine, not the run
@@ -67,8 +68,8 @@ def test_default_workers_rule():
 
 
 def test_executor_plan():
-    from scaling.sweep.driver import plan
-    from scaling.sweep.executor import Job
+    from scaling.sweep.job import Job
+    from scaling.sweep.plan import plan
 
     jobs = [Job(run.spec, Path("unused"), None) for run in plan(micro_config())]
     assert LocalExecutor().plan(jobs) == (1, 1)  # too small to pay for starting workers
@@ -106,6 +107,43 @@ def test_packing_changes_no_result(micro_sweep, tmp_path, cache_dir):
         assert mine[0][0] == "started" and mine[-1][0] == "finished"
         progress = [c for c in mine if c[0] == "progress"]
         assert progress and progress[-1][2] == progress[-1][3]  # the last event reports the whole run
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User and system CPU time process `pid` has used so far (None once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the worker processes from /proc")
+def test_packed_runs_train_in_worker_processes(tmp_path, cache_dir):
+    """With two workers the runs train in two child processes of this one (the driver): at each
+    progress report, read here, they are there, and between the first report and the last they,
+    not this process, spent the CPU time of the training."""
+    samples = []  # (this process's CPU seconds, {worker pid: its CPU seconds}) at each progress report
+
+    class Sampler(Recorder):
+        def progress(self, job, tokens_done, tokens_total, tokens_per_s):
+            super().progress(job, tokens_done, tokens_total, tokens_per_s)
+            workers = {pid: cpu_seconds(pid) for pid in children(os.getpid())}
+            samples.append((time.process_time(), {pid: t for pid, t in workers.items() if t is not None}))
+
+    cfg = micro_config(grid={**MICRO["grid"], "tokens": [8192, 16384]}, executor={"workers": 2, "threads_per_run": 1})
+    result = run_sweep(cfg, tmp_path, cache_dir, reporter=Sampler())
+    assert len(result.trained) == 4 and len(samples) >= 8
+    assert max(len(workers) for _, workers in samples) == 2 and all(workers for _, workers in samples)
+    assert os.getpid() not in samples[0][1]
+    driver = samples[-1][0] - samples[0][0]
+    first_seen = {}
+    for _, workers in samples:
+        for pid, t in workers.items():
+            first_seen.setdefault(pid, t)
+    last_seen = {pid: t for _, workers in samples for pid, t in workers.items()}
+    in_workers = sum(last_seen[pid] - first_seen[pid] for pid in first_seen)
+    assert in_workers > 0.3 and in_workers > 5 * driver
 
 
 NO_DEVICE = {**MICRO["train"], "device": "mps"}  # a UsageError raised inside the run, on a machine without MPS

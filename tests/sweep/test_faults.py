@@ -10,6 +10,8 @@ concurrent sweeps and the file-size limit use real `python -m scaling sweep` pro
 """
 
 import csv
+import errno
+import math
 import multiprocessing
 import os
 import random
@@ -30,7 +32,8 @@ from scaling.config import load_config
 from scaling.laws import fitdata
 from scaling.laws.fit import fit_law
 from scaling.runs import faults, locks, store
-from scaling.sweep.driver import plan, run_sweep
+from scaling.sweep.driver import run_sweep
+from scaling.sweep.plan import plan
 from tests.conftest import MICRO
 
 # The micro sweep with smaller budgets and frequent checkpoints: 6 runs of 8, 16 and 32 steps,
@@ -270,6 +273,35 @@ def test_sigint_from_outside_stops_after_a_checkpoint(clean, tmp_path, cache_dir
     assert snapshot(runs / "kill") == clean
 
 
+def test_a_second_sigint_stops_at_once(clean, tmp_path, cache_dir):
+    """The first SIGINT asks for a stop after the current step, which a hung step holds up (a stall
+    of 60 s after the first step); a second SIGINT ends the sweep at once, without a checkpoint,
+    and the next sweep completes the store as a clean one."""
+    config, runs = kill_config(tmp_path / "kill.yaml"), tmp_path / "runs"
+    sweep = popen_scaling("sweep", config, "--runs-dir", runs, "--cache-dir", cache_dir,
+                          env={faults.ENV: "stall_at=step:1,seconds=60"})
+    deadline = time.monotonic() + 60
+    while not list(runs.glob(f"kill/*/{store.CONFIG}")):  # the first run is taken: no stop check until step 1
+        assert sweep.poll() is None and time.monotonic() < deadline, "the sweep ended or stalled"
+        time.sleep(0.02)
+    try:
+        sweep.send_signal(signal.SIGINT)
+        time.sleep(2)
+        assert sweep.poll() is None, "the first SIGINT should wait for the step to end"
+        sweep.send_signal(signal.SIGINT)
+        start = time.monotonic()
+        out, _ = sweep.communicate(timeout=10)  # well before the stall would end
+        assert time.monotonic() - start < 10
+    finally:
+        sweep.kill()
+        sweep.communicate()
+    assert sweep.returncode == 128 + signal.SIGINT, out
+    assert "scaling sweep: interrupted" in out and "stopped by SIGINT" not in out, out
+    assert not list(runs.glob(f"kill/*/{store.CHECKPOINT}")) and not summaries(runs / "kill")
+    restart(config, runs, cache_dir)
+    assert snapshot(runs / "kill") == clean
+
+
 # ------------------------------------------------------------------------------ concurrency
 
 
@@ -431,7 +463,34 @@ def test_hand_edited_metrics_lines_are_skipped_with_a_warning(tmp_path):
     assert [str(w.message).split(": ")[0] for w in caught] == [f"{path}:{n}" for n in (2, 3, 4, 6)]
 
 
-def test_faults_are_off_without_the_variable(monkeypatch):
-    monkeypatch.delenv(faults.ENV, raising=False)
+def test_a_fault_fires_at_the_pass_it_names_and_without_the_variable_nothing_does(monkeypatch, tmp_path):
+    monkeypatch.setenv(faults.ENV, "oserror_at=step:3,errno=EIO")
+    faults.point("write:checkpoint.pt")  # another site: not counted
     faults.point("step")
-    assert faults.loss("run", 10, 1.5) == 1.5
+    faults.point("step")
+    with pytest.raises(OSError) as caught:
+        faults.point("step", tmp_path / "x")
+    assert caught.value.errno == errno.EIO and caught.value.filename == str(tmp_path / "x")
+    faults.point("step")  # the fourth pass: a fault fires once
+
+    monkeypatch.setenv(faults.ENV, "stall_at=write:a.bin:1,seconds=0.3")  # a write that hangs halfway
+    start = time.monotonic()
+    with open(tmp_path / "a.bin", "wb") as f:
+        faults.write("write:a.bin", f, b"0123456789")
+    assert time.monotonic() - start >= 0.3
+    assert (tmp_path / "a.bin").read_bytes() == b"0123456789"  # half, the pause, then the other half
+
+    monkeypatch.setenv(faults.ENV, "nan_at=victim:5")
+    assert faults.loss("victim", 4, 1.5) == 1.5 and math.isnan(faults.loss("victim", 5, 1.5))
+    assert faults.loss("other", 9, 1.5) == 1.5
+
+    monkeypatch.delenv(faults.ENV)
+    start = time.monotonic()
+    for _ in range(5):  # at every site and count the faults above used: nothing happens
+        faults.point("step")
+        faults.point("write:checkpoint.pt", tmp_path / "x")
+    with open(tmp_path / "b.bin", "wb") as f:
+        faults.write("write:b.bin", f, b"0123456789")
+    assert (tmp_path / "b.bin").read_bytes() == b"0123456789"
+    assert faults.loss("victim", 9, 1.5) == 1.5
+    assert time.monotonic() - start < 0.3

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,8 +15,10 @@ import pytest
 import yaml
 
 from scaling.runs import store
-from scaling.sweep.driver import estimate_walls, makespan, plan, run_sweep
-from scaling.sweep.executor import ASSUMED_FLOPS
+from scaling.sweep.driver import run_sweep
+from scaling.sweep.estimates import estimate_walls, makespan
+from scaling.sweep.packing import ASSUMED_FLOPS
+from scaling.sweep.plan import plan
 from tests.conftest import MICRO, MICRO_RUNS, micro_config
 
 SUMMARY_KEYS = {"status", "n_params_total", "n_params_non_embedding", "tokens", "flops_6nd", "flops_exact",
@@ -85,6 +88,53 @@ def test_wall_estimates_use_each_shapes_measured_speed(micro_sweep, tmp_path):
         assert f"{MICRO_RUNS} finished runs of this store" in basis
     walls, basis = estimate_walls(planned, tmp_path / "empty")
     assert walls == [r.flops_exact / ASSUMED_FLOPS for r in planned] and "assumed" in basis
+
+
+# How each run is logged, checkpointed and executed: none of it changes what a run computes, so
+# none of it may change a run id (a sweep resumed with other settings must find its runs).
+EXECUTION = [
+    ("train", {"log_interval": 3}), ("train", {"eval_interval": 7}), ("train", {"checkpoint_interval": 11}),
+    ("train", {"threads": 2}), ("train", {"device": "cpu"}), ("train", {"device": "cuda"}),
+    ("train", {"compile": True}), ("train", {"divergence_factor": 9.0}),
+    ("executor", {"workers": 3}), ("executor", {"threads_per_run": 2}), ("executor", {"runs_per_gpu": 1}),
+]
+
+
+def with_settings(changes, **base):
+    """The micro config (or `base`'s sections) with each (section, settings) of `changes` applied."""
+    sections = {"train": {**MICRO["train"], **base.pop("train", {})}, "executor": base.pop("executor", {})}
+    for section, settings in changes:
+        sections[section] = {**sections[section], **settings}
+    return micro_config(**sections, **base)
+
+
+@pytest.mark.parametrize("section, settings", EXECUTION, ids=lambda x: x if isinstance(x, str) else repr(x))
+def test_run_ids_ignore_cadence_threads_and_device(section, settings):
+    ids = [r.run_id for r in plan(micro_config())]
+    assert [r.run_id for r in plan(with_settings([(section, settings)]))] == ids
+    wsd = {"schedule": "wsd", "cooldown_fraction": 0.25}
+    assert ([r.run_id for r in plan(with_settings([(section, settings)], train=wsd))]
+            == [r.run_id for r in plan(with_settings([], train=wsd))])
+
+
+def test_run_ids_follow_what_a_run_computes():
+    """The other side of the promise: settings that change the computation change every id."""
+    ids = {r.run_id for r in plan(micro_config())}
+    for changes in ([("train", {"lr": 5e-3})], [("train", {"weight_decay": 0.0})], [("train", {"beta2": 0.99})]):
+        assert not {r.run_id for r in plan(with_settings(changes))} & ids, changes
+    assert not {r.run_id for r in plan(micro_config(seed=1))} & ids
+
+
+def test_a_sweep_with_other_cadence_threads_and_device_finds_its_runs(micro_sweep, tmp_path, cache_dir):
+    """The finished micro store, swept again with every execution setting changed: nothing to train."""
+    _, first = micro_sweep
+    shutil.copytree(first.sweep_dir, tmp_path / "micro", ignore=shutil.ignore_patterns(store.LOCK, store.TABLE_LOCK))
+    summaries = {p.parent.name: p.read_bytes() for p in (tmp_path / "micro").glob(f"*/{store.SUMMARY}")}
+    changed = with_settings([c for c in EXECUTION if c[1] not in ({"device": "cuda"}, {"compile": True})])
+    assert sorted(r.run_id for r in plan(changed)) == sorted(summaries)
+    again = run_sweep(changed, tmp_path, cache_dir)
+    assert again.trained == [] and sorted(s["run_id"] for s in again.skipped) == sorted(summaries)
+    assert {p.parent.name: p.read_bytes() for p in (tmp_path / "micro").glob(f"*/{store.SUMMARY}")} == summaries
 
 
 def test_makespan_hands_each_run_to_the_first_free_worker():

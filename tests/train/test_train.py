@@ -17,8 +17,11 @@ import torch
 from scaling.config import TrainConfig
 from scaling.errors import UsageError
 from scaling.runs.store import CHECKPOINT, METRICS, TABLE_COLUMNS, read_jsonl
-from scaling.train.loop import RunSpec, TokenData, lr_at, train_run, warmup_steps
+from scaling.train.batches import TokenData
+from scaling.train.loop import train_run
 from scaling.train.model import GPTConfig
+from scaling.train.schedule import lr_at, warmup_steps
+from scaling.train.spec import RunSpec
 
 TIMING = ("elapsed_s", "tokens_per_s")
 

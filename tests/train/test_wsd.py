@@ -5,6 +5,7 @@ FLOPs, resuming, packing and a stable run that diverges."""
 import dataclasses
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,13 @@ from scaling.config import TrainConfig
 from scaling.data.tokens import prepare_tokens
 from scaling.errors import UsageError
 from scaling.laws import fitdata
-from scaling.laws.approaches import curves_from_store
+from scaling.laws.curves import curves_from_store
 from scaling.runs import store
-from scaling.sweep.driver import plan, plan_cost, run_id, run_sweep
-from scaling.sweep.executor import token_data
-from scaling.train.loop import STOP, Interrupted, lr_at, request_stop, schedule_bounds, train_run
+from scaling.sweep.driver import run_sweep
+from scaling.sweep.job import token_data
+from scaling.sweep.plan import plan, plan_cost, run_id
+from scaling.train.loop import STOP, Interrupted, request_stop, train_run
+from scaling.train.schedule import lr_at, schedule_bounds
 from tests.conftest import MICRO, micro_config
 
 # The micro grid (2 shapes x budgets of 32, 64 and 128 steps of 256 tokens) with WSD and 25%
@@ -133,6 +136,42 @@ def test_a_branch_is_bitwise_the_wsd_run_it_stands_for(wsd_sweep, cache_dir, tmp
     assert summary["final_val_loss"] == stored["final_val_loss"]  # bitwise
     assert metrics(tmp_path) == metrics(result.sweep_dir / branch.run_id)
     assert stored["branch_tokens"] < stored["tokens"] == summary["tokens"]
+
+
+def test_a_branch_without_its_checkpoint_trains_from_step_0(wsd_sweep, cache_dir, tmp_path):
+    """The stable run ended but its checkpoint at a branch point is gone: the branch trains the whole
+    WSD run from step 0, with a warning, and ends as the branch from the checkpoint did."""
+    cfg, reference = wsd_sweep
+    branch = next(r for r in plan(cfg) if r.kind == "branch" and r.spec.model.d_model == 16
+                  and r.spec.tokens == 8192)  # 32 steps, from branch point 24
+    sweep_dir = tmp_path / cfg.name
+    shutil.copytree(reference.sweep_dir, sweep_dir, ignore=shutil.ignore_patterns(store.LOCK, store.TABLE_LOCK))
+    shutil.rmtree(sweep_dir / branch.run_id)
+    (sweep_dir / branch.spec.branch_of / store.branch_checkpoint(branch.spec.branch_step)).unlink()
+
+    steps_trained = []
+
+    class Steps:
+        def begin(self, jobs): pass
+
+        def started(self, job): pass
+
+        def finished(self, job, summary): pass
+
+        def progress(self, job, done, total, rate):
+            steps_trained.append(done // 256)
+
+    with pytest.warns(UserWarning, match=f"{branch.run_id} trains from step 0"):
+        result = run_sweep(cfg, tmp_path, cache_dir, reporter=Steps())
+    assert [s["run_id"] for s in result.trained] == [branch.run_id]
+    assert steps_trained[0] == 1 and steps_trained[-1] == 32  # its first step is step 1, not 25
+    summary = result.trained[0]
+    assert summary["status"] == "finished" and summary["branch_start_step"] == 0
+    assert summary["branch_tokens"] == summary["tokens"] == 32 * 256  # all of it trained here
+    want = json.loads((reference.sweep_dir / branch.run_id / store.SUMMARY).read_text())
+    assert want["branch_tokens"] == 8 * 256  # the reference trained its cooldown only
+    assert summary["final_val_loss"] == want["final_val_loss"]  # bitwise
+    assert metrics(sweep_dir / branch.run_id) == metrics(reference.sweep_dir / branch.run_id)
 
 
 def test_second_sweep_trains_nothing(wsd_sweep, cache_dir):

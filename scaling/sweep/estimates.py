@@ -1,0 +1,61 @@
+"""What a plan will take before it runs: each run's wall time, from the speed runs of its shape
+achieved in this store, and the whole sweep's, packed onto the workers the executor would use.
+"""
+
+from __future__ import annotations
+
+import heapq
+from pathlib import Path
+
+import pandas as pd
+
+from scaling.config import SweepConfig
+from scaling.runs import store
+from scaling.sweep.executor import LocalExecutor
+from scaling.sweep.packing import ASSUMED_FLOPS
+from scaling.sweep.plan import PlannedRun
+
+
+def achieved_flops(sweep_dir: Path) -> pd.DataFrame:
+    """The exact FLOP/s each finished (or stable) run of this store trained at, with its shape."""
+    columns = ["d_model", "n_layers", "n_heads", "flops_per_s"]
+    if not Path(sweep_dir).is_dir():
+        return pd.DataFrame(columns=columns)
+    table = store.read_runs(sweep_dir)
+    wall = pd.to_numeric(table.wall_s, errors="coerce")
+    done = table[table.status.isin(["finished", "stable"]) & (wall > 0)].copy()
+    # A WSD branch trained only branch_tokens of its tokens in its wall time.
+    share = (pd.to_numeric(done.branch_tokens, errors="coerce") / pd.to_numeric(done.tokens, errors="coerce"))
+    done["flops_per_s"] = pd.to_numeric(done.flops_exact, errors="coerce") * share.fillna(1.0) / wall[done.index]
+    return done[columns]
+
+
+def estimate_walls(planned: list[PlannedRun], sweep_dir: Path) -> tuple[list[float], str]:
+    """Seconds each planned run should take to train, and what the estimate rests on: the FLOP/s
+    its shape achieved in this store, else the median over the store's runs, else ASSUMED_FLOPS."""
+    rates = achieved_flops(sweep_dir)
+    by_shape = rates.groupby(["d_model", "n_layers", "n_heads"]).flops_per_s.median().to_dict()
+    fallback = float(rates.flops_per_s.median()) if len(rates) else ASSUMED_FLOPS
+    walls = []
+    for run in planned:
+        m = run.spec.model
+        walls.append(run.trained_flops_exact / by_shape.get((m.d_model, m.n_layers, m.n_heads), fallback))
+    basis = (f"the FLOP/s each shape achieved in {len(rates)} finished runs of this store (median "
+             f"{fallback:.3g} for shapes not trained yet)" if len(rates) else
+             f"{ASSUMED_FLOPS:.3g} FLOP/s a run, assumed: no run of this store has been timed yet")
+    return walls, basis
+
+
+def makespan(walls: list[float], workers: int) -> float:
+    """Wall time of handing runs out in this order to `workers` workers, each taking the next run
+    as soon as it is free (how the local executor schedules)."""
+    free = [0.0] * workers
+    for wall in walls:
+        heapq.heappush(free, heapq.heappop(free) + wall)
+    return max(free)
+
+
+def sweep_workers(cfg: SweepConfig, planned: list[PlannedRun]) -> tuple[int, int]:
+    """(runs at once, threads per run) the local executor would use for these runs on this machine."""
+    ex = cfg.executor
+    return LocalExecutor(ex.workers, ex.threads_per_run, ex.runs_per_gpu).plan(planned) if planned else (1, 1)
