@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from scaling.errors import UsageError
-from scaling.laws import results
+from scaling.laws import analysis
 from scaling.laws.law import Law
 from scaling.laws.references import BESIROGLU
 from scaling.laws.simulate import cross_grid, isoflop_grid, simulate
@@ -71,7 +71,7 @@ def main(argv=None) -> int:
             for noise in NOISES:
                 data = simulate(law, runs, noise=noise, seed=int(rng.integers(2**31)))
                 try:
-                    fit = results.fit_data(data, bootstrap=args.resamples, seed=0)
+                    fit = analysis.fit_data(data, bootstrap=args.resamples, seed=0)
                 except UsageError:              # refused: the constants run off to infinity
                     fit = None
                 verdict = "not identified" if fit is None else fit.diagnostics.verdict

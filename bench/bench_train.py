@@ -11,8 +11,8 @@ Each shape is timed in two layouts of the machine, the two a sweep can use:
 - packed: one single-threaded run per core at once, the local executor's default on CPU (on
   CUDA, `--packed` runs share the GPU); its tokens/s is the sum over the runs.
 Every measurement starts fresh processes, so that no setting (threads, allocator) leaks into the
-next one. It times the real training step (scaling.train.batches' get_batch, scaling.train.loop's train_step and AdamW; one
-batch of train.batch_tokens a step), medians over timed windows after warm-up steps, and turns
+next one. It times the real training step (scaling.train.batches' get_batch, scaling.train.loop's
+train_step and AdamW; one batch of train.batch_tokens a step), medians over timed windows after warm-up steps, and turns
 tokens/s into model FLOP/s with the exact per-token count (scaling.train.model.flops_per_token: every
 matmul of forward and backward, attention and output layer included). MFU divides that by the
 dense matmul throughput of the whole machine (fp32 on CPU over all cores, bf16 on CUDA),

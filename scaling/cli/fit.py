@@ -5,7 +5,7 @@
     scaling fit --dataset chinchilla --drop-highest-loss 5 # Hoffmann et al.'s runs, as Besiroglu et al.
 
 Thin layer over the Python API: a `scaling.laws.fitdata` loader, `fitdata.apply_filters`, then
-`scaling.laws.results.fit_data` (fit, bootstrap, approaches: a `LawFit`), `write_fit` and `summary.format_summary`.
+`scaling.laws.analysis.fit_data` (fit, bootstrap, approaches: a `LawFit`), `write_fit` and `summary.format_summary`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from scaling.errors import UsageError
-from scaling.laws import fitdata, results, summary
+from scaling.laws import analysis, fitdata, results, summary
 from scaling.laws.curves import curves_from_store
 from scaling.laws.fit import DEFAULT_DELTA
 
@@ -117,7 +117,7 @@ def cmd_fit(args) -> int:
     curves = None
     if args.runs_dir is not None:
         curves = curves_from_store(args.runs_dir, param_convention=data.param_convention)
-    fit = results.fit_data(data, delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap,
+    fit = analysis.fit_data(data, delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap,
                            seed=args.seed, reference_compute=args.reference_compute, curves=curves)
     elapsed = time.perf_counter() - start
     path = results.write_fit(out, fit)

@@ -3,7 +3,7 @@
     law = Law(E=1.8, A=400, B=2000, alpha=0.34, beta=0.37)
     runs = cross_grid(sizes=np.geomspace(1e6, 3e7, 5), tokens=np.geomspace(2e7, 6e8, 4))
     runs = isoflop_grid(budgets=np.geomspace(1e15, 1e17, 4), law=law, per_budget=5, span=4.0)
-    data = simulate(law, runs, noise=0.01, seed=0)      # a FitData, ready for results.fit_data
+    data = simulate(law, runs, noise=0.01, seed=0)      # a FitData, ready for analysis.fit_data
 
 Noise is multiplicative and log-normal (each loss times exp(noise * z), z standard normal), the
 scatter of final losses between seeds and learning rates: `noise=0.01` is about 1%. The

@@ -9,7 +9,7 @@ What comes from where:
 
 * A run store (runs/<sweep>): its points are loaded as `scaling fit` loads them
   (`fitdata.from_runs`, `apply_filters`), except that a finished run lacking a number is left
-  out with the reason instead of refused, and fitted by `results.fit_data` (so the fit.json
+  out with the reason instead of refused, and fitted by `analysis.fit_data` (so the fit.json
   written beside the report is byte-identical to `scaling fit RUNS_DIR --bootstrap K`'s). The
   run table, every run's curve (`scaling.laws.curves.read_curves`) and config.yaml feed the loss curves,
   the run table and the sweep's settings.
@@ -35,9 +35,9 @@ import pandas as pd
 import yaml
 
 from scaling.errors import UsageError
+from scaling.laws import analysis, fitdata, results
 from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
-from scaling.laws import fitdata, results
 from scaling.laws.curves import curves_from_store, read_curves
 from scaling.runs import store
 
@@ -131,7 +131,7 @@ def _store_points(runs_dir: Path, convention: str) -> fitdata.FitData:
 def _fit_here(name: str, fit_source: str, data: fitdata.FitData, curves, bootstrap: int | None,
               seed: int) -> Inputs:
     k = results.DEFAULT_BOOTSTRAP if bootstrap is None else bootstrap
-    fit = results.fit_data(data, bootstrap=k, seed=seed, curves=curves)
+    fit = analysis.fit_data(data, bootstrap=k, seed=seed, curves=curves)
     drop = data.filters.get("drop_highest_loss")
     command = (f"scaling fit {fit_source}{f' --drop-highest-loss {drop}' if drop else ''} --bootstrap {k} "
                f"--seed {seed}")

@@ -284,8 +284,9 @@ def test_end_to_end_with_a_real_fit_json(tmp_path, capsys):
     # scaling.results writes the file; compare and plan read it back.
     import numpy as np
 
+    from scaling.laws.analysis import fit_data
     from scaling.laws.fitdata import FitData
-    from scaling.laws.results import fit_data, write_fit
+    from scaling.laws.results import write_fit
 
     law = BESIROGLU.law
     n, d = (g.ravel() for g in np.meshgrid(np.logspace(7, 9, 6), np.logspace(9, 11, 6)))

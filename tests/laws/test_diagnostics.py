@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from scaling.cli import main
+from scaling.laws import analysis, fitdata, results
 from scaling.laws import diagnostics as dg
 from scaling.laws import fit as fitting
-from scaling.laws import fitdata, results
 from scaling.laws.bootstrap import bootstrap
 from scaling.laws.law import Law
 from scaling.laws.simulate import cross_grid, isoflop_grid, simulate
@@ -32,14 +32,14 @@ def status(checks, name):
 def good():
     """A well-designed sweep (4 IsoFLOP budgets x 5 sizes around the optimum, 0.5% noise), fitted."""
     data = simulate(LAW, isoflop_grid(BUDGETS, LAW, per_budget=5, span=4.0), noise=0.005, seed=1)
-    return data, results.fit_data(data, bootstrap=200, seed=0)
+    return data, analysis.fit_data(data, bootstrap=200, seed=0)
 
 
 @pytest.fixture(scope="module")
 def narrow():
     """Six sizes within a factor 1.3 (the issue's case), 1% noise, fitted."""
     data = simulate(LAW, cross_grid(np.geomspace(1e8, 1.3e8, 6), np.geomspace(1e9, 3e10, 4)), noise=0.01)
-    return data, results.fit_data(data, bootstrap=200, seed=0)
+    return data, analysis.fit_data(data, bootstrap=200, seed=0)
 
 
 # ----------------------------------------------------------------------------- the design
@@ -132,7 +132,7 @@ def test_holdout_and_rollout_on_exact_data_and_on_a_broken_top():
 def test_holdout_moves_a_on_the_chinchilla_points():
     # Known from the issue: without the top 20% by compute, a leaves the full fit's interval.
     data = fitdata.apply_filters(fitdata.from_dataset("chinchilla"), drop_highest_loss=5)
-    fit = results.fit_data(data, bootstrap=200)
+    fit = analysis.fit_data(data, bootstrap=200)
     check = dg.holdout_check(data, fit.optimum, fit.boot, fit.reference_compute)
     assert check.status == dg.CAUTION and "a 0.57" in check.reason
     assert fit.diagnostics.verdict == "use with caution"

@@ -1,0 +1,136 @@
+"""The whole fit of a set of points, as `scaling fit` makes it: one call, one `LawFit`.
+
+    fit = fit_data(data, bootstrap=1000, seed=0)
+
+The constants (Approach 3, `scaling.laws.fit`), their bootstrap, Approaches 1 and 2, Kaplan's
+single-variable laws, the fit with N counted the other way where the points give both, and the
+diagnostics with their verdict. Pure: points in, a `results.LawFit` out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from scaling.errors import UsageError
+from scaling.formats import json_safe
+from scaling.laws import approaches, diagnostics, kaplan, notes
+from scaling.laws import bootstrap as resampling
+from scaling.laws import fit as fitting
+from scaling.laws.fitdata import FitData, check_fittable
+from scaling.laws.law import PARAM_NAMES
+from scaling.laws.results import DEFAULT_BOOTSTRAP, DataSummary, FitOptions, Intervals, LawFit
+
+
+def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: float | None = None,
+             bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, reference_compute: float | None = None,
+             grid=None, curves: pd.DataFrame | None = None) -> LawFit:
+    """Fit the law to `data`, bootstrap it (`bootstrap` resamples; 0 for none), estimate the
+    allocation by Hoffmann's three approaches and fit Kaplan's single-variable laws.
+
+    grid: None for Hoffmann's 4,500 starts, or axis values / an array as `fit.fit_law` takes.
+    reference_compute: C at which tokens per parameter is given (default: the largest 6 N D in
+    the data). curves: the runs' intermediate evaluations (`curves.curves_from_store`) for
+    Approach 1; without them only Approaches 2 and 3 are reported.
+    """
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
+        raise UsageError(f"the number of bootstrap resamples must be a whole number >= 0; got {bootstrap!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise UsageError(f"the seed must be a whole number >= 0; got {seed!r}")
+    check_fittable(data, fixed_E)
+    if reference_compute is None:
+        reference_compute = float(data.compute.max())
+    elif not (math.isfinite(reference_compute) and reference_compute > 0):
+        raise UsageError(f"the reference compute must be a positive number of FLOPs; got {reference_compute!r}")
+    result = fitting.fit_law(data.n, data.d, data.loss, delta=delta, grid=grid, fixed_E=fixed_E)
+    boot = None
+    if bootstrap:
+        boot = resampling.bootstrap(data.n, data.d, data.loss, n_resamples=int(bootstrap), seed=int(seed),
+                                 delta=delta, fixed_E=fixed_E, reference_compute=reference_compute,
+                                 full_fit=result)
+    law = result.law
+    identified = law.alpha > 0 and law.beta > 0     # else there is no compute-optimal allocation
+    ci = None
+    if boot is not None:
+        ci = Intervals(boot.level, boot.n_resamples,
+                       {name: [json_safe(lo), json_safe(hi)] for name, (lo, hi) in boot.intervals.items()})
+    fit = LawFit(
+        law=law, seed=int(seed), data=DataSummary.of(data),
+        options=FitOptions(delta=result.delta, grid="hoffmann" if grid is None else "custom",
+                           n_starts=result.n_starts, fixed_E=result.fixed_E,
+                           bootstrap=0 if boot is None else boot.n_resamples),
+        a=json_safe(law.a) if identified else None, b=json_safe(law.b) if identified else None,
+        G=json_safe(law.G) if identified else None, reference_compute=float(reference_compute),
+        tokens_per_param=json_safe(law.tokens_per_param(reference_compute)) if identified else None,
+        ci=ci, objective=result.objective, n_starts_at_optimum=result.n_starts_at_optimum,
+        residual_rms=result.residual_rms, evidence=tuple(notes.evidence(data, result, boot)),
+        limitations=tuple(notes.limitations(data, result, boot, reference_compute)),
+        points=data, optimum=result, boot=boot,
+        resampled=None if boot is None else np.column_stack([boot.samples[k] for k in PARAM_NAMES]))
+    kaplan_laws = kaplan.fit_kaplan(data.n, data.d, data.loss, param_convention=data.param_convention or "unknown")
+    fit = replace(fit, approaches=allocation_approaches(fit, curves), kaplan=json_safe(kaplan_laws.to_dict()))
+    extra = [diagnostics.approaches_check(fit.approaches, law, ci)]
+    other = data.counted_other_way()
+    if other is not None:
+        conventions = {data.param_convention: convention_summary(result, boot, reference_compute),
+                       other.param_convention: _other_convention(other, bootstrap, seed, delta, fixed_E,
+                                                                 reference_compute)}
+        fit = replace(fit, param_conventions=json_safe(conventions))
+        extra.append(diagnostics.convention_check(fit.param_conventions, data.param_convention))
+    return replace(fit, diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
+                                                         extra=tuple(extra)))
+
+
+OTHER_CONVENTION_RESAMPLES = 200   # enough for the side-by-side interval; the main fit keeps its own
+
+
+def convention_summary(result: fitting.FitResult, boot, reference_compute: float) -> dict:
+    """alpha, beta, a and tokens per parameter of one fit, with intervals where bootstrapped."""
+    law = result.law
+    iv = boot.intervals if boot is not None else {}
+    identified = law.alpha > 0 and law.beta > 0
+    return {"alpha": law.alpha, "beta": law.beta, "a": law.a if identified else None,
+            "tokens_per_param": float(law.tokens_per_param(reference_compute)) if identified else None,
+            **{f"{k}_ci": list(iv[k]) if k in iv else None for k in ("alpha", "beta", "a", "tokens_per_param")},
+            "n_resamples": boot.n_resamples if boot is not None else 0}
+
+
+def _other_convention(other: FitData, bootstrap: int, seed: int, delta: float, fixed_E, reference_compute) -> dict:
+    """The same points fitted with N counted the other way (a smaller bootstrap)."""
+    try:
+        result = fitting.fit_law(other.n, other.d, other.loss, delta=delta, fixed_E=fixed_E)
+    except UsageError as exc:
+        return {"reason": str(exc)}
+    boot = None
+    if bootstrap:
+        boot = resampling.bootstrap(other.n, other.d, other.loss, seed=seed, delta=delta, fixed_E=fixed_E,
+                                    n_resamples=min(bootstrap, OTHER_CONVENTION_RESAMPLES),
+                                    reference_compute=reference_compute, full_fit=result)
+    return convention_summary(result, boot, reference_compute)
+
+
+def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None) -> dict:
+    """Hoffmann et al.'s three estimates of a (N_opt ~ C^a), as in their Table 2.
+
+    Approach 1 needs training curves (only a run store has them); Approach 2 groups the points by
+    compute budget; Approach 3 is the parametric fit itself. An approach the data cannot support
+    is null in `a`, with its `reason`.
+    """
+    data = fit.points
+    envelope = None
+    if curves is not None:
+        envelope = approaches.envelope(curves[curves.run_id.isin(data.ids)]).to_dict()
+    bounds = fit.ci.bounds if fit.ci is not None else {}
+    parametric = {"method": "parametric", "a": fit.a, "b": fit.b, "a_ci": bounds.get("a"),
+                  "b_ci": bounds.get("b"), "interval": "bootstrap percentile" if fit.ci is not None else None}
+    return json_safe({
+        "approach_1": envelope,
+        "approach_2": approaches.isoflop(data.n, data.d, data.loss,
+                                         budgets=None if data.budgets is None else np.unique(data.budgets)).to_dict(),
+        "approach_3": parametric,
+    })
+
+

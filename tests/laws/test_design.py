@@ -1,0 +1,46 @@
+"""Judging a sweep before training it: simulated under a known law, a design that cannot determine
+the law must be seen not to, and a good one to."""
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from scaling.cli import main
+from scaling.errors import UsageError
+from scaling.laws.design import expected_precision
+from scaling.laws.references import BESIROGLU
+from scaling.laws.simulate import cross_grid, isoflop_grid
+from tests.conftest import MICRO
+
+LAW = BESIROGLU.law
+
+
+def test_a_narrow_design_is_seen_not_to_determine_the_law_and_an_isoflop_design_is():
+    narrow = cross_grid(np.geomspace(1e8, 1.3e8, 6), np.geomspace(1e9, 3e10, 4))
+    iso = isoflop_grid(np.geomspace(1e18, 1e20, 4), LAW, per_budget=5, span=4.0)
+    bad = expected_precision(narrow, LAW, noise=0.01, n_sims=3, bootstrap=50)
+    good = expected_precision(iso, LAW, noise=0.005, n_sims=3, bootstrap=50)
+    assert bad.not_identified_share == 1.0
+    assert good.not_identified_share == 0.0 and good.tpp_ratio < 4 and good.a_width < bad.a_width
+    assert good.compute == pytest.approx(float((6 * iso[:, 0] * iso[:, 1]).sum()))
+    with pytest.raises(UsageError, match="at least 6 runs"):
+        expected_precision(iso[:3], LAW)
+
+
+def test_scaling_design_sets_two_configs_side_by_side(tmp_path, capsys):
+    wide = {**MICRO, "grid": {**MICRO["grid"], "models": MICRO["grid"]["models"] + [
+        {"d_model": 48, "n_layers": 3, "n_heads": 3}, {"d_model": 64, "n_layers": 4, "n_heads": 4}]}}
+    paths = []
+    for name, config in (("micro", MICRO), ("wide", wide)):
+        paths.append(tmp_path / f"{name}.yaml")
+        paths[-1].write_text(yaml.safe_dump({**config, "name": name}))
+    assert main(["design", *map(str, paths), "--law", "besiroglu", "--noise", "0.01", "--sims", "2",
+                 "--bootstrap", "20", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    micro, wide = out["designs"]
+    assert (micro["n_runs"], wide["n_runs"]) == (6, 12)
+    assert wide["compute"] > micro["compute"] and 0 <= micro["not_identified_share"] <= 1
+    assert main(["design", str(paths[0]), "--sims", "0"]) == 2
+    assert "--sims must be a whole number >= 1" in capsys.readouterr().err
