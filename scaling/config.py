@@ -96,9 +96,32 @@ class Shape(Strict):
         return self
 
 
+class IsoFLOPConfig(Strict):
+    """Chinchilla's Approach-2 design: at each compute budget C (FLOPs, C = 6 N D with N the
+    non-embedding count), the model family's shapes whose N lies within a factor `span` of the
+    expected optimum N_opt = sqrt(C / (6 k)), k = `tokens_per_param` (the prior: Chinchilla's
+    20, or D_opt/N_opt from an earlier fit), at most `per_budget` of them, each on D = C / (6 N)."""
+
+    budgets: Annotated[list[Annotated[Number, Field(gt=0, allow_inf_nan=False)]], Field(min_length=2)]
+    tokens_per_param: Annotated[Number, Field(gt=0, allow_inf_nan=False)] = 20.0
+    span: Annotated[Number, Field(gt=1, allow_inf_nan=False)] = 4.0
+    per_budget: Annotated[Count, Field(ge=3)] = 5
+
+
 class GridConfig(Strict):
+    """The runs of a sweep: every model on every token count (`tokens`, a cross grid), or an
+    IsoFLOP design (`isoflop`) picking models and tokens per compute budget."""
+
     models: Annotated[list[Shape], Field(min_length=1)]
-    tokens: Annotated[list[Count], Field(min_length=1)]
+    tokens: Annotated[list[Count], Field(min_length=1)] | None = None
+    isoflop: IsoFLOPConfig | None = None
+
+    @model_validator(mode="after")
+    def _one_design(self):
+        if (self.tokens is None) == (self.isoflop is None):
+            raise ValueError("give grid.tokens (every model on every token count) or grid.isoflop "
+                             "(compute budgets), not both and not neither")
+        return self
 
 
 class TrainConfig(Strict):
@@ -162,6 +185,13 @@ class SweepConfig(Strict):
         if self.train.batch_tokens % self.model.context_length:
             raise ValueError(f"train.batch_tokens {self.train.batch_tokens} is not a multiple of "
                              f"model.context_length {self.model.context_length}")
+        return self
+
+    @model_validator(mode="after")
+    def _wsd_has_token_counts(self):
+        if self.train.schedule == "wsd" and self.grid.isoflop is not None:
+            raise ValueError("train.schedule 'wsd' needs grid.tokens (one stable run a shape, a branch a "
+                             "token count); an IsoFLOP design trains each run on its own")
         return self
 
     @model_validator(mode="after")

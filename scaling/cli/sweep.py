@@ -64,15 +64,20 @@ def print_plan(cfg, runs_dir: Path) -> None:
     console.print(f"sweep {cfg.name}: {len(planned)} runs{kinds}; wall times from {basis}")
     width = max(28, *(len(r.run_id) for r in planned))
     trains = f" {'trains':>8}" if wsd else ""  # the tokens a run trains itself: a branch, its cooldown
+    iso = cfg.grid.isoflop
     console.print(f"{'run':<{width}} {'d':>4} {'L':>3} {'H':>3} {'N total':>9} {'N non-emb':>10} "
-                  f"{'D':>8}{trains} {'C=6ND':>10} {'est. wall':>10}")
+                  f"{'D':>8}{trains} {'D/N':>7} {'C=6ND':>10} {'est. wall':>10}")
     for run in planned:
+        if iso is not None and run is next(r for r in planned if r.spec.budget == run.spec.budget):
+            n_opt = (run.spec.budget / (6.0 * iso.tokens_per_param)) ** 0.5
+            console.print(f"budget C = {run.spec.budget:.3g} FLOPs: expected optimum N = {_si(n_opt)} "
+                          f"(D/N = {iso.tokens_per_param:g}, the prior)")
         m = run.spec.model
         trains = f" {_si(run.trained_tokens):>8}" if wsd else ""
         console.print(f"{run.run_id:<{width}} {m.d_model:>4} {m.n_layers:>3} {m.n_heads:>3} "
                       f"{_si(run.n_params_total):>9} {_si(run.n_params_non_embedding):>10} "
-                      f"{_si(run.spec.tokens):>8}{trains} {run.flops_6nd:>10.3g} "
-                      f"{_duration(wall_of[run.run_id]):>10}")
+                      f"{_si(run.spec.tokens):>8}{trains} {run.spec.tokens / run.n_params_non_embedding:>7.3g} "
+                      f"{run.flops_6nd:>10.3g} {_duration(wall_of[run.run_id]):>10}")
     cost = plan_cost(planned)
     if wsd:
         console.print(f"WSD, cooldown {cfg.train.cooldown_fraction:g} of each budget "

@@ -237,13 +237,17 @@ def from_runs(sweep_dir, param_convention: str = "non_embedding", *, drop_unmeas
             keep.append(i)
     if not keep:
         raise UsageError(f"{sweep_dir}: no finished run has a positive, finite N, D and final loss; nothing to fit")
+    budgets = pd.to_numeric(table["budget"], errors="coerce").to_numpy(dtype=float)[keep] \
+        if "budget" in table else None
+    if budgets is not None and not (np.isfinite(budgets).all() and (budgets > 0).all()):
+        budgets = None                         # not an IsoFLOP design (or not all of it): Approach 2 bins C
     other = RUN_COLUMNS["total" if param_convention == "non_embedding" else "non_embedding"]
     n_other = pd.to_numeric(table[other], errors="coerce").to_numpy(dtype=float)[keep] if other in table else None
     if n_other is not None and not (np.isfinite(n_other).all() and (n_other > 0).all()):
         n_other = None                         # a damaged summary: no side-by-side fit, nothing worse
     return FitData(n=values["n"][keep], d=values["d"][keep], loss=values["loss"][keep], source=f"runs {sweep_dir}",
                    ids=tuple(str(table["run_id"].iloc[i]) for i in keep), dropped=tuple(dropped),
-                   param_convention=param_convention, n_other=n_other)
+                   param_convention=param_convention, n_other=n_other, budgets=budgets)
 
 
 def _status_counts(table: pd.DataFrame) -> str:

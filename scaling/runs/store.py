@@ -48,6 +48,8 @@ TABLE_COLUMNS = (
     # WSD branches: the stable run they start from, and the tokens they trained themselves (the
     # cooldown); tokens and FLOPs above are those of the whole schedule, the point the law sees.
     "branch_of", "branch_tokens",
+    # IsoFLOP designs: the compute budget the run was planned for (Approach 2 groups by it).
+    "budget",
 )
 # Types of metrics.jsonl fields; a record with another type is skipped on read.
 METRIC_TYPES = {"step": int, "tokens": int, "lr": float, "train_loss": float, "val_loss": float,

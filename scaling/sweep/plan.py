@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass, replace
 
 from scaling.config import Shape, SweepConfig, run_lr
+from scaling.errors import UsageError
 from scaling.train.model import GPTConfig, flops_per_token, param_counts
 from scaling.train.schedule import cooldown_steps, schedule_bounds
 from scaling.train.spec import RunSpec
@@ -100,7 +101,7 @@ def run_id(cfg: SweepConfig, shape, tokens: int, lr: float, extra: dict | None =
 
 def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmup: int | None = None,
                 branch_points: tuple[int, ...] = (), branch_of: str | None = None,
-                branch_step: int | None = None) -> PlannedRun:
+                branch_step: int | None = None, budget: float | None = None) -> PlannedRun:
     """One run of the plan. WSD: `warmup` (steps) shared by a shape's budgets; a stable run has
     `branch_points`; a branch names its stable run and the step it starts from."""
     model = GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size)
@@ -111,19 +112,44 @@ def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmu
         label = f"stable-s{max(branch_points)}"
     spec = RunSpec(run_id=run_id(cfg, shape, tokens, lr, extra, label), model=model, train=cfg.train,
                    lr=lr, tokens=tokens, seed=cfg.seed, warmup=warmup, branch_points=tuple(branch_points),
-                   branch_of=branch_of, branch_step=branch_step)
+                   branch_of=branch_of, branch_step=branch_step, budget=budget)
     return PlannedRun(spec, shape, n_total, n_non_embedding, flops_6nd=6.0 * n_non_embedding * tokens,
                       flops_exact=float(flops_per_token(model)["exact"]) * tokens)
 
 
 def plan(cfg: SweepConfig) -> list[PlannedRun]:
     """Every (shape, budget) pair of the grid, smallest model and budget first. WSD: each shape's
-    stable run comes before its branches, one per budget."""
+    stable run comes before its branches, one per budget. An IsoFLOP design: `isoflop_runs`."""
     shapes = sorted(cfg.grid.models, key=lambda s: (s.d_model * s.d_model * s.n_layers, s.d_model))
+    if cfg.grid.isoflop is not None:
+        return isoflop_runs(cfg, shapes)
     budgets = sorted(set(cfg.grid.tokens))
     if cfg.train.schedule != "wsd":
         return [planned_run(cfg, shape, tokens, run_lr(cfg.train, shape)) for shape in shapes for tokens in budgets]
     return [run for shape in shapes for run in wsd_runs(cfg, shape, budgets)]
+
+
+def isoflop_runs(cfg: SweepConfig, shapes: list[Shape]) -> list[PlannedRun]:
+    """For each compute budget C: the shapes whose non-embedding N is within a factor `span` of
+    N_opt = sqrt(C / (6 k)), at most `per_budget` nearest to it in log N, each on D = C / (6 N)
+    tokens rounded to whole batches. UsageError when a budget gets fewer than 3 shapes (a
+    parabola needs 3): the model family does not reach that budget's optimum."""
+    design, batch = cfg.grid.isoflop, cfg.train.batch_tokens
+    sized = [(shape, param_counts(GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size))[1])
+             for shape in shapes]
+    runs = []
+    for c in sorted(design.budgets):
+        n_opt = math.sqrt(c / (6.0 * design.tokens_per_param))
+        near = sorted((abs(math.log(n / n_opt)), n, shape) for shape, n in sized
+                      if abs(math.log(n / n_opt)) <= math.log(design.span))
+        if len(near) < 3:
+            raise UsageError(f"grid.isoflop: budget {c:.3g} FLOPs has {len(near)} model(s) within a factor "
+                             f"{design.span:g} of its expected optimum N = {n_opt:.3g}; a parabola needs 3: add "
+                             "shapes near that size, or widen span")
+        for _, n, shape in sorted(near[:design.per_budget], key=lambda t: t[1]):
+            tokens = max(batch, round(c / (6.0 * n) / batch) * batch)
+            runs.append(planned_run(cfg, shape, tokens, run_lr(cfg.train, shape), budget=float(c)))
+    return runs
 
 
 def wsd_runs(cfg: SweepConfig, shape: Shape, budgets: list[int]) -> list[PlannedRun]:
@@ -181,6 +207,8 @@ def run_config(cfg: SweepConfig, planned: PlannedRun, cache_key: str) -> dict:
         "n_params_total": planned.n_params_total,
         "n_params_non_embedding": planned.n_params_non_embedding,
     }
+    if spec.budget is not None:
+        config["budget"] = spec.budget
     if cfg.train.schedule == "wsd":
         warmup, decay_start = spec.schedule()
         config["wsd"] = {"role": planned.kind, "warmup_steps": warmup, "decay_start_step": decay_start,

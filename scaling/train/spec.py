@@ -37,6 +37,9 @@ class RunSpec:
     # A branch: starts from the checkpoint that stable run `branch_of` saved at `branch_step`.
     branch_of: str | None = None
     branch_step: int | None = None
+    # The compute budget an IsoFLOP design planned this run for (recorded in its summary for
+    # Approach 2; not in its id: the run computes the same whatever budget it serves).
+    budget: float | None = None
 
     @property
     def steps(self) -> int:
