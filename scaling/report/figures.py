@@ -88,6 +88,26 @@ def _series_values(values, max_series: int = 8) -> tuple[np.ndarray, bool]:
     return np.exp(qs), False
 
 
+def _loss_panel(ax, fig, x, by, loss, curve, colours, *, by_name: str, bar_label: str) -> None:
+    """Final loss against x, one series a value of `by` (points and the law's curve in its colour);
+    on scattered data, points coloured continuously and the law at a few representative values."""
+    grid = np.geomspace(x.min() / 1.5, x.max() * 1.5, 200)
+    series, exact = _series_values(by)
+    if exact:
+        for value in series:
+            m, c = by == value, colours(value)
+            ax.plot(grid, curve(grid, value), color=c, lw=1.2, alpha=0.9)
+            ax.plot(x[m], loss[m], "o", color=c, mec="white", mew=0.5, ms=6, label=f"{by_name} = {human(value)}")
+        ax.legend(title=f"{bar_label}\n(points: runs;\nlines: fit)", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.scatter(x, loss, c=colours(by), s=14, edgecolors="none", alpha=0.85)
+        for value in series:
+            ax.plot(grid, curve(grid, value), color=colours(value), lw=1.4)
+        colours.colorbar(fig, ax, f"{bar_label} (lines: the fit at 5 quantiles of {by_name})")
+    log_axis(ax, "x")
+    ax.set_ylabel("final validation loss (nats/token)")
+
+
 @with_rc
 def final_loss(n, d, loss, law: Law, colours: SizeColours, *, n_label: str = "parameters") -> Figure:
     """Final loss against N at each D (left) and against D at each N (right), with the law.
@@ -98,48 +118,15 @@ def final_loss(n, d, loss, law: Law, colours: SizeColours, *, n_label: str = "pa
     """
     n, d, loss = (np.asarray(v, dtype=float) for v in (n, d, loss))
     fig, axes = new_figure(1, 2, size=(13.0, 4.8))
-    d_colours = LogColours(d, OTHER_CMAP, "tokens D")
-    # Left: loss vs N, series by D.
-    ax = axes[0, 0]
-    n_grid = np.geomspace(n.min() / 1.5, n.max() * 1.5, 200)
-    d_series, d_exact = _series_values(d)
-    if d_exact:
-        for dv in d_series:
-            m = d == dv
-            c = d_colours(dv)
-            ax.plot(n_grid, law.loss(n_grid, dv), color=c, lw=1.2, alpha=0.9)
-            ax.plot(n[m], loss[m], "o", color=c, mec="white", mew=0.5, ms=6, label=f"D = {human(dv)}")
-        ax.legend(title="tokens D\n(points: runs;\nlines: fit)", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    else:
-        ax.scatter(n, loss, c=d_colours(d), s=14, edgecolors="none", alpha=0.85)
-        for dv in d_series:
-            ax.plot(n_grid, law.loss(n_grid, dv), color=d_colours(dv), lw=1.4)
-        d_colours.colorbar(fig, ax, "tokens D (lines: the fit at 5 quantiles of D)")
-    log_axis(ax, "x")
-    ax.set_xlabel(f"parameters N ({n_label}, log scale)")
-    ax.set_ylabel("final validation loss (nats/token)")
-    ax.set_title("Final loss against model size, at each token budget")
-
-    # Right: loss vs D, series by N.
-    ax = axes[0, 1]
-    d_grid = np.geomspace(d.min() / 1.5, d.max() * 1.5, 200)
-    n_series, n_exact = _series_values(n)
-    if n_exact:
-        for nv in n_series:
-            m = n == nv
-            c = colours(nv)
-            ax.plot(d_grid, law.loss(nv, d_grid), color=c, lw=1.2, alpha=0.9)
-            ax.plot(d[m], loss[m], "o", color=c, mec="white", mew=0.5, ms=6, label=f"N = {human(nv)}")
-        ax.legend(title="model size N\n(points: runs;\nlines: fit)", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    else:
-        ax.scatter(d, loss, c=colours(n), s=14, edgecolors="none", alpha=0.85)
-        for nv in n_series:
-            ax.plot(d_grid, law.loss(nv, d_grid), color=colours(nv), lw=1.4)
-        colours.colorbar(fig, ax, f"N, {n_label} (lines: the fit at 5 quantiles of N)")
-    log_axis(ax, "x")
-    ax.set_xlabel("training tokens D (tokens, log scale)")
-    ax.set_ylabel("final validation loss (nats/token)")
-    ax.set_title("Final loss against tokens, at each model size")
+    left, right = axes[0]
+    _loss_panel(left, fig, n, d, loss, lambda grid, dv: law.loss(grid, dv), LogColours(d, OTHER_CMAP, "tokens D"),
+                by_name="D", bar_label="tokens D")
+    left.set_xlabel(f"parameters N ({n_label}, log scale)")
+    left.set_title("Final loss against model size, at each token budget")
+    _loss_panel(right, fig, d, n, loss, lambda grid, nv: law.loss(nv, grid), colours,
+                by_name="N", bar_label=f"model size N, {n_label}")
+    right.set_xlabel("training tokens D (tokens, log scale)")
+    right.set_title("Final loss against tokens, at each model size")
     lo = min(loss.min(), float(np.min(law.loss(n.max() * 1.5, d.max() * 1.5))))
     for a in axes[0]:
         a.set_ylim(lo - 0.05 * np.ptp(loss), loss.max() + 0.08 * np.ptp(loss))
