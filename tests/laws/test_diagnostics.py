@@ -229,3 +229,37 @@ def test_a_budget_column_groups_approach_2_by_the_planned_budgets(tmp_path, caps
     assert without["approaches"]["approach_2"]["grouping"].startswith("log-spaced bins")
     (agree,) = [c for c in without["diagnostics"] if c["name"] == "approaches_agree"]
     assert agree["status"] == "caution" and "budget column" in agree["reason"]
+
+
+def test_the_parameter_convention_check_flags_answers_that_move_beyond_their_intervals():
+    mine = {"a": 0.51, "a_ci": [0.48, 0.54], "tokens_per_param": 20.0, "tokens_per_param_ci": [15.0, 27.0]}
+    close = {"a": 0.53, "a_ci": [0.49, 0.57], "tokens_per_param": 18.0, "tokens_per_param_ci": [12.0, 25.0]}
+    apart = {"a": 0.69, "a_ci": [0.62, 0.75], "tokens_per_param": 3.0, "tokens_per_param_ci": [1.0, 6.0]}
+    ok = dg.convention_check({"total": mine, "non_embedding": close}, "total")
+    assert ok.status == dg.PASS and "0.51 counting total" in ok.reason
+    moved = dg.convention_check({"total": mine, "non_embedding": apart}, "total")
+    assert moved.status == dg.CAUTION and moved.value == 2.0 and "moves the answer" in moved.reason
+    failed = dg.convention_check({"total": mine, "non_embedding": {"reason": "no fit"}}, "total")
+    assert failed.status == dg.CAUTION
+
+
+def test_a_store_fit_sets_both_conventions_side_by_side(micro_sweep):
+    _, result = micro_sweep
+    data = fitdata.from_runs(result.sweep_dir)
+    assert data.param_convention == "non_embedding" and data.n_other is not None
+    assert (data.n_other > data.n).all()                      # total counts the embeddings too
+    fit = analysis.fit_data(data, bootstrap=30)
+    assert set(fit.param_conventions) == {"non_embedding", "total"}
+    assert fit.param_conventions["non_embedding"]["a"] == pytest.approx(fit.a)
+    assert any(c.name == "param_convention" for c in fit.diagnostics.checks)
+
+
+def test_a_flat_valley_and_a_floor_at_zero_are_flagged(narrow):
+    _, fit = narrow                                           # the narrow table
+    checks = {c.name: c for c in dg.optimiser_checks(fit.points, fit.optimum)}
+    assert fit.optimum.n_starts_at_optimum / fit.optimum.n_starts < dg.THRESHOLDS["starts_at_optimum"][0]
+    assert checks["starts_at_optimum"].status == dg.CAUTION
+    data = simulate(Law(E=1e-6, A=LAW.A, B=LAW.B, alpha=LAW.alpha, beta=LAW.beta), WIDE, noise=0.02, seed=5)
+    fit = analysis.fit_data(data, bootstrap=50)
+    lower = {c.name: c for c in dg.interval_checks(fit.boot, float(data.loss.min()))}["E_lower_bound"]
+    assert lower.status == dg.CAUTION
