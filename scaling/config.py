@@ -1,20 +1,118 @@
 """Sweep configuration: one YAML file, validated on load into typed objects.
 
 Every key, its type, default and meaning is documented in docs/config.md; keep the two in step.
-Errors name the key path, the value found and what is allowed, and raise `UsageError`
-(exit code 2) before anything is written.
+Errors name the key path, a short excerpt of the value found and what is allowed, and raise
+`UsageError` (exit code 2) before anything is written.
+
+This module also holds the one bounded reader of JSON and YAML (`parse_json`, `read_json`,
+`parse_yaml`) that every stage uses for files a user may have edited: a nesting depth or a
+size (aliases expanded) beyond the limits, or a duplicate YAML key, is a UsageError naming the
+file, never a RecursionError, an abort or megabytes echoed to the terminal.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import reprlib
 from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from scaling.errors import UsageError
+
+# Limits of the bounded readers. Every file of this package nests less than 10 deep and a config
+# holds hundreds of values; the value limit counts YAML aliases expanded, as a consumer walks them.
+MAX_DEPTH = 64
+MAX_VALUES = 1_000_000
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 2, 4, 4, 60, 60
+
+
+def excerpt(value, limit: int = 60) -> str:
+    """A short repr of `value` for a message: bounded however large or deep the value is."""
+    short = _REPR.repr(value)
+    return short if len(short) <= limit else short[:limit - 3] + "..."
+
+
+def _check_bounds(obj, source: str) -> None:
+    """UsageError when `obj` nests deeper than MAX_DEPTH or holds more than MAX_VALUES values.
+    Iterative, and stops at the limit: an alias bomb is refused without being walked whole."""
+    stack, seen = [(obj, 1)], 0
+    while stack:
+        value, depth = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise UsageError(f"{source}: more than {MAX_VALUES:,} values (aliases counted as expanded); "
+                             "not a file of this package")
+        if depth > MAX_DEPTH:
+            raise UsageError(f"{source}: nested deeper than {MAX_DEPTH} levels; not a file of this package")
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        stack.extend((child, depth + 1) for child in children)
+
+
+def parse_json(text: str, source: str):
+    """JSON text as Python values, bounded in depth and size; UsageError naming `source`."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{source} is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise UsageError(f"{source}: nested deeper than {MAX_DEPTH} levels; not a file of this package") from None
+    _check_bounds(obj, source)
+    return obj
+
+
+def read_json(path: str | Path):
+    """A JSON file (UTF-8) through `parse_json`."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not valid JSON (not UTF-8 text at byte {exc.start})") from None
+    return parse_json(text, str(path))
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a duplicate key (PyYAML keeps the last silently) and stops
+    composing past MAX_DEPTH (its composer recurses: deep nesting would be a RecursionError)."""
+
+    def compose_node(self, parent, index):
+        self._depth = getattr(self, "_depth", 0) + 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        keys = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) or key is None:
+                if key in keys:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {excerpt(key)}", key_node.start_mark)
+                keys.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def parse_yaml(text: str, source: str):
+    """YAML text as Python values: safe tags only, no duplicate keys, bounded in depth and in
+    size with aliases expanded; UsageError naming `source`."""
+    try:
+        obj = yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as exc:
+        # PyYAML's message spans lines (the mark, a caret); one line, cut short, names the problem.
+        raise UsageError(f"{source}: not valid YAML: {' '.join(str(exc).split())[:300]}") from None
+    except RecursionError:
+        raise UsageError(f"{source}: nested deeper than {MAX_DEPTH} levels; not a file of this package") from None
+    _check_bounds(obj, source)
+    return obj
 
 
 def _count(value):
@@ -43,8 +141,21 @@ def _number(value):
     return value
 
 
+def at_most(limit: int, why: str) -> AfterValidator:
+    """An upper bound whose message says why it is there (a value past it fails deep inside a
+    library: an allocation of hundreds of GB, an overflow in a C extension)."""
+    def check(value):
+        if value > limit:
+            raise ValueError(f"must be at most {limit:,} ({why})")
+        return value
+    return AfterValidator(check)
+
+
 Count = Annotated[int, BeforeValidator(_count), Field(gt=0)]
-Number = Annotated[float, BeforeValidator(_number)]
+Number = Annotated[float, BeforeValidator(_number), Field(allow_inf_nan=False)]
+Threads = Annotated[Count, at_most(1024, "threads of one process; more than any machine's cores")]
+Width = Annotated[Count, at_most(65_536, "5x the widest published model; its weights would not fit in memory")]
+Depth = Annotated[Count, at_most(1024, "10x the deepest published transformer")]
 
 
 class Strict(BaseModel):
@@ -73,20 +184,21 @@ class CorpusConfig(Strict):
 
 
 class TokenizerConfig(Strict):
-    vocab_size: Annotated[Count, Field(ge=260, le=2**31)] = 1024
+    vocab_size: Annotated[Count, Field(ge=260), at_most(
+        2**20, "4x the largest vocabulary in use; the BPE trainer's tables grow with it")] = 1024
     min_frequency: Count = 2
 
 
 class ModelConfig(Strict):
-    context_length: Count = 128
+    context_length: Annotated[Count, at_most(2**20, "a million tokens; attention's memory grows with its square")] = 128
     tied_embeddings: bool = True
-    mlp_ratio: Count = 4
+    mlp_ratio: Annotated[Count, at_most(64, "16x the usual 4")] = 4
 
 
 class Shape(Strict):
-    d_model: Count
-    n_layers: Count
-    n_heads: Count
+    d_model: Width
+    n_layers: Depth
+    n_heads: Width
     lr: Annotated[Number, Field(gt=0)] | None = None
 
     @model_validator(mode="after")
@@ -145,7 +257,7 @@ class TrainConfig(Strict):
     log_interval: Count = 10
     checkpoint_interval: Count = 200
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
-    threads: Count | None = None
+    threads: Threads | None = None
     # torch.compile the training step's model. Off by default: on CPU it measured from 11% slower
     # to 7% faster than eager for the tiny shapes, and compiling costs seconds per run, which
     # short runs do not win back. An execution setting, like device and threads.
@@ -157,9 +269,11 @@ class TrainConfig(Strict):
 
 class ExecutorConfig(Strict):
     kind: Literal["local", "ray"] = "local"
-    workers: Count | None = None  # runs in flight at once; None: the rule in scaling.executor
-    threads_per_run: Count | None = None  # torch threads per run (None: train.threads, else 1)
-    runs_per_gpu: Count = 4       # runs sharing one GPU when train.device is cuda
+    # runs in flight at once; None: the rule in scaling.executor
+    workers: Annotated[Count, at_most(1024, "worker processes at once")] | None = None
+    threads_per_run: Threads | None = None  # torch threads per run (None: train.threads, else 1)
+    # runs sharing one GPU when train.device is cuda
+    runs_per_gpu: Annotated[Count, at_most(256, "each run holds its own CUDA context")] = 4
     address: str | None = None    # ray: the cluster to join; None starts a local one
     max_retries: Annotated[int, Field(ge=0)] = 3  # ray: reschedules of a run whose worker died
 
@@ -172,7 +286,7 @@ class ExecutorConfig(Strict):
 
 class SweepConfig(Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=100)]
-    seed: Annotated[int, Field(ge=0)] = 0
+    seed: Annotated[int, Field(ge=0), at_most(2**32 - 1, "random generators are seeded with 32 bits")] = 0
     corpus: CorpusConfig = CorpusConfig()
     tokenizer: TokenizerConfig = TokenizerConfig()
     model: ModelConfig = ModelConfig()
@@ -203,9 +317,13 @@ class SweepConfig(Strict):
         return self
 
 
+MAX_ERRORS_SHOWN = 20   # a list of a million bad values is one problem, not a million lines
+
+
 def _format_error(source: str, exc: ValidationError) -> str:
     lines = [f"{source}: invalid configuration"]
-    for err in exc.errors():
+    errors = exc.errors()
+    for err in errors[:MAX_ERRORS_SHOWN]:
         path = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
@@ -213,8 +331,10 @@ def _format_error(source: str, exc: ValidationError) -> str:
         where = f"{path}: " if path else ""
         # A whole section as the value says less than the message, which names what is wrong in it.
         hide = err["type"] in ("missing", "extra_forbidden") or isinstance(err["input"], dict)
-        value = "" if hide else f" (got {err['input']!r})"
+        value = "" if hide else f" (got {excerpt(err['input'])})"
         lines.append(f"  {where}{msg}{value}")
+    if len(errors) > MAX_ERRORS_SHOWN:
+        lines.append(f"  ... and {len(errors) - MAX_ERRORS_SHOWN} more")
     return "\n".join(lines)
 
 
@@ -239,11 +359,7 @@ def load_config(path: str | Path) -> SweepConfig:
         raise UsageError(f"config file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read config {path}: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UsageError(f"{path}: not valid YAML: {exc}") from None
-    return parse_config(data, str(path))
+    return parse_config(parse_yaml(text, str(path)), str(path))
 
 
 def run_lr(train: TrainConfig, shape: Shape) -> float:

@@ -63,9 +63,12 @@ def test_load_config_errors(tmp_path):
 
 
 def test_shipped_configs_load():
-    for name in ("tiny", "small"):
-        cfg = load_config(Path(__file__).parent.parent / "configs" / f"{name}.yaml")
-        assert len(cfg.grid.models) >= 4 and len(cfg.grid.tokens) >= 3
+    configs = Path(__file__).parent.parent / "configs"
+    for path in sorted(configs.glob("*.yaml")):
+        cfg = load_config(path)
+        design = cfg.grid.isoflop.budgets if cfg.grid.isoflop is not None else cfg.grid.tokens
+        assert len(cfg.grid.models) >= 4 and len(design) >= 3, path.name
+    assert load_config(configs / "tiny.yaml").grid.isoflop is not None       # the demo is an IsoFLOP design
 
 
 def test_lr_rule():

@@ -252,7 +252,7 @@ def cmd_inference(args) -> int:
 
 def cmd_inference_aware(args) -> int:
     choice = _law(args)
-    law, label = choice.law, choice.name
+    law, label = cost.check_allocation(choice.law, choice.name), choice.name
     if args.loss is not None:
         target = args.loss
         how = "given"

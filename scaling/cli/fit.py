@@ -4,7 +4,7 @@
     scaling fit --csv points.csv --n-col N --d-col D --loss-col loss
     scaling fit --dataset chinchilla --drop-highest-loss 5 # Hoffmann et al.'s runs, as Besiroglu et al.
 
-Thin layer over the Python API: a `scaling.laws.fitdata` loader, `fitdata.apply_filters`, then
+Thin layer over the Python API: a `scaling.laws.fitdata` loader, `selection.apply_filters`, then
 `scaling.laws.analysis.fit_data` (fit, bootstrap, approaches: a `LawFit`), `write_fit` and `summary.format_summary`.
 """
 
@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from scaling.errors import UsageError
-from scaling.laws import analysis, fitdata, results, summary
+from scaling.laws import analysis, fitdata, results, selection, summary
+from scaling.laws.bootstrap import MAX_RESAMPLES
 from scaling.laws.curves import curves_from_store
 from scaling.laws.fit import DEFAULT_DELTA
 
@@ -90,7 +91,7 @@ def load_data(args) -> tuple[fitdata.FitData, str]:
     else:
         data = fitdata.from_dataset(args.dataset)
         name = args.dataset
-    data = fitdata.apply_filters(data, drop_highest_loss=args.drop_highest_loss,
+    data = selection.apply_filters(data, drop_highest_loss=args.drop_highest_loss,
                                  min_tokens_per_param=args.min_tokens_per_param, min_tokens=args.min_tokens)
     return data, name
 
@@ -107,7 +108,16 @@ def _check_count(flag: str, value) -> None:
 
 def cmd_fit(args) -> int:
     _check_count("--bootstrap", args.bootstrap)
+    if args.bootstrap > MAX_RESAMPLES:
+        raise UsageError(f"--bootstrap must be at most {MAX_RESAMPLES:,}; got {args.bootstrap} (a 95% interval "
+                         "settles within a few thousand resamples)")
     _check_count("--seed", args.seed)
+    if args.drop_highest_loss < 0:
+        raise UsageError(f"--drop-highest-loss must be a whole number >= 0; got {args.drop_highest_loss}")
+    _check_number("--min-tokens-per-param", args.min_tokens_per_param)
+    _check_number("--min-tokens", args.min_tokens)
+    if args.d_col is not None and args.c_col is not None:
+        raise UsageError("give --d-col or --c-col, not both")
     _check_number("--delta", args.delta)
     _check_number("--fixed-E", args.fixed_E)
     _check_number("--reference-compute", args.reference_compute)

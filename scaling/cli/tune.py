@@ -19,7 +19,7 @@ import numpy as np
 import yaml
 
 from scaling.cli.sweep import console, print_plan, stop_on_signals
-from scaling.config import load_config
+from scaling.config import load_config, parse_yaml
 from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, positive, sci
 
@@ -190,7 +190,7 @@ def write_outputs(args, cfg, tuning, law, inside, why) -> Path:
     edges = [s.name for s in tuning.shapes if s.choice.method == "edge"]
     if edges:
         header += f"# At the grid's edge (the optimum lies beyond: widen --lrs, tune again): {', '.join(edges)}\n"
-    data = tuned_config(yaml.safe_load(args.config.read_text(encoding="utf-8")), tuning.shapes)
+    data = tuned_config(parse_yaml(args.config.read_text(encoding="utf-8"), str(args.config)), tuning.shapes)
     tuned_path.write_text(header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
     record = {"config": str(args.config), "tuned_config": str(tuned_path), **tune_record(tuning, law, inside, why)}
     (out / "tune.json").write_text(json.dumps(json_safe(record), indent=2) + "\n")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
-from scaling.cost.result import SIX_ND, Result
+from scaling.cost.result import SIX_ND, Result, check_allocation
 from scaling.errors import UsageError
 from scaling.formats import positive
 from scaling.laws.law import Law
@@ -199,6 +199,7 @@ def inference_aware_optimum(law: Law, target_loss, inference_tokens: Sequence, *
     that reach `target_loss` under `law` at least training + inference FLOPs,
     6 N D + 2 N D_inf. At D_inf = 0 this is the training-only (Chinchilla) optimum for the
     compute that reaches the target loss."""
+    check_allocation(law, law_label)
     target = _check_target(law, target_loss)
     demands = [non_negative(x, "inference tokens") for x in inference_tokens]
     if not demands:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scaling.cost.result import SIX_ND, Result, sci
+from scaling.cost.result import SIX_ND, Result, check_allocation, sci
 from scaling.errors import UsageError
 from scaling.formats import positive
 from scaling.laws.allocation import rule_of_thumb
@@ -65,6 +65,7 @@ def rules_of_thumb(compute, *, fixed_params=None, tokens_per_param=20.0, law: La
         rows.append(row(f"Kaplan-style N = {sci(nf, 2)}", nf, c / (6.0 * nf)))
         assumptions.append("fixed N (Kaplan-style: big model, few tokens): D = C / (6 N)")
     if law is not None:
+        check_allocation(law, law_label)
         rows.append(row(f"law {law_label or ''}".rstrip(), float(law.n_opt(c)),
                         float(law.d_opt(c))))
         assumptions.append(f"law {law_label or 'given'}: N_opt, D_opt in closed form "

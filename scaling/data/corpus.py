@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import json
 import math
 from dataclasses import dataclass
 from importlib import resources
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scaling.config import CorpusConfig
+from scaling.config import CorpusConfig, parse_json
 from scaling.errors import UsageError
 
 TEXT_SUFFIXES = (".txt", ".jsonl", ".parquet")
@@ -81,10 +80,7 @@ def _jsonl_documents(path: Path, field: str) -> list[Document]:
     for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+        record = parse_json(line, f"{path}:{lineno}")
         if not isinstance(record, dict) or not isinstance(record.get(field), str):
             raise UsageError(f"{path}:{lineno}: no text field {field!r} "
                              "(set corpus.text_field to the field holding the text)")

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from scaling.config import SweepConfig
+from scaling.config import SweepConfig, excerpt, read_json
 from scaling.data.corpus import Split, load_split
 from scaling.errors import UsageError
 from scaling.runs import faults, locks
@@ -125,9 +125,26 @@ def _write_tokens(tokenizer: Tokenizer, docs, path: Path, dtype) -> int:
     return count
 
 
+def token_dtype(vocab_size: int) -> np.dtype:
+    """The cache's integer type: the smallest unsigned one that holds every token id."""
+    return np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32)
+
+
+def _out_of_vocabulary(path: Path, meta: dict) -> str | None:
+    """Which token file holds an id outside the vocabulary (a damaged or edited cache), or None.
+    Read in slices of a memory map: a pass over the file, in bounded memory."""
+    for name in ("train.bin", "val.bin"):
+        tokens = np.memmap(path / name, dtype=meta["dtype"], mode="r")
+        for lo in range(0, tokens.size, 2**24):
+            top = int(tokens[lo:lo + 2**24].max())
+            if top >= meta["vocab_size"]:
+                return f"{name} holds token id {top}, outside the vocabulary of {meta['vocab_size']}"
+    return None
+
+
 def build_cache(cfg: SweepConfig, split: Split, path: Path) -> TokenCache:
     tokenizer = train_tokenizer(split, cfg.tokenizer.vocab_size, cfg.tokenizer.min_frequency)
-    dtype = np.uint16 if tokenizer.get_vocab_size() <= 2**16 else np.uint32
+    dtype = token_dtype(tokenizer.get_vocab_size())
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
     try:
@@ -166,8 +183,8 @@ def _open_cache(path: Path, key: str, cfg: SweepConfig) -> TokenCache | None:
     if not meta_path.exists():
         return None
     try:
-        meta = json.loads(meta_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        meta = read_json(meta_path)
+    except UsageError:
         meta = {}
     rebuild = "; delete that folder to rebuild it"
     if not isinstance(meta, dict) or meta.get("key") != key:
@@ -178,6 +195,12 @@ def _open_cache(path: Path, key: str, cfg: SweepConfig) -> TokenCache | None:
         if meta.get(name) != value:
             raise UsageError(f"token cache {path} was built with {name} {meta.get(name)!r}, not this "
                              f"sweep's {value!r}{rebuild}")
+    vocab = meta.get("vocab_size")
+    if not isinstance(vocab, int) or isinstance(vocab, bool) or not 0 < vocab <= 2**32 or \
+            meta.get("dtype") != token_dtype(vocab).name:
+        raise UsageError(f"token cache {path}: meta.json's vocab_size {excerpt(vocab)} and dtype "
+                         f"{excerpt(meta.get('dtype'))} are not those the cache is written with (an unsigned "
+                         f"integer type holding the vocabulary){rebuild}")
     try:
         itemsize = np.dtype(meta["dtype"]).itemsize
         sizes = {"train.bin": meta["train_tokens"] * itemsize, "val.bin": meta["val_tokens"] * itemsize,
@@ -189,6 +212,9 @@ def _open_cache(path: Path, key: str, cfg: SweepConfig) -> TokenCache | None:
         if found[name] != size:
             raise UsageError(f"token cache {path}: {name} has {found[name]} bytes where meta.json "
                              f"implies {size}{rebuild}")
+    problem = _out_of_vocabulary(path, meta)
+    if problem:
+        raise UsageError(f"token cache {path}: {problem}{rebuild}")
     return TokenCache(path, meta)
 
 

@@ -20,9 +20,10 @@ from scaling.formats import json_safe
 from scaling.laws import approaches, diagnostics, kaplan, notes
 from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
-from scaling.laws.fitdata import FitData, check_fittable
+from scaling.laws.fitdata import FitData
 from scaling.laws.law import PARAM_NAMES
 from scaling.laws.results import DEFAULT_BOOTSTRAP, DataSummary, FitOptions, Intervals, LawFit
+from scaling.laws.selection import check_fittable
 
 
 def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: float | None = None,
@@ -112,6 +113,12 @@ def _other_convention(other: FitData, bootstrap: int, seed: int, delta: float, f
     return convention_summary(result, boot, reference_compute)
 
 
+def isoflop_of(data: FitData) -> approaches.IsoFLOPResult:
+    """Approach 2 on the points, grouped by their planned budgets where the sweep recorded them."""
+    budgets = None if data.budgets is None else np.unique(data.budgets)
+    return approaches.isoflop(data.n, data.d, data.loss, budgets=budgets)
+
+
 def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None) -> dict:
     """Hoffmann et al.'s three estimates of a (N_opt ~ C^a), as in their Table 2.
 
@@ -128,8 +135,7 @@ def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None) -> dict:
                   "b_ci": bounds.get("b"), "interval": "bootstrap percentile" if fit.ci is not None else None}
     return json_safe({
         "approach_1": envelope,
-        "approach_2": approaches.isoflop(data.n, data.d, data.loss,
-                                         budgets=None if data.budgets is None else np.unique(data.budgets)).to_dict(),
+        "approach_2": isoflop_of(data).to_dict(),
         "approach_3": parametric,
     })
 

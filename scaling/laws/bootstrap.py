@@ -17,8 +17,9 @@ import numpy as np
 from scaling.errors import UsageError
 from scaling.laws.fit import TIGHT_FTOL, TIGHT_GTOL, FitResult, check_fit_inputs, fit_law, free_mask, log_points
 from scaling.laws.lbfgs import lbfgs_batched
-from scaling.laws.objective import DEFAULT_DELTA, Workspace, objective_batched
+from scaling.laws.objective import DEFAULT_DELTA, Workspace, batch_rows, objective_batched
 
+MAX_RESAMPLES = 100_000
 CI_NAMES = ("E", "A", "B", "alpha", "beta", "a", "b", "G", "tokens_per_param")
 
 
@@ -66,7 +67,12 @@ def resample_counts(n_points: int, n_resamples: int, seed: int) -> np.ndarray:
     Resample r draws n_points indices with replacement from np.random.default_rng(seed), in
     order r = 0, 1, ...; weighting point i by its count is the same fit as repeating it.
     """
-    rng = np.random.default_rng(seed)
+    return _draw_counts(np.random.default_rng(seed), n_points, n_resamples)
+
+
+def _draw_counts(rng: np.random.Generator, n_points: int, n_resamples: int) -> np.ndarray:
+    """The next `n_resamples` rows of counts from `rng`: drawn in chunks, they continue the
+    sequence of one draw, so the bootstrap streams without changing a resample."""
     counts = np.empty((n_resamples, n_points))
     for r in range(n_resamples):
         counts[r] = np.bincount(rng.integers(0, n_points, size=n_points), minlength=n_points)
@@ -110,8 +116,9 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
 
     reference_compute: C at which tokens_per_param is evaluated (default: the largest 6 N D).
     """
-    if n_resamples < 1:
-        raise UsageError(f"the number of bootstrap resamples must be at least 1; got {n_resamples}")
+    if not 1 <= n_resamples <= MAX_RESAMPLES:
+        raise UsageError(f"the number of bootstrap resamples must be from 1 to {MAX_RESAMPLES:,} (a 95% "
+                         f"interval's ends settle within a few thousand); got {n_resamples}")
     if not 0 < level < 1:
         raise UsageError(f"the interval level must be in (0, 1); got {level}")
     check_fit_inputs(n, d, loss, fixed_E)
@@ -126,27 +133,38 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
     if extra_starts is not None:
         starts = np.vstack([starts, np.array(extra_starts, dtype=float, ndmin=2)])
     free = free_mask(fixed_E)
-    M = log_n.size
-    counts = resample_counts(M, n_resamples, seed)
-    S0 = starts.shape[0]
-    weights = np.repeat(counts, S0, axis=0)             # row r*S0 + k: resample r, start k
-    x0 = np.tile(starts, (n_resamples, 1))
+    rng = np.random.default_rng(seed)
+    # Resamples are fitted a chunk at a time, their counts drawn as they come: memory is bounded
+    # by the chunk (starts x points), not by n_resamples x starts x points.
+    per_chunk = max(1, batch_rows(log_n.size) // starts.shape[0])
+    thetas, n_converged = np.empty((n_resamples, starts.shape[1])), 0
+    for r0 in range(0, n_resamples, per_chunk):
+        k = min(per_chunk, n_resamples - r0)
+        counts = _draw_counts(rng, log_n.size, k)
+        thetas[r0:r0 + k], converged = _fit_resamples(counts, starts, log_n, log_d, log_loss, delta, free)
+        n_converged += converged
+    samples = derived_quantities(thetas, reference_compute)
+    intervals, n_undefined = percentile_intervals(samples, level)
+    return BootstrapResult(
+        n_resamples=int(n_resamples), seed=int(seed), level=float(level),
+        reference_compute=float(reference_compute), intervals=intervals, samples=samples,
+        n_starts_per_resample=int(starts.shape[0]), n_converged=int(n_converged),
+        n_undefined=n_undefined,
+    )
 
+
+def _fit_resamples(counts, starts, log_n, log_d, log_loss, delta, free):
+    """(best theta of each resample (R, 5), how many of them converged): every resample (a row
+    of `counts`) refitted from every start in one batch, the best end point kept."""
+    R, S0 = counts.shape[0], starts.shape[0]
+    weights = np.repeat(counts, S0, axis=0)             # row r*S0 + k: resample r, start k
+    x0 = np.tile(starts, (R, 1))
     work = Workspace()
 
     def fun(x, rows):
         return objective_batched(x, log_n, log_d, log_loss, delta, weights[rows], work=work)
 
     batch = lbfgs_batched(fun, x0, free=free, ftol=TIGHT_FTOL, gtol=TIGHT_GTOL)
-    funs = np.where(np.isfinite(batch.fun), batch.fun, np.inf).reshape(n_resamples, S0)
-    best = np.argmin(funs, axis=1)
-    rows = np.arange(n_resamples) * S0 + best
-    thetas = batch.x[rows]
-    samples = derived_quantities(thetas, reference_compute)
-    intervals, n_undefined = percentile_intervals(samples, level)
-    return BootstrapResult(
-        n_resamples=int(n_resamples), seed=int(seed), level=float(level),
-        reference_compute=float(reference_compute), intervals=intervals, samples=samples,
-        n_starts_per_resample=int(S0), n_converged=int(batch.converged[rows].sum()),
-        n_undefined=n_undefined,
-    )
+    funs = np.where(np.isfinite(batch.fun), batch.fun, np.inf).reshape(R, S0)
+    rows = np.arange(R) * S0 + np.argmin(funs, axis=1)
+    return batch.x[rows], int(batch.converged[rows].sum())

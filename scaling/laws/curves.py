@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
+from scaling.config import parse_yaml
 from scaling.errors import UsageError
 from scaling.laws.approaches import CURVE_COLUMNS
 from scaling.laws.fitdata import RUN_COLUMNS
@@ -70,9 +70,10 @@ def read_curves(sweep_dir, *, param_convention: str = "non_embedding", tokens_ke
 
 def _config_value(run_dir: Path, key: str):
     """A top-level value of a run's config.yaml; None when the file or the key is missing or unreadable."""
+    path = run_dir / store.CONFIG
     try:
-        config = yaml.safe_load((run_dir / store.CONFIG).read_text())
-    except (OSError, yaml.YAMLError):
+        config = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, UsageError):
         return None
     return config.get(key) if isinstance(config, dict) else None
 

@@ -27,13 +27,15 @@ from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
 from scaling.errors import UsageError
+from scaling.formats import sci
 from scaling.laws.law import Law
-from scaling.laws.lbfgs import SCIPY_FTOL, SCIPY_GTOL, lbfgs_batched
+from scaling.laws.lbfgs import SCIPY_FTOL, SCIPY_GTOL, lbfgs_in_chunks
 from scaling.laws.objective import (
     DEFAULT_DELTA,
     N_THETA,
     THETA_NAMES,
     Workspace,
+    batch_rows,
     law_from_theta,
     log_residuals,
     objective,
@@ -115,6 +117,9 @@ class FitResult:
         return self.law.G
 
 
+LOG_FLOAT_MAX = math.log(np.finfo(float).max)     # 709.8: e^x beyond this is not a float
+
+
 def log_points(n, d, loss):
     """log n, log d, log loss as flat float arrays; UsageError unless all are positive and finite."""
     n, d, loss = (np.asarray(v, dtype=float).ravel() for v in (n, d, loss))
@@ -125,7 +130,15 @@ def log_points(n, d, loss):
         if bad.any():
             raise UsageError(f"{name} must be positive and finite; {int(bad.sum())} value(s) are not "
                              f"(first at index {int(np.flatnonzero(bad)[0])})")
-    return np.log(n), np.log(d), np.log(loss)
+    log_n, log_d = np.log(n), np.log(d)
+    # The compute 6 N D of every point must be a float: the fit's reference compute, the
+    # approaches and fit.json (strict JSON has no infinity) all use it.
+    huge = log_n + log_d + math.log(6.0) > LOG_FLOAT_MAX
+    if huge.any():
+        i = int(np.flatnonzero(huge)[0])
+        raise UsageError(f"the compute 6 n d must be below {sci(np.finfo(float).max)} (a float); "
+                         f"{int(huge.sum())} point(s) are not (first at index {i}: n = {sci(n[i])}, d = {sci(d[i])})")
+    return log_n, log_d, np.log(loss)
 
 
 def _start_grid(grid, fixed_E):
@@ -221,11 +234,17 @@ def check_fit_inputs(n, d, loss, fixed_E=None) -> None:
     if np.unique(n).size < 2:
         raise UsageError(f"all {n.size} points have one model size (N = {n[0]:.4g}); alpha cannot be "
                          "fitted without at least two sizes")
+    d = np.asarray(d, dtype=float).ravel()
+    if np.unique(d).size < 2:
+        raise UsageError(f"all {d.size} points have one token count (D = {d[0]:.4g}); beta cannot be "
+                         "fitted without at least two token counts")
     if fixed_E is not None and not (np.isfinite(fixed_E) and fixed_E > 0):
         raise UsageError(f"fixed E must be positive and finite; got {fixed_E}")
-
-
-LOG_FLOAT_MAX = math.log(np.finfo(float).max)     # 709.8: e^x beyond this is not a float
+    lowest = float(np.min(loss))
+    if fixed_E is not None and fixed_E >= lowest:
+        # E is the loss of infinite N and D: every loss of the law lies above it.
+        raise UsageError(f"fixed E = {sci(fixed_E)} must be below the lowest loss observed, {sci(lowest)} "
+                         "(E is the loss an infinite model on infinite data would reach)")
 
 
 def _check_bounded(theta) -> None:
@@ -236,6 +255,18 @@ def _check_bounded(theta) -> None:
         raise UsageError(f"the fit runs off to {', '.join(big)} (alpha = {theta[3]:.3g}, beta = {theta[4]:.3g}): "
                          "these points do not bound the law's constants, so it is not identified; "
                          "spread N and D wider")
+
+
+# Points the grid's starts are run on: a larger table is subsampled evenly to this many. The
+# Chinchilla data (245 points) and any sweep of up to 2,000 runs are fitted on all points.
+RANK_POINTS = 2000
+
+
+def _ranking_subsample(n_points: int) -> np.ndarray | None:
+    """Indices of an even, deterministic subsample of the points for the grid, or None for all."""
+    if n_points <= RANK_POINTS:
+        return None
+    return np.unique(np.linspace(0, n_points - 1, RANK_POINTS).round().astype(int))
 
 
 def fit_law(n, d, loss, *, delta: float = DEFAULT_DELTA, grid=None, fixed_E: float | None = None,
@@ -254,12 +285,16 @@ def fit_law(n, d, loss, *, delta: float = DEFAULT_DELTA, grid=None, fixed_E: flo
     starts = _start_grid(grid, fixed_E)
     free = free_mask(fixed_E)
 
+    # The grid's starts run on every point, or on an even subsample of a large table: they only
+    # find the basins, and their cost grows as starts x points. The polish uses every point.
+    sub = _ranking_subsample(log_n.size)
+    rank_n, rank_d, rank_loss = (v if sub is None else v[sub] for v in (log_n, log_d, log_loss))
     work = Workspace()
 
     def fun(x, rows):
-        return objective_batched(x, log_n, log_d, log_loss, delta, work=work)
+        return objective_batched(x, rank_n, rank_d, rank_loss, delta, work=work)
 
-    batch = lbfgs_batched(fun, starts, free=free)
+    batch = lbfgs_in_chunks(fun, starts, batch_rows(rank_n.size), free=free)
     funs = np.where(np.isfinite(batch.fun), batch.fun, np.inf)
     if not np.isfinite(funs).any():
         raise UsageError("the fit failed from every start (non-finite objective); check the data")
@@ -269,10 +304,12 @@ def fit_law(n, d, loss, *, delta: float = DEFAULT_DELTA, grid=None, fixed_E: flo
     # Keep the best polished point; a polish never makes a point worse than where it began.
     best_k = min(range(len(polished)), key=lambda k: (polished[k][1], k))
     theta, fbest, success, message = polished[best_k]
-    if fbest > funs[candidates[best_k]]:
+    if sub is None and fbest > funs[candidates[best_k]]:
         theta, fbest = batch.x[candidates[best_k]].copy(), float(funs[candidates[best_k]])
     _check_bounded(theta)
-    at_opt = _same_optimum(batch.x, funs, theta, fbest)
+    # Starts at the optimum: by the objective they were run on (the subsample's, when ranked on one).
+    ref_theta, ref_f = (theta, fbest) if sub is None else (batch.x[candidates[0]], funs[candidates[0]])
+    at_opt = _same_optimum(batch.x, funs, ref_theta, ref_f)
     r = log_residuals(theta, log_n, log_d, log_loss)
     # Tight tolerances can end in a line-search failure at the noise floor; that is still an
     # optimum when the gradient meets scipy's default test.
@@ -280,7 +317,7 @@ def fit_law(n, d, loss, *, delta: float = DEFAULT_DELTA, grid=None, fixed_E: flo
     success = success or gmax <= SCIPY_GTOL
     optima = [tuple(float(v) for v in theta)] + [
         tuple(float(v) for v in batch.x[i]) for i in _distinct(batch.x, funs, 8)
-        if not _same_optimum(batch.x[i:i + 1], funs[i:i + 1], theta, fbest, np.inf)[0]]
+        if not _same_optimum(batch.x[i:i + 1], funs[i:i + 1], ref_theta, ref_f, np.inf)[0]]
     return FitResult(
         law=law_from_theta(theta), objective=fbest, n_starts=int(starts.shape[0]),
         n_starts_at_optimum=int(at_opt.sum()), n_starts_converged=int(batch.converged.sum()),

@@ -8,8 +8,8 @@ used (so a fit.json says exactly which numbers it was fitted to).
     data = from_runs("runs/tiny")                                   # finished runs only
     data = from_table("points.csv", n_col="N", loss_col="loss", d_col="D")
     data = from_dataset("chinchilla")                               # Hoffmann et al.'s 245 runs
-    data = apply_filters(data, drop_highest_loss=5)                 # Besiroglu et al.'s 240
-    check_fittable(data)                                            # enough points and sizes
+
+Leaving points out (`apply_filters`) and checking enough remain (`check_fittable`): `scaling.laws.selection`.
 
 Bad input raises `UsageError` with the problem named: which column is missing (and which are
 there), which column has how many non-positive or non-finite values and where the first is,
@@ -19,7 +19,6 @@ too few points for the free parameters, a single model size.
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -85,49 +84,40 @@ class FitData:
     digest: str = field(init=False, default="")
 
     def __post_init__(self):
-        arrays = {}
         for name in ("n", "d", "loss"):
-            v = np.array(getattr(self, name), dtype=float).ravel()
-            v.setflags(write=False)
-            arrays[name] = v
-            object.__setattr__(self, name, v)
-        sizes = {k: v.size for k, v in arrays.items()}
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+        sizes = {k: getattr(self, k).size for k in ("n", "d", "loss")}
         if len(set(sizes.values())) != 1:
             raise UsageError(f"{self.source}: n, d and loss differ in length ({sizes})")
-        ids = tuple(self.ids) if self.ids else tuple(range(arrays["n"].size))
-        if len(ids) != arrays["n"].size:
-            raise UsageError(f"{self.source}: {len(ids)} ids for {arrays['n'].size} points")
+        ids = tuple(self.ids) if self.ids else tuple(range(self.n.size))
+        if len(ids) != self.n.size:
+            raise UsageError(f"{self.source}: {len(ids)} ids for {self.n.size} points")
         object.__setattr__(self, "ids", ids)
         object.__setattr__(self, "dropped", tuple(self.dropped))
         if self.param_convention is not None and self.param_convention not in PARAM_CONVENTIONS:
             raise UsageError(f"parameter convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
                              f"got {self.param_convention!r}")
-        for name, label in (("n", "N (parameters)"), ("d", "D (tokens)"), ("loss", "loss")):
-            _check_positive(arrays[name], label, self.source, ids)
-        if self.budgets is not None:
-            budgets = np.array(self.budgets, dtype=float).ravel()
-            if budgets.size != arrays["n"].size:
-                raise UsageError(f"{self.source}: {budgets.size} budgets for {arrays['n'].size} points")
-            _check_positive(budgets, "compute budget", self.source, ids)
-            budgets.setflags(write=False)
-            object.__setattr__(self, "budgets", budgets)
-        if self.n_other is not None:
-            other = np.array(self.n_other, dtype=float).ravel()
-            if other.size != arrays["n"].size:
-                raise UsageError(f"{self.source}: {other.size} counts of N by the other convention for "
-                                 f"{arrays['n'].size} points")
-            _check_positive(other, f"N ({self.other_convention} parameters)", self.source, ids)
-            other.setflags(write=False)
-            object.__setattr__(self, "n_other", other)
-        object.__setattr__(self, "digest", digest_arrays(arrays["n"], arrays["d"], arrays["loss"]))
+        labels = {"n": "N (parameters)", "d": "D (tokens)", "loss": "loss", "budgets": "compute budget",
+                  "n_other": f"N ({self.other_convention} parameters)"}
+        for name, label in labels.items():
+            values = getattr(self, name)
+            if values is None:                       # budgets and n_other are optional
+                continue
+            values = _frozen(values)
+            if values.size != self.n.size:
+                raise UsageError(f"{self.source}: {values.size} values of {label} for {self.n.size} points")
+            _check_positive(values, label, self.source, ids)
+            object.__setattr__(self, name, values)
+        object.__setattr__(self, "digest", digest_arrays(self.n, self.d, self.loss))
 
     def __len__(self) -> int:
         return int(self.n.size)
 
     @property
     def compute(self) -> np.ndarray:
-        """C = 6 N D for each point."""
-        return 6.0 * self.n * self.d
+        """C = 6 N D for each point (inf past a float: the fit refuses such a point, naming it)."""
+        with np.errstate(over="ignore"):
+            return 6.0 * self.n * self.d
 
     @property
     def other_convention(self) -> str | None:
@@ -157,6 +147,13 @@ class FitData:
             "c_range": [float(self.compute.min()), float(self.compute.max())],
             "tokens_per_param_range": [float(tpp.min()), float(tpp.max())],
         }
+
+
+def _frozen(values) -> np.ndarray:
+    """A flat, read-only float64 copy."""
+    v = np.array(values, dtype=float).ravel()
+    v.setflags(write=False)
+    return v
 
 
 def digest_arrays(n, d, loss) -> str:
@@ -203,7 +200,7 @@ def from_runs(sweep_dir, param_convention: str = "non_embedding", *, drop_unmeas
     left out too, with the missing numbers as its reason (a report still shows such a store).
     """
     if param_convention not in PARAM_CONVENTIONS:
-        raise UsageError(f"--param-convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
+        raise UsageError(f"the parameter convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
                          f"got {param_convention!r}")
     sweep_dir = Path(sweep_dir)
     table = store.read_runs(sweep_dir)
@@ -290,8 +287,7 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLU
         raise UsageError("an embedding-parameter column needs the table's parameter convention "
                          "(does its N count embeddings or not?)")
     if d_col is not None and c_col is not None:
-        raise UsageError("give the tokens column (d_col / --d-col) or the compute column "
-                         "(c_col / --c-col), not both")
+        raise UsageError("give the tokens column (d_col) or the compute column (c_col), not both")
     if d_col is None and c_col is None:
         c_col = CHINCHILLA_COLUMNS["c_col"]
     wanted = {"N": n_col, "loss": loss_col, **({"D": d_col} if d_col is not None else {"C": c_col}),
@@ -301,7 +297,7 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLU
     if missing:
         present = ", ".join(repr(str(c)) for c in frame.columns) or "none"
         raise UsageError(f"{source}: column(s) {', '.join(missing)} not found; the columns present are: "
-                         f"{present} (choose with --n-col, --d-col or --c-col, --loss-col)")
+                         f"{present} (name the N, D or C, and loss columns to use)")
     if frame.empty:
         raise UsageError(f"{source}: the table has no rows")
 
@@ -363,67 +359,3 @@ def from_dataset(name: str = "chinchilla") -> FitData:
     return from_frame(frame, source=f"dataset {name}: {spec['description']}", n_col=spec["n_col"],
                       loss_col=spec["loss_col"], c_col=spec["c_col"],
                       param_convention=spec["param_convention"])
-
-
-# --------------------------------------------------------------------------------------------
-# Filters and checks
-
-
-def apply_filters(data: FitData, *, drop_highest_loss: int = 0, min_tokens_per_param: float | None = None,
-                  min_tokens: float | None = None) -> FitData:
-    """Leave out points, recording each in `dropped` and the settings in `filters`.
-
-    min_tokens_per_param: drop points with D/N below it. min_tokens: drop points with D below
-    it. drop_highest_loss: then drop the K points with the highest loss among those left
-    (Besiroglu et al. drop the 5 highest of Hoffmann et al.'s 245); ties go to the earlier row.
-    """
-    if isinstance(drop_highest_loss, bool) or not isinstance(drop_highest_loss, (int, np.integer)) \
-            or drop_highest_loss < 0:
-        raise UsageError(f"--drop-highest-loss must be a whole number >= 0; got {drop_highest_loss!r}")
-    for flag, value in (("--min-tokens-per-param", min_tokens_per_param), ("--min-tokens", min_tokens)):
-        if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-            raise UsageError(f"{flag} must be a positive number; got {value!r}")
-    keep = np.ones(len(data), dtype=bool)
-    dropped = list(data.dropped)
-    if min_tokens_per_param is not None:
-        low = keep & (data.d / data.n < min_tokens_per_param)
-        dropped += [Dropped(data.ids[i], f"D/N = {data.d[i] / data.n[i]:.4g} below --min-tokens-per-param "
-                                         f"{min_tokens_per_param:g}") for i in np.flatnonzero(low)]
-        keep &= ~low
-    if min_tokens is not None:
-        low = keep & (data.d < min_tokens)
-        dropped += [Dropped(data.ids[i], f"D = {data.d[i]:.4g} tokens below --min-tokens {min_tokens:g}")
-                    for i in np.flatnonzero(low)]
-        keep &= ~low
-    if drop_highest_loss:
-        left = np.flatnonzero(keep)
-        if drop_highest_loss >= left.size:
-            raise UsageError(f"--drop-highest-loss {drop_highest_loss} would drop all {left.size} "
-                             "remaining points")
-        order = left[np.lexsort((left, -data.loss[left]))]       # highest loss first, then row
-        worst = np.sort(order[:drop_highest_loss])
-        dropped += [Dropped(data.ids[i], f"one of the {drop_highest_loss} highest losses "
-                                         f"(loss = {data.loss[i]:.6g})") for i in worst]
-        keep[worst] = False
-    filters = {**data.filters, "drop_highest_loss": int(drop_highest_loss),
-               "min_tokens_per_param": None if min_tokens_per_param is None else float(min_tokens_per_param),
-               "min_tokens": None if min_tokens is None else float(min_tokens)}
-    idx = np.flatnonzero(keep)
-    return replace(data, n=data.n[idx], d=data.d[idx], loss=data.loss[idx],
-                   n_other=None if data.n_other is None else data.n_other[idx],
-                   budgets=None if data.budgets is None else data.budgets[idx],
-                   ids=tuple(data.ids[i] for i in idx), dropped=tuple(dropped), filters=filters)
-
-
-def check_fittable(data: FitData, fixed_E: float | None = None) -> None:
-    """UsageError unless the points can determine the law: enough points, two or more sizes."""
-    n_free = 4 if fixed_E is not None else 5
-    after = " after filters" if any(data.filters.values()) else ""
-    if len(data) < n_free:
-        raise UsageError(f"{data.source}: {len(data)} point(s){after}, fewer than the {n_free} free "
-                         f"parameters of the fit{' with E fixed' if fixed_E is not None else ''} "
-                         f"({len(data.dropped)} left out); add runs or relax the filters")
-    if data.n_sizes < 2:
-        raise UsageError(f"{data.source}: all {len(data)} points{after} have the same model size "
-                         f"(N = {data.n[0]:.4g}); alpha and A cannot be fitted from one size: add runs "
-                         "at other sizes")

@@ -20,7 +20,7 @@ import numpy as np
 from scaling.errors import UsageError
 from scaling.formats import plain_table
 from scaling.laws import fit as fitting
-from scaling.laws import fitdata
+from scaling.laws import fitdata, selection
 from scaling.laws.law import Law
 
 DEFAULT_FRACTION = 0.2
@@ -76,7 +76,7 @@ def holdout(data: fitdata.FitData, law: Law, *, fraction: float = DEFAULT_FRACTI
     sub = fitdata.FitData(n=data.n[train], d=data.d[train], loss=data.loss[train], source=data.source,
                           ids=tuple(data.ids[i] for i in train), param_convention=data.param_convention)
     try:
-        fitdata.check_fittable(sub, fixed_E)
+        selection.check_fittable(sub, fixed_E)
     except UsageError as exc:
         return Holdout(**common, reason=f"too few points are left to refit without the top {held.size}: {exc}")
     refit = fitting.fit_law(sub.n, sub.d, sub.loss, delta=delta, fixed_E=fixed_E).law

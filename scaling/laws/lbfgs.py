@@ -243,3 +243,20 @@ def lbfgs_batched(fun, x0: np.ndarray, *, free: np.ndarray | None = None, m: int
         _take_steps(st, idx, x0r, p, ls, ftol, gtol, maxiter)
     return BatchResult(x=st.x, fun=st.f, nit=st.nit, status=st.status, nfev=nfev,
                        grad_max=np.max(np.abs(st.g), axis=1))
+
+
+def lbfgs_in_chunks(fun, x0: np.ndarray, chunk: int, **options) -> BatchResult:
+    """`lbfgs_batched` over consecutive slices of at most `chunk` starts, joined.
+
+    Each start is an independent problem computed row by row, so the result is the same as one
+    batch; the slices bound the memory, which grows with the starts in a batch times the points.
+    fun(x, rows) is called with rows indexing all of x0.
+    """
+    x0 = np.asarray(x0, dtype=float)
+    parts = [lbfgs_batched(lambda x, rows, lo=lo: fun(x, rows + lo), x0[lo:lo + chunk], **options)
+             for lo in range(0, x0.shape[0], max(int(chunk), 1))]
+    if len(parts) == 1:
+        return parts[0]
+    return BatchResult(x=np.concatenate([p.x for p in parts]), fun=np.concatenate([p.fun for p in parts]),
+                       nit=np.concatenate([p.nit for p in parts]), status=np.concatenate([p.status for p in parts]),
+                       nfev=sum(p.nfev for p in parts), grad_max=np.concatenate([p.grad_max for p in parts]))

@@ -36,6 +36,16 @@ def theta_from_law(law: Law) -> np.ndarray:
     return np.array([math.log(law.E), math.log(law.A), math.log(law.B), law.alpha, law.beta])
 
 
+# Elements of one (start, point) scratch array per call of objective_batched: about 6 such arrays
+# are live at once, so a call holds about 100 MB however many starts and points there are.
+BATCH_ELEMENTS = 2**21
+
+
+def batch_rows(n_points: int) -> int:
+    """Starts per call of objective_batched on `n_points` points that keep its memory bounded."""
+    return max(1, BATCH_ELEMENTS // max(int(n_points), 1))
+
+
 class Workspace:
     """Reusable scratch arrays for `objective_batched` (large temporaries cost page faults)."""
 

@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from scaling.config import read_json
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws import allocation
@@ -328,14 +329,10 @@ def load_fit(path) -> LawFit:
     if path.is_dir():
         path = path / FILENAME
     try:
-        obj = json.loads(path.read_text())
+        obj = read_json(path)               # bounded: a deep or huge file is refused, not recursed
     except FileNotFoundError:
         raise UsageError(f"fit file {path} does not exist (write one with `scaling fit`)") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise UsageError(f"cannot read fit file {path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"fit file {path} is not valid JSON ({exc})") from None
-    except RecursionError:
-        raise UsageError(f"fit file {path} is nested too deeply to be a fit.json") from None
     fit = LawFit.from_json(obj, str(path))
     return replace(fit, resampled=_read_samples(path, fit)) if fit.ci is not None else fit

@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
+from scaling.config import parse_yaml
 from scaling.errors import UsageError
-from scaling.laws import analysis, fitdata, results
+from scaling.laws import analysis, fitdata, results, selection
 from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
 from scaling.laws.curves import curves_from_store, read_curves
@@ -88,7 +88,7 @@ def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap:
     if dataset is not None:
         if fit is not None or param_convention is not None:
             raise UsageError("an existing fit and a parameter convention apply to a run store, not to a dataset")
-        data = fitdata.apply_filters(fitdata.from_dataset(dataset), drop_highest_loss=drop_highest_loss)
+        data = selection.apply_filters(fitdata.from_dataset(dataset), drop_highest_loss=drop_highest_loss)
         return _fit_here(dataset, f"--dataset {dataset}", data, None, bootstrap, seed)
     source = Path(source)
     if not source.exists():
@@ -103,7 +103,7 @@ def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap:
             raise UsageError("the filters and the parameter convention apply to a fit made here, not to an "
                              "existing fit")
         return _store_with_fit(source, fit, bootstrap)
-    data = fitdata.apply_filters(_store_points(source, param_convention or DEFAULT_CONVENTION),
+    data = selection.apply_filters(_store_points(source, param_convention or DEFAULT_CONVENTION),
                                  drop_highest_loss=drop_highest_loss)
     curves = curves_from_store(source, param_convention=data.param_convention)
     flag = f" --param-convention {param_convention}" if param_convention else ""
@@ -190,7 +190,7 @@ def _use_points(inputs: Inputs, data: fitdata.FitData, bootstrap: int | None) ->
     """Take freshly loaded points for a read fit: its filters again, the digest, the store, the bootstrap."""
     filters = inputs.fit.data.filters
     if filters:
-        data = fitdata.apply_filters(data, drop_highest_loss=int(filters.get("drop_highest_loss") or 0),
+        data = selection.apply_filters(data, drop_highest_loss=int(filters.get("drop_highest_loss") or 0),
                                      min_tokens_per_param=filters.get("min_tokens_per_param"),
                                      min_tokens=filters.get("min_tokens"))
     inputs.data = data
@@ -227,7 +227,7 @@ def _bootstrap_again(inputs: Inputs, bootstrap: int | None) -> None:
         return
     delta = float(options.delta or fitting.DEFAULT_DELTA)
     try:
-        fitdata.check_fittable(data, options.fixed_E)
+        selection.check_fittable(data, options.fixed_E)
         optimum = fitting.fit_law(data.n, data.d, data.loss, delta=delta, fixed_E=options.fixed_E)
     except UsageError as exc:
         inputs.notes.append(f"the points cannot be refitted ({exc}): no bootstrap distributions")
@@ -289,9 +289,10 @@ def sweep_settings(runs_dir) -> dict:
     """The settings every run shares ("common", in file order) and the keys that vary between runs."""
     configs = []
     for run_dir in store.run_dirs(runs_dir):
+        path = run_dir / store.CONFIG
         try:
-            cfg = yaml.safe_load((run_dir / store.CONFIG).read_text())
-        except (OSError, yaml.YAMLError):
+            cfg = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+        except (OSError, UnicodeDecodeError, UsageError):
             continue
         if isinstance(cfg, dict):
             configs.append(_flatten(cfg))

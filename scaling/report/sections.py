@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scaling.formats import sci
-from scaling.laws import allocation, approaches, compare, results
+from scaling.laws import allocation, analysis, approaches, compare, results
 from scaling.laws import fit as fitting
 from scaling.laws.holdout import Holdout, holdout, pct
 from scaling.laws.law import PARAM_NAMES
@@ -301,7 +301,7 @@ def allocation_exponents(r: Report) -> None:
 def _isoflop(r: Report) -> None:
     """Approach 2's budgets on the points drawn (as fit.json's approach_2 for the points fitted)."""
     data, law, curves = r.inputs.data, r.fit.law, r.inputs.curves
-    iso = approaches.isoflop(data.n, data.d, data.loss)
+    iso = analysis.isoflop_of(data)           # as the fit grouped them: by planned budgets where recorded
     frontier = None
     if curves is not None and len(curves):
         env = approaches.envelope(curves[(curves.status == "finished") & curves.run_id.isin(list(map(str, data.ids)))])

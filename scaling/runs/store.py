@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from scaling.config import excerpt, parse_json, read_json
 from scaling.errors import UsageError
 from scaling.runs import faults, locks
 
@@ -163,8 +164,8 @@ def read_jsonl(path: Path) -> list[dict]:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
+                record = parse_json(line, f"{path}:{lineno}")
+            except UsageError:
                 warnings.warn(f"{path}:{lineno}: skipping a torn or corrupt line", stacklevel=2)
                 continue
             if not _well_formed(record):
@@ -181,14 +182,40 @@ def read_summary(run_dir: Path) -> dict | None:
     path = Path(run_dir) / SUMMARY
     if not path.exists():
         return None
+    aside = "; move it aside to retrain that run"
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path} is not valid JSON ({exc}); move it aside to retrain that run") from None
+        summary = read_json(path)
+    except UsageError as exc:
+        raise UsageError(f"{exc}{aside}") from None
     if not isinstance(summary, dict) or summary.get("status") not in STATUSES:
         raise UsageError(f"{path} is not a run summary (expected a JSON object whose 'status' is one of "
-                         f"{', '.join(STATUSES)}); move it aside to retrain that run")
+                         f"{', '.join(STATUSES)}){aside}")
+    problem = _ill_typed(summary, Path(run_dir).name)
+    if problem:
+        raise UsageError(f"{path}: {problem}{aside}")
     return summary
+
+
+# runs.csv's columns that hold text; every other column of TABLE_COLUMNS holds a number (or null).
+TEXT_COLUMNS = ("run_id", "status", "reason", "retry_of", "branch_of")
+
+
+def _ill_typed(summary: dict, folder: str) -> str | None:
+    """What is wrong with a summary's table columns (a hand edit), or None: the run id is its
+    folder's name, text columns hold text and the others numbers, each may be null but run_id."""
+    if summary.get("run_id") != folder:
+        return f"'run_id' must be the run folder's name {folder!r}, got {excerpt(summary.get('run_id'))}"
+    for col in TABLE_COLUMNS:
+        value = summary.get(col)
+        if value is None:
+            continue
+        if col in TEXT_COLUMNS:
+            ok = isinstance(value, str)
+        else:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not ok:
+            return f"{col!r} must be {'text' if col in TEXT_COLUMNS else 'a number'} or null, got {excerpt(value)}"
+    return None
 
 
 def run_dirs(sweep_dir: Path) -> list[Path]:

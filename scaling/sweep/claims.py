@@ -22,7 +22,8 @@ from pathlib import Path
 
 import yaml
 
-from scaling.config import SweepConfig
+from scaling.config import SweepConfig, parse_json
+from scaling.errors import UsageError
 from scaling.runs import locks, store
 from scaling.sweep.job import WAIT, Job
 from scaling.sweep.plan import PlannedRun, run_config
@@ -171,8 +172,8 @@ def stable_prefix(path: Path, step: int, train) -> list[dict]:
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     for lineno, line in enumerate(lines, start=1):
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+            record = parse_json(line, f"{path}:{lineno}")     # bounded: a deep line is damage too
+        except UsageError:
             if lineno < len(lines):  # a torn last line is a write in progress, not damage
                 warnings.warn(f"{path}:{lineno}: skipping a torn or corrupt line", stacklevel=2)
             continue

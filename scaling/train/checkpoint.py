@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from scaling.config import excerpt
 from scaling.errors import UsageError
 from scaling.runs.store import CHECKPOINT, METRICS, read_jsonl, sync_file, write_atomic
 from scaling.train.model import GPT
@@ -44,17 +45,48 @@ def save_at(path: Path, model: GPT, optimizer, state: dict, step: int, start: fl
     return state
 
 
-def read_checkpoint(path: Path, device) -> dict | None:
-    """The checkpoint's contents; None, with the file moved aside and a warning, when it is unusable."""
+# The loop's counters in a checkpoint, and the types they must have.
+COUNTERS = {"step": int, "elapsed_s": (int, float), "loss_sum": (int, float), "loss_count": int}
+
+
+def _problem(checkpoint, model: GPT, steps: int) -> str | None:
+    """What makes a checkpoint that loaded unusable for this run, or None. Checked before anything
+    is loaded or truncated: a partly loaded model, or metrics cut at a wrong step, is lost work."""
+    if not isinstance(checkpoint, dict):
+        return "not a checkpoint of scaling.train"
+    missing = [k for k in ("identity", "model", "optimizer", *COUNTERS) if k not in checkpoint]
+    if missing:
+        return f"no {', '.join(missing)}"
+    for key, kind in COUNTERS.items():
+        value = checkpoint[key]
+        if isinstance(value, bool) or not isinstance(value, kind) or not value >= 0:
+            return f"{key} is {excerpt(value)}, not a number >= 0"
+    if checkpoint["step"] > steps:
+        return f"step {checkpoint['step']} is past the run's {steps} steps"
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    weights = checkpoint["model"]
+    found = {k: tuple(v.shape) for k, v in weights.items()} if isinstance(weights, dict) and all(
+        isinstance(v, torch.Tensor) for v in weights.values()) else None
+    if found != expected:
+        return "its weights do not match the model's shapes"
+    if not isinstance(checkpoint["optimizer"], dict):
+        return "no optimizer state"
+    return None
+
+
+def read_checkpoint(path: Path, device, model: GPT, steps: int) -> dict | None:
+    """The checkpoint's contents; None, with the file moved aside and a warning, when it is
+    unusable: damaged, or loading but wrong (a key missing, a negative step, other shapes)."""
     try:
         checkpoint = torch.load(path, map_location=device, weights_only=True)
-        if not isinstance(checkpoint, dict) or not {"identity", "model", "optimizer", "step"} <= set(checkpoint):
-            raise ValueError("not a checkpoint of scaling.train")
+        problem = _problem(checkpoint, model, steps)
+        if problem:
+            raise ValueError(problem)
     except Exception as exc:  # a damaged file fails inside unpickling with errors of many types
         aside = path.with_name(path.name + ".unusable")
         os.replace(path, aside)
-        warnings.warn(f"{path}: unusable checkpoint ({type(exc).__name__}: {exc}); moved to {aside.name}, "
-                      "training this run from step 0", stacklevel=4)
+        warnings.warn(f"{path}: unusable checkpoint ({type(exc).__name__}: {str(exc)[:200]}); moved "
+                      f"to {aside.name}, training this run from step 0", stacklevel=4)
         return None
     return checkpoint
 
@@ -100,7 +132,7 @@ def restore(spec: RunSpec, run_dir: Path, model: GPT, optimizer, device) -> dict
     state = {"identity": identity, "step": 0, "elapsed_s": 0.0, "initial_loss": None,
              "loss_sum": 0.0, "loss_count": 0, "start_step": 0, "start_elapsed_s": 0.0}
     path = run_dir / CHECKPOINT
-    checkpoint = read_checkpoint(path, device) if path.exists() else None
+    checkpoint = read_checkpoint(path, device, model, spec.steps) if path.exists() else None
     if checkpoint is not None:
         state = load_checkpoint(checkpoint, path, model, optimizer, identity, spec)
         state = {"start_step": 0, "start_elapsed_s": 0.0, **state}  # one written before branches existed

@@ -72,9 +72,17 @@ class Case:
         cfg = micro_config()
         return self.cache / "tokens" / cache_key(cfg, load_split(cfg.corpus, cfg.seed))
 
+    def write_to(self, path: Path, content: str) -> None:
+        path.write_text(content)
+
     def cache_meta(self, **changes) -> None:
         meta_path = self.micro_cache / "meta.json"
         meta_path.write_text(json.dumps({**json.loads(meta_path.read_text()), **changes}))
+
+
+def overwrite_same_size(path: Path) -> None:
+    """Every token id of a cache file set to the largest its type holds, the size unchanged."""
+    path.write_bytes(b"\xff" * path.stat().st_size)
 
 
 def overwrite(folder: Path, pattern: str, content: bytes) -> None:
@@ -97,6 +105,31 @@ def val_too_small(case: Case) -> list:
     return case.sweep(case.config(seed=seed, corpus={"source": "files", "paths": [str(case.tmp / "*.txt")]}))
 
 
+def fit_with_law(case: Case, **params) -> Path:
+    """A fit.json of GOOD_POINTS whose law's constants are then edited by hand to `params`."""
+    assert main([str(a) for a in case.fit_csv(GOOD_POINTS)]) == 0
+    path = case.tmp / "fit" / "fit.json"
+    fit = json.loads(path.read_text())
+    path.write_text(json.dumps({**fit, "params": {**fit["params"], **params}}))
+    return path
+
+
+def edit_summary(case: Case, drop: str | None = None, **changes) -> None:
+    """One run's summary.json edited by hand: keys changed, or one removed."""
+    path = next(case.store.glob(f"*/{store.SUMMARY}"))
+    summary = {**json.loads(path.read_text()), **changes}
+    summary.pop(drop, None)
+    path.write_text(json.dumps(summary))
+
+
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+def bomb(levels: int) -> str:
+    lines = ["name: micro", "grid: {models: [{d_model: 16, n_layers: 1, n_heads: 2}], tokens: [8192]}",
+             "a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines + [f"corpus: {{source: files, paths: [*a{levels - 1}]}}", ""])
+
+
 def shape(**fields):
     return {"models": [{"d_model": 16, "n_layers": 1, "n_heads": 2, **fields}], "tokens": [8192]}
 
@@ -111,7 +144,8 @@ CASES = [
     ("config not UTF-8", lambda c: c.sweep(c.config(b"name: caf\xe9\n")), "'utf-8' codec can't decode"),
     ("unknown key", lambda c: c.sweep(c.config(trian={})), "trian: unknown key"),
     ("unknown nested key", lambda c: c.sweep(c.config(train={"lrr": 1e-3})), "train.lrr: unknown key"),
-    ("text for a number", lambda c: c.sweep(c.config(train={"lr": "fast"})), "train.lr: expected a number (got 'fast')"),
+    ("text for a number", lambda c: c.sweep(c.config(train={"lr": "fast"})),
+     "train.lr: expected a number (got 'fast')"),
     ("text for a count", lambda c: c.sweep(c.config(grid={**MICRO["grid"], "tokens": ["lots"]})),
      "grid.tokens[0]: expected a number such as 1e6 or 1_000_000 (got 'lots')"),
     ("boolean for a count", lambda c: c.sweep(c.config(model={"context_length": True})),
@@ -137,6 +171,24 @@ CASES = [
      "train.retry_lr_factor"),
     ("negative retries", lambda c: c.sweep(c.config(train={"retries": -1})), "train.retries"),
     ("unknown executor", lambda c: c.sweep(c.config(executor={"kind": "slurm"})), "executor.kind"),
+    # issue 15, case 8: upper bounds, with the reason
+    ("vocabulary of 2^31", lambda c: c.sweep(c.config(tokenizer={"vocab_size": 2**31})),
+     "tokenizer.vocab_size: must be at most 1,048,576 (4x the largest vocabulary in use"),
+    ("seed of 2^70", lambda c: c.sweep(c.config(seed=2**70)), "seed: must be at most 4,294,967,295"),
+    ("a billion threads", lambda c: c.sweep(c.config(executor={"threads_per_run": 10**9})),
+     "executor.threads_per_run: must be at most 1,024"),
+    ("d_model of 2^40", lambda c: c.sweep(c.config(grid=shape(d_model=2**40, n_heads=2))),
+     "grid.models[0].d_model: must be at most 65,536"),
+    ("infinite learning rate", lambda c: c.sweep(c.config("name: micro\ngrid: {models: [{d_model: 16, n_layers: 1, "
+                                                          "n_heads: 2}], tokens: [8192]}\ntrain: {lr: .inf}\n")),
+     "train.lr: Input should be a finite number"),
+    # issue 15, cases 6 and 7, and duplicate keys: the bounded YAML reader
+    ("YAML nested 100,000 deep", lambda c: c.sweep(c.config("name: " + DEEP_JSON + "\n")),
+     "nested deeper than 64 levels"),
+    ("YAML alias bomb", lambda c: c.sweep(c.config(bomb(9))), "more than 1,000,000 values"),
+    ("YAML alias bomb under the size limit", lambda c: c.sweep(c.config(bomb(5))),
+     "corpus.paths[0]: Input should be a valid string (got [["),
+    ("duplicate YAML key", lambda c: c.sweep(c.config("name: micro\nname: other\n")), "duplicate key 'name'"),
     # --- the corpus
     ("files source without paths", lambda c: c.sweep(c.config(corpus={"source": "files"})),
      "needs corpus.paths"),
@@ -149,7 +201,9 @@ CASES = [
     ("corpus not UTF-8", lambda c: c.corpus(("a.txt", BIG_TEXT), ("b.txt", b"caf\xe9 au lait")),
      "b.txt: not UTF-8 text (byte 3"),
     ("corpus JSONL line broken", lambda c: c.corpus(("a.jsonl", '{"text": "hi"}\n{"text": "cut\n')),
-     "a.jsonl:2: not valid JSON"),
+     "a.jsonl:2 is not valid JSON"),
+    ("corpus JSONL line nested 100,000 deep", lambda c: c.corpus(("a.jsonl", '{"text": "hi"}\n' + DEEP_JSON + "\n")),
+     "a.jsonl:2: nested deeper than 64 levels"),
     ("corpus JSONL without the field", lambda c: c.corpus(("a.jsonl", '{"body": "hi"}\n')),
      "a.jsonl:1: no text field 'text'"),
     ("corpus of the wrong kind", lambda c: c.corpus(("a.csv", "text\nhi\n")), "has suffix '.csv'"),
@@ -162,6 +216,12 @@ CASES = [
      "does not match its settings"),
     ("token cache of another tokenizer", lambda c: c.cache_meta(tokenizer={"vocab_size": 999, "min_frequency": 2})
      or c.sweep(c.config(name="other")), "was built with tokenizer"),
+    ("token cache of float16", lambda c: c.cache_meta(dtype="float16") or c.sweep(c.config(name="other")),
+     "meta.json's vocab_size"),
+    ("token cache with ids outside the vocabulary", lambda c: overwrite_same_size(c.micro_cache / "val.bin")
+     or c.sweep(c.config(name="other")), "outside the vocabulary of"),
+    ("token cache meta.json nested 100,000 deep", lambda c: c.write_to(c.micro_cache / "meta.json", DEEP_JSON)
+     or c.sweep(c.config(name="other")), "does not match its settings"),
     ("token cache truncated", lambda c: overwrite(c.micro_cache, "train.bin", b"\0" * 10)
      or c.sweep(c.config(name="other")), "train.bin has 10 bytes"),
     # --- the run store, edited by hand
@@ -171,13 +231,24 @@ CASES = [
      "is not a run summary"),
     ("summary.json a list", lambda c: overwrite(c.store, "*/summary.json", b"[]") or ["runs", c.store],
      "is not a run summary"),
+    ("summary.json nested 100,000 deep", lambda c: overwrite(c.store, "*/summary.json", DEEP_JSON.encode())
+     or ["runs", c.store], "nested deeper than 64 levels"),
+    # issue 15, case 5: hand-edited summaries
+    ("runs: a summary without run_id", lambda c: edit_summary(c, drop="run_id") or ["runs", c.store],
+     "'run_id' must be the run folder's name"),
+    ("runs: d_model as text", lambda c: edit_summary(c, d_model="abc") or ["runs", c.store],
+     "'d_model' must be a number or null, got 'abc'"),
+    ("runs: loss as text", lambda c: edit_summary(c, final_val_loss="low") or ["runs", c.store],
+     "'final_val_loss' must be a number or null, got 'low'"),
+    ("runs: tokens as a list", lambda c: edit_summary(c, tokens=[1, 2]) or ["runs", c.store],
+     "'tokens' must be a number or null, got [1, 2]"),
     ("runs of a missing store", lambda c: ["runs", c.tmp / "nowhere"], "no run store at"),
     ("runs directory inside a file", lambda c: c.write("file", "x") or
      ["sweep", c.config(), "--runs-dir", c.tmp / "file" / "runs", "--cache-dir", c.cache], "Not a directory"),
     ("fit of a store whose runs all diverged", lambda c: c.edit_summaries(status="diverged", reason="lr")
      or ["fit", c.store, "--bootstrap", "0", "--out", c.tmp / "fit"], "none of its 6 runs finished"),
     ("fit of a store with a hand-edited loss", lambda c: c.edit_summaries(final_val_loss="low")
-     or ["fit", c.store, "--bootstrap", "0", "--out", c.tmp / "fit"], "no positive, finite 'final_val_loss'"),
+     or ["fit", c.store, "--bootstrap", "0", "--out", c.tmp / "fit"], "'final_val_loss' must be a number or null"),
     # --- fit on a table
     ("fit without data", lambda c: ["fit"], "give exactly one data source"),
     ("fit CSV missing", lambda c: ["fit", "--csv", c.tmp / "none.csv"], "none.csv does not exist"),
@@ -197,6 +268,16 @@ CASES = [
     ("fit with one model size", lambda c: c.fit_csv("N,D,loss\n" + "".join(f"1e6,{d},{3 - i / 10}\n" for i, d in
                                                                          enumerate((1e8, 2e8, 4e8, 8e8, 1e9, 2e9)))),
      "have the same model size"),
+    # issue 15, cases 2, 3, 9 and 14
+    ("fit with one token count", lambda c: c.fit_csv("N,D,loss\n" + "".join(
+        f"{n},1e9,{3 - i / 10}\n" for i, n in enumerate((1e6, 1e7, 1e8, 1e9, 1e10, 1e11)))),
+     "have the same token count (D = 1e+09)"),
+    ("fit with N D beyond a float", lambda c: c.fit_csv(GOOD_POINTS + "1e200,1e108,3.1\n"),
+     "the compute 6 n d must be below 1.8e308"),
+    ("fit with a billion resamples", lambda c: c.fit_csv(GOOD_POINTS, "--bootstrap", "1000000000"),
+     "--bootstrap must be at most 100,000"),
+    ("fit with E above every loss", lambda c: c.fit_csv(GOOD_POINTS, "--fixed-E", "100"),
+     "fixed E = 100 must be below the lowest loss observed"),
     ("fit with a negative delta", lambda c: c.fit_csv(GOOD_POINTS, "--delta", "-1"), "--delta must be a positive"),
     ("fit dropping every point", lambda c: c.fit_csv(GOOD_POINTS, "--drop-highest-loss", "6"),
      "would drop all 6 remaining points"),
@@ -213,6 +294,11 @@ CASES = [
     ("plan with negative compute", lambda c: ["plan", "--compute=-1e21"], "must be a positive, finite number"),
     ("plan with an unknown law", lambda c: ["plan", "--compute", "1e21", "--law", "moore"], "moore"),
     # --- cost
+    ("cost inference-aware with alpha, beta < 0", lambda c: ["cost", "inference-aware", "--fit",
+     fit_with_law(c, alpha=-0.1, beta=-0.2), "--compute", "1e21", "--inference-tokens", "0"],
+     "has alpha = -0.1, beta = -0.2; a compute-optimal allocation needs A, B, alpha and beta positive"),
+    ("cost inference-aware with alpha = beta = 0", lambda c: ["cost", "inference-aware", "--fit",
+     fit_with_law(c, alpha=0, beta=0), "--loss", "3", "--inference-tokens", "0"], "has alpha = 0, beta = 0"),
     ("cost of a negative model", lambda c: ["cost", "train", "--model", "m:-7e9:1e12", "--flops-per-gpu", "4e14"],
      "must be"),
     ("cost with MFU above 1", lambda c: ["cost", "train", "--model", "m:7e9:1e12", "--gpu", "h100", "--mfu", "1.5"],
@@ -251,6 +337,7 @@ def test_bad_input_exits_2_naming_the_problem_and_changes_nothing(case, setup, e
     out, err = capsys.readouterr()
     assert code == 2, (out, err)
     assert expected in err and "Traceback" not in err, err
+    assert "Warning" not in err and len(err) < 3000, err[:3000]   # no numpy warnings, no echo of a huge value
     after = tree(case.tmp)
     assert {k: after.get(k) for k in before} == before   # nothing overwritten or deleted
     assert set(tree(case.runs)) == store_before           # nothing new in the run store

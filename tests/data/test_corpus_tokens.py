@@ -49,7 +49,7 @@ def test_hf_source_reads_a_local_dataset(tmp_path):
     (lambda p: None, "matches no file"),
     (lambda p: (p / "x.txt").write_bytes(b"caf\xe9 latin-1"), "not UTF-8"),
     (lambda p: (p / "x.txt").write_text("   \n"), "non-empty document"),
-    (lambda p: (p / "x.jsonl").write_text('{"text": "ok"}\n{broken\n'), "x.jsonl:2: not valid JSON"),
+    (lambda p: (p / "x.jsonl").write_text('{"text": "ok"}\n{broken\n'), "x.jsonl:2 is not valid JSON"),
     (lambda p: (p / "x.jsonl").write_text('{"other": "ok"}\n'), "no text field 'text'"),
 ])
 def test_bad_files(tmp_path, setup, expected):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from scaling.cli import main
-from scaling.laws import analysis, fitdata, results
+from scaling.laws import analysis, fitdata, results, selection
 from scaling.laws import diagnostics as dg
 from scaling.laws import fit as fitting
 from scaling.laws.bootstrap import bootstrap
@@ -131,7 +131,7 @@ def test_holdout_and_rollout_on_exact_data_and_on_a_broken_top():
 
 def test_holdout_moves_a_on_the_chinchilla_points():
     # Known from the issue: without the top 20% by compute, a leaves the full fit's interval.
-    data = fitdata.apply_filters(fitdata.from_dataset("chinchilla"), drop_highest_loss=5)
+    data = selection.apply_filters(fitdata.from_dataset("chinchilla"), drop_highest_loss=5)
     fit = analysis.fit_data(data, bootstrap=200)
     check = dg.holdout_check(data, fit.optimum, fit.boot, fit.reference_compute)
     assert check.status == dg.CAUTION and "a 0.57" in check.reason

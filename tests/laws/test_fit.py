@@ -13,7 +13,7 @@ from scipy.optimize import minimize, rosen, rosen_der
 from threadpoolctl import threadpool_limits
 
 from scaling.errors import UsageError
-from scaling.laws import fit, fitdata
+from scaling.laws import fit, fitdata, selection
 from scaling.laws.bootstrap import bootstrap, resample_counts
 from scaling.laws.law import Law
 from scaling.laws.lbfgs import lbfgs_batched
@@ -26,7 +26,7 @@ REFERENCE = {"A": 477.8, "B": 2143.0, "E": 1.8172, "alpha": 0.3473, "beta": 0.36
 
 @pytest.fixture(scope="module")
 def chinchilla():
-    return fitdata.apply_filters(fitdata.from_dataset("chinchilla"), drop_highest_loss=5)
+    return selection.apply_filters(fitdata.from_dataset("chinchilla"), drop_highest_loss=5)
 
 
 @pytest.fixture(scope="module")
@@ -239,8 +239,14 @@ def test_fit_refuses_data_that_cannot_determine_the_law():
         fit.fit_law(n, d, loss)
     with pytest.raises(UsageError, match="one model size"):
         fit.fit_law(np.full(6, 1e8), np.geomspace(1e9, 1e11, 6), np.linspace(3, 2.5, 6))
+    with pytest.raises(UsageError, match="one token count"):   # issue 15, case 2
+        fit.fit_law(np.geomspace(1e7, 1e9, 6), np.full(6, 1e10), np.linspace(3, 2.5, 6))
     with pytest.raises(UsageError, match="loss must be positive and finite; 1 value"):
-        fit.fit_law(np.geomspace(1e7, 1e9, 6), np.full(6, 1e10), np.array([3, 2.9, np.nan, 2.7, 2.6, 2.5]))
+        fit.fit_law(np.geomspace(1e7, 1e9, 6), np.geomspace(1e9, 1e11, 6), np.array([3, 2.9, np.nan, 2.7, 2.6, 2.5]))
+    with pytest.raises(UsageError, match="compute 6 n d must be below"):   # issue 15, case 3
+        fit.fit_law(np.geomspace(1e7, 1e200, 6), np.geomspace(1e9, 1e108, 6), np.linspace(3, 2.5, 6))
+    with pytest.raises(UsageError, match="fixed E = 100 must be below the lowest loss"):   # issue 15, case 14
+        fit.fit_law(np.geomspace(1e7, 1e9, 6), np.geomspace(1e9, 1e11, 6), np.linspace(3, 2.5, 6), fixed_E=100)
 
 
 # ----------------------------------------------------------------------------- bootstrap
@@ -296,5 +302,24 @@ def test_bootstrap_is_seeded(chinchilla, chinchilla_fit):
     assert a.intervals == b.intervals
     np.testing.assert_array_equal(a.samples["alpha"], b.samples["alpha"])
     assert a.intervals["alpha"] != c.intervals["alpha"]
-    with pytest.raises(UsageError, match="at least 1"):
+    with pytest.raises(UsageError, match="from 1 to 100,000"):
         bootstrap(*args, n_resamples=0, full_fit=chinchilla_fit)
+
+
+def test_chunked_starts_and_streamed_resamples_give_the_same_numbers(monkeypatch):
+    """Issue 15, case 9: memory bounded by slicing the starts and streaming the resamples; each
+    start is an independent problem, so the numbers are those of one batch, to the bit."""
+    from scaling.laws import bootstrap as resampling
+    from scaling.laws import objective
+
+    rng = np.random.default_rng(3)
+    n, d = np.repeat([1e6, 1e7, 1e8, 1e9], 5), np.tile([1e8, 3e8, 1e9, 3e9, 1e10], 4)
+    loss = (1.7 + 400 / n ** 0.34 + 2000 / d ** 0.28) * np.exp(0.01 * rng.standard_normal(n.size))
+    grid = {"e": (0.0, 0.5), "a": (5.0, 10.0), "b": (5.0, 10.0), "alpha": (0.5,), "beta": (0.5,)}
+    whole = fit.fit_law(n, d, loss, grid=grid)
+    boot = resampling.bootstrap(n, d, loss, 12, full_fit=whole)
+    monkeypatch.setattr(objective, "BATCH_ELEMENTS", 3 * n.size)   # 3 starts a slice
+    sliced = fit.fit_law(n, d, loss, grid=grid)
+    streamed = resampling.bootstrap(n, d, loss, 12, full_fit=sliced)
+    assert sliced.theta == whole.theta and sliced.n_starts_at_optimum == whole.n_starts_at_optimum
+    assert all(np.array_equal(streamed.samples[k], boot.samples[k], equal_nan=True) for k in boot.samples)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from scaling.errors import UsageError
-from scaling.laws import fitdata
+from scaling.laws import fitdata, selection
 from scaling.laws.law import Law
 from scaling.runs import store
 
@@ -64,7 +64,7 @@ def test_chinchilla_dataset_is_the_245_runs_with_d_from_compute():
 
 def test_drop_highest_loss_drops_those_rows_and_records_them():
     data = fitdata.from_dataset("chinchilla")
-    kept = fitdata.apply_filters(data, drop_highest_loss=5)
+    kept = selection.apply_filters(data, drop_highest_loss=5)
     assert len(kept) == 240
     worst = set(np.argsort(-data.loss, kind="stable")[:5].tolist())
     assert {d.id for d in kept.dropped} == worst
@@ -77,24 +77,24 @@ def test_drop_highest_loss_drops_those_rows_and_records_them():
 
 def test_threshold_filters():
     data = fitdata.from_dataset("chinchilla")
-    tpp = fitdata.apply_filters(data, min_tokens_per_param=10.0)
+    tpp = selection.apply_filters(data, min_tokens_per_param=10.0)
     assert len(tpp) == int((data.d / data.n >= 10).sum()) and (tpp.d / tpp.n >= 10).all()
-    tok = fitdata.apply_filters(data, min_tokens=1e10)
+    tok = selection.apply_filters(data, min_tokens=1e10)
     assert len(tok) == int((data.d >= 1e10).sum()) and tok.d.min() >= 1e10
-    assert all("below --min-tokens" in d.reason for d in tok.dropped)
-    both = fitdata.apply_filters(data, min_tokens=1e10, drop_highest_loss=3)
+    assert all("tokens below the minimum" in d.reason for d in tok.dropped)
+    both = selection.apply_filters(data, min_tokens=1e10, drop_highest_loss=3)
     assert len(both) == len(tok) - 3
 
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"drop_highest_loss": -1}, "whole number >= 0"),
     ({"drop_highest_loss": 245}, "would drop all 245"),
-    ({"min_tokens_per_param": 0.0}, "--min-tokens-per-param must be a positive number"),
-    ({"min_tokens": float("nan")}, "--min-tokens must be a positive number"),
+    ({"min_tokens_per_param": 0.0}, "the minimum tokens per parameter must be a positive number"),
+    ({"min_tokens": float("nan")}, "the minimum tokens must be a positive number"),
 ])
 def test_bad_filters(kwargs, message):
     with pytest.raises(UsageError, match=message):
-        fitdata.apply_filters(fitdata.from_dataset("chinchilla"), **kwargs)
+        selection.apply_filters(fitdata.from_dataset("chinchilla"), **kwargs)
 
 
 def test_unknown_dataset():
@@ -176,12 +176,12 @@ def test_too_few_points_for_the_free_parameters(tmp_path):
     frame.to_csv(tmp_path / "p.csv", index=False)
     data = fitdata.from_table(tmp_path / "p.csv", n_col="params", loss_col="val", d_col="tokens")
     with pytest.raises(UsageError, match="4 point\\(s\\), fewer than the 5 free parameters"):
-        fitdata.check_fittable(data)
-    fitdata.check_fittable(data, fixed_E=2.0)          # 4 points, 4 free parameters with E fixed
-    three = fitdata.apply_filters(data, drop_highest_loss=1)
+        selection.check_fittable(data)
+    selection.check_fittable(data, fixed_E=2.0)          # 4 points, 4 free parameters with E fixed
+    three = selection.apply_filters(data, drop_highest_loss=1)
     with pytest.raises(UsageError, match="3 point\\(s\\) after filters, fewer than the 4 free parameters "
                                          "of the fit with E fixed"):
-        fitdata.check_fittable(three, fixed_E=2.0)
+        selection.check_fittable(three, fixed_E=2.0)
 
 
 def test_a_single_model_size_is_refused(tmp_path):
@@ -190,7 +190,7 @@ def test_a_single_model_size_is_refused(tmp_path):
     frame.to_csv(tmp_path / "p.csv", index=False)
     data = fitdata.from_table(tmp_path / "p.csv", n_col="params", loss_col="val", d_col="tokens")
     with pytest.raises(UsageError, match="all 8 points have the same model size \\(N = 1e\\+08\\)"):
-        fitdata.check_fittable(data)
+        selection.check_fittable(data)
 
 
 # ----------------------------------------------------------------------------- run store
@@ -217,7 +217,7 @@ def test_from_runs_errors(tmp_path, sweep_dir):
     (tmp_path / "empty").mkdir()
     with pytest.raises(UsageError, match="has no runs"):
         fitdata.from_runs(tmp_path / "empty")
-    with pytest.raises(UsageError, match="--param-convention must be one of non_embedding, total"):
+    with pytest.raises(UsageError, match="the parameter convention must be one of non_embedding, total"):
         fitdata.from_runs(sweep_dir, param_convention="embedding")
     # A finished run whose summary lacks the loss is named, not silently dropped.
     summary = sweep_dir / "d10000-t1e+06" / store.SUMMARY

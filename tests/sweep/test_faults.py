@@ -449,6 +449,26 @@ def test_a_damaged_checkpoint_is_moved_aside_and_the_run_restarts(clean, tmp_pat
     assert snapshot(runs / "kill") == clean
 
 
+@pytest.mark.parametrize("edit", ["drop_loss_sum", "negative_step"])
+def test_a_checkpoint_that_loads_but_is_wrong_is_moved_aside_and_the_metrics_kept(edit, clean, tmp_path, cache_dir):
+    """Issue 15, case 10: a key missing or a negative step failed the run on every rerun, and a
+    negative step first emptied metrics.jsonl. Now it is refused before anything is loaded."""
+    config, runs = kill_config(tmp_path / "kill.yaml"), tmp_path / "runs"
+    assert run_forked(["sweep", config, "--runs-dir", runs, "--cache-dir", cache_dir], "kill_at=step:20",
+                      tmp_path / "log") == -signal.SIGKILL
+    checkpoint = next(p for p in runs.glob(f"kill/*/{store.CHECKPOINT}") if not (p.parent / store.SUMMARY).exists())
+    state = torch.load(checkpoint, weights_only=True)
+    if edit == "drop_loss_sum":
+        del state["loss_sum"]
+    else:
+        state["step"] = -5
+    torch.save(state, checkpoint)
+    with pytest.warns(UserWarning, match="unusable checkpoint .* training this run from step 0"):
+        restart(config, runs, cache_dir)
+    assert (checkpoint.parent / "checkpoint.pt.unusable").exists()
+    assert snapshot(runs / "kill") == clean
+
+
 def test_hand_edited_metrics_lines_are_skipped_with_a_warning(tmp_path):
     path = tmp_path / store.METRICS
     path.write_text('{"step": 1, "train_loss": 5.0}\n'
@@ -456,11 +476,12 @@ def test_hand_edited_metrics_lines_are_skipped_with_a_warning(tmp_path):
                     '[3, 4.0]\n'                                # not an object
                     '{"step": 4, "val_loss": "low"}\n'          # a string loss
                     '{"step": 5, "train_loss": null}\n'         # a NaN loss, as logged
-                    '{"step": 6, "train_lo')                    # torn
+                    '{"step": 6, "train_lo'                     # torn
+                    '\n' + '[' * 100_000 + ']' * 100_000)       # nested 100,000 deep
     with pytest.warns(UserWarning) as caught:
         records = store.read_jsonl(path)
     assert [r["step"] for r in records] == [1, 5]
-    assert [str(w.message).split(": ")[0] for w in caught] == [f"{path}:{n}" for n in (2, 3, 4, 6)]
+    assert [str(w.message).split(": ")[0] for w in caught] == [f"{path}:{n}" for n in (2, 3, 4, 6, 7)]
 
 
 def test_a_fault_fires_at_the_pass_it_names_and_without_the_variable_nothing_does(monkeypatch, tmp_path):
