@@ -1,4 +1,4 @@
-# The two commands of the README: `make demo` (tiny sweep on the builtin corpus, then its fit)
+# The two commands of the README: `make demo` (tiny sweep on the builtin corpus, then its fit and verdict)
 # and `make test`. Both create .venv and install the package the first time.
 PY ?= python3
 VENV := .venv

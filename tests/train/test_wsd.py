@@ -13,7 +13,7 @@ import torch
 import yaml
 
 from scaling.cli import main
-from scaling.config import TrainConfig
+from scaling.config import TrainConfig, load_config
 from scaling.data.tokens import prepare_tokens
 from scaling.errors import UsageError
 from scaling.laws import fitdata
@@ -272,3 +272,14 @@ def test_a_diverged_stable_run_keeps_its_earlier_branches(cache_dir, tmp_path, m
     late = branches[branches.status == "diverged"]
     assert len(late) == 1 and "diverged before this branch's branch point (step 96)" in late.reason.iloc[0]
     assert run_sweep(cfg, tmp_path, cache_dir).trained == []
+
+
+def test_the_published_wsd_saving_is_what_the_plan_costs():
+    # README and docs/config.md quote configs/tiny_wsd.yaml's cost: 57.9% of the cosine grid's
+    # FLOPs at f = 0.1 (2.01e13 against 3.46e13), and 62.6% at f = 0.2. Read from the plan, not typed in.
+    cfg = load_config(Path(__file__).resolve().parents[2] / "configs" / "tiny_wsd.yaml")
+    cost = plan_cost(plan(cfg))
+    assert f"{100 * cost['fraction_of_separate']:.1f}%" == "57.9%"
+    assert f"{cost['train_flops_6nd']:.3g}" == "2.01e+13" and f"{cost['separate_flops_6nd']:.3g}" == "3.46e+13"
+    wider = cfg.model_copy(update={"train": cfg.train.model_copy(update={"cooldown_fraction": 0.2})})
+    assert f"{100 * plan_cost(plan(wider))['fraction_of_separate']:.1f}%" == "62.6%"
