@@ -30,7 +30,8 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
              bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, reference_compute: float | None = None,
              grid=None, curves: pd.DataFrame | None = None) -> LawFit:
     """Fit the law to `data`, bootstrap it (`bootstrap` resamples; 0 for none), estimate the
-    allocation by Hoffmann's three approaches and fit Kaplan's single-variable laws.
+    allocation by Hoffmann's three approaches, fit Kaplan's single-variable laws and, where the
+    points give N both ways, the other convention; then diagnose it all (`LawFit.diagnostics`).
 
     grid: None for Hoffmann's 4,500 starts, or axis values / an array as `fit.fit_law` takes.
     reference_compute: C at which tokens per parameter is given (default: the largest 6 N D in
@@ -50,8 +51,8 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     boot = None
     if bootstrap:
         boot = resampling.bootstrap(data.n, data.d, data.loss, n_resamples=int(bootstrap), seed=int(seed),
-                                 delta=delta, fixed_E=fixed_E, reference_compute=reference_compute,
-                                 full_fit=result)
+                                    delta=delta, fixed_E=fixed_E, reference_compute=reference_compute,
+                                    full_fit=result)
     law = result.law
     identified = law.alpha > 0 and law.beta > 0     # else there is no compute-optimal allocation
     ci = None
