@@ -12,6 +12,7 @@ file, never a RecursionError, an abort or megabytes echoed to the terminal.
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import reprlib
@@ -19,7 +20,17 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from scaling.errors import UsageError
 
@@ -173,6 +184,27 @@ class CorpusConfig(Strict):
     max_bytes: Count | None = None
     max_documents: Count | None = None
     val_fraction: Annotated[Number, Field(gt=0, lt=0.5)] = 0.05
+    # files: how text is decoded. Older corpora (Gutenberg's) hold a few Latin-1 bytes; 'replace'
+    # puts U+FFFD for each undecodable byte and says how many. Written into run ids and cache
+    # keys only when set (below), so that stores from before these keys keep their ids.
+    encoding: str = "utf-8"
+    decode_errors: Literal["strict", "replace"] = "strict"
+
+    @model_serializer(mode="wrap")
+    def _dump_only_set_decoding(self, handler):
+        data = handler(self)
+        for key, default in (("encoding", "utf-8"), ("decode_errors", "strict")):
+            if data.get(key) == default:
+                data.pop(key)
+        return data
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, value: str) -> str:
+        try:
+            return codecs.lookup(value).name
+        except LookupError:
+            raise ValueError(f"unknown text encoding {excerpt(value)} (e.g. utf-8, latin-1, cp1252)") from None
 
     @model_validator(mode="after")
     def _source_needs(self):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import math
+import warnings
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -67,17 +68,24 @@ def _expand(patterns: list[str]) -> list[Path]:
     return paths
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, encoding: str = "utf-8", errors: str = "strict") -> str:
+    """A text file decoded as the corpus config says; with errors='replace', a warning counts the
+    bytes that could not be decoded (each became U+FFFD)."""
+    raw = path.read_bytes()
     try:
-        return path.read_text(encoding="utf-8")
+        text = raw.decode(encoding, errors=errors)
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); "
-                         "convert it to UTF-8 first") from None
+        raise UsageError(f"{path}: not {encoding.upper()} text (byte {exc.start}: {exc.reason}); set corpus.encoding "
+                         "(e.g. latin-1) or corpus.decode_errors: replace, or convert it first") from None
+    if errors == "replace" and (bad := text.count("\ufffd") - raw.decode(encoding, "ignore").count("\ufffd")):
+        warnings.warn(f"{path}: {bad} undecodable byte sequence(s) replaced by U+FFFD (corpus.decode_errors: replace)",
+                      stacklevel=2)
+    return text
 
 
-def _jsonl_documents(path: Path, field: str) -> list[Document]:
+def _jsonl_documents(path: Path, field: str, encoding: str, errors: str) -> list[Document]:
     docs = []
-    for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
+    for lineno, line in enumerate(_read_text(path, encoding, errors).splitlines(), start=1):
         if not line.strip():
             continue
         record = parse_json(line, f"{path}:{lineno}")
@@ -99,16 +107,36 @@ def _parquet_documents(path: Path, field: str) -> list[Document]:
     return [Document(f"{path}:{i}", str(text)) for i, text in enumerate(frame[field]) if text is not None]
 
 
-def file_documents(patterns: list[str], text_field: str) -> list[Document]:
+def file_documents(patterns: list[str], text_field: str, encoding: str = "utf-8",
+                   errors: str = "strict") -> list[Document]:
     docs = []
     for path in _expand(patterns):
         if path.suffix == ".txt":
-            docs.append(Document(str(path), _read_text(path)))
+            docs.append(Document(str(path), _read_text(path, encoding, errors)))
         elif path.suffix == ".jsonl":
-            docs.extend(_jsonl_documents(path, text_field))
+            docs.extend(_jsonl_documents(path, text_field, encoding, errors))
         else:
             docs.extend(_parquet_documents(path, text_field))
     return docs
+
+
+def _is_saved_dataset(name: str) -> bool:
+    """A folder written by `datasets`' save_to_disk (which load_dataset refuses: "use load_from_disk")."""
+    folder = Path(name)
+    return folder.is_dir() and any((folder / f).is_file() for f in ("dataset_info.json", "state.json",
+                                                                   "dataset_dict.json"))
+
+
+def _saved_dataset(folder: Path, split: str):
+    """A saved Dataset, or the `split` of a saved DatasetDict."""
+    import datasets
+
+    saved = datasets.load_from_disk(str(folder))
+    if isinstance(saved, datasets.DatasetDict):
+        if split not in saved:
+            raise UsageError(f"{folder}: no split {split!r} (splits: {', '.join(saved)}); set corpus.split")
+        return saved[split]
+    return saved
 
 
 def hf_documents(cfg: CorpusConfig) -> list[Document]:
@@ -116,8 +144,8 @@ def hf_documents(cfg: CorpusConfig) -> list[Document]:
     import datasets
 
     try:
-        dataset = datasets.load_dataset(cfg.dataset, cfg.dataset_config, split=cfg.split,
-                                        streaming=cfg.streaming)
+        dataset = _saved_dataset(Path(cfg.dataset), cfg.split) if _is_saved_dataset(cfg.dataset) else \
+            datasets.load_dataset(cfg.dataset, cfg.dataset_config, split=cfg.split, streaming=cfg.streaming)
     except (ConnectionError, OSError) as exc:
         raise UsageError(
             f"cannot load Hugging Face dataset {cfg.dataset!r}: {exc}. If the hub is unreachable "
@@ -157,7 +185,7 @@ def load_documents(cfg: CorpusConfig) -> list[Document]:
     if cfg.source == "builtin":
         docs = builtin_documents()
     elif cfg.source == "files":
-        docs = file_documents(cfg.paths, cfg.text_field)
+        docs = file_documents(cfg.paths, cfg.text_field, cfg.encoding, cfg.decode_errors)
     else:
         docs = hf_documents(cfg)
     docs = [d for d in _cap(docs, cfg) if d.text.strip()]

@@ -58,6 +58,37 @@ def test_bad_files(tmp_path, setup, expected):
         load_documents(CorpusConfig(source="files", paths=[str(tmp_path / "x.*")]))
 
 
+def test_a_latin_1_corpus_is_refused_naming_the_option_then_decoded_when_asked(tmp_path):
+    for name in ("a.txt", "b.txt"):               # two documents: the split needs two
+        (tmp_path / name).write_bytes("Caf\u00e9 au lait, na\u00efve.".encode("latin-1"))
+    files = {"source": "files", "paths": [str(tmp_path / "*.txt")]}
+    with pytest.raises(UsageError, match="not UTF-8 text .* set corpus.encoding"):
+        load_documents(CorpusConfig(**files))
+    docs = load_documents(CorpusConfig(**files, encoding="latin-1"))
+    assert [d.text for d in docs] == ["Caf\u00e9 au lait, na\u00efve."] * 2
+    with pytest.warns(UserWarning, match="2 undecodable byte sequence"):
+        docs = load_documents(CorpusConfig(**files, decode_errors="replace"))
+    assert [d.text for d in docs] == ["Caf\ufffd au lait, na\ufffdve."] * 2
+    with pytest.raises(ValueError, match="unknown text encoding"):
+        CorpusConfig(**files, encoding="klingon-8")
+
+
+def test_a_dataset_saved_with_save_to_disk_is_read(tmp_path):
+    import datasets
+
+    texts = [f"Story {i}: the cat sat on the mat." for i in range(12)]
+    datasets.Dataset.from_dict({"story": texts}).save_to_disk(str(tmp_path / "one"))
+    cfg = CorpusConfig(source="hf", dataset=str(tmp_path / "one"), text_field="story")
+    assert [d.text for d in load_documents(cfg)] == texts
+    splits = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"story": texts[:8]}),
+                                   "test": datasets.Dataset.from_dict({"story": texts[8:]})})
+    splits.save_to_disk(str(tmp_path / "two"))
+    cfg = CorpusConfig(source="hf", dataset=str(tmp_path / "two"), text_field="story", split="test")
+    assert [d.text for d in load_documents(cfg)] == texts[8:]
+    with pytest.raises(UsageError, match="no split 'valid' \\(splits: train, test\\)"):
+        load_documents(cfg.model_copy(update={"split": "valid"}))
+
+
 def test_unreachable_hub_names_the_offline_sources():
     # A fresh process with the hub switched off: huggingface_hub reads the switch at import.
     code = ("from scaling.data.corpus import load_documents; from scaling.config import CorpusConfig\n"
