@@ -164,10 +164,11 @@ def test_worker_error_is_raised_in_the_driver(tmp_path, cache_dir):
         run_sweep(cfg, tmp_path, cache_dir)
 
 
-# Two runs of 256 steps (seconds each, a checkpoint every 20 steps), so that a signal lands
-# while both workers train.
+# Two runs of 512 steps (seconds each, a checkpoint every 20 steps), so that a signal lands
+# while both workers train (at 256, the d16 run once finished before the d32 run had its first
+# checkpoint, under load).
 LONG = {
-    "grid": {"models": MICRO["grid"]["models"], "tokens": [65536]},
+    "grid": {"models": MICRO["grid"]["models"], "tokens": [131072]},
     "train": {**MICRO["train"], "checkpoint_interval": 20, "eval_interval": 64},
 }
 
@@ -226,10 +227,10 @@ def test_sigterm_stops_packed_runs_with_a_checkpoint(long_reference, tmp_path, c
     out, err = sweep.communicate(timeout=60)
     assert sweep.returncode == 128 + signal.SIGTERM, err
     assert "stopped by SIGTERM" in out and "Resume with: scaling sweep" in out
-    assert re.search(r"run \S+ stopped at step \d+ of 256, with a checkpoint there", out), out
+    assert re.search(r"run \S+ stopped at step \d+ of 512, with a checkpoint there", out), out
     assert not wait_gone(workers), "a worker outlived its driver"
     steps = {d.name: store.read_jsonl(d / store.METRICS)[-1]["step"] for d in store.run_dirs(runs / "micro")}
-    assert all(step < 256 for step in steps.values())  # both stopped mid-run
+    assert all(step < 512 for step in steps.values())  # both stopped mid-run
 
     again = run_sweep(micro_config(**LONG, executor={"workers": 1}), runs, cache_dir)  # resumed in-process
     assert_same_runs(again.sweep_dir, long_reference.sweep_dir)
