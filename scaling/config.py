@@ -50,6 +50,11 @@ def excerpt(value, limit: int = 60) -> str:
     return short if len(short) <= limit else short[:limit - 3] + "..."
 
 
+def _too_deep(source: str) -> UsageError:
+    """The one refusal of a file nested past MAX_DEPTH, whichever reader meets it."""
+    return UsageError(f"{source}: nested deeper than {MAX_DEPTH} levels; not a file of this package")
+
+
 def _check_bounds(obj, source: str) -> None:
     """UsageError when `obj` nests deeper than MAX_DEPTH or holds more than MAX_VALUES values.
     Iterative, and stops at the limit: an alias bomb is refused without being walked whole."""
@@ -61,7 +66,7 @@ def _check_bounds(obj, source: str) -> None:
             raise UsageError(f"{source}: more than {MAX_VALUES:,} values (aliases counted as expanded); "
                              "not a file of this package")
         if depth > MAX_DEPTH:
-            raise UsageError(f"{source}: nested deeper than {MAX_DEPTH} levels; not a file of this package")
+            raise _too_deep(source)
         children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
         stack.extend((child, depth + 1) for child in children)
 
@@ -73,7 +78,7 @@ def parse_json(text: str, source: str):
     except json.JSONDecodeError as exc:
         raise UsageError(f"{source} is not valid JSON ({exc})") from None
     except RecursionError:
-        raise UsageError(f"{source}: nested deeper than {MAX_DEPTH} levels; not a file of this package") from None
+        raise _too_deep(source) from None
     _check_bounds(obj, source)
     return obj
 
@@ -121,7 +126,7 @@ def parse_yaml(text: str, source: str):
         # PyYAML's message spans lines (the mark, a caret); one line, cut short, names the problem.
         raise UsageError(f"{source}: not valid YAML: {' '.join(str(exc).split())[:300]}") from None
     except RecursionError:
-        raise UsageError(f"{source}: nested deeper than {MAX_DEPTH} levels; not a file of this package") from None
+        raise _too_deep(source) from None
     _check_bounds(obj, source)
     return obj
 

@@ -140,7 +140,7 @@ def cmd_plan(args) -> int:
     return 0
 
 
-def _row(a: allocation.Allocation, iv: allocation.Intervals | None) -> list[str]:
+def _row(a: allocation.Allocation, iv: allocation.OptimumIntervals | None) -> list[str]:
     """One table row; the law's optimum carries its intervals when there are any."""
     own = a.method == "law" and iv is not None
 

@@ -141,7 +141,7 @@ def compare_allocations(law: Law | None, compute) -> list[Allocation]:
 
 
 @dataclass(frozen=True)
-class Intervals:
+class OptimumIntervals:
     """95% (or `level`) intervals of the compute-optimal allocation at one budget.
 
     n, d, tokens_per_param: percentiles of N_opt(C), D_opt(C), D_opt/N_opt over the bootstrap
@@ -164,9 +164,9 @@ class Intervals:
 
 
 def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, noise: float = 0.0,
-                      seed: int = 0) -> Intervals:
+                      seed: int = 0) -> OptimumIntervals:
     """Intervals of the optimum at C from `resampled`, an (R, 5) array of bootstrap constants in
-    the order E, A, B, alpha, beta (see `Intervals`)."""
+    the order E, A, B, alpha, beta (see `OptimumIntervals`)."""
     c = check_compute(compute)
     laws = Law(*np.asarray(resampled, dtype=float).T)    # one law per resample: Law broadcasts
     ok = (laws.alpha > 0) & (laws.beta > 0)
@@ -183,4 +183,4 @@ def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, nois
     z = np.random.default_rng(seed).standard_normal(ok.size)
     with np.errstate(over="ignore"):            # a resample with a huge exponent: its term is 0
         losses = laws.loss(best.n, best.d) * np.exp(noise * z)
-    return Intervals(c, level, pct(n_opt), pct(d_opt), pct(d_opt / n_opt), pct(losses), int((~ok).sum()))
+    return OptimumIntervals(c, level, pct(n_opt), pct(d_opt), pct(d_opt / n_opt), pct(losses), int((~ok).sum()))

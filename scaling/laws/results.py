@@ -141,7 +141,7 @@ class LawFit:
     from a file has them as None.
     """
 
-    def optimum_at(self, compute, seed: int = 0) -> allocation.Intervals | None:
+    def optimum_at(self, compute, seed: int = 0) -> allocation.OptimumIntervals | None:
         """Intervals of N_opt, D_opt, tokens per parameter and the predicted loss at `compute`
         (None without bootstrap samples); the loss interval includes the runs' scatter."""
         if self.resampled is None:
