@@ -127,7 +127,8 @@ def cmd_plan(args) -> int:
         if fit.diagnostics is not None and fit.diagnostics.verdict == "not identified":
             print("The data do not determine this law: the numbers below are what it says, not a recommendation.")
     header = ["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "loss"]
-    print(plain_table(header, [_row(a, intervals.get(a.compute)) for rows in plans for a in rows], n_left=2))
+    cells = [summary.allocation_row(a, intervals.get(a.compute)) for rows in plans for a in rows]
+    print(plain_table(header, cells, n_left=2))
     if any(intervals.values()):
         print(f"[lo, hi]: {100 * fit.ci.level:g}% bootstrap intervals ({fit.ci.n_resamples} resamples); the loss's "
               f"includes the runs' scatter (residual RMS {fit.residual_rms:.3g})")
@@ -138,22 +139,6 @@ def cmd_plan(args) -> int:
     for note in notes:
         print(f"note: {note}")
     return 0
-
-
-def _row(a: allocation.Allocation, iv: allocation.OptimumIntervals | None) -> list[str]:
-    """One table row; the law's optimum carries its intervals when there are any."""
-    own = a.method == "law" and iv is not None
-
-    def cell(value, fmt, bounds_of: str, bounds_fmt: str = ".3g"):
-        text = "-" if value is None else format(value, fmt)
-        if own:
-            lo, hi = getattr(iv, bounds_of)
-            text += f" [{lo:{bounds_fmt}}, {hi:{bounds_fmt}}]"
-        return text
-
-    return [f"{a.compute:.3g}", "law optimum" if a.method == "law" else a.method,
-            cell(a.n, ".4g", "n"), cell(a.d, ".4g", "d"), cell(a.tokens_per_param, ".3g", "tokens_per_param"),
-            cell(a.loss, ".4f", "loss", ".4f")]
 
 
 def _verdict_json(fit) -> dict | None:

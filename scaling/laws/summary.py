@@ -1,9 +1,11 @@
-"""What `scaling fit`, `plan` and `compare` print of a LawFit: the constants with their intervals,
-and the verdict with its reasons.
+"""What `scaling fit`, `plan`, `compare` and the report print of a LawFit: the constants with their
+intervals, the plan's rows with theirs, and the verdict with its reasons.
 """
 
 from __future__ import annotations
 
+from scaling.formats import sci
+from scaling.laws.allocation import Allocation, OptimumIntervals
 from scaling.laws.law import PARAM_NAMES
 from scaling.laws.results import LawFit
 
@@ -73,3 +75,20 @@ def format_verdict(fit: LawFit) -> list[str]:
            + (")" if n_fail else "; see 'diagnostics' in fit.json)")]
     out += [f"  {reason}" for reason in d.reasons]
     return out
+
+
+def allocation_row(a: Allocation, iv: OptimumIntervals | None) -> list[str]:
+    """A plan's table row (C, allocation, N, D, D/N, loss); the law's optimum carries its 95%
+    intervals when there are any (`LawFit.optimum_at`)."""
+    own = a.method == "law" and iv is not None
+
+    def cell(value, fmt, bounds_of: str, bounds_fmt: str = ".3g"):
+        text = "-" if value is None else format(value, fmt)
+        if own:
+            lo, hi = getattr(iv, bounds_of)
+            text += f" [{lo:{bounds_fmt}}, {hi:{bounds_fmt}}]"
+        return text
+
+    return [sci(a.compute), "law optimum" if a.method == "law" else a.method,
+            cell(a.n, ".4g", "n"), cell(a.d, ".4g", "d"), cell(a.tokens_per_param, ".3g", "tokens_per_param"),
+            cell(a.loss, ".4f", "loss", ".4f")]

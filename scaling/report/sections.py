@@ -22,7 +22,7 @@ from scaling.laws import fit as fitting
 from scaling.laws.holdout import Holdout, holdout, pct
 from scaling.laws.law import PARAM_NAMES
 from scaling.laws.references import BESIROGLU, CHINCHILLA, KAPLAN
-from scaling.laws.summary import FORMATS
+from scaling.laws.summary import FORMATS, allocation_row
 from scaling.report import figures as figs
 from scaling.report import frontiers as frontier_figure
 from scaling.report import notes
@@ -367,13 +367,17 @@ def published_laws(r: Report) -> None:
 def plan(r: Report) -> None:
     law, c_range = r.fit.law, r.fit.data.c_range
     r.doc.h(2, "Plan for a few budgets")
-    rows = [(sci(c), "law optimum" if a.method == "law" else a.method, f"{a.n:.3g}", f"{a.d:.3g}",
-             f"{a.tokens_per_param:.3g}", _fmt(a.loss, ".4f"))
-            for c in notes.PLAN_BUDGETS for a in allocation.compare_allocations(law, c)]
+    intervals = {c: r.fit.optimum_at(c) for c in notes.PLAN_BUDGETS}
+    rows = [allocation_row(a, intervals[c]) for c in notes.PLAN_BUDGETS for a in allocation.compare_allocations(law, c)]
     r.doc.table(["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "predicted loss"], rows,
                 align=["r", "l", "r", "r", "r", "r"])
     lines = ["predicted loss: what your law predicts for each allocation (the law's optimum is lowest by "
              "construction); kaplan: N = 1.3e9 (C / 8.64e19)^0.73 non-embedding parameters, D = C / (6N)."]
+    if any(intervals.values()):
+        lines.append(f"[lo, hi]: {100 * r.fit.ci.level:g}% bootstrap intervals; the loss's includes the runs' "
+                     f"scatter (residual RMS {r.fit.residual_rms:.3g}).")
+    else:
+        lines.append("no bootstrap samples: the law's optimum has no intervals here.")
     if c_range:
         top = c_range[1]
         lines += [f"C = {sci(c)} is {math.log10(c / top):.1f} orders of magnitude above your largest run "
