@@ -166,10 +166,14 @@ class OptimumIntervals:
 def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, noise: float = 0.0,
                       seed: int = 0) -> OptimumIntervals:
     """Intervals of the optimum at C from `resampled`, an (R, 5) array of bootstrap constants in
-    the order E, A, B, alpha, beta (see `OptimumIntervals`)."""
+    the order E, A, B, alpha, beta (see `OptimumIntervals`). A resample whose constants overflowed
+    (A = inf where its exponent ran off) predicts no loss; with that or alpha, beta <= 0 it has no
+    allocation either, and counts in `n_undefined`."""
     c = check_compute(compute)
-    laws = Law(*np.asarray(resampled, dtype=float).T)    # one law per resample: Law broadcasts
-    ok = (laws.alpha > 0) & (laws.beta > 0)
+    resampled = np.asarray(resampled, dtype=float)
+    finite = np.isfinite(resampled).all(axis=1)
+    laws = Law(*resampled.T)                              # one law per resample: Law broadcasts
+    ok = finite & (laws.alpha > 0) & (laws.beta > 0)
     q = (50 * (1 - level), 50 * (1 + level))
 
     def pct(values) -> tuple:
@@ -181,6 +185,6 @@ def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, nois
     d_opt = c / (6.0 * n_opt)
     best = plan(law, c)
     z = np.random.default_rng(seed).standard_normal(ok.size)
-    with np.errstate(over="ignore"):            # a resample with a huge exponent: its term is 0
-        losses = laws.loss(best.n, best.d) * np.exp(noise * z)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf constants: dropped as not finite below
+        losses = (laws.loss(best.n, best.d) * np.exp(noise * z))[finite]
     return OptimumIntervals(c, level, pct(n_opt), pct(d_opt), pct(d_opt / n_opt), pct(losses), int((~ok).sum()))

@@ -309,12 +309,12 @@ def _read_samples(path: Path, fit: LawFit) -> np.ndarray | None:
     """The bootstrap constants beside `path`, if they are there and match the fit's resamples."""
     try:
         table = pd.read_csv(samples_path(path))
+        values = table.to_numpy(dtype=float)            # text where a number should be: ValueError
     except (OSError, ValueError):
         return None
     if list(table.columns) != list(PARAM_NAMES) or len(table) != fit.options.bootstrap:
         return None
-    values = table.to_numpy(dtype=float)
-    return values if np.isfinite(values).all() else None
+    return None if np.isnan(values).any() else values      # inf is a real sample: A when alpha ran off
 
 
 def load_fit(path) -> LawFit:

@@ -5,13 +5,14 @@ is known in advance: a design of six sizes within a factor 1.3 cannot determine 
 IsoFLOP design centred on the optimum brackets it, exact data have no residuals.
 """
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
 from scaling.cli import main
-from scaling.laws import analysis, fitdata, results, selection
+from scaling.laws import allocation, analysis, fitdata, results, selection
 from scaling.laws import diagnostics as dg
 from scaling.laws import fit as fitting
 from scaling.laws.bootstrap import bootstrap
@@ -263,3 +264,15 @@ def test_a_flat_valley_and_a_floor_at_zero_are_flagged(narrow):
     fit = analysis.fit_data(data, bootstrap=50)
     lower = {c.name: c for c in dg.interval_checks(fit.boot, float(data.loss.min()))}["E_lower_bound"]
     assert lower.status == dg.CAUTION
+
+
+def test_a_resample_whose_constants_overflowed_is_undefined_not_a_nan_interval(good, tmp_path):
+    # A resample where alpha ran off has A = inf (e^log A past a float): it predicts no loss and
+    # has no allocation. It must count as undefined, and a fit.bootstrap.csv holding it must load.
+    _, fit = good
+    broken = fit.resampled.copy()
+    broken[0, 1], broken[0, 3] = np.inf, 120.0
+    iv = allocation.optimum_intervals(fit.law, broken, fit.reference_compute, noise=0.01)
+    assert iv.n_undefined == 1 and all(np.isfinite(iv.loss)) and all(np.isfinite(iv.tokens_per_param))
+    path = results.write_fit(tmp_path, dataclasses.replace(fit, resampled=broken))
+    assert np.array_equal(results.load_fit(path).resampled, broken)
