@@ -10,7 +10,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "scaling"
 
 # Each stage may import itself and the stages before it.
-STAGES = ("errors", "formats", "config", "runs", "data", "train", "sweep", "laws", "cost", "report", "cli")
+STAGES = ("errors", "formats", "config", "runs", "data", "train", "sweep", "laws", "cost", "validate", "report",
+          "cli")
 
 
 def module_name(path: Path) -> str:

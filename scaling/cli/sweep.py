@@ -93,6 +93,12 @@ def print_plan(cfg, runs_dir: Path) -> None:
                   f"at a time on {threads} thread{'s' * (threads > 1)} each")
 
 
+def progress_bars() -> Progress:
+    """The bars RichReporter draws on: one for the sweep, one per run in training."""
+    return Progress(TextColumn("{task.description:<28}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
+                    TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=console)
+
+
 class RichReporter:
     """A bar for the sweep, in FLOPs so that big runs weigh in the ETA as they should, and a bar
     in tokens for each run in training (several at once when the executor packs runs)."""
@@ -174,11 +180,9 @@ def cmd_sweep(args) -> int:
         print_plan(cfg, args.runs_dir)
         return 0
     warnings.showwarning = lambda msg, *a, **k: console.print(f"[yellow]warning:[/] {msg}")
-    columns = (TextColumn("{task.description:<28}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
-               TextColumn("{task.fields[info]}"), TimeRemainingColumn())
     with stop_on_signals() as received:
         try:
-            with Progress(*columns, console=console) as bars:
+            with progress_bars() as bars:
                 result = run_sweep(cfg, args.runs_dir, args.cache_dir, reporter=RichReporter(bars))
         except Interrupted as stop:
             where = (f"; run {stop.run_id} stopped at step {stop.step} of {stop.steps}, with a checkpoint there"

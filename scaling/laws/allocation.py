@@ -163,28 +163,40 @@ class OptimumIntervals:
         return asdict(self)
 
 
+def loss_interval(resampled, n, d, *, level: float = 0.95, noise: float = 0.0, seed: int = 0) -> tuple:
+    """A prediction interval for the loss of one run of N parameters on D tokens, from `resampled`
+    (an (R, 5) array of bootstrap constants E, A, B, alpha, beta): each resample's law predicts
+    L(N, D), times exp(noise * z) with z standard normal, so both the constants' uncertainty and
+    the runs' own scatter (noise: the fit's residual RMS in log loss) are in it. A resample whose
+    constants overflowed (A = inf where its exponent ran off) predicts nothing and is left out."""
+    resampled = np.asarray(resampled, dtype=float)
+    finite = np.isfinite(resampled).all(axis=1)
+    z = np.random.default_rng(seed).standard_normal(finite.size)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf constants: dropped as not finite below
+        losses = (Law(*resampled.T).loss(n, d) * np.exp(noise * z))[finite]
+    return _percentiles(losses, level)
+
+
+def _percentiles(values, level: float) -> tuple:
+    values = np.asarray(values, dtype=float)
+    if not values.size:
+        return (math.nan, math.nan)
+    return tuple(float(v) for v in np.percentile(values, (50 * (1 - level), 50 * (1 + level))))
+
+
 def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, noise: float = 0.0,
                       seed: int = 0) -> OptimumIntervals:
     """Intervals of the optimum at C from `resampled`, an (R, 5) array of bootstrap constants in
     the order E, A, B, alpha, beta (see `OptimumIntervals`). A resample whose constants overflowed
-    (A = inf where its exponent ran off) predicts no loss; with that or alpha, beta <= 0 it has no
-    allocation either, and counts in `n_undefined`."""
+    or whose alpha, beta <= 0 has no allocation, and counts in `n_undefined`."""
     c = check_compute(compute)
     resampled = np.asarray(resampled, dtype=float)
-    finite = np.isfinite(resampled).all(axis=1)
     laws = Law(*resampled.T)                              # one law per resample: Law broadcasts
-    ok = finite & (laws.alpha > 0) & (laws.beta > 0)
-    q = (50 * (1 - level), 50 * (1 + level))
-
-    def pct(values) -> tuple:
-        values = np.asarray(values, dtype=float)
-        return tuple(float(v) for v in np.percentile(values, q)) if values.size else (math.nan, math.nan)
-
+    ok = np.isfinite(resampled).all(axis=1) & (laws.alpha > 0) & (laws.beta > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         n_opt = np.asarray(laws.n_opt(c))[ok]
     d_opt = c / (6.0 * n_opt)
     best = plan(law, c)
-    z = np.random.default_rng(seed).standard_normal(ok.size)
-    with np.errstate(over="ignore", invalid="ignore"):  # inf constants: dropped as not finite below
-        losses = (laws.loss(best.n, best.d) * np.exp(noise * z))[finite]
-    return OptimumIntervals(c, level, pct(n_opt), pct(d_opt), pct(d_opt / n_opt), pct(losses), int((~ok).sum()))
+    loss = loss_interval(resampled, best.n, best.d, level=level, noise=noise, seed=seed)
+    return OptimumIntervals(c, level, _percentiles(n_opt, level), _percentiles(d_opt, level),
+                            _percentiles(d_opt / n_opt, level), loss, int((~ok).sum()))

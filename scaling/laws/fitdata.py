@@ -223,7 +223,9 @@ def from_runs(sweep_dir, param_convention: str = "non_embedding", *, drop_unmeas
     dropped, keep = [], []
     for i, row in enumerate(table.itertuples(index=False)):
         missing = [col for col, bad in unmeasured.items() if bad[i]]
-        if not finished[i]:
+        if row.role == store.VALIDATION_ROLE:
+            dropped.append(Dropped(str(row.run_id), "a validation run: it checks a fit, and is never fitted"))
+        elif not finished[i]:
             status = row.status if isinstance(row.status, str) else "unknown"
             reason = row.reason if isinstance(row.reason, str) and row.reason else "no reason recorded"
             dropped.append(Dropped(str(row.run_id), f"{status}: {reason}"))

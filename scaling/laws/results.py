@@ -149,6 +149,14 @@ class LawFit:
         return allocation.optimum_intervals(self.law, self.resampled, compute, level=self.ci.level,
                                             noise=self.residual_rms or 0.0, seed=seed)
 
+    def loss_interval(self, n, d, seed: int = 0) -> tuple | None:
+        """A prediction interval for the final loss of one run of N parameters on D tokens (None
+        without bootstrap samples): the constants' uncertainty and the runs' scatter."""
+        if self.resampled is None:
+            return None
+        return allocation.loss_interval(self.resampled, n, d, level=self.ci.level,
+                                        noise=self.residual_rms or 0.0, seed=seed)
+
     law: Law
     seed: int = 0
     data: DataSummary = field(default_factory=DataSummary)

@@ -40,6 +40,8 @@ LOCK = ".lock"                  # in a run folder: held while the run trains (sc
 TABLE_LOCK = ".runs.csv.lock"   # in a sweep folder: held while runs.csv is read and rewritten
 # 'stable': a WSD stable run that reached its last branch point; not a fit point (its branches are).
 STATUSES = ("finished", "diverged", "failed", "stable")
+# The role of a run that checks a fit's prediction (scaling.validate): never a fit point.
+VALIDATION_ROLE = "validation"
 
 # Columns of runs.csv, in order. Shape columns first, then sizes, then outcomes.
 TABLE_COLUMNS = (
@@ -51,6 +53,8 @@ TABLE_COLUMNS = (
     "branch_of", "branch_tokens",
     # IsoFLOP designs: the compute budget the run was planned for (Approach 2 groups by it).
     "budget",
+    # A run that is not a fit point: "validation" (it checks a fit's prediction; never fitted).
+    "role",
 )
 # Types of metrics.jsonl fields; a record with another type is skipped on read.
 METRIC_TYPES = {"step": int, "tokens": int, "lr": float, "train_loss": float, "val_loss": float,
@@ -197,7 +201,7 @@ def read_summary(run_dir: Path) -> dict | None:
 
 
 # runs.csv's columns that hold text; every other column of TABLE_COLUMNS holds a number (or null).
-TEXT_COLUMNS = ("run_id", "status", "reason", "retry_of", "branch_of")
+TEXT_COLUMNS = ("run_id", "status", "reason", "retry_of", "branch_of", "role")
 
 
 def _ill_typed(summary: dict, folder: str) -> str | None:

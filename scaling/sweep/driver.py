@@ -69,13 +69,14 @@ class SilentReporter:
 
 
 def run_sweep(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path | None = None,
-              reporter=None) -> SweepResult:
+              reporter=None, planned: list[PlannedRun] | None = None) -> SweepResult:
     """Train every run of the grid that has not ended yet, and write runs/<sweep>/runs.csv.
 
     Runs that fail are left for the next invocation; runs another sweep is training are waited for.
+    `planned`: other runs than the grid's, planned with this config's recipe (a validation's).
     """
     sweep_dir = Path(runs_dir) / cfg.name
-    planned = plan(cfg)
+    planned = plan(cfg) if planned is None else planned
     branches = {}  # stable run id -> its branches' ids
     for run in planned:
         if run.spec.branch_of is not None:

@@ -101,9 +101,11 @@ def run_id(cfg: SweepConfig, shape, tokens: int, lr: float, extra: dict | None =
 
 def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmup: int | None = None,
                 branch_points: tuple[int, ...] = (), branch_of: str | None = None,
-                branch_step: int | None = None, budget: float | None = None) -> PlannedRun:
+                branch_step: int | None = None, budget: float | None = None,
+                role: str | None = None) -> PlannedRun:
     """One run of the plan. WSD: `warmup` (steps) shared by a shape's budgets; a stable run has
-    `branch_points`; a branch names its stable run and the step it starts from."""
+    `branch_points`; a branch names its stable run and the step it starts from. `role`: what a run
+    that is not a fit point is for (RunSpec.role)."""
     model = GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size)
     n_total, n_non_embedding = param_counts(model)
     extra, label = ({} if warmup is None else {"warmup_steps": warmup}), None
@@ -112,7 +114,7 @@ def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmu
         label = f"stable-s{max(branch_points)}"
     spec = RunSpec(run_id=run_id(cfg, shape, tokens, lr, extra, label), model=model, train=cfg.train,
                    lr=lr, tokens=tokens, seed=cfg.seed, warmup=warmup, branch_points=tuple(branch_points),
-                   branch_of=branch_of, branch_step=branch_step, budget=budget)
+                   branch_of=branch_of, branch_step=branch_step, budget=budget, role=role)
     return PlannedRun(spec, shape, n_total, n_non_embedding, flops_6nd=6.0 * n_non_embedding * tokens,
                       flops_exact=float(flops_per_token(model)["exact"]) * tokens)
 
@@ -209,6 +211,8 @@ def run_config(cfg: SweepConfig, planned: PlannedRun, cache_key: str) -> dict:
     }
     if spec.budget is not None:
         config["budget"] = spec.budget
+    if spec.role is not None:
+        config["role"] = spec.role
     if cfg.train.schedule == "wsd":
         warmup, decay_start = spec.schedule()
         config["wsd"] = {"role": planned.kind, "warmup_steps": warmup, "decay_start_step": decay_start,

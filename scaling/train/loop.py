@@ -271,5 +271,5 @@ def summarize(spec: RunSpec, data: TokenData, status: str, reason: str | None, s
         "flops_exact": float(flops_per_token(cfg)["exact"]) * tokens,
         "final_val_loss": final.get("val_loss"), "final_val_bpb": final.get("val_bpb"),
         "wall_s": wall_s, "tokens_per_s": trained / wall_s if wall_s > 0 else 0.0,
-        "budget": spec.budget,
+        "budget": spec.budget, **({"role": spec.role} if spec.role else {}),
     }

@@ -1,0 +1,84 @@
+"""`scaling validate FIT_JSON --compute C`: train the model the fit recommends at C, and its two
+neighbours at the same compute, and compare their losses with the law's prediction.
+
+Thin layer over scaling.validate.run: the runs go to the store `<sweep>-validate` beside the
+fit's run store, and the result to validate.json beside fit.json (or in --out), where `scaling
+report` finds it.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+from scaling.cli.sweep import RichReporter, console, progress_bars, stop_on_signals
+from scaling.formats import json_safe, positive
+from scaling.laws.results import FILENAME, load_fit
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "validate", help="train the model a fit recommends and its neighbours; check the prediction",
+        description="At compute C: the sweep's model family's shape nearest the fit's N_opt, trained on "
+                    "D = C/6N tokens with the sweep's recipe, and two neighbours (about N/2.5 and 2.5N) at "
+                    "the same C. Prints each run's predicted loss with its 95%% prediction interval beside "
+                    "the observed one, and whether the predicted optimum beats both neighbours. A fit "
+                    "whose verdict is 'not identified' is refused unless --force.")
+    p.add_argument("fit", metavar="FIT_JSON", type=Path, help="a fit.json written by `scaling fit` (or its folder)")
+    p.add_argument("--compute", required=True, metavar="C", help="training compute in FLOPs (C = 6ND)")
+    p.add_argument("--config", type=Path, default=None,
+                   help="the sweep's YAML (default: read back from the runs of the fit's store)")
+    p.add_argument("--runs-dir", type=Path, default=None,
+                   help="run store root (default: the one holding the fit's store, else runs)")
+    p.add_argument("--cache-dir", type=Path, default=None,
+                   help="token cache root (default: $SCALING_CACHE_DIR or ~/.cache/scaling)")
+    p.add_argument("--out", type=Path, default=None, help="where validate.json goes (default: beside fit.json)")
+    p.add_argument("--force", action="store_true", help="validate a fit whose verdict is 'not identified'")
+    p.add_argument("--dry-run", action="store_true", help="print the three runs and predictions; train nothing")
+    p.add_argument("--json", action="store_true", help="print validate.json's content instead of a table")
+    p.set_defaults(func=cmd_validate)
+
+
+def print_estimate(vcfg, runs, timed: Path) -> None:
+    """The runs' estimated wall time, from the FLOP/s of the finished runs in the store `timed`."""
+    from scaling.sweep.estimates import estimate_walls, makespan, sweep_workers
+
+    walls, basis = estimate_walls(runs, timed)
+    workers, _ = sweep_workers(vcfg, runs)
+    console.print(f"est. wall {makespan(sorted(walls, reverse=True), workers) / 60:.1f} min with {workers} "
+                  f"run{'s' * (workers > 1)} at a time (wall times from {basis})")
+
+
+def cmd_validate(args) -> int:
+    from scaling.train.loop import Interrupted
+    from scaling.validate.result import format_validation
+    from scaling.validate.run import fit_store, prepare, recipe, validate, write_validation
+
+    fit_path = args.fit / FILENAME if args.fit.is_dir() else args.fit
+    fit = load_fit(fit_path)
+    compute = positive(args.compute, "--compute (FLOPs, e.g. 1e13)")
+    cfg = recipe(fit, args.config)
+    store = fit_store(fit)
+    runs_dir = args.runs_dir or (store.parent if store is not None else Path("runs"))
+    if args.dry_run:
+        vcfg, runs, planned = prepare(fit, cfg, compute, runs_dir=runs_dir, force=args.force, fit_path=str(fit_path))
+        print("\n".join(format_validation(planned)))
+        print_estimate(vcfg, runs, store or runs_dir / vcfg.name)
+        return 0
+    warnings.showwarning = lambda msg, *a, **k: console.print(f"[yellow]warning:[/] {msg}")
+    with stop_on_signals() as received:
+        try:
+            with progress_bars() as bars:
+                result = validate(fit, cfg, compute, runs_dir=runs_dir, cache_dir=args.cache_dir, force=args.force,
+                                  fit_path=str(fit_path), reporter=RichReporter(bars))
+        except Interrupted:
+            console.print("stopped; finished runs are kept: the same `scaling validate` command resumes")
+            return 128 + received[0] if received else 130
+    path = write_validation(args.out or fit_path.parent, result)
+    if args.json:
+        print(json.dumps(json_safe(result.to_json()), indent=2))
+        return 0
+    print("\n".join(format_validation(result)))
+    print(f"runs in {result.store}; wrote {path}")
+    return 1 if any(r.status == "failed" for r in result.runs) else 0

@@ -1,0 +1,145 @@
+"""What a validation found: the law's predictions for three runs at one compute, and what they did.
+
+Two questions, answered separately:
+
+* the loss: does the run at the predicted optimum land inside the law's 95% prediction interval
+  (the bootstrap's laws at that N and D, times the runs' scatter)?
+* the optimum: is that run's loss lower than both neighbours' at the same compute (about N/2.5
+  and 2.5 N)? If not, by how much the better neighbour beats it.
+
+Pure: the types, the judgement and the lines the command prints; validate.json is their JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+POSITIONS = ("smaller", "optimum", "larger")
+
+
+@dataclass(frozen=True)
+class ValidationRun:
+    """One run of the validation: its shape, N (as the fit counts it) and D, the law's prediction
+    and what the run measured (observed: its final validation loss; None unless it finished)."""
+
+    position: str                       # "smaller" (about N/2.5), "optimum" or "larger" (about 2.5 N)
+    run_id: str
+    d_model: int
+    n_layers: int
+    n_heads: int
+    lr: float
+    n: float
+    d: float
+    predicted: float
+    interval: tuple | None              # the prediction interval; None without bootstrap samples
+    status: str = "planned"             # planned, finished, diverged, failed or incomplete
+    observed: float | None = None
+
+    @property
+    def shape(self) -> str:
+        return f"d{self.d_model}/L{self.n_layers}/H{self.n_heads}"
+
+    @property
+    def inside(self) -> bool | None:
+        """Whether the observed loss lies inside the prediction interval (None: nothing to say)."""
+        if self.observed is None or self.interval is None:
+            return None
+        return self.interval[0] <= self.observed <= self.interval[1]
+
+
+@dataclass(frozen=True)
+class Validation:
+    compute: float
+    largest_fit_compute: float | None   # the largest C among the fitted runs
+    n_opt: float                        # the law's compute-optimal N and D at `compute`
+    d_opt: float
+    level: float                        # of the prediction intervals
+    runs: tuple                         # ValidationRun, in POSITIONS order
+    fit_verdict: str | None             # the fit's verdict when it was validated
+    forced: bool                        # validated with --force despite a `not identified` verdict
+    store: str                          # the run store folder the runs are in
+    fit: str                            # the fit.json validated
+
+    def run(self, position: str) -> ValidationRun:
+        return next(r for r in self.runs if r.position == position)
+
+    @property
+    def kind(self) -> str:
+        """'interpolation' inside the fitted runs' compute, 'extrapolation' beyond them."""
+        top = self.largest_fit_compute
+        return "interpolation" if top is not None and self.compute <= top else "extrapolation"
+
+    @property
+    def margins(self) -> dict | None:
+        """Each neighbour's observed loss minus the optimum run's (positive: the optimum is lower);
+        None until all three have finished."""
+        losses = {r.position: r.observed for r in self.runs}
+        if any(v is None for v in losses.values()):
+            return None
+        return {p: losses[p] - losses["optimum"] for p in ("smaller", "larger")}
+
+    @property
+    def optimum_holds(self) -> bool | None:
+        margins = self.margins
+        return None if margins is None else min(margins.values()) > 0
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        out["runs"] = [{**asdict(r), "inside": r.inside} for r in self.runs]
+        out.update(kind=self.kind, margins=self.margins, optimum_holds=self.optimum_holds)
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Validation":
+        runs = tuple(ValidationRun(**{**{k: v for k, v in r.items() if k != "inside"},
+                                      "interval": None if r["interval"] is None else tuple(r["interval"])})
+                     for r in obj["runs"])
+        for r in runs:
+            if r.position not in POSITIONS:
+                raise ValueError(f"unknown position {r.position!r}")
+        fields = {k: obj[k] for k in cls.__dataclass_fields__ if k != "runs"}
+        return cls(runs=runs, **fields)
+
+
+def _loss(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.3f}"
+
+
+def _predicted(run: ValidationRun) -> str:
+    if run.interval is None:
+        return _loss(run.predicted)
+    return f"{_loss(run.predicted)} [{_loss(run.interval[0])}, {_loss(run.interval[1])}]"
+
+
+def headline(v: Validation) -> str:
+    """The one-sentence result: 'at C = 1.2e14: predicted 3.51 [3.47, 3.55], observed 3.50,
+    inside; neighbours 3.56 and 3.58, the optimum holds'."""
+    best = v.run("optimum")
+    text = f"at C = {v.compute:.3g} ({v.kind}): predicted {_predicted(best)}"
+    if best.observed is None:
+        return text + f", not measured ({best.status})"
+    text += f", observed {_loss(best.observed)}, " + ("inside" if best.inside else
+                                                       "no interval" if best.inside is None else "OUTSIDE")
+    neighbours = [v.run("smaller").observed, v.run("larger").observed]
+    if v.margins is None:
+        return text + "; a neighbour did not finish, so the optimum is untested"
+    text += f"; neighbours {_loss(neighbours[0])} and {_loss(neighbours[1])}, "
+    if v.optimum_holds:
+        return text + "the optimum holds"
+    worst = min(v.margins, key=v.margins.get)
+    return text + f"the optimum does NOT hold: the {worst} model is lower by {-v.margins[worst]:.3f}"
+
+
+def format_validation(v: Validation) -> list[str]:
+    """What `scaling validate` prints: the runs' table and the headline, with the fit's verdict."""
+    lines = []
+    if v.forced:
+        lines.append(f"the fit's verdict is '{v.fit_verdict}': validated anyway (--force)")
+    lines.append(f"{'run':<9} {'shape':<12} {'N':>9} {'D':>9} {'D/N':>6} {'lr':>8}  "
+                 f"{'predicted [' + format(v.level, '.0%') + ' interval]':<28} {'observed':>8}  status")
+    for r in v.runs:
+        lines.append(f"{r.position:<9} {r.shape:<12} {r.n:>9.3g} {r.d:>9.3g} {r.d / r.n:>6.3g} {r.lr:>8.3g}  "
+                     f"{_predicted(r):<28} {_loss(r.observed):>8}  {r.status}")
+    lines.append(headline(v))
+    return lines

@@ -1,0 +1,178 @@
+"""Close the loop: train the model a fit recommends at compute C, and its two neighbours.
+
+    fit = load_fit("fits/tiny/fit.json")
+    result = validate(fit, recipe(fit, None), compute=1e13, runs_dir="runs")
+    print("\\n".join(format_validation(result)))
+
+At C the law's optimum N_opt is rounded to the sweep's model family (scaling.validate.family);
+that shape trains on D = C / 6N tokens, and so do two neighbours of about N/2.5 and 2.5 N, with
+the sweep's own recipe (corpus, tokenizer, schedule, learning-rate rule). The runs are a sweep of
+their own, `<name>-validate`, trained by the sweep driver: they resume and skip like any run, and
+a second `validate` at the same C trains nothing. Each is marked with the role "validation" in its
+summary and runs.csv, and the fitter leaves such runs out. A fit whose verdict is `not identified`
+is refused unless `force`: its optimum is not a prediction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+from scaling.config import SweepConfig, load_config, parse_config, parse_yaml, read_json
+from scaling.errors import UsageError
+from scaling.formats import json_safe
+from scaling.laws.allocation import check_compute
+from scaling.laws.results import LawFit
+from scaling.runs import store
+from scaling.sweep.driver import run_sweep
+from scaling.sweep.plan import PlannedRun, planned_run
+from scaling.validate.family import Family, family_of
+from scaling.validate.result import Validation, ValidationRun
+
+FILENAME = "validate.json"
+NEIGHBOUR_FACTOR = 2.5   # the neighbours' N: about N/2.5 and 2.5 N, at the same compute
+STORE_PREFIX = "runs "   # how a fit names the run store it read (FitData.source)
+
+
+def fit_store(fit: LawFit) -> Path | None:
+    """The run store the fit read, or None when it was fitted from a table or dataset."""
+    source = fit.data.source or ""
+    return Path(source[len(STORE_PREFIX):]) if source.startswith(STORE_PREFIX) else None
+
+
+def recipe(fit: LawFit, config: str | Path | None) -> SweepConfig:
+    """The sweep config to validate with: `config` when given, else read back from the runs of
+    the fit's store (their config.yaml holds every setting, and each shape's learning rate)."""
+    if config is not None:
+        return load_config(config)
+    sweep_dir = fit_store(fit)
+    if sweep_dir is None:
+        raise UsageError(f"the fit was made from {fit.data.source or 'an unknown source'}, not a run store: "
+                         "give the sweep's config with --config")
+    runs = [parse_yaml(p.read_text(encoding="utf-8"), str(p)) for p in sorted(sweep_dir.glob(f"*/{store.CONFIG}"))]
+    runs = [r for r in runs if isinstance(r, dict) and r.get("role") is None]
+    if not runs:
+        raise UsageError(f"{sweep_dir} has no run with a {store.CONFIG}: give the sweep's config with --config")
+    first = runs[0]
+    shape_keys = ("d_model", "n_layers", "n_heads")
+    shapes = {tuple(r["model"][k] for k in shape_keys): r["lr"] for r in runs}
+    model = {k: v for k, v in first["model"].items() if k not in (*shape_keys, "vocab_size")}
+    return parse_config({"name": first["sweep"], "seed": first["seed"], "corpus": first["corpus"],
+                         "tokenizer": first["tokenizer"], "model": model, "train": first["train"],
+                         "grid": {"models": [dict(zip(shape_keys, key), lr=lr) for key, lr in sorted(shapes.items())],
+                                  "tokens": [first["tokens"]]}},
+                        f"the settings of the runs in {sweep_dir}")
+
+
+def validation_config(cfg: SweepConfig) -> SweepConfig:
+    """The sweep `<name>-validate`, with `cfg`'s recipe. Retries are off: a retry at a lower rate
+    would not be the recipe's run."""
+    data = cfg.model_dump()
+    data.update(name=f"{cfg.name}-validate", train={**data["train"], "retries": 0})
+    return parse_config(data, f"the validation sweep of {cfg.name}")
+
+
+def neighbour(family: Family, n: float, centre: float, below: bool):
+    """The family's shape nearest `n` on one side of the centre's N (never the centre itself)."""
+    side = [s for s in family.candidates(2 * max(n, centre))
+            if (family.n_params(s) < centre if below else family.n_params(s) > centre)]
+    if not side:
+        raise UsageError(f"the model family has no shape below N = {centre:.3g}: the optimum is the smallest "
+                         "model the family can build, so there is no smaller neighbour to train")
+    shape = min(side, key=lambda s: abs(math.log(family.n_params(s) / n)))
+    return shape.model_copy(update={"lr": family.lr(shape)})
+
+
+def plan_runs(fit: LawFit, cfg: SweepConfig, compute: float) -> list[tuple[str, PlannedRun]]:
+    """The three runs at `compute`, by position: the family's shape nearest N_opt and its two
+    neighbours, each on D = C / 6N tokens (N as the fit counts it) rounded to whole batches."""
+    family = family_of(cfg, fit.data.param_convention or "non_embedding")
+    n_opt = float(fit.law.n_opt(compute))
+    if not (math.isfinite(n_opt) and n_opt > 0):
+        raise UsageError(f"the law has no compute-optimal N at C = {compute:.3g} (alpha {fit.law.alpha:.3g}, "
+                         f"beta {fit.law.beta:.3g}): nothing to validate")
+    centre = family.shape_near(n_opt)
+    n_centre = family.n_params(centre)
+    shapes = {"smaller": neighbour(family, n_centre / NEIGHBOUR_FACTOR, n_centre, below=True), "optimum": centre,
+              "larger": neighbour(family, n_centre * NEIGHBOUR_FACTOR, n_centre, below=False)}
+    batch = cfg.train.batch_tokens
+    runs = []
+    for position, shape in shapes.items():
+        tokens = max(batch, round(compute / (6.0 * family.n_params(shape)) / batch) * batch)
+        runs.append((position, planned_run(cfg, shape, tokens, shape.lr, budget=compute, role=store.VALIDATION_ROLE)))
+    return runs
+
+
+def predictions(fit: LawFit, cfg: SweepConfig, compute: float, runs: list[tuple[str, PlannedRun]], *,
+                store_dir: Path, fit_path: str = "", forced: bool = False) -> Validation:
+    """The validation as planned: each run's predicted loss and interval, nothing observed yet."""
+    family = family_of(cfg, fit.data.param_convention or "non_embedding")
+    rows = []
+    for position, run in runs:
+        n, d = family.n_params(run.shape), run.spec.tokens
+        rows.append(ValidationRun(position, run.run_id, run.shape.d_model, run.shape.n_layers, run.shape.n_heads,
+                                  run.spec.lr, n, d, float(fit.law.loss(n, d)), fit.loss_interval(n, d)))
+    c_range = fit.data.c_range
+    return Validation(compute, float(c_range[1]) if c_range else None, float(fit.law.n_opt(compute)),
+                      float(fit.law.d_opt(compute)), fit.ci.level if fit.ci else 0.95, tuple(rows),
+                      fit.diagnostics.verdict if fit.diagnostics else None, forced, str(store_dir), fit_path)
+
+
+def check_trust(fit: LawFit, force: bool) -> bool:
+    """Refuse a fit the diagnostics call `not identified`, unless forced; True when forced past it."""
+    if fit.diagnostics is None or fit.diagnostics.verdict != "not identified":
+        return False
+    if force:
+        return True
+    why = "; ".join(fit.diagnostics.reasons[:2]) or "see its diagnostics"
+    raise UsageError(f"the fit's verdict is 'not identified' ({why}): its optimum is not a prediction to "
+                     "validate; pass --force to train it anyway")
+
+
+def prepare(fit: LawFit, cfg: SweepConfig, compute, *, runs_dir: Path | str = "runs", force: bool = False,
+            fit_path: str = "") -> tuple[SweepConfig, list[PlannedRun], Validation]:
+    """The validation sweep's config, its three runs and their predictions (what a dry run shows)."""
+    forced = check_trust(fit, force)
+    compute = check_compute(compute)
+    vcfg = validation_config(cfg)
+    runs = plan_runs(fit, vcfg, compute)
+    planned = predictions(fit, vcfg, compute, runs, store_dir=Path(runs_dir) / vcfg.name, fit_path=fit_path,
+                          forced=forced)
+    return vcfg, [run for _, run in runs], planned
+
+
+def observe(planned: Validation, sweep_dir: Path) -> Validation:
+    """The planned validation with each run's status and final loss read from the store."""
+    runs = []
+    for r in planned.runs:
+        summary = store.read_summary(sweep_dir / r.run_id) or {"status": "incomplete"}
+        finished = summary["status"] == "finished"
+        runs.append(replace(r, status=summary["status"], observed=summary.get("final_val_loss") if finished else None))
+    return replace(planned, runs=tuple(runs))
+
+
+def validate(fit: LawFit, cfg: SweepConfig, compute, *, runs_dir: Path | str = "runs", cache_dir: Path | None = None,
+             force: bool = False, fit_path: str = "", reporter=None) -> Validation:
+    """Train the three runs at `compute` not trained yet, and compare them with the law."""
+    vcfg, runs, planned = prepare(fit, cfg, compute, runs_dir=runs_dir, force=force, fit_path=fit_path)
+    result = run_sweep(vcfg, runs_dir, cache_dir, reporter, planned=runs)
+    return observe(planned, result.sweep_dir)
+
+
+def write_validation(path: Path, result: Validation) -> Path:
+    """validate.json in `path` (a folder, or the file itself)."""
+    path = Path(path)
+    path = path / FILENAME if path.suffix != ".json" else path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    store.write_atomic(path, json.dumps(json_safe(result.to_json()), indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def load_validation(path: Path) -> Validation:
+    """The Validation in a validate.json; UsageError naming the file when it is not one."""
+    try:
+        return Validation.from_json(read_json(path))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{path} is not a validate.json written by `scaling validate` ({exc})") from None

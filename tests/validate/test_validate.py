@@ -1,0 +1,130 @@
+"""`scaling validate`: three real micro runs at one compute, stored with their role, resumed,
+never fitted; the prediction they are compared with; the refusal of a law that is not identified."""
+
+import json
+import math
+import shutil
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from scaling.cli import main
+from scaling.errors import UsageError
+from scaling.laws import analysis, fitdata, simulate
+from scaling.laws.diagnostics import Diagnostics
+from scaling.laws.law import Law
+from scaling.laws.results import DataSummary, LawFit, load_fit, write_fit
+from scaling.runs import store
+from scaling.sweep.plan import planned_run
+from scaling.validate.family import family_of
+from scaling.validate.run import load_validation, prepare, recipe, validate
+from tests.conftest import MICRO, micro_config
+
+# A known law whose optimum at C = 5e9 (N about 16K) lies among the micro family's sizes, so the
+# three runs are micro runs of seconds; its scale is the micro runs' (losses about 5.5).
+LAW = Law(E=2.0, A=80.0, B=128.0, alpha=0.4, beta=0.4)
+COMPUTE = 5e9
+
+
+@pytest.fixture(scope="module")
+def known_fit(tmp_path_factory):
+    """fit.json of an IsoFLOP sweep simulated from LAW (0.5% noise), and the micro config's YAML."""
+    runs = simulate.isoflop_grid(np.geomspace(5e8, 4e9, 4), LAW, per_budget=5, span=4.0)
+    fit = analysis.fit_data(simulate.simulate(LAW, runs, noise=0.005, seed=0), bootstrap=40)
+    root = tmp_path_factory.mktemp("validate")
+    config = root / "micro.yaml"
+    config.write_text(yaml.safe_dump(MICRO))
+    return write_fit(root / "fit", fit), config
+
+
+def test_validate_trains_three_runs_stores_them_and_resumes(known_fit, tmp_path, cache_dir, capsys):
+    fit_path, config = known_fit
+    fit = load_fit(fit_path)
+    assert fit.diagnostics.verdict != "not identified"
+    args = ["validate", str(fit_path), "--compute", "5e9", "--config", str(config), "--runs-dir", str(tmp_path),
+            "--cache-dir", str(cache_dir)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "at C = 5e+09 (extrapolation): predicted" in out and "observed" in out
+    result = load_validation(fit_path.parent / "validate.json")
+
+    # The store: three runs marked as validation runs, planned for this compute, on D = C / 6N.
+    sweep_dir = tmp_path / "micro-validate"
+    table = pd.read_csv(sweep_dir / "runs.csv")
+    assert len(table) == 3 and (table.role == "validation").all() and (table.budget == COMPUTE).all()
+    family = family_of(micro_config())
+    for run in result.runs:
+        summary = store.read_summary(sweep_dir / run.run_id)
+        assert summary["role"] == "validation" and summary["status"] == run.status == "finished"
+        assert run.observed == summary["final_val_loss"]
+        assert abs(run.d - COMPUTE / (6 * run.n)) <= micro_config().train.batch_tokens / 2
+        assert run.predicted == pytest.approx(float(fit.law.loss(run.n, run.d)), rel=1e-12)
+        assert run.interval[0] < run.interval[1]
+        assert run.inside == (run.interval[0] <= run.observed <= run.interval[1])
+    # The optimum run is the family's shape nearest the law's N_opt; the neighbours straddle it.
+    n_opt = float(fit.law.n_opt(COMPUTE))
+    nearest = min((family.n_params(s) for s in family.candidates(4 * n_opt)), key=lambda n: abs(math.log(n / n_opt)))
+    assert result.run("optimum").n == nearest
+    assert result.run("smaller").n < nearest < result.run("larger").n
+    observed = {r.position: r.observed for r in result.runs}
+    assert result.optimum_holds == (observed["optimum"] < min(observed["smaller"], observed["larger"]))
+
+    # A second validation trains nothing and finds the same.
+    stamps = {p: p.stat().st_mtime_ns for p in sweep_dir.glob("*/summary.json")}
+    again = validate(fit, micro_config(), COMPUTE, runs_dir=tmp_path, cache_dir=cache_dir, fit_path=str(fit_path))
+    assert again.to_json() == result.to_json()
+    assert {p: p.stat().st_mtime_ns for p in sweep_dir.glob("*/summary.json")} == stamps
+
+    # Never fitted: a validation run copied into a sweep's store is left out, and says why.
+    mixed = tmp_path / "mixed"
+    shutil.copytree(sweep_dir, mixed)
+    shutil.rmtree(mixed / result.run("optimum").run_id)
+    for position in ("smaller", "larger"):   # made a fit point: the same run without its role
+        path = mixed / result.run(position).run_id / store.SUMMARY
+        summary = json.loads(path.read_text())
+        del summary["role"]
+        path.write_text(json.dumps(summary))
+    shutil.copytree(sweep_dir / result.run("optimum").run_id, mixed / result.run("optimum").run_id)
+    data = fitdata.from_runs(mixed)
+    assert len(data) == 2 and result.run("optimum").run_id not in data.ids
+    assert [d.reason for d in data.dropped] == ["a validation run: it checks a fit, and is never fitted"]
+
+
+def test_a_fit_that_is_not_identified_is_refused_unless_forced(known_fit, tmp_path, capsys):
+    fit_path, config = known_fit
+    fit = load_fit(fit_path)
+    doubtful = replace(fit, diagnostics=Diagnostics(fit.diagnostics.checks, "not identified",
+                                                    ("tokens per parameter's interval spans x40",)))
+    path = write_fit(tmp_path / "doubtful", doubtful)
+    args = ["validate", str(path), "--compute", "5e9", "--config", str(config), "--runs-dir", str(tmp_path / "runs")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "verdict is 'not identified' (tokens per parameter's interval spans x40)" in err and "--force" in err
+    assert not (tmp_path / "runs").exists()
+    assert main([*args, "--force", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "validated anyway (--force)" in out and out.count("planned") == 4
+    assert not (tmp_path / "runs").exists() and sorted(p.name for p in (tmp_path / "doubtful").iterdir()) == [
+        "fit.bootstrap.csv", "fit.json"]
+
+
+def test_a_compute_inside_the_sweep_is_an_interpolation(known_fit, tmp_path):
+    fit = load_fit(known_fit[0])
+    _, _, planned = prepare(fit, micro_config(), 2e9, runs_dir=tmp_path)
+    assert planned.kind == "interpolation" and planned.largest_fit_compute >= 2e9
+    assert all(r.status == "planned" and r.observed is None for r in planned.runs)
+
+
+def test_the_recipe_read_back_from_a_store_gives_the_sweep_its_run_ids(micro_sweep):
+    cfg, sweep = micro_sweep
+    fit = LawFit(law=LAW, data=DataSummary(source=f"runs {sweep.sweep_dir}"))
+    read = recipe(fit, None)
+    assert read.name == cfg.name and read.train == cfg.train and read.model == cfg.model
+    for row in sweep.table.itertuples():
+        shape = next(s for s in read.grid.models if (s.d_model, s.n_layers) == (row.d_model, row.n_layers))
+        assert planned_run(read, shape, int(row.tokens), shape.lr).run_id == row.run_id
+    with pytest.raises(UsageError, match="give the sweep's config with --config"):
+        recipe(replace(fit, data=DataSummary(source="table runs.csv")), None)
