@@ -33,6 +33,7 @@ from scaling.report.style import (
     size_legend,
     with_rc,
 )
+from scaling.validate.result import Validation
 
 # ----------------------------------------------------------------------------- 1. loss curves
 
@@ -313,4 +314,38 @@ def bootstrap_distributions(samples: dict, estimates: dict, intervals: dict, *, 
         ax.set_ylabel("resamples")
         ax.legend(loc="upper right", fontsize=7.5, framealpha=0.85)
     fig.suptitle(f"Bootstrap distributions ({n_resamples} resamples of the points, each refitted)", fontsize=10)
+    return fig
+
+
+# ----------------------------------------------------------------------------- 7. validation
+
+@with_rc
+def validation(v: Validation, law: Law, band, *, n_label: str = "parameters") -> Figure:
+    """The IsoFLOP profile at the validation's compute: the law's loss along C = 6 N D with its
+    prediction band (band: (n grid, lo, hi), or None), and the three runs trained there, each
+    observed loss beside its prediction interval."""
+    fig, axes = new_figure(size=(7.5, 4.8))
+    ax, c = axes[0, 0], v.compute
+    grid = np.geomspace(min(r.n for r in v.runs) / 1.6, max(r.n for r in v.runs) * 1.6, 120)
+    if band is not None:
+        ax.fill_between(band[0], band[1], band[2], color="#9ecae1", alpha=0.45, lw=0,
+                        label=f"{100 * v.level:g}% prediction interval")
+    ax.plot(grid, law.loss(grid, c / (6 * grid)), color="#3182bd", lw=1.6, label="fitted law along C = 6ND")
+    ax.axvline(v.n_opt, color="#3182bd", ls=":", lw=1.0, label=f"law's N_opt = {human(v.n_opt)}")
+    for run in v.runs:
+        if run.interval is not None:
+            below, above = run.predicted - run.interval[0], run.interval[1] - run.predicted
+            ax.errorbar(run.n, run.predicted, yerr=[[below], [above]], fmt="none", ecolor="#08519c", elinewidth=1.0,
+                        capsize=4)
+        if run.observed is not None:
+            ax.plot(run.n, run.observed, "o", color="#d62728" if run.position == "optimum" else "#ff9896",
+                    mec="black", mew=0.6, ms=8, zorder=5)
+            ax.annotate(f"{run.position}\n{run.shape}", (run.n, run.observed), textcoords="offset points",
+                        xytext=(8, 6), fontsize=8)
+    ax.plot([], [], "o", color="#d62728", mec="black", label="observed (the recommended model darkest)")
+    ax.set_xlabel(f"parameters N ({n_label}, log scale)")
+    ax.set_ylabel("final validation loss (nats/token)")
+    ax.set_title(f"Validation at C = {sci(c, 2)} FLOPs ({v.kind})")
+    log_axis(ax, "x")
+    ax.legend(loc="upper center", fontsize=8, framealpha=0.85)
     return fig

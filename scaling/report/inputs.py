@@ -40,6 +40,9 @@ from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
 from scaling.laws.curves import curves_from_store, read_curves
 from scaling.runs import store
+from scaling.validate.result import Validation
+from scaling.validate.run import FILENAME as VALIDATION_FILE
+from scaling.validate.run import load_validation
 
 DEFAULT_CONVENTION = "non_embedding"
 
@@ -60,6 +63,7 @@ class Inputs:
     left_out: list = field(default_factory=list)   # (what, why): runs or parts left out
     notes: list = field(default_factory=list)      # what the report cannot show, and why
     fit_command: str | None = None                 # the `scaling fit` call that gives the same fit.json
+    validation: Validation | None = None           # validate.json beside the fit, where there is one
 
 
 def _count(what: str, value) -> int:
@@ -97,12 +101,12 @@ def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap:
         if fit is not None or here:
             raise UsageError("an existing fit, the filters and the parameter convention apply to a run store; "
                              f"{source} is a fit, which records its own")
-        return _from_fit_file(source, bootstrap)
+        return _with_validation(_from_fit_file(source, bootstrap))
     if fit is not None:
         if here:
             raise UsageError("the filters and the parameter convention apply to a fit made here, not to an "
                              "existing fit")
-        return _store_with_fit(source, fit, bootstrap)
+        return _with_validation(_store_with_fit(source, fit, bootstrap))
     data = selection.apply_filters(_store_points(source, param_convention or DEFAULT_CONVENTION),
                                  drop_highest_loss=drop_highest_loss)
     curves = curves_from_store(source, param_convention=data.param_convention)
@@ -121,6 +125,14 @@ def _is_fit(path: Path) -> bool:
         return False
     raise UsageError(f"{path} is neither a run store (no <run-id>/{store.CONFIG} or {store.TABLE}) nor a "
                      f"fit folder (no {results.FILENAME})")
+
+
+def _with_validation(inputs: Inputs) -> Inputs:
+    """The validation beside the fit.json (`scaling validate`'s validate.json), if there is one."""
+    path = inputs.fit_path.parent / VALIDATION_FILE
+    if path.is_file():
+        inputs.validation = load_validation(path)
+    return inputs
 
 
 def _store_points(runs_dir: Path, convention: str) -> fitdata.FitData:

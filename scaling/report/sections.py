@@ -29,6 +29,7 @@ from scaling.report import notes
 from scaling.report.document import Doc
 from scaling.report.inputs import Inputs
 from scaling.report.style import SizeColours
+from scaling.validate.result import headline
 
 FRONTIER_MAX_C = 1e24
 MAX_POINTS_LISTED = 60       # longer point tables (a dataset) are summarised instead
@@ -40,6 +41,7 @@ FIGURE_TITLES = {
     "frontiers": "Iso-loss contours of the fitted law and compute-optimal frontiers to 1e24 FLOPs",
     "residuals": "Residuals of the fit",
     "bootstrap": "Bootstrap distributions of alpha, beta, a and tokens per parameter",
+    "validation": "The validation: the recommended model and its neighbours against the law's prediction",
 }
 
 
@@ -385,6 +387,35 @@ def plan(r: Report) -> None:
     r.doc.ul(lines)
 
 
+def validation(r: Report) -> None:
+    """`scaling validate`'s runs beside the fit, when there are any: the table, the headline, the figure."""
+    v = r.inputs.validation
+    if v is None:
+        return
+    r.doc.h(2, "Validation: the recommended model, trained")
+    if v.law != r.fit.law.to_dict():
+        r.doc.p(f"validate.json validated another law than this fit's (refitted since): run `scaling validate` "
+                f"again at C = {v.compute:.3g} to check this one.")
+        return
+    if v.forced:
+        r.doc.p(f"**The fit's verdict was '{v.fit_verdict}'; the validation was run anyway (--force)**: it tests "
+                "what the law says, not a recommendation.")
+    rows = [[run.position, run.shape, sci(run.n), sci(run.d), _fmt(run.d / run.n, ".3g"), _fmt(run.predicted, ".3f"),
+             _bounds(run.interval, ".3f"), _fmt(run.observed, ".3f"), run.status] for run in v.runs]
+    r.doc.table(["run", "shape", "N", "D", "D/N", "predicted", f"{100 * v.level:g}% interval", "observed", "status"],
+                rows, align=["l", "l", "r", "r", "r", "r", "r", "r", "l"])
+    r.doc.p(headline(v) + f". Runs in {v.store}, with the sweep's recipe; they are not fit points.")
+    band = None
+    if r.fit.resampled is not None:
+        grid = np.geomspace(min(run.n for run in v.runs) / 1.6, max(run.n for run in v.runs) * 1.6, 60)
+        bounds = np.array([r.fit.loss_interval(n, v.compute / (6 * n)) for n in grid])
+        band = (grid, bounds[:, 0], bounds[:, 1])
+    r.figure("validation", figs.validation(v, r.fit.law, band, n_label=r.n_label),
+             f"Loss along C = {v.compute:.3g} FLOPs: the fitted law (line) with its {100 * v.level:g}% prediction "
+             "interval (band: the bootstrap's laws times the runs' scatter), and the three runs trained there "
+             "(points; bars: each run's prediction interval).")
+
+
 def closing(r: Report) -> None:
     """Evidence, limitations, the figures not drawn and how the report was made."""
     r.doc.h(2, "Evidence")
@@ -399,4 +430,4 @@ def closing(r: Report) -> None:
 
 
 SECTIONS = (summary, left_out, sweep, fitted_law, diagnostics, holdout_check, allocation_exponents, kaplan_laws,
-            published_laws, plan, closing)
+            published_laws, plan, validation, closing)

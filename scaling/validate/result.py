@@ -60,6 +60,7 @@ class Validation:
     forced: bool                        # validated with --force despite a `not identified` verdict
     store: str                          # the run store folder the runs are in
     fit: str                            # the fit.json validated
+    law: dict                           # its constants (E, A, B, alpha, beta): a refit is another law
 
     def run(self, position: str) -> ValidationRun:
         return next(r for r in self.runs if r.position == position)

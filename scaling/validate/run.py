@@ -117,7 +117,8 @@ def predictions(fit: LawFit, cfg: SweepConfig, compute: float, runs: list[tuple[
     c_range = fit.data.c_range
     return Validation(compute, float(c_range[1]) if c_range else None, float(fit.law.n_opt(compute)),
                       float(fit.law.d_opt(compute)), fit.ci.level if fit.ci else 0.95, tuple(rows),
-                      fit.diagnostics.verdict if fit.diagnostics else None, forced, str(store_dir), fit_path)
+                      fit.diagnostics.verdict if fit.diagnostics else None, forced, str(store_dir), fit_path,
+                      fit.law.to_dict())
 
 
 def check_trust(fit: LawFit, force: bool) -> bool:

@@ -20,6 +20,7 @@ from scaling.laws.results import DataSummary, LawFit, load_fit, write_fit
 from scaling.runs import store
 from scaling.sweep.plan import planned_run
 from scaling.validate.family import family_of
+from scaling.validate.result import headline
 from scaling.validate.run import load_validation, prepare, recipe, validate
 from tests.conftest import MICRO, micro_config
 
@@ -71,6 +72,12 @@ def test_validate_trains_three_runs_stores_them_and_resumes(known_fit, tmp_path,
     assert result.run("smaller").n < nearest < result.run("larger").n
     observed = {r.position: r.observed for r in result.runs}
     assert result.optimum_holds == (observed["optimum"] < min(observed["smaller"], observed["larger"]))
+
+    # The report beside the fit shows it: the table, the headline and the figure.
+    assert main(["report", str(fit_path.parent), "--out", str(tmp_path / "report")]) == 0
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "## Validation: the recommended model, trained" in text and headline(result) in text
+    assert (tmp_path / "report" / "figures" / "validation.png").is_file()
 
     # A second validation trains nothing and finds the same.
     stamps = {p: p.stat().st_mtime_ns for p in sweep_dir.glob("*/summary.json")}
