@@ -1,5 +1,5 @@
-# The two commands of the README: `make demo` (tiny sweep on the builtin corpus, then its fit and verdict)
-# and `make test`. Both create .venv and install the package the first time.
+# The two commands of the README: `make demo` (tiny sweep on the builtin corpus, its fit and verdict,
+# then a validation of the law at 3x the sweep's largest compute) and `make test`. Both create .venv and install the package the first time.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -20,9 +20,12 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
+# validate --force: the demo's law is not identified (the fit's verdict says why), and the
+# validation shows what that means for a run beyond the sweep.
 demo: install
 	$(BIN)/scaling sweep configs/tiny.yaml
 	$(BIN)/scaling fit runs/tiny
+	$(BIN)/scaling validate fits/tiny --compute 3e12 --force
 
 test: install
 	$(BIN)/python -m pytest -q
