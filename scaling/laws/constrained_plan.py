@@ -1,0 +1,135 @@
+"""Spending C FLOPs (C = 6 N D) with only U unique tokens, under the data-constrained law.
+
+Pure functions, no I/O. The law is `scaling.laws.constrained.ConstrainedLaw` (Muennighoff et al.
+2023, arXiv:2305.16264). Three questions:
+
+* `constrained_plan(law, C, U)`: the N (so D = C / 6N and D / U epochs) minimising L(N, D, U)
+  at C, found by a bounded scalar minimiser over ln N; and the loss lost against unlimited unique
+  data, the base law's optimum at the same C (`allocation.plan`). The paper has no closed form
+  (its README finds the optimum by a grid over N); nor do we.
+* `repeat_value(law, epochs)`: what one more token is worth, relative to a fresh one, when the
+  run is already at `epochs` epochs: dD'/dD = exp(-R_D / R_D*), R_D = epochs - 1.
+* `diminishing_epochs(law, fraction)`: the "return on compute" point, defined as the epochs
+  beyond which a repeated token is worth less than `fraction` of a fresh one (see its doc).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from scaling.errors import UsageError
+from scaling.laws.allocation import Allocation, check_compute, plan
+from scaling.laws.constrained import ConstrainedLaw
+
+GRID_POINTS = 401     # the grid over ln N that brackets the optimum before Brent's method
+
+
+@dataclass(frozen=True)
+class ConstrainedAllocation:
+    """The best split of C FLOPs with U unique tokens: N parameters on D tokens (C = 6 N D).
+
+    unconstrained: the base law's optimum at the same C, as if every token could be fresh.
+    """
+
+    compute: float
+    unique: float
+    n: float
+    d: float
+    loss: float
+    unconstrained: Allocation
+
+    @property
+    def epochs(self) -> float:
+        return self.d / self.unique
+
+    @property
+    def tokens_per_param(self) -> float:
+        return self.d / self.n
+
+    @property
+    def loss_lost(self) -> float:
+        """Loss above the unconstrained optimum: what having only U unique tokens costs (>= 0)."""
+        return self.loss - self.unconstrained.loss
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out.update(epochs=self.epochs, tokens_per_param=self.tokens_per_param, loss_lost=self.loss_lost)
+        return out
+
+
+def check_unique(unique) -> float:
+    """A count of unique tokens as a float; UsageError unless it is positive and finite."""
+    try:
+        u = float(unique)
+    except (TypeError, ValueError):
+        raise UsageError(f"unique tokens {unique!r} is not a number") from None
+    if not math.isfinite(u) or u <= 0:
+        raise UsageError(f"unique tokens must be a positive, finite number, got {unique!r}")
+    return u
+
+
+def constrained_plan(law: ConstrainedLaw, compute, unique, *, xatol: float = 1e-10) -> ConstrainedAllocation:
+    """The N minimising L(N, C / 6N, U) over N in [1, C/6] (D >= 1 token), and what it costs.
+
+    Minimises the reducible loss L - E over x = ln N (E does not move the argmin, and leaving it
+    out keeps the flat bottom further above float rounding). The law need not be convex along the
+    budget (U_N and U_D switch branches there), so a grid of GRID_POINTS values of x picks the lowest
+    bracket first and Brent's bounded method then searches u = x - x_grid within it: scipy's
+    stopping rule adds sqrt(eps) |u| to xatol, which on x itself (~20) would cap the precision
+    near 3e-7 relative.
+    """
+    c, u = check_compute(compute), check_unique(unique)
+    if c <= 6.0:
+        raise UsageError(f"compute {c:g} FLOPs cannot train even one parameter on one token (C = 6 N D)")
+    log_c6 = math.log(c / 6.0)
+
+    def reducible(x):
+        return law.reducible(np.exp(x), np.exp(log_c6 - x), u)
+
+    grid = np.linspace(0.0, log_c6, GRID_POINTS)
+    i = int(np.argmin(reducible(grid)))
+    x0 = grid[i]
+    lo, hi = grid[max(i - 1, 0)] - x0, grid[min(i + 1, GRID_POINTS - 1)] - x0
+    res = minimize_scalar(lambda v: float(reducible(x0 + v)), bounds=(lo, hi), method="bounded",
+                          options={"xatol": xatol, "maxiter": 10_000})
+    n = math.exp(x0 + res.x)
+    d = c / (6.0 * n)
+    return ConstrainedAllocation(c, u, n, d, float(law.loss(n, d, u)), plan(law.base, c))
+
+
+def _r_d_star(law: ConstrainedLaw) -> float:
+    if law.r_d_star is None:
+        raise UsageError("this law has no R_D* (repeated tokens do not decay): every epoch is worth a fresh one")
+    return law.r_d_star
+
+
+def repeat_value(law: ConstrainedLaw, epochs):
+    """dD'/dD = exp(-R_D / R_D*), R_D = max(epochs - 1, 0): one more token's worth against a fresh one.
+
+    It does not depend on N, D or U, only on how many times the data has been seen: the first
+    epoch's tokens are worth 1, and each later epoch's less (broadcasts over arrays).
+    """
+    epochs = np.asarray(epochs, dtype=float)
+    if np.any(~np.isfinite(epochs) | (epochs <= 0)):
+        raise UsageError("epochs must be positive and finite")
+    return np.exp(-np.maximum(epochs - 1.0, 0.0) / _r_d_star(law))
+
+
+def diminishing_epochs(law: ConstrainedLaw, fraction: float = 1.0 / math.e) -> float:
+    """The epochs beyond which more epochs stop paying: a repeated token is worth less than
+    `fraction` of a fresh one. 1 + R_D* ln(1 / fraction).
+
+    The paper's "return on compute when repeating" (its Figure 3, left; plotstables/return_alloc.ipynb
+    in huggingface/datablations) follows the loss of a fixed model as its epochs over a fixed set
+    of unique tokens grow: that loss moves only through D', whose growth per token is
+    `repeat_value`. The default fraction 1/e puts the point at R_D + 1 = R_D* + 1 epochs, the
+    scale on which the law's repeated tokens decay: 16.4 epochs for the published R_D* = 15.4,
+    the "returns diminish after about 16 epochs" that readers of the paper quote.
+    """
+    if not 0 < fraction < 1:
+        raise UsageError(f"fraction must be in (0, 1); got {fraction}")
+    return 1.0 + _r_d_star(law) * math.log(1.0 / fraction)
