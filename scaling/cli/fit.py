@@ -44,6 +44,12 @@ def register(subparsers) -> None:
                                         "Approach 2 groups by it instead of binning C")
     p.add_argument("--embedding-col", help="--csv: column of embedding parameters, so N is known both ways and "
                                            "the fit is shown with each (needs --param-convention)")
+    p.add_argument("--unique-col", help="--csv: column of the unique tokens each run drew its D from (runs with "
+                                        "D above it repeat data; the data-constrained law is fitted too)")
+    p.add_argument("--unique-tokens", type=float, metavar="U",
+                   help="--csv: the unique tokens of every run (one corpus), instead of --unique-col")
+    p.add_argument("--data-constrained", action="store_true",
+                   help="fit the data-constrained law (Muennighoff et al. 2023) even if no run repeats data")
     p.add_argument("--drop-highest-loss", type=int, default=0, metavar="K",
                    help="leave out the K points with the highest loss (Besiroglu et al.: 5)")
     p.add_argument("--min-tokens-per-param", type=float, metavar="X", help="leave out points with D/N below X")
@@ -69,7 +75,8 @@ def load_data(args) -> tuple[fitdata.FitData, str]:
                          + (f" (got {', '.join(sources)})" if sources else ""))
     column_flags = [f for f, v in (("--n-col", args.n_col), ("--d-col", args.d_col), ("--c-col", args.c_col),
                                    ("--loss-col", args.loss_col), ("--embedding-col", args.embedding_col),
-                                   ("--budget-col", args.budget_col))
+                                   ("--budget-col", args.budget_col), ("--unique-col", args.unique_col),
+                                   ("--unique-tokens", args.unique_tokens))
                     if v is not None]
     if column_flags and args.csv is None:
         raise UsageError(f"{', '.join(column_flags)} apply to --csv only")
@@ -86,7 +93,8 @@ def load_data(args) -> tuple[fitdata.FitData, str]:
         data = fitdata.from_table(args.csv, n_col=args.n_col or cols["n_col"],
                                   loss_col=args.loss_col or cols["loss_col"], d_col=args.d_col,
                                   c_col=args.c_col, param_convention=args.param_convention,
-                                  embedding_col=args.embedding_col, budget_col=args.budget_col)
+                                  embedding_col=args.embedding_col, budget_col=args.budget_col,
+                                  unique_col=args.unique_col, unique_tokens=args.unique_tokens)
         name = args.csv.stem
     else:
         data = fitdata.from_dataset(args.dataset)
@@ -121,6 +129,7 @@ def cmd_fit(args) -> int:
     _check_number("--delta", args.delta)
     _check_number("--fixed-E", args.fixed_E)
     _check_number("--reference-compute", args.reference_compute)
+    _check_number("--unique-tokens", args.unique_tokens)
     data, name = load_data(args)
     out = args.out if args.out is not None else Path("fits") / name
     start = time.perf_counter()
@@ -128,7 +137,8 @@ def cmd_fit(args) -> int:
     if args.runs_dir is not None:
         curves = curves_from_store(args.runs_dir, param_convention=data.param_convention)
     fit = analysis.fit_data(data, delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap,
-                           seed=args.seed, reference_compute=args.reference_compute, curves=curves)
+                           seed=args.seed, reference_compute=args.reference_compute, curves=curves,
+                           data_constrained=args.data_constrained)
     elapsed = time.perf_counter() - start
     path = results.write_fit(out, fit)
     if args.json:

@@ -22,13 +22,15 @@ from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
 from scaling.laws.fitdata import FitData
 from scaling.laws.law import PARAM_NAMES
+from scaling.laws.repeated import RESAMPLES as REPEATED_RESAMPLES
+from scaling.laws.repeated import fit_repeated
 from scaling.laws.results import DEFAULT_BOOTSTRAP, DataSummary, FitOptions, Intervals, LawFit
 from scaling.laws.selection import check_fittable
 
 
 def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: float | None = None,
              bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, reference_compute: float | None = None,
-             grid=None, curves: pd.DataFrame | None = None) -> LawFit:
+             grid=None, curves: pd.DataFrame | None = None, data_constrained: bool = False) -> LawFit:
     """Fit the law to `data`, bootstrap it (`bootstrap` resamples; 0 for none), estimate the
     allocation by Hoffmann's three approaches, fit Kaplan's single-variable laws and, where the
     points give N both ways, the other convention; then diagnose it all (`LawFit.diagnostics`).
@@ -36,7 +38,9 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     grid: None for Hoffmann's 4,500 starts, or axis values / an array as `fit.fit_law` takes.
     reference_compute: C at which tokens per parameter is given (default: the largest 6 N D in
     the data). curves: the runs' intermediate evaluations (`curves.curves_from_store`) for
-    Approach 1; without them only Approaches 2 and 3 are reported.
+    Approach 1; without them only Approaches 2 and 3 are reported. Where runs repeat data (or with
+    `data_constrained` and the unique tokens known), the data-constrained law is fitted too
+    (`LawFit.repeated`, scaling.laws.repeated).
     """
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
         raise UsageError(f"the number of bootstrap resamples must be a whole number >= 0; got {bootstrap!r}")
@@ -82,6 +86,11 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
                                                                  reference_compute)}
         fit = replace(fit, param_conventions=json_safe(conventions))
         extra.append(diagnostics.convention_check(fit.param_conventions, data.param_convention))
+    if data_constrained and data.unique is None:
+        raise UsageError(f"{data.source}: the data-constrained fit needs each run's unique tokens "
+                         "(a run store records them; for a table give --unique-col or --unique-tokens)")
+    fit = replace(fit, repeated=fit_repeated(data, bootstrap=min(int(bootstrap), REPEATED_RESAMPLES), seed=int(seed),
+                                             delta=delta, force=data_constrained))
     return replace(fit, diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
                                                          extra=tuple(extra)))
 

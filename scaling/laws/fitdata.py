@@ -65,9 +65,11 @@ class FitData:
     out and why. filters: the filters applied (see `apply_filters`). n_other: the same points' N
     counted by the other convention (non-embedding <-> total), where the source gives both, so the
     fit can show how much the convention moves the answer. budgets: each point's planned compute
-    budget, where the source records one (an IsoFLOP sweep), for Approach 2. table: how a table was read (its path
-    and columns), so a report can read it again. digest: sha256 of the float64 arrays (n, d,
-    loss) in this order, computed on construction.
+    budget, where the source records one (an IsoFLOP sweep), for Approach 2. unique: the unique
+    tokens each run drew its D from, where the source gives them (a run store records them; a table
+    with --unique-col or --unique-tokens): D > U repeats data, which the data-constrained fit
+    discounts. table: how a table was read (its path and columns), so a report can read it again.
+    digest: sha256 of the float64 arrays (n, d, loss) in this order, computed on construction.
     """
 
     n: np.ndarray
@@ -80,6 +82,7 @@ class FitData:
     filters: dict = field(default_factory=dict)
     n_other: np.ndarray | None = None
     budgets: np.ndarray | None = None
+    unique: np.ndarray | None = None
     table: dict | None = None
     digest: str = field(init=False, default="")
 
@@ -98,10 +101,10 @@ class FitData:
             raise UsageError(f"parameter convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
                              f"got {self.param_convention!r}")
         labels = {"n": "N (parameters)", "d": "D (tokens)", "loss": "loss", "budgets": "compute budget",
-                  "n_other": f"N ({self.other_convention} parameters)"}
+                  "n_other": f"N ({self.other_convention} parameters)", "unique": "unique tokens"}
         for name, label in labels.items():
             values = getattr(self, name)
-            if values is None:                       # budgets and n_other are optional
+            if values is None:                       # budgets, n_other and unique are optional
                 continue
             values = _frozen(values)
             if values.size != self.n.size:
@@ -112,6 +115,16 @@ class FitData:
 
     def __len__(self) -> int:
         return int(self.n.size)
+
+    @property
+    def epochs(self) -> np.ndarray | None:
+        """D / U for each point: above 1, the run saw some tokens more than once (None without U)."""
+        return None if self.unique is None else self.d / self.unique
+
+    @property
+    def repeats(self) -> bool:
+        """Whether any run trained on more tokens than its unique ones."""
+        return self.unique is not None and bool((self.d > self.unique).any())
 
     @property
     def compute(self) -> np.ndarray:
@@ -240,13 +253,27 @@ def from_runs(sweep_dir, param_convention: str = "non_embedding", *, drop_unmeas
         if "budget" in table else None
     if budgets is not None and not (np.isfinite(budgets).all() and (budgets > 0).all()):
         budgets = None                         # not an IsoFLOP design (or not all of it): Approach 2 bins C
+    unique = _unique_tokens(table)[keep]
+    if not (np.isfinite(unique).all() and (unique > 0).all()):
+        unique = None                          # a store from before U was recorded, without epochs
     other = RUN_COLUMNS["total" if param_convention == "non_embedding" else "non_embedding"]
     n_other = pd.to_numeric(table[other], errors="coerce").to_numpy(dtype=float)[keep] if other in table else None
     if n_other is not None and not (np.isfinite(n_other).all() and (n_other > 0).all()):
         n_other = None                         # a damaged summary: no side-by-side fit, nothing worse
     return FitData(n=values["n"][keep], d=values["d"][keep], loss=values["loss"][keep], source=f"runs {sweep_dir}",
                    ids=tuple(str(table["run_id"].iloc[i]) for i in keep), dropped=tuple(dropped),
-                   param_convention=param_convention, n_other=n_other, budgets=budgets)
+                   param_convention=param_convention, n_other=n_other, budgets=budgets, unique=unique)
+
+
+def _unique_tokens(table: pd.DataFrame) -> np.ndarray:
+    """Each run's unique training tokens: recorded, or (stores from before) its tokens / epochs."""
+    def number(col):
+        return pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float) if col in table else \
+            np.full(len(table), np.nan)
+    recorded = number("unique_tokens")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        derived = np.round(number("tokens") / number("epochs"))
+    return np.where(np.isfinite(recorded), recorded, derived)
 
 
 def _status_counts(table: pd.DataFrame) -> str:
@@ -273,15 +300,19 @@ def read_table(path) -> pd.DataFrame:
 def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLUMNS["n_col"],
                loss_col: str = CHINCHILLA_COLUMNS["loss_col"], d_col: str | None = None,
                c_col: str | None = None, param_convention: str | None = None,
-               embedding_col: str | None = None, budget_col: str | None = None) -> FitData:
+               embedding_col: str | None = None, budget_col: str | None = None, unique_col: str | None = None,
+               unique_tokens: float | None = None) -> FitData:
     """Points from a DataFrame: N from n_col, loss from loss_col, D from d_col or D = C/(6N) from c_col.
 
     With neither d_col nor c_col, c_col defaults to "Training FLOP" (the Chinchilla table).
     param_convention says what n_col counts; embedding_col (which needs it) gives each row's
     embedding parameters, so N is known both ways and the fit can set the two side by side.
     budget_col: each run's planned compute budget (an IsoFLOP design), which Approach 2 then
-    groups by instead of binning C.
+    groups by instead of binning C. unique_col, or one unique_tokens for every row: the unique
+    tokens each run drew its D from, for the data-constrained fit.
     """
+    if unique_col is not None and unique_tokens is not None:
+        raise UsageError("give the unique-tokens column or one number of unique tokens, not both")
     if param_convention is not None and param_convention not in PARAM_CONVENTIONS:
         raise UsageError(f"the parameter convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
                          f"got {param_convention!r}")
@@ -294,7 +325,8 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLU
         c_col = CHINCHILLA_COLUMNS["c_col"]
     wanted = {"N": n_col, "loss": loss_col, **({"D": d_col} if d_col is not None else {"C": c_col}),
               **({"embedding parameters": embedding_col} if embedding_col is not None else {}),
-              **({"compute budget": budget_col} if budget_col is not None else {})}
+              **({"compute budget": budget_col} if budget_col is not None else {}),
+              **({"unique tokens": unique_col} if unique_col is not None else {})}
     missing = [f"{col!r} (for {what})" for what, col in wanted.items() if col not in frame.columns]
     if missing:
         present = ", ".join(repr(str(c)) for c in frame.columns) or "none"
@@ -319,20 +351,24 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLU
     if embedding_col is not None:
         embedding = pd.to_numeric(frame[embedding_col], errors="coerce").to_numpy(dtype=float)
         n_other = n - embedding if param_convention == "total" else n + embedding
+    unique = column(unique_col) if unique_col is not None else \
+        None if unique_tokens is None else np.full(n.size, float(unique_tokens))
     return FitData(n=n, d=d, loss=loss, source=source, ids=tuple(range(len(frame))),
                    param_convention=param_convention, n_other=n_other,
-                   budgets=None if budget_col is None else column(budget_col))
+                   budgets=None if budget_col is None else column(budget_col), unique=unique)
 
 
 def from_table(path, n_col: str = CHINCHILLA_COLUMNS["n_col"], loss_col: str = CHINCHILLA_COLUMNS["loss_col"],
                d_col: str | None = None, c_col: str | None = None,
                param_convention: str | None = None, embedding_col: str | None = None,
-               budget_col: str | None = None) -> FitData:
+               budget_col: str | None = None, unique_col: str | None = None,
+               unique_tokens: float | None = None) -> FitData:
     """Points from a CSV or parquet file (see `from_frame` for the columns). The path and columns
     are kept in `table`, so the same points can be read again from the fit's record."""
     frame = read_table(path)
     columns = dict(n_col=n_col, loss_col=loss_col, d_col=d_col, c_col=c_col, param_convention=param_convention,
-                   embedding_col=embedding_col, budget_col=budget_col)
+                   embedding_col=embedding_col, budget_col=budget_col, unique_col=unique_col,
+                   unique_tokens=unique_tokens)
     data = from_frame(frame, source=f"table {path}", **columns)
     return replace(data, table={"path": str(path), **columns})
 

@@ -51,6 +51,7 @@ from scaling.laws import fit as fitting
 from scaling.laws.diagnostics import Diagnostics
 from scaling.laws.fitdata import FitData
 from scaling.laws.law import PARAM_NAMES, Law
+from scaling.laws.repeated import SAMPLE_NAMES, Repeated
 from scaling.runs.store import write_atomic
 
 KIND = "scaling.fit"
@@ -176,6 +177,7 @@ class LawFit:
     kaplan: dict | None = None
     diagnostics: Diagnostics | None = None
     param_conventions: dict | None = None    # the fit with N counted each way, where both are known
+    repeated: Repeated | None = None         # the data-constrained fit, where runs repeat data
     resampled: np.ndarray | None = field(default=None, repr=False, compare=False)  # (R, 5): E, A, B, alpha, beta
     points: FitData | None = field(default=None, repr=False, compare=False)
     optimum: fitting.FitResult | None = field(default=None, repr=False, compare=False)
@@ -201,6 +203,7 @@ class LawFit:
             "approaches": self.approaches, "kaplan": self.kaplan,
             **({} if self.diagnostics is None else self.diagnostics.to_json()),
             **({} if self.param_conventions is None else {"param_conventions": self.param_conventions}),
+            **({} if self.repeated is None else {"repeated": self.repeated.to_json()}),
         }
 
     @classmethod
@@ -258,7 +261,7 @@ def _from_json(obj, where: str) -> LawFit:
     ci = _section(obj, "ci", where, (dict,))
     for key in ("dropped", "evidence", "limitations"):
         _section(data if key == "dropped" else obj, key, where, (list,))
-    for key in ("approaches", "kaplan", "verdict", "param_conventions"):
+    for key in ("approaches", "kaplan", "verdict", "param_conventions", "repeated"):
         _section(obj, key, where, (dict,))
     checks = _section(obj, "diagnostics", where, (list,))
     if checks is not None and not (all(isinstance(c, dict) for c in checks) and isinstance(obj.get("verdict"), dict)):
@@ -279,7 +282,17 @@ def _from_json(obj, where: str) -> LawFit:
         evidence=tuple(obj.get("evidence") or ()), limitations=tuple(obj.get("limitations") or ()),
         approaches=obj.get("approaches"), kaplan=obj.get("kaplan"),
         diagnostics=None if checks is None else Diagnostics.from_json(obj),
-        param_conventions=obj.get("param_conventions"))
+        param_conventions=obj.get("param_conventions"), repeated=_repeated(obj, where))
+
+
+def _repeated(obj: dict, where: str) -> Repeated | None:
+    section = obj.get("repeated")
+    if section is None:
+        return None
+    try:
+        return Repeated.from_json(section)
+    except (KeyError, TypeError, ValueError, UsageError) as exc:
+        raise UsageError(f"{where}: 'repeated' is not a data-constrained fit ({exc})") from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -291,9 +304,15 @@ def dumps_fit(fit: LawFit) -> str:
     return json.dumps(fit.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
-def samples_path(path: Path) -> Path:
-    """Where the bootstrap's constants go beside a fit.json: fit.json -> fit.bootstrap.csv."""
-    return path.with_name(path.stem + ".bootstrap.csv")
+def samples_path(path: Path, kind: str = "bootstrap") -> Path:
+    """Where the bootstrap's constants go beside a fit.json: fit.json -> fit.bootstrap.csv (the
+    law's), fit.repeated.csv (the data-constrained law's)."""
+    return path.with_name(f"{path.stem}.{kind}.csv")
+
+
+def _write_samples(path: Path, names, rows: np.ndarray) -> None:
+    lines = [",".join(names)] + [",".join(repr(float(v)) for v in row) for row in rows]
+    write_atomic(path, "\n".join(lines) + "\n")
 
 
 def write_fit(path, fit: LawFit) -> Path:
@@ -308,19 +327,20 @@ def write_fit(path, fit: LawFit) -> Path:
         raise UsageError(f"cannot create {path.parent}: {exc}") from None
     write_atomic(path, dumps_fit(fit))
     if fit.resampled is not None:
-        rows = [",".join(PARAM_NAMES)] + [",".join(repr(float(v)) for v in row) for row in fit.resampled]
-        write_atomic(samples_path(path), "\n".join(rows) + "\n")
+        _write_samples(samples_path(path), PARAM_NAMES, fit.resampled)
+    if fit.repeated is not None and fit.repeated.samples is not None:
+        _write_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.samples)
     return path
 
 
-def _read_samples(path: Path, fit: LawFit) -> np.ndarray | None:
-    """The bootstrap constants beside `path`, if they are there and match the fit's resamples."""
+def _read_samples(path: Path, names, count) -> np.ndarray | None:
+    """Bootstrap constants from `path`, if they are there, with these columns and `count` rows."""
     try:
-        table = pd.read_csv(samples_path(path))
+        table = pd.read_csv(path)
         values = table.to_numpy(dtype=float)            # text where a number should be: ValueError
     except (OSError, ValueError):
         return None
-    if list(table.columns) != list(PARAM_NAMES) or len(table) != fit.options.bootstrap:
+    if list(table.columns) != list(names) or len(table) != count:
         return None
     return None if np.isnan(values).any() else values      # inf is a real sample: A when alpha ran off
 
@@ -343,4 +363,9 @@ def load_fit(path) -> LawFit:
     except OSError as exc:
         raise UsageError(f"cannot read fit file {path}: {exc}") from None
     fit = LawFit.from_json(obj, str(path))
-    return replace(fit, resampled=_read_samples(path, fit)) if fit.ci is not None else fit
+    if fit.ci is not None:
+        fit = replace(fit, resampled=_read_samples(samples_path(path), PARAM_NAMES, fit.options.bootstrap))
+    if fit.repeated is not None and fit.repeated.ci is not None:
+        samples = _read_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.ci.get("n_resamples"))
+        fit = replace(fit, repeated=replace(fit.repeated, samples=samples))
+    return fit

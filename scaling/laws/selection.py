@@ -61,6 +61,7 @@ def apply_filters(data: FitData, *, drop_highest_loss: int = 0, min_tokens_per_p
     return replace(data, n=data.n[idx], d=data.d[idx], loss=data.loss[idx],
                    n_other=None if data.n_other is None else data.n_other[idx],
                    budgets=None if data.budgets is None else data.budgets[idx],
+                   unique=None if data.unique is None else data.unique[idx],
                    ids=tuple(data.ids[i] for i in idx), dropped=tuple(dropped), filters=filters)
 
 

@@ -40,8 +40,30 @@ def format_summary(fit: LawFit) -> str:
     out.append(f"starts at the optimum: {fit.n_starts_at_optimum} of {fit.options.n_starts}; "
                f"residual RMS {fit.residual_rms:.4g} (log loss)")
     out += format_conventions(fit)
+    out += format_repeated(fit)
     out += format_verdict(fit)
     return "\n".join(out)
+
+
+def format_repeated(fit: LawFit) -> list[str]:
+    """The data-constrained fit, where runs repeat data: R_D* and the base constants."""
+    r = fit.repeated
+    if r is None:
+        return []
+    out = [f"data-constrained law (Muennighoff et al. 2023; {r.n_repeated} runs repeat data, up to "
+           f"{r.max_epochs:.2f} epochs of {sci(r.unique_range[0])}"
+           + (f" to {sci(r.unique_range[1])}" if r.unique_range[1] != r.unique_range[0] else "")
+           + " unique tokens):"]
+    if r.law.r_d_star is None:
+        return out + [f"  {r.message}"]
+    base = r.law.base
+    out.append(f"  R_D*   = {_with_interval(r.law.r_d_star, r.interval('r_d_star'), '.3g')}   (a token seen for the "
+               "k-th time is worth exp(-(k-1)/R_D*) of a fresh one)")
+    out.append("  base   " + ", ".join(f"{k} {_with_interval(getattr(base, k), r.interval(k), FORMATS[k])}"
+                                       for k in ("alpha", "beta")) + f"; residual RMS {r.residual_rms:.4g}")
+    if r.message:
+        out.append(f"  note: {r.message}")
+    return out
 
 
 def _with_interval(value, bounds, f: str) -> str:

@@ -47,7 +47,7 @@ VALIDATION_ROLE = "validation"
 TABLE_COLUMNS = (
     "run_id", "status", "d_model", "n_layers", "n_heads", "lr",
     "n_params_total", "n_params_non_embedding", "tokens", "flops_6nd", "flops_exact",
-    "final_val_loss", "final_val_bpb", "epochs", "wall_s", "seed", "reason", "retry_of",
+    "final_val_loss", "final_val_bpb", "epochs", "unique_tokens", "wall_s", "seed", "reason", "retry_of",
     # WSD branches: the stable run they start from, and the tokens they trained themselves (the
     # cooldown); tokens and FLOPs above are those of the whole schedule, the point the law sees.
     "branch_of", "branch_tokens",

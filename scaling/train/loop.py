@@ -267,9 +267,10 @@ def summarize(spec: RunSpec, data: TokenData, status: str, reason: str | None, s
         "d_model": cfg.d_model, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "lr": spec.lr,
         "n_params_total": n_total, "n_params_non_embedding": n_non_embedding,
         "steps": steps_done, "tokens": tokens, "tokens_budget": spec.tokens, "epochs": tokens / len(data.train),
+        "unique_tokens": len(data.train),
         "flops_6nd": 6.0 * n_non_embedding * tokens,
         "flops_exact": float(flops_per_token(cfg)["exact"]) * tokens,
         "final_val_loss": final.get("val_loss"), "final_val_bpb": final.get("val_bpb"),
         "wall_s": wall_s, "tokens_per_s": trained / wall_s if wall_s > 0 else 0.0,
-        "budget": spec.budget, **({"role": spec.role} if spec.role else {}),
+        "budget": spec.budget, "role": spec.role,
     }

@@ -1,0 +1,89 @@
+"""The data-constrained part of a fit: what the runs that repeated data say.
+
+    section = fit_repeated(data, bootstrap=200, seed=0)     # None unless some run repeats data
+    section.law.r_d_star, section.interval("r_d_star"), section.to_json()
+
+A run that trains on more tokens than its unique ones (D > U, `FitData.unique`) sees some of
+them again; the ordinary law counts every repeated token as a fresh one. This section fits the
+data-constrained law of Muennighoff et al. 2023 (scaling.laws.constrained: L(N, D, U) = the base
+law at an effective data D', with repeated tokens decaying at the rate R_D*) to the same points
+with the same Huber objective, and bootstraps its constants and R_D*. R_N* (excess parameters) is
+left out: it needs runs far above N_opt(U), which a sweep that repeats its corpus a few times does
+not have, so the excess-parameter decay is taken as none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from scaling.formats import json_safe
+from scaling.laws.constrained import ConstrainedLaw
+from scaling.laws.constrained_fit import bootstrap_constrained, fit_constrained
+from scaling.laws.fitdata import FitData
+from scaling.laws.law import PARAM_NAMES, Law
+
+RESAMPLES = 200          # enough for R_D*'s interval; each is a local refit from the full one
+SAMPLE_NAMES = (*PARAM_NAMES, "r_d_star")
+
+
+@dataclass(frozen=True)
+class Repeated:
+    """The data-constrained fit of points of which `n_repeated` repeat data (up to `max_epochs`).
+
+    law: base constants and R_D*; ci: {"level", "n_resamples", name: [lo, hi]} for the base
+    constants and r_d_star, or None without a bootstrap; samples: (R, 6) bootstrap constants E, A,
+    B, alpha, beta, R_D* (from which the plan draws intervals), stored beside fit.json.
+    """
+
+    law: ConstrainedLaw
+    n_repeated: int
+    max_epochs: float
+    unique_range: list
+    objective: float
+    residual_rms: float
+    message: str = ""
+    ci: dict | None = None
+    samples: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def interval(self, name: str) -> tuple | None:
+        bounds = (self.ci or {}).get(name)
+        return None if bounds is None else tuple(bounds)
+
+    def to_json(self) -> dict:
+        return json_safe({"params": self.law.base.to_dict(), "r_d_star": self.law.r_d_star,
+                          "n_repeated": self.n_repeated, "max_epochs": self.max_epochs,
+                          "unique_range": self.unique_range, "objective": self.objective,
+                          "residual_rms": self.residual_rms, "message": self.message, "ci": self.ci})
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Repeated":
+        law = ConstrainedLaw(Law(**{k: float(obj["params"][k]) for k in PARAM_NAMES}), obj.get("r_d_star"))
+        return cls(law, int(obj["n_repeated"]), float(obj["max_epochs"]), list(obj["unique_range"]),
+                   float(obj["objective"]), float(obj["residual_rms"]), obj.get("message") or "", obj.get("ci"))
+
+    def laws(self) -> list[ConstrainedLaw]:
+        """One law per bootstrap sample (those whose constants are finite)."""
+        rows = [] if self.samples is None else self.samples[np.isfinite(self.samples).all(axis=1)]
+        return [ConstrainedLaw(Law(*row[:5]), float(row[5])) for row in rows]
+
+
+def fit_repeated(data: FitData, *, bootstrap: int = RESAMPLES, seed: int = 0, delta: float | None = None,
+                 force: bool = False) -> Repeated | None:
+    """The data-constrained fit of `data`, when some of its runs repeat data (or `force` and the
+    unique tokens are known); None otherwise."""
+    if data.unique is None or not (data.repeats or force):
+        return None
+    options = {} if delta is None else {"delta": delta}
+    fit = fit_constrained(data.n, data.d, data.unique, data.loss, **options)
+    ci, samples = None, None
+    if bootstrap and fit.r_d_star_determined:
+        boot = bootstrap_constrained(data.n, data.d, data.unique, data.loss, fit, n_resamples=bootstrap, seed=seed)
+        ci = {"level": boot.level, "n_resamples": boot.n_resamples,
+              **{k: [float(lo), float(hi)] for k, (lo, hi) in boot.intervals.items()}}
+        samples = np.column_stack([boot.samples[k] for k in SAMPLE_NAMES])
+    epochs = data.epochs
+    return Repeated(fit.law, fit.n_repeated, float(epochs.max()),
+                    [float(data.unique.min()), float(data.unique.max())], fit.objective, fit.residual_rms,
+                    fit.message, ci, samples)
