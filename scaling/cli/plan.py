@@ -22,6 +22,7 @@ import math
 from pathlib import Path
 
 from scaling.cli.law_choice import DEFAULT_LAW, choose_law
+from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, positive
 from scaling.laws import allocation, compare, summary
 from scaling.laws.references import REFERENCES
@@ -51,6 +52,9 @@ def register(subparsers) -> None:
                       help="your own fit.json")
     plan.add_argument("--law", default=None,
                       help=f"a published law: {laws} (default {DEFAULT_LAW} when --fit is not given)")
+    plan.add_argument("--unique-tokens", metavar="U", default=None,
+                      help="only U unique tokens of data: the best N and epochs under the data-constrained law "
+                           "(Muennighoff et al. 2023), and the loss that costs against unlimited data")
     plan.add_argument("--json", action="store_true", help="print JSON instead of a table")
     plan.set_defaults(func=cmd_plan)
 
@@ -110,6 +114,7 @@ def cmd_plan(args) -> int:
                 notes.append(f"C = {c:.3g} is {math.log10(c / top):.1f} orders of magnitude above "
                              f"the largest run in the fit ({top:.3g} FLOPs): an extrapolation.")
     fit = choice.fit
+    constrained = constrained_rows(choice, computes, args.unique_tokens) if args.unique_tokens is not None else None
     intervals = {c: fit.optimum_at(c) for c in computes} if fit is not None and law is not None else {}
     if fit is not None and law is not None and not any(intervals.values()):
         notes.append("no bootstrap samples beside this fit.json (fit.bootstrap.csv): no intervals; "
@@ -119,7 +124,8 @@ def cmd_plan(args) -> int:
             "law": label, "verdict": _verdict_json(fit),
             "plans": [{"compute": c, "allocations": [a.to_dict() for a in rows],
                        "intervals": intervals[c].to_dict() if intervals.get(c) else None}
-                      for c, rows in zip(computes, plans)], "notes": notes}), indent=2))
+                      for c, rows in zip(computes, plans)], "notes": notes,
+            **({} if constrained is None else {"data_constrained": constrained.to_json()})}), indent=2))
         return 0
     print(f"law: {label}")
     if fit is not None:
@@ -138,7 +144,28 @@ def cmd_plan(args) -> int:
           "Table 6), D = C / (6 N)")
     for note in notes:
         print(f"note: {note}")
+    if constrained is not None:
+        print("\n" + "\n".join(summary.format_repeated_plan(constrained)))
     return 0
+
+
+def constrained_rows(choice, computes, unique_text):
+    """The plan under the data-constrained law: your fit's R_D* where it has one (runs that repeated
+    data), else Muennighoff et al.'s published R_D* and R_N* on your law."""
+    from scaling.laws.constrained import MUENNIGHOFF_2023, ConstrainedLaw
+    from scaling.laws.repeated import plan_repeated
+
+    unique = positive(unique_text, "--unique-tokens")
+    if choice.law is None:
+        raise UsageError("--unique-tokens needs a parametric law (Kaplan's has none): use --fit or another --law")
+    repeated = choice.fit.repeated if choice.fit is not None else None
+    if repeated is not None and repeated.law.r_d_star is not None:
+        return plan_repeated(repeated.law, computes, unique, laws=repeated.laws(),
+                             source=f"fitted to the {repeated.n_repeated} runs of your fit that repeat data")
+    published = MUENNIGHOFF_2023
+    law = ConstrainedLaw(choice.law, published.r_d_star, published.r_n_star)
+    return plan_repeated(law, computes, unique, source="published by Muennighoff et al. 2023 (C4), not measured on "
+                                                       "your data; a fit of runs that repeat data measures yours")
 
 
 def _verdict_json(fit) -> dict | None:

@@ -48,11 +48,13 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def print_plan(cfg, runs_dir: Path) -> None:
+def print_plan(cfg, runs_dir: Path, cache_dir: Path | None = None) -> None:
+    from scaling.data.tokens import known_train_tokens
     from scaling.sweep.estimates import estimate_walls, makespan, sweep_workers
     from scaling.sweep.plan import job_order, plan, plan_cost
 
     planned = plan(cfg)
+    unique = known_train_tokens(cfg, cache_dir)
     walls, basis = estimate_walls(planned, runs_dir / cfg.name)
     wall_of = dict(zip((r.run_id for r in planned), walls))
     wsd = cfg.train.schedule == "wsd"
@@ -66,7 +68,7 @@ def print_plan(cfg, runs_dir: Path) -> None:
     trains = f" {'trains':>8}" if wsd else ""  # the tokens a run trains itself: a branch, its cooldown
     iso = cfg.grid.isoflop
     console.print(f"{'run':<{width}} {'d':>4} {'L':>3} {'H':>3} {'N total':>9} {'N non-emb':>10} "
-                  f"{'D':>8}{trains} {'D/N':>7} {'C=6ND':>10} {'est. wall':>10}")
+                  f"{'D':>8}{trains} {'D/N':>7} {'epochs':>7} {'C=6ND':>10} {'est. wall':>10}")
     for run in planned:
         if iso is not None and run is next(r for r in planned if r.spec.budget == run.spec.budget):
             n_opt = (run.spec.budget / (6.0 * iso.tokens_per_param)) ** 0.5
@@ -77,7 +79,9 @@ def print_plan(cfg, runs_dir: Path) -> None:
         console.print(f"{run.run_id:<{width}} {m.d_model:>4} {m.n_layers:>3} {m.n_heads:>3} "
                       f"{_si(run.n_params_total):>9} {_si(run.n_params_non_embedding):>10} "
                       f"{_si(run.spec.tokens):>8}{trains} {run.spec.tokens / run.n_params_non_embedding:>7.3g} "
+                      f"{'?' if unique is None else format(run.spec.tokens / unique, '.3g'):>7} "
                       f"{run.flops_6nd:>10.3g} {_duration(wall_of[run.run_id]):>10}")
+    print_repeats(planned, unique)
     cost = plan_cost(planned)
     if wsd:
         console.print(f"WSD, cooldown {cfg.train.cooldown_fraction:g} of each budget "
@@ -97,6 +101,21 @@ def progress_bars() -> Progress:
     """The bars RichReporter draws on: one for the sweep, one per run in training."""
     return Progress(TextColumn("{task.description:<28}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
                     TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=console)
+
+
+def print_repeats(planned, unique: int | None) -> None:
+    """Whether the runs will see their training tokens more than once, and how often."""
+    if unique is None:
+        console.print("epochs: not known until the corpus is tokenized (the sweep builds the token cache first)")
+        return
+    repeating = [run for run in planned if run.spec.tokens > unique]
+    if not repeating:
+        console.print(f"every run stays within one epoch of the {_si(unique)} training tokens")
+        return
+    top = max(run.spec.tokens for run in repeating) / unique
+    console.print(f"[yellow]{len(repeating)} of {len(planned)} runs repeat data[/]: up to {top:.2f} epochs of the "
+                  f"{_si(unique)} training tokens. Summaries record epochs and unique tokens; `scaling fit` then "
+                  "fits the data-constrained law too (repeated tokens are worth less than fresh ones)")
 
 
 class RichReporter:
@@ -177,7 +196,7 @@ def cmd_sweep(args) -> int:
 
     cfg = load_config(args.config)
     if args.dry_run:
-        print_plan(cfg, args.runs_dir)
+        print_plan(cfg, args.runs_dir, args.cache_dir)
         return 0
     warnings.showwarning = lambda msg, *a, **k: console.print(f"[yellow]warning:[/] {msg}")
     with stop_on_signals() as received:

@@ -208,7 +208,7 @@ def cmd_tune(args) -> int:
         console.print(f"tune {cfg.name}: {len(tune_cfg.grid.models) // len(lrs)} shapes x {len(lrs)} learning rates "
                       f"({', '.join(sci(x) for x in lrs)}) at {tune_cfg.grid.tokens[0]:,} tokens each, into "
                       f"{args.runs_dir / tune_cfg.name}")
-        print_plan(tune_cfg, args.runs_dir)
+        print_plan(tune_cfg, args.runs_dir, args.cache_dir)
         return 0
     with stop_on_signals() as received:
         try:

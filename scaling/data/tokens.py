@@ -218,6 +218,22 @@ def _open_cache(path: Path, key: str, cfg: SweepConfig) -> TokenCache | None:
     return TokenCache(path, meta)
 
 
+def known_train_tokens(cfg: SweepConfig, cache_dir: Path | None = None) -> int | None:
+    """The training tokens of a token cache already built with cfg's corpus, tokenizer and seed, or
+    None: what a dry run can say about epochs without reading (or downloading) the corpus. A local
+    corpus edited since the cache was built would give a stale count: it is an estimate."""
+    wanted = {"corpus": cfg.corpus.model_dump(), "tokenizer": cfg.tokenizer.model_dump(), "seed": cfg.seed}
+    for meta_path in sorted((Path(cache_dir or default_cache_dir()) / "tokens").glob("*/meta.json")):
+        try:
+            meta = read_json(meta_path)
+        except (UsageError, OSError):
+            continue
+        if isinstance(meta, dict) and all(meta.get(k) == v for k, v in wanted.items()) and \
+                isinstance(meta.get("train_tokens"), int):
+            return meta["train_tokens"]
+    return None
+
+
 def prepare_tokens(cfg: SweepConfig, cache_dir: Path | None = None) -> TokenCache:
     """Load the corpus, then return the token cache for it, building it the first time."""
     split = load_split(cfg.corpus, cfg.seed)

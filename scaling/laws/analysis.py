@@ -90,7 +90,7 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
         raise UsageError(f"{data.source}: the data-constrained fit needs each run's unique tokens "
                          "(a run store records them; for a table give --unique-col or --unique-tokens)")
     fit = replace(fit, repeated=fit_repeated(data, bootstrap=min(int(bootstrap), REPEATED_RESAMPLES), seed=int(seed),
-                                             delta=delta, force=data_constrained))
+                                             delta=delta, grid=grid, force=data_constrained))
     return replace(fit, diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
                                                          extra=tuple(extra)))
 

@@ -133,3 +133,15 @@ def diminishing_epochs(law: ConstrainedLaw, fraction: float = 1.0 / math.e) -> f
     if not 0 < fraction < 1:
         raise UsageError(f"fraction must be in (0, 1); got {fraction}")
     return 1.0 + _r_d_star(law) * math.log(1.0 / fraction)
+
+
+def plan_intervals(laws, compute, unique, *, level: float = 0.95) -> dict:
+    """Percentile intervals of the constrained optimum over `laws` (one ConstrainedLaw per bootstrap
+    sample): name -> (lo, hi) for n, d, epochs, loss, loss_lost and diminishing_epochs."""
+    plans = [constrained_plan(law, compute, unique) for law in laws]
+    tail = 50.0 * (1.0 - level)
+    values = {"n": [p.n for p in plans], "d": [p.d for p in plans], "epochs": [p.epochs for p in plans],
+              "loss": [p.loss for p in plans], "loss_lost": [p.loss_lost for p in plans],
+              "diminishing_epochs": [diminishing_epochs(law) for law in laws]}
+    return {k: tuple(float(x) for x in np.percentile(v, [tail, 100.0 - tail])) if v else None
+            for k, v in values.items()}

@@ -21,6 +21,7 @@ import numpy as np
 from scaling.formats import json_safe
 from scaling.laws.constrained import ConstrainedLaw
 from scaling.laws.constrained_fit import bootstrap_constrained, fit_constrained
+from scaling.laws.constrained_plan import constrained_plan, diminishing_epochs, plan_intervals
 from scaling.laws.fitdata import FitData
 from scaling.laws.law import PARAM_NAMES, Law
 
@@ -70,13 +71,13 @@ class Repeated:
 
 
 def fit_repeated(data: FitData, *, bootstrap: int = RESAMPLES, seed: int = 0, delta: float | None = None,
-                 force: bool = False) -> Repeated | None:
+                 grid=None, force: bool = False) -> Repeated | None:
     """The data-constrained fit of `data`, when some of its runs repeat data (or `force` and the
-    unique tokens are known); None otherwise."""
+    unique tokens are known); None otherwise. grid: the starts, as `fit.fit_law` takes them."""
     if data.unique is None or not (data.repeats or force):
         return None
     options = {} if delta is None else {"delta": delta}
-    fit = fit_constrained(data.n, data.d, data.unique, data.loss, **options)
+    fit = fit_constrained(data.n, data.d, data.unique, data.loss, grid=grid, **options)
     ci, samples = None, None
     if bootstrap and fit.r_d_star_determined:
         boot = bootstrap_constrained(data.n, data.d, data.unique, data.loss, fit, n_resamples=bootstrap, seed=seed)
@@ -87,3 +88,29 @@ def fit_repeated(data: FitData, *, bootstrap: int = RESAMPLES, seed: int = 0, de
     return Repeated(fit.law, fit.n_repeated, float(epochs.max()),
                     [float(data.unique.min()), float(data.unique.max())], fit.objective, fit.residual_rms,
                     fit.message, ci, samples)
+
+
+@dataclass(frozen=True)
+class RepeatedPlan:
+    """The best split of each budget with only `unique` tokens of data, under `law` (whose R_D* is
+    `source`: fitted to your runs, or published), with intervals over its bootstrap laws."""
+
+    law: ConstrainedLaw
+    source: str
+    unique: float
+    allocations: list                  # constrained_plan.ConstrainedAllocation, one per budget
+    intervals: list                    # constrained_plan.plan_intervals per budget, or None
+    diminishing_epochs: float          # beyond it a repeated token is worth < 1/e of a fresh one
+
+    def to_json(self) -> dict:
+        return json_safe({"r_d_star": self.law.r_d_star, "r_n_star": self.law.r_n_star, "source": self.source,
+                          "unique_tokens": self.unique, "diminishing_epochs": self.diminishing_epochs,
+                          "plans": [{**a.to_dict(), "intervals": iv}
+                                    for a, iv in zip(self.allocations, self.intervals)]})
+
+
+def plan_repeated(law: ConstrainedLaw, computes, unique, *, source: str, laws=()) -> RepeatedPlan:
+    """`constrained_plan` at each budget, with intervals over `laws` (bootstrap samples) when given."""
+    allocations = [constrained_plan(law, c, unique) for c in computes]
+    intervals = [plan_intervals(laws, c, unique) if laws else None for c in computes]
+    return RepeatedPlan(law, source, float(unique), allocations, intervals, diminishing_epochs(law))

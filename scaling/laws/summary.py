@@ -4,9 +4,10 @@ intervals, the plan's rows with theirs, and the verdict with its reasons.
 
 from __future__ import annotations
 
-from scaling.formats import sci
+from scaling.formats import plain_table, sci
 from scaling.laws.allocation import Allocation, OptimumIntervals
 from scaling.laws.law import PARAM_NAMES
+from scaling.laws.repeated import RepeatedPlan
 from scaling.laws.results import LawFit
 
 FORMATS = {"E": ".4f", "A": ".4g", "B": ".4g", "alpha": ".4f", "beta": ".4f", "a": ".4f", "b": ".4f",
@@ -114,3 +115,26 @@ def allocation_row(a: Allocation, iv: OptimumIntervals | None) -> list[str]:
     return [sci(a.compute), "law optimum" if a.method == "law" else a.method,
             cell(a.n, ".4g", "n"), cell(a.d, ".4g", "d"), cell(a.tokens_per_param, ".3g", "tokens_per_param"),
             cell(a.loss, ".4f", "loss", ".4f")]
+
+
+def format_repeated_plan(plan: RepeatedPlan) -> list[str]:
+    """The plan with only U unique tokens: N, D, epochs and the loss it costs, per budget."""
+    out = [f"with {sci(plan.unique)} unique tokens (data-constrained law, R_D* = {plan.law.r_d_star:.3g}"
+           + (f", R_N* = {plan.law.r_n_star:.3g}" if plan.law.r_n_star is not None else "") + f": {plan.source}):"]
+    rows = []
+    for a, iv in zip(plan.allocations, plan.intervals):
+        def cell(value, key, fmt=".3g"):
+            return format(value, fmt) + ("" if iv is None else f" [{iv[key][0]:{fmt}}, {iv[key][1]:{fmt}}]")
+        rows.append([sci(a.compute), cell(a.n, "n", ".4g"), cell(a.d, "d", ".4g"), cell(a.epochs, "epochs"),
+                     cell(a.loss, "loss", ".4f"), cell(a.loss_lost, "loss_lost", ".4f"),
+                     f"{a.unconstrained.n:.4g} on {a.unconstrained.d:.4g}"])
+    out.append(plain_table(["C (FLOPs)", "N (params)", "D (tokens)", "epochs", "loss", "loss lost",
+                            "unlimited data: N on D"], rows, n_left=1))
+    out.append("loss lost: above the same law's optimum with unlimited unique data" +
+               ("; [lo, hi]: 95% over the bootstrap's laws (the loss's without the runs' scatter)"
+                if any(plan.intervals) else "; no intervals: a published R_D*, no bootstrap"))
+    iv = plan.intervals[0] if plan.intervals else None
+    bounds = "" if iv is None else " [{:.3g}, {:.3g}]".format(*iv["diminishing_epochs"])
+    out.append(f"more epochs stop paying beyond {plan.diminishing_epochs:.3g}{bounds} epochs: a token seen more "
+               "often is worth less than 1/e of a fresh one (1 + R_D*)")
+    return out
