@@ -20,6 +20,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from scaling.formats import sci
 from scaling.laws.approaches import IsoFLOPResult
 from scaling.laws.law import Law
+from scaling.laws.repeated import Repeated
 from scaling.report.style import (
     MAX_LEGEND_ENTRIES,
     OTHER_CMAP,
@@ -348,4 +349,45 @@ def validation(v: Validation, law: Law, band, *, n_label: str = "parameters") ->
     ax.set_title(f"Validation at C = {sci(c, 2)} FLOPs ({v.kind})")
     log_axis(ax, "x")
     ax.legend(loc="upper center", fontsize=8, framealpha=0.85)
+    return fig
+
+
+# ----------------------------------------------------------------------------- 8. repeated data
+
+@with_rc
+def repeated_data(r: Repeated, compute: float, unique: float) -> Figure:
+    """Left: the loss along C = 6ND against epochs D/U with U unique tokens, under the data-constrained
+    law and as if every token were fresh (the base law), with the bootstrap's band. Right: the fitted
+    decay, the worth of a token seen for the k-th time against a fresh one, exp(-(k-1)/R_D*)."""
+    fig, axes = new_figure(1, 2, size=(12.0, 4.6))
+    left, right = axes[0, 0], axes[0, 1]
+    epochs = np.geomspace(0.1, max(100.0, 3 * r.max_epochs), 200)
+    d = epochs * unique
+    n = compute / (6 * d)
+    laws = r.laws()
+    if laws:
+        band = np.percentile([law.loss(n, d, unique) for law in laws], [2.5, 97.5], axis=0)
+        left.fill_between(epochs, band[0], band[1], color="#9ecae1", alpha=0.45, lw=0, label="95% over the bootstrap")
+    left.plot(epochs, r.law.loss(n, d, unique), color="#3182bd", lw=1.6, label="data-constrained law")
+    left.plot(epochs, r.law.base.loss(n, d), color="grey", ls="--", lw=1.2, label="if every token were fresh")
+    left.axvline(1.0, color="black", lw=0.8, ls=":")
+    left.set_xlabel(f"epochs of {human(unique)} unique tokens (log scale)")
+    left.set_ylabel("predicted loss (nats/token)")
+    left.set_title(f"Loss along C = {sci(compute, 2)} FLOPs: fewer parameters, more epochs")
+    left.legend(loc="upper center", fontsize=8)
+    log_axis(left, "x", counts=False)
+    k = np.linspace(1.0, epochs.max(), 300)
+    if laws:
+        worth = np.percentile([np.exp(-(k - 1) / law.r_d_star) for law in laws], [2.5, 97.5], axis=0)
+        right.fill_between(k, worth[0], worth[1], color="#9ecae1", alpha=0.45, lw=0)
+    right.plot(k, np.exp(-(k - 1) / r.law.r_d_star), color="#3182bd", lw=1.6,
+               label=f"exp(-(k-1)/R_D*), R_D* = {r.law.r_d_star:.3g}")
+    right.axvspan(1.0, r.max_epochs, color="#fdae6b", alpha=0.25,
+                  label=f"epochs the runs reached (<= {r.max_epochs:.3g})")
+    right.axhline(1 / math.e, color="grey", lw=0.8, ls=":", label="1/e: more epochs stop paying")
+    right.set_xlabel("epoch k")
+    right.set_ylabel("worth of a repeated token (fresh = 1)")
+    right.set_title("The fitted decay of repeated tokens")
+    right.set_ylim(0, 1.05)
+    right.legend(loc="upper right", fontsize=8)
     return fig

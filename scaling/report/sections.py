@@ -42,6 +42,7 @@ FIGURE_TITLES = {
     "residuals": "Residuals of the fit",
     "bootstrap": "Bootstrap distributions of alpha, beta, a and tokens per parameter",
     "validation": "The validation: the recommended model and its neighbours against the law's prediction",
+    "repeated": "Repeated data: the loss against epochs at fixed compute, and the fitted decay",
 }
 
 
@@ -387,6 +388,31 @@ def plan(r: Report) -> None:
     r.doc.ul(lines)
 
 
+def repeated_data(r: Report) -> None:
+    """The data-constrained fit, where runs repeated data: R_D*, and the figure of what it means."""
+    rep = r.fit.repeated
+    if rep is None:
+        return
+    r.doc.h(2, "Repeated data")
+    r.doc.p(f"{rep.n_repeated} runs trained past one epoch of their unique tokens (up to {rep.max_epochs:.3g}). The "
+            "law above counts a repeated token as a fresh one; the data-constrained law of Muennighoff et al. (2023) "
+            "scores each run at an effective data D' = U + U R_D* (1 - exp(-R/R_D*)), R = D/U - 1.")
+    if rep.law.r_d_star is None:
+        r.doc.p(rep.message)
+        return
+    r.doc.ul([f"R_D* = {rep.law.r_d_star:.3g} {_bounds(rep.interval('r_d_star'), '.3g')} (published, on C4: 15.4): "
+              f"a token seen for the k-th time is worth exp(-(k-1)/R_D*) of a fresh one",
+              f"base law alpha {rep.law.base.alpha:.3g} {_bounds(rep.interval('alpha'), '.3g')}, beta "
+              f"{rep.law.base.beta:.3g} {_bounds(rep.interval('beta'), '.3g')}; residual RMS {rep.residual_rms:.3g}"]
+             + ([rep.message] if rep.message else []))
+    compute, unique = r.fit.reference_compute, rep.unique_range[1]
+    r.figure("repeated", figs.repeated_data(rep, compute, unique),
+             f"Left: the predicted loss along C = {compute:.3g} FLOPs (the fit's reference compute) with "
+             f"{unique:.3g} unique tokens, against epochs, under the data-constrained law and as if every token "
+             "were fresh; its minimum is the best number of epochs. Right: the worth of a repeated token, with "
+             "the epochs the runs reached shaded; beyond them the decay is extrapolated.")
+
+
 def validation(r: Report) -> None:
     """`scaling validate`'s runs beside the fit, when there are any: the table, the headline, the figure."""
     v = r.inputs.validation
@@ -430,4 +456,4 @@ def closing(r: Report) -> None:
 
 
 SECTIONS = (summary, left_out, sweep, fitted_law, diagnostics, holdout_check, allocation_exponents, kaplan_laws,
-            published_laws, plan, validation, closing)
+            published_laws, plan, repeated_data, validation, closing)

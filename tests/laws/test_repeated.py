@@ -11,10 +11,12 @@ from scaling.cli import main
 from scaling.errors import UsageError
 from scaling.laws import analysis, fitdata
 from scaling.laws.constrained import ConstrainedLaw
+from scaling.laws.constrained_plan import constrained_plan
 from scaling.laws.fitdata import FitData
 from scaling.laws.law import Law
 from scaling.laws.results import load_fit
 from scaling.laws.summary import format_summary
+from scaling.report.figures import repeated_data
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep
 from tests.conftest import MICRO, micro_config
@@ -57,6 +59,13 @@ def test_the_fit_of_repeated_runs_adds_the_data_constrained_law(repeated_fit):
     plain = load_fit(without_u)
     assert plain.law == fit.law and plain.repeated is None and "repeated" not in json.loads(without_u.read_text())
     assert "data-constrained law (Muennighoff et al. 2023; 20 runs repeat data" in format_summary(fit)
+    # The report's figure: the law's loss along C against epochs, its minimum where the plan puts it.
+    left, right = repeated_data(r, 1e13, UNIQUE).axes[:2]
+    epochs, loss = left.lines[0].get_data()
+    best = constrained_plan(r.law, 1e13, UNIQUE)
+    assert epochs[np.argmin(loss)] == pytest.approx(best.epochs, rel=0.05)
+    k, worth = right.lines[0].get_data()
+    assert worth[0] == 1.0 and np.allclose(worth, np.exp(-(k - 1) / r.law.r_d_star))
 
 
 def test_single_epoch_runs_leave_the_fit_as_it_was():
