@@ -66,9 +66,9 @@ Final validation loss (nats/token), 250K tokens, seed 0; N non-embedding; 0.025 
 * The standard figures are noisy: single 250K-token runs of the standard model (d32 included)
   scatter by 0.24-0.52 nats between seeds at their best rate (a seed-0 winner, so biased
   upwards, but far above the differences between neighbouring rates), and the d32 curve is
-  bumpy (5.27, 5.35, 5.26, 5.19 from 4e-3 to 1.6e-2). The ratio 0.13 rests on a d32 optimum at 1.6e-2 that one seed decides;
-  runs/tiny-tune's law lr_opt = 0.0512 N^-0.230 predicts 0.53 over this factor 16 in N. muP's
-  runs scatter much less (0.01-0.02).
+  bumpy (5.27, 5.35, 5.26, 5.19 from 4e-3 to 1.6e-2). The ratio 0.13 rests on a d32 optimum
+  at 1.6e-2 that one seed decides; runs/tiny-tune's law lr_opt = 0.0512 N^-0.230 predicts 0.53
+  over this factor 16 in N. muP's runs scatter much less (0.01-0.02).
 
 Conclusion: not as a model option yet. muP does make one rate transfer across d32-d128 on this
 corpus (ratio 0.80 vs 0.13, no penalty vs +0.68 nats), but the wider models lose at their best

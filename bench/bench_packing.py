@@ -108,8 +108,9 @@ def main(argv=None) -> int:
     print(f"\n{'setting':<10} {'workers':>7} {'threads':>7} {'wall (median)':>14} {'tok/s':>8} {'speed-up':>9}")
     base = median[f"serial-{T}"]
     for name, (workers, threads) in settings.items():
-        print(f"{name:<10} {workers:>7} {threads:>7} {median[name]:>12.1f} s {total_tokens / median[name] / 1e3:>7.1f}K "
-              f"{base / median[name]:>8.2f}x")
+        rate = total_tokens / median[name] / 1e3
+        speedup = base / median[name]
+        print(f"{name:<10} {workers:>7} {threads:>7} {median[name]:>12.1f} s {rate:>7.1f}K {speedup:>8.2f}x")
     print(f"packed vs serial-{T} (one run on all cores): {base / median['packed']:.2f}x"
           + (f"; packed vs serial-1: {median['serial-1'] / median['packed']:.2f}x" if "serial-1" in median else ""))
 

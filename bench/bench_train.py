@@ -185,7 +185,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", choices=sorted(CONFIGS), action="append", help="config(s) to time (default: all)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--packed", type=int, help="runs at once in the packed layout (default: cores; executor.runs_per_gpu on CUDA)")
+    p.add_argument("--packed", type=int,
+                   help="runs at once in the packed layout (default: cores; executor.runs_per_gpu on CUDA)")
     p.add_argument("--compile", action="store_true", help="also time torch.compile'd training steps")
     p.add_argument("--glibc-malloc", action="store_true", help="also time with glibc's default allocator settings")
     p.add_argument("--profile", action="store_true",

@@ -124,10 +124,15 @@ def _law(args) -> LawChoice:
     return choose_law(args.fit, args.law, parametric=True)
 
 
-def _default_law_note(choice: LawChoice) -> None:
+def _law_note(choice: LawChoice) -> None:
+    """Which law, when it is the default; a fit's verdict before any number drawn from it."""
     if choice.is_default:
         print("law: the published chinchilla law (Hoffmann et al. 2022), by default; "
               "--fit FIT_JSON for yours")
+    if choice.fit is not None:
+        from scaling.laws.summary import verdict_preamble  # late, as choose_law loads the fitter only for --fit
+
+        print("\n".join(verdict_preamble(choice.fit)))
 
 
 def _parse_model(spec: str) -> tuple[str, float, float, cost.ModelShape | None]:
@@ -264,7 +269,7 @@ def cmd_inference_aware(args) -> int:
     if args.json:
         print_json(res.to_dict())
         return 0
-    _default_law_note(choice)
+    _law_note(choice)
     print(f"inference-aware optimum (Sardana et al. 2024), law {label}, target loss "
           f"{res.target_loss:.4f} ({how})")
     print(f"training-only optimum: N = {cost.sci(res.training_only_n, 3)}, "
@@ -286,6 +291,9 @@ def cmd_inference_aware(args) -> int:
     agree = "within 1e-6" if worst < 1e-6 else f"to {worst:.1e}"
     print(f"check: the minimiser over log N and the Lagrange condition agree {agree} "
           "(relative, in N)")
+    if choice.fit is not None:
+        print("no intervals: the inference-aware optimum is computed for the fit's law only; `scaling plan "
+              "--fit` gives the training-only optimum with its intervals")
     print_assumptions(res.assumptions)
     return 0
 
@@ -300,7 +308,7 @@ def cmd_rules(args) -> int:
         return 0
     k = res.tokens_per_param_rule
     rule = res.rows[0]
-    _default_law_note(choice)
+    _law_note(choice)
     print(f"C = {cost.sci(res.compute, 3)} FLOPs (C = 6 N D)")
     print(f"rule D = {k:g} N:  N* = sqrt(C/{6 * k:g}) = {cost.sci(rule.n_params)} parameters, "
           f"D = {cost.sci(rule.tokens)} tokens")
@@ -320,5 +328,11 @@ def cmd_rules(args) -> int:
               f"{r.loss:>7.4f}")
     print("units: N parameters; D training tokens; D/N tokens per parameter; FLOPs per "
           "generated token (2 N); loss as predicted by the law")
+    optimum = choice.fit.optimum_at(res.compute) if choice.fit is not None else None
+    if optimum is not None:
+        print(f"the law's optimum, {100 * optimum.level:g}% bootstrap intervals: N [{cost.sci(optimum.n[0])}, "
+              f"{cost.sci(optimum.n[1])}], D [{cost.sci(optimum.d[0])}, {cost.sci(optimum.d[1])}], D/N "
+              f"[{optimum.tokens_per_param[0]:.3g}, {optimum.tokens_per_param[1]:.3g}], loss "
+              f"[{optimum.loss[0]:.4f}, {optimum.loss[1]:.4f}] (with the runs' scatter)")
     print_assumptions(res.assumptions)
     return 0

@@ -129,9 +129,7 @@ def cmd_plan(args) -> int:
         return 0
     print(f"law: {label}")
     if fit is not None:
-        print("\n".join(summary.format_verdict(fit)))
-        if fit.diagnostics is not None and fit.diagnostics.verdict == "not identified":
-            print("The data do not determine this law: the numbers below are what it says, not a recommendation.")
+        print("\n".join(summary.verdict_preamble(fit)))
     header = ["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "loss"]
     cells = [summary.allocation_row(a, intervals.get(a.compute)) for rows in plans for a in rows]
     print(plain_table(header, cells, n_left=2))

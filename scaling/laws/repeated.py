@@ -20,12 +20,13 @@ import numpy as np
 
 from scaling.formats import json_safe
 from scaling.laws.constrained import ConstrainedLaw
-from scaling.laws.constrained_fit import bootstrap_constrained, fit_constrained
+from scaling.laws.constrained_fit import LOG_R_BOUNDS, at_bound, bootstrap_constrained, fit_constrained
 from scaling.laws.constrained_plan import constrained_plan, diminishing_epochs, plan_intervals
 from scaling.laws.fitdata import FitData
 from scaling.laws.law import PARAM_NAMES, Law
 
 RESAMPLES = 200          # enough for R_D*'s interval; each is a local refit from the full one
+LOG_R_BOUNDS_TEXT = "{:.3g} to {:.3g}".format(*np.exp(LOG_R_BOUNDS))
 SAMPLE_NAMES = (*PARAM_NAMES, "r_d_star")
 
 
@@ -84,10 +85,14 @@ def fit_repeated(data: FitData, *, bootstrap: int = RESAMPLES, seed: int = 0, de
         ci = {"level": boot.level, "n_resamples": boot.n_resamples,
               **{k: [float(lo), float(hi)] for k, (lo, hi) in boot.intervals.items()}}
         samples = np.column_stack([boot.samples[k] for k in SAMPLE_NAMES])
-    epochs = data.epochs
-    return Repeated(fit.law, fit.n_repeated, float(epochs.max()),
-                    [float(data.unique.min()), float(data.unique.max())], fit.objective, fit.residual_rms,
-                    fit.message, ci, samples)
+    max_epochs = float(data.epochs.max())
+    message = fit.message
+    if ci is not None and at_bound(ci["r_d_star"]).any():
+        message = "; ".join(filter(None, [message, (
+            f"R_D*'s interval reaches a bound of the search ({LOG_R_BOUNDS_TEXT}): runs of up to {max_epochs:.3g} "
+            "epochs do not determine it (no decay is measurable there; longer repetition would show one)")]))
+    return Repeated(fit.law, fit.n_repeated, max_epochs, [float(data.unique.min()), float(data.unique.max())],
+                    fit.objective, fit.residual_rms, message, ci, samples)
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,9 @@ Schema (version 1):
      "diagnostics": [{"name", "value", "threshold", "status", "reason"}],
      "verdict": {"verdict": "trustworthy" | "use with caution" | "not identified", "reasons": [str]}}
     (diagnostics and verdict were added after version 1's first files; a file without them is read
-    as having none)
+    as having none; so was "repeated", the data-constrained fit (scaling.laws.repeated), present
+    only where runs repeat data: {"params", "r_d_star", "n_repeated", "max_epochs", "unique_range",
+    "objective", "residual_rms", "message", "ci"})
 """
 
 from __future__ import annotations

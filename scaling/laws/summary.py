@@ -100,6 +100,15 @@ def format_verdict(fit: LawFit) -> list[str]:
     return out
 
 
+def verdict_preamble(fit: LawFit) -> list[str]:
+    """What a command prints before any number drawn from a fit: its verdict, and for a law the
+    data do not determine, that the numbers are not a recommendation."""
+    out = format_verdict(fit)
+    if fit.diagnostics is not None and fit.diagnostics.verdict == "not identified":
+        out.append("The data do not determine this law: the numbers below are what it says, not a recommendation.")
+    return out
+
+
 def allocation_row(a: Allocation, iv: OptimumIntervals | None) -> list[str]:
     """A plan's table row (C, allocation, N, D, D/N, loss); the law's optimum carries its 95%
     intervals when there are any (`LawFit.optimum_at`)."""

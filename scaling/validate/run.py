@@ -52,7 +52,8 @@ def recipe(fit: LawFit, config: str | Path | None) -> SweepConfig:
         raise UsageError(f"the fit was made from {fit.data.source or 'an unknown source'}, not a run store: "
                          "give the sweep's config with --config")
     runs = [parse_yaml(p.read_text(encoding="utf-8"), str(p)) for p in sorted(sweep_dir.glob(f"*/{store.CONFIG}"))]
-    runs = [r for r in runs if isinstance(r, dict) and r.get("role") is None]
+    # A run's own settings: not a validation's, nor a retry's (trained at a lower rate than the recipe's).
+    runs = [r for r in runs if isinstance(r, dict) and r.get("role") is None and r.get("retry_of") is None]
     if not runs:
         raise UsageError(f"{sweep_dir} has no run with a {store.CONFIG}: give the sweep's config with --config")
     first = runs[0]
@@ -78,7 +79,7 @@ def neighbour(family: Family, n: float, centre: float, below: bool):
     """The family's shape nearest `n` on one side of the centre's N (never the centre itself)."""
     side = [s for s in family.candidates(2 * max(n, centre))
             if (family.n_params(s) < centre if below else family.n_params(s) > centre)]
-    if not side:
+    if not side:  # only below can be empty: the family grows without end
         raise UsageError(f"the model family has no shape below N = {centre:.3g}: the optimum is the smallest "
                          "model the family can build, so there is no smaller neighbour to train")
     shape = min(side, key=lambda s: abs(math.log(family.n_params(s) / n)))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from scaling.cli import main
+from scaling.cost.result import sci
 from scaling.laws import allocation, analysis, fitdata, results, selection
 from scaling.laws import diagnostics as dg
 from scaling.laws import fit as fitting
@@ -198,6 +199,12 @@ def test_plan_on_a_narrow_table_shows_the_verdict_before_any_number(tmp_path, ca
     plan = json.loads(capsys.readouterr().out)
     assert plan["verdict"]["verdict"] == "not identified"
     assert plan["plans"][0]["intervals"]["tokens_per_param"][0] > 0
+    # `scaling cost rules --fit` too: the verdict first, the law's optimum with its intervals.
+    assert main(["cost", "rules", "--compute", "1e23", "--fit", str(tmp_path / "fit")]) == 0
+    out = capsys.readouterr().out
+    assert out.index("verdict: NOT IDENTIFIED") < out.index("FLOPs (C = 6 N D)") and "not a recommendation" in out
+    lo, hi = plan["plans"][0]["intervals"]["n"]
+    assert f"the law's optimum, 95% bootstrap intervals: N [{sci(lo)}, {sci(hi)}]" in out
 
 
 def test_simulator_is_exact_without_noise_and_isoflop_runs_spend_their_budget():
