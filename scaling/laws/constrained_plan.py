@@ -22,6 +22,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from scaling.errors import UsageError
+from scaling.formats import positive
 from scaling.laws.allocation import Allocation, check_compute, plan
 from scaling.laws.constrained import ConstrainedLaw
 
@@ -61,17 +62,6 @@ class ConstrainedAllocation:
         return out
 
 
-def check_unique(unique) -> float:
-    """A count of unique tokens as a float; UsageError unless it is positive and finite."""
-    try:
-        u = float(unique)
-    except (TypeError, ValueError):
-        raise UsageError(f"unique tokens {unique!r} is not a number") from None
-    if not math.isfinite(u) or u <= 0:
-        raise UsageError(f"unique tokens must be a positive, finite number, got {unique!r}")
-    return u
-
-
 def constrained_plan(law: ConstrainedLaw, compute, unique, *, xatol: float = 1e-10) -> ConstrainedAllocation:
     """The N minimising L(N, C / 6N, U) over N in [1, C/6] (D >= 1 token), and what it costs.
 
@@ -82,7 +72,7 @@ def constrained_plan(law: ConstrainedLaw, compute, unique, *, xatol: float = 1e-
     stopping rule adds sqrt(eps) |u| to xatol, which on x itself (~20) would cap the precision
     near 3e-7 relative.
     """
-    c, u = check_compute(compute), check_unique(unique)
+    c, u = check_compute(compute), positive(unique, "unique tokens")
     if c <= 6.0:
         raise UsageError(f"compute {c:g} FLOPs cannot train even one parameter on one token (C = 6 N D)")
     log_c6 = math.log(c / 6.0)

@@ -48,12 +48,14 @@ def learning_rates(values) -> tuple[float, ...]:
 
 def tuning_config(cfg: SweepConfig, lrs, tokens=None) -> SweepConfig:
     """The sweep `<name>-tune`: each distinct shape at each rate, trained on `tokens` tokens (the
-    grid's smallest budget by default), with the config's corpus, tokenizer, model, training and
+    smallest D of the sweep's runs by default), with the config's corpus, tokenizer, model, training and
     executor settings. Retries are off: a retry at a lower rate would repeat a rate the sweep tries."""
     shapes = {shape_key(s): s for s in getattr(cfg.grid, "models", None) or ()}
     if not shapes:
         raise UsageError(f"config {cfg.name} has no grid.models: no shapes to tune")
-    tokens = min(cfg.grid.tokens) if tokens is None else positive(tokens, "the tuning token budget", integer=True)
+    if tokens is None:   # the smallest budget a run of the sweep trains on (an IsoFLOP design has no grid.tokens)
+        tokens = min(cfg.grid.tokens) if cfg.grid.tokens else min(run.spec.tokens for run in plan(cfg))
+    tokens = positive(tokens, "the tuning token budget", integer=True)
     data = cfg.model_dump()
     data.update(name=f"{cfg.name}-tune", train={**data["train"], "retries": 0},
                 grid={"models": [{**s.model_dump(), "lr": lr} for s in shapes.values() for lr in learning_rates(lrs)],

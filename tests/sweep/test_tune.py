@@ -101,6 +101,14 @@ def test_wsd_tuning_reads_its_branches_not_its_stable_runs(tmp_path):
     assert all(s.statuses == ("incomplete",) * 3 and s.choice.method == "none" for s in shapes)
 
 
+def test_an_isoflop_design_is_tuned_at_its_smallest_run():
+    models = [*MICRO["grid"]["models"], {"d_model": 24, "n_layers": 1, "n_heads": 2}]
+    iso = {"models": models, "isoflop": {"budgets": [5e8, 1e9], "tokens_per_param": 1, "span": 40}}
+    cfg = micro_config(grid=iso)
+    tune_cfg = tuning_config(cfg, LRS)
+    assert tune_cfg.grid.tokens == [min(run.spec.tokens for run in plan(cfg))]
+
+
 def test_retries_are_off_in_the_tuning_sweep():
     tune_cfg = tuning_config(micro_config(train={**MICRO["train"], "retries": 2}), LRS, 1e4)
     assert (tune_cfg.train.retries, tune_cfg.grid.tokens) == (0, [10_000])
