@@ -67,7 +67,7 @@ def test_shipped_configs_load():
     for path in sorted(configs.glob("*.yaml")):
         cfg = load_config(path)
         design = cfg.grid.isoflop.budgets if cfg.grid.isoflop is not None else cfg.grid.tokens
-        assert len(cfg.grid.models) >= 4 and len(design) >= 3, path.name
+        assert len(cfg.grid.models) >= 3 and len(design) >= 3, path.name   # enough sizes and budgets to fit
     assert load_config(configs / "tiny.yaml").grid.isoflop is not None       # the demo is an IsoFLOP design
 
 

@@ -114,7 +114,7 @@ def cmd_plan(args) -> int:
                 notes.append(f"C = {c:.3g} is {math.log10(c / top):.1f} orders of magnitude above "
                              f"the largest run in the fit ({top:.3g} FLOPs): an extrapolation.")
     fit = choice.fit
-    constrained = constrained_rows(choice, computes, args.unique_tokens) if args.unique_tokens is not None else None
+    constrained = repeated_plan(choice, computes, args.unique_tokens) if args.unique_tokens is not None else None
     intervals = {c: fit.optimum_at(c) for c in computes} if fit is not None and law is not None else {}
     if fit is not None and law is not None and not any(intervals.values()):
         notes.append("no bootstrap samples beside this fit.json (fit.bootstrap.csv): no intervals; "
@@ -147,7 +147,7 @@ def cmd_plan(args) -> int:
     return 0
 
 
-def constrained_rows(choice, computes, unique_text):
+def repeated_plan(choice, computes, unique_text):
     """The plan under the data-constrained law: your fit's R_D* where it has one (runs that repeated
     data), else Muennighoff et al.'s published R_D* and R_N* on your law."""
     from scaling.laws.constrained import MUENNIGHOFF_2023, ConstrainedLaw
