@@ -52,8 +52,8 @@ def print_estimate(vcfg, runs, timed: Path) -> None:
 
 def cmd_validate(args) -> int:
     from scaling.train.loop import Interrupted
-    from scaling.validate.result import format_validation
-    from scaling.validate.run import fit_store, prepare, recipe, validate, write_validation
+    from scaling.validate.result import format_validation, write_validation
+    from scaling.validate.run import fit_store, prepare, recipe, validate
 
     fit_path = args.fit / FILENAME if args.fit.is_dir() else args.fit
     fit = load_fit(fit_path)

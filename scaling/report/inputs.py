@@ -40,9 +40,8 @@ from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
 from scaling.laws.curves import curves_from_store, read_curves
 from scaling.runs import store
-from scaling.validate.result import Validation
-from scaling.validate.run import FILENAME as VALIDATION_FILE
-from scaling.validate.run import load_validation
+from scaling.validate.result import FILENAME as VALIDATION_FILE
+from scaling.validate.result import Validation, load_validation
 
 DEFAULT_CONVENTION = "non_embedding"
 

@@ -7,15 +7,25 @@ Two questions, answered separately:
 * the optimum: is that run's loss lower than both neighbours' at the same compute (about N/2.5
   and 2.5 N)? If not, by how much the better neighbour beats it.
 
-Pure: the types, the judgement and the lines the command prints; validate.json is their JSON.
+The types, the judgement and the lines the command prints are pure; validate.json, their JSON,
+is written and read here too (as fit.json is beside `LawFit`), so that a report can read it
+without loading the training stack.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from scaling.config import read_json
+from scaling.errors import UsageError
+from scaling.formats import json_safe
+from scaling.runs.store import write_atomic
 
 POSITIONS = ("smaller", "optimum", "larger")
+FILENAME = "validate.json"
 
 
 @dataclass(frozen=True)
@@ -144,3 +154,20 @@ def format_validation(v: Validation) -> list[str]:
                      f"{_predicted(r):<28} {_loss(r.observed):>8}  {r.status}")
     lines.append(headline(v))
     return lines
+
+
+def write_validation(path: Path, result: Validation) -> Path:
+    """validate.json in `path` (a folder, or the file itself)."""
+    path = Path(path)
+    path = path / FILENAME if path.suffix != ".json" else path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(json_safe(result.to_json()), indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def load_validation(path: Path) -> Validation:
+    """The Validation in a validate.json; UsageError naming the file when it is not one."""
+    try:
+        return Validation.from_json(read_json(path))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{path} is not a validate.json written by `scaling validate` ({exc})") from None

@@ -15,14 +15,12 @@ is refused unless `force`: its optimum is not a prediction.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import replace
 from pathlib import Path
 
-from scaling.config import SweepConfig, load_config, parse_config, parse_yaml, read_json
+from scaling.config import SweepConfig, load_config, parse_config, parse_yaml
 from scaling.errors import UsageError
-from scaling.formats import json_safe
 from scaling.laws.allocation import check_compute
 from scaling.laws.results import LawFit
 from scaling.runs import store
@@ -31,7 +29,6 @@ from scaling.sweep.plan import PlannedRun, planned_run
 from scaling.validate.family import Family, family_of
 from scaling.validate.result import Validation, ValidationRun
 
-FILENAME = "validate.json"
 NEIGHBOUR_FACTOR = 2.5   # the neighbours' N: about N/2.5 and 2.5 N, at the same compute
 STORE_PREFIX = "runs "   # how a fit names the run store it read (FitData.source)
 
@@ -161,20 +158,3 @@ def validate(fit: LawFit, cfg: SweepConfig, compute, *, runs_dir: Path | str = "
     vcfg, runs, planned = prepare(fit, cfg, compute, runs_dir=runs_dir, force=force, fit_path=fit_path)
     result = run_sweep(vcfg, runs_dir, cache_dir, reporter, planned=runs)
     return observe(planned, result.sweep_dir)
-
-
-def write_validation(path: Path, result: Validation) -> Path:
-    """validate.json in `path` (a folder, or the file itself)."""
-    path = Path(path)
-    path = path / FILENAME if path.suffix != ".json" else path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    store.write_atomic(path, json.dumps(json_safe(result.to_json()), indent=2, sort_keys=True) + "\n")
-    return path
-
-
-def load_validation(path: Path) -> Validation:
-    """The Validation in a validate.json; UsageError naming the file when it is not one."""
-    try:
-        return Validation.from_json(read_json(path))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{path} is not a validate.json written by `scaling validate` ({exc})") from None

@@ -20,8 +20,8 @@ from scaling.laws.results import DataSummary, LawFit, load_fit, write_fit
 from scaling.runs import store
 from scaling.sweep.plan import planned_run
 from scaling.validate.family import family_of
-from scaling.validate.result import headline
-from scaling.validate.run import load_validation, prepare, recipe, validate
+from scaling.validate.result import headline, load_validation
+from scaling.validate.run import prepare, recipe, validate
 from tests.conftest import MICRO, micro_config
 
 # A known law whose optimum at C = 5e9 (N about 16K) lies among the micro family's sizes, so the
