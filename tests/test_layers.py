@@ -5,6 +5,8 @@ dependency). The order is docs/architecture.md's.
 """
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "scaling"
@@ -83,3 +85,12 @@ def test_the_check_sees_a_later_stage_import(tmp_path):
     source.write_text("from scaling.laws import fit\nimport scaling.cost.estimates\n"
                       "def late():\n    from scaling.runs.store import read_runs\n")
     assert imports(source) == {"scaling.laws.fit", "scaling.cost.estimates", "scaling.runs.store"}
+
+
+def test_fitting_and_reporting_do_not_load_torch():
+    # A notebook that fits, plans or reports, and the report's reading of a validation, stay off the
+    # training stack (it takes seconds to import); validate.run and the sweep are what load it.
+    code = ("import sys, scaling.laws.analysis, scaling.report.report, scaling.validate.result; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
