@@ -126,17 +126,19 @@ def allocation_row(a: Allocation, iv: OptimumIntervals | None) -> list[str]:
             cell(a.loss, ".4f", "loss", ".4f")]
 
 
+def _cell(value, intervals: dict | None, key: str, fmt: str = ".3g") -> str:
+    """A value, and its interval `intervals[key]` where there is one."""
+    bounds = "" if intervals is None else f" [{intervals[key][0]:{fmt}}, {intervals[key][1]:{fmt}}]"
+    return format(value, fmt) + bounds
+
+
 def format_repeated_plan(plan: RepeatedPlan) -> list[str]:
     """The plan with only U unique tokens: N, D, epochs and the loss it costs, per budget."""
     out = [f"with {sci(plan.unique)} unique tokens (data-constrained law, R_D* = {plan.law.r_d_star:.3g}"
            + (f", R_N* = {plan.law.r_n_star:.3g}" if plan.law.r_n_star is not None else "") + f": {plan.source}):"]
-    rows = []
-    for a, iv in zip(plan.allocations, plan.intervals):
-        def cell(value, key, fmt=".3g"):
-            return format(value, fmt) + ("" if iv is None else f" [{iv[key][0]:{fmt}}, {iv[key][1]:{fmt}}]")
-        rows.append([sci(a.compute), cell(a.n, "n", ".4g"), cell(a.d, "d", ".4g"), cell(a.epochs, "epochs"),
-                     cell(a.loss, "loss", ".4f"), cell(a.loss_lost, "loss_lost", ".4f"),
-                     f"{a.unconstrained.n:.4g} on {a.unconstrained.d:.4g}"])
+    rows = [[sci(a.compute), _cell(a.n, iv, "n", ".4g"), _cell(a.d, iv, "d", ".4g"), _cell(a.epochs, iv, "epochs"),
+             _cell(a.loss, iv, "loss", ".4f"), _cell(a.loss_lost, iv, "loss_lost", ".4f"),
+             f"{a.unconstrained.n:.4g} on {a.unconstrained.d:.4g}"] for a, iv in zip(plan.allocations, plan.intervals)]
     out.append(plain_table(["C (FLOPs)", "N (params)", "D (tokens)", "epochs", "loss", "loss lost",
                             "unlimited data: N on D"], rows, n_left=1))
     out.append("loss lost: above the same law's optimum with unlimited unique data" +
