@@ -24,8 +24,14 @@ def n_label(convention: str | None) -> str:
     return {"non_embedding": "non-embedding parameters", "total": "total parameters"}.get(convention, "parameters")
 
 
-def _bounds(pair, f: str) -> str:
-    return f"[{format(pair[0], f)}, {format(pair[1], f)}]"
+def number(value, f: str) -> str:
+    """`value` in format `f`, or '-' when there is none (None, NaN, infinity)."""
+    return "-" if value is None or not math.isfinite(value) else format(value, f)
+
+
+def bounds(pair, f: str) -> str:
+    """An interval as '[lo, hi]' in format `f`, or '-' when there is none."""
+    return "-" if pair is None or None in pair else f"[{format(pair[0], f)}, {format(pair[1], f)}]"
 
 
 def source_line(inputs: Inputs) -> str:
@@ -43,11 +49,11 @@ def at_a_glance(fit: results.LawFit, check: Holdout | None) -> list[str]:
     if fit.a is not None:
         a_ci = fit.interval("a")
         out.append(f"Compute-optimal allocation: N_opt ~ C^{fit.a:.3f}"
-                   + (f" (interval {_bounds(a_ci, '.3f')})" if a_ci else "") + f", D_opt ~ C^{fit.b:.3f}.")
+                   + (f" (interval {bounds(a_ci, '.3f')})" if a_ci else "") + f", D_opt ~ C^{fit.b:.3f}.")
     if fit.tokens_per_param is not None:
         t_ci = fit.interval("tokens_per_param")
         out.append(f"Tokens per parameter at C = {fit.reference_compute:.3g} FLOPs: {fit.tokens_per_param:.3g}"
-                   + (f" (interval {_bounds(t_ci, '.3g')})" if t_ci else "") + "; Chinchilla's rule of thumb is 20.")
+                   + (f" (interval {bounds(t_ci, '.3g')})" if t_ci else "") + "; Chinchilla's rule of thumb is 20.")
     if check is not None and check.mean_abs_rel_error is not None:
         out.append(f"Hold-out check: refitted without the {len(check.rows)} largest-compute runs, the law predicts "
                    f"their loss with a mean absolute relative error of {pct(check.mean_abs_rel_error)}.")

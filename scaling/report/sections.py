@@ -1,4 +1,6 @@
-"""The report's sections, in reading order: each draws its figures and writes its text into a `Report`.
+"""The report's sections on the fit, each drawing its figures and writing its text into a `Report`;
+those on what to train (the plan, with repeated data, the validation) are in
+`scaling.report.decisions`, and the reading order is `scaling.report.report.SECTIONS`:
 
     report = Report.start(inputs, holdout_fraction=0.2)
     for section in SECTIONS:
@@ -11,7 +13,6 @@ provenance) are in `scaling.report.notes`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,14 +23,14 @@ from scaling.laws import fit as fitting
 from scaling.laws.holdout import Holdout, holdout, pct
 from scaling.laws.law import PARAM_NAMES
 from scaling.laws.references import BESIROGLU, CHINCHILLA, KAPLAN
-from scaling.laws.summary import FORMATS, allocation_row
+from scaling.laws.summary import FORMATS
 from scaling.report import figures as figs
 from scaling.report import frontiers as frontier_figure
 from scaling.report import notes
 from scaling.report.document import Doc
 from scaling.report.inputs import Inputs
+from scaling.report.notes import bounds, number
 from scaling.report.style import SizeColours
-from scaling.validate.result import headline
 
 FRONTIER_MAX_C = 1e24
 MAX_POINTS_LISTED = 60       # longer point tables (a dataset) are summarised instead
@@ -88,14 +89,6 @@ class Report:
         self.doc.figure(name, len(self.figures), FIGURE_TITLES[name], caption)
 
 
-def _fmt(value, f: str) -> str:
-    return "-" if value is None or not math.isfinite(value) else format(value, f)
-
-
-def _bounds(pair, f: str) -> str:
-    return "-" if pair is None or None in pair else f"[{format(pair[0], f)}, {format(pair[1], f)}]"
-
-
 def summary(r: Report) -> None:
     fit, law = r.fit, r.fit.law
     r.doc.h(1, r.title)
@@ -131,14 +124,14 @@ def diagnostics(r: Report) -> None:
     r.doc.p(f"Each check, its measured value, the threshold it is held to and its status; the verdict "
             f"(**{diag.verdict}**) is the worst status. The thresholds are explained in docs/diagnostics.md.")
     r.doc.table(["check", "value", "threshold", "status", "what it measured"],
-                [[c.name, _fmt(c.value, ".3g"), c.threshold, c.status, c.reason] for c in diag.checks],
+                [[c.name, number(c.value, ".3g"), c.threshold, c.status, c.reason] for c in diag.checks],
                 align=["l", "r", "l", "l", "l"])
     if r.fit.param_conventions:
         r.doc.p(f"The same runs with N counted each way (this report's law counts {r.fit.data.param_convention} "
                 "parameters; Kaplan et al. counted non-embedding, Hoffmann et al. total):")
         r.doc.table(["N counts", "alpha", "a", "tokens per parameter", "resamples"], [
-            [name, _fmt(c.get("alpha"), ".3f"), f"{_fmt(c.get('a'), '.3f')} {_bounds(c.get('a_ci'), '.3f')}",
-             f"{_fmt(c.get('tokens_per_param'), '.3g')} {_bounds(c.get('tokens_per_param_ci'), '.3g')}",
+            [name, number(c.get("alpha"), ".3f"), f"{number(c.get('a'), '.3f')} {bounds(c.get('a_ci'), '.3f')}",
+             f"{number(c.get('tokens_per_param'), '.3g')} {bounds(c.get('tokens_per_param_ci'), '.3g')}",
              str(c.get("n_resamples", "-"))] if "reason" not in c else [name, "-", "-", c["reason"], "-"]
             for name, c in sorted(r.fit.param_conventions.items())])
 
@@ -200,11 +193,11 @@ def fitted_law(r: Report) -> None:
                f"{fit.seed})." if ci is not None else "no bootstrap, so no intervals."))
     f = FORMATS
     values = {**{name: getattr(fit.law, name) for name in PARAM_NAMES}, "a": fit.a, "b": fit.b, "G": fit.G}
-    rows = [(name, _fmt(value, f[name]), _bounds(fit.interval(name), f[name])) for name, value in values.items()]
+    rows = [(name, number(value, f[name]), bounds(fit.interval(name), f[name])) for name, value in values.items()]
     if fit.reference_compute is not None:
         rows.append((f"tokens_per_param at C = {fit.reference_compute:.3g}",
-                     _fmt(fit.tokens_per_param, f["tokens_per_param"]),
-                     _bounds(fit.interval("tokens_per_param"), f["tokens_per_param"])))
+                     number(fit.tokens_per_param, f["tokens_per_param"]),
+                     bounds(fit.interval("tokens_per_param"), f["tokens_per_param"])))
     r.doc.table(["constant", "value", f"{100 * level:g}% interval"], rows)
     if fit.residual_rms is not None:
         r.doc.p(f"Residual RMS {fit.residual_rms:.4g} in log loss; {fit.n_starts_at_optimum} of {options.n_starts} "
@@ -288,8 +281,8 @@ def allocation_exponents(r: Report) -> None:
             rows.append((compare.APPROACH_NAMES[key], "-", "-", "-", published, why))
             continue
         iv = e.get("a_ci")
-        rows.append((compare.APPROACH_NAMES[key], _fmt(e.get("a"), ".4f"),
-                     "-" if not iv or None in iv else _bounds(iv, ".4f"), _fmt(e.get("b"), ".4f"), published,
+        rows.append((compare.APPROACH_NAMES[key], number(e.get("a"), ".4f"),
+                     "-" if not iv or None in iv else bounds(iv, ".4f"), number(e.get("b"), ".4f"), published,
                      notes.approach_note(e)))
     r.doc.table(["approach", "a", "interval", "b", "Hoffmann et al.", "notes"], rows,
                 align=["l", "r", "r", "r", "r", "l"])
@@ -314,7 +307,7 @@ def _isoflop(r: Report) -> None:
             "its parabola in ln N has a minimum inside the sampled sizes.")
     r.doc.table(["budget C (FLOPs)", "runs", "sizes", "N sampled", "status", "N_opt (parabola)", "N_opt (law)"],
                 [(f"{b.compute:.3g}", b.n_runs, b.n_sizes, f"{b.n_range[0]:.3g} - {b.n_range[1]:.3g}", b.status,
-                  _fmt(b.n_opt, ".3g"), f"{float(law.n_opt(b.compute)):.3g}") for b in iso.budgets],
+                  number(b.n_opt, ".3g"), f"{float(law.n_opt(b.compute)):.3g}") for b in iso.budgets],
                 align=["r", "r", "r", "r", "l", "r", "r"])
     r.figure("isoflop", figs.isoflop(iso, data.n, data.loss, law, frontier=frontier, n_label=r.n_label,
                                      data_c_range=(float(data.compute.min()), float(data.compute.max()))),
@@ -339,8 +332,8 @@ def kaplan_laws(r: Report) -> None:
             rows.append((label, "-", "-", "-", "-", theirs))
             continue
         iv = e.get("alpha_ci")
-        rows.append((label, _fmt(e.get("alpha"), ".4f"), "-" if not iv or None in iv else _bounds(iv, ".4f"),
-                     _fmt(e.get("x_c"), ".3g"), e.get("n_points"), theirs))
+        rows.append((label, number(e.get("alpha"), ".4f"), "-" if not iv or None in iv else bounds(iv, ".4f"),
+                     number(e.get("x_c"), ".3g"), e.get("n_points"), theirs))
     r.doc.table(["law", "alpha_X", "interval", "X_c", "points", "Kaplan et al."], rows)
     r.doc.ul(kap.get("reasons") or [])
 
@@ -367,81 +360,6 @@ def published_laws(r: Report) -> None:
            f"yours counts {r.n_label}." if fit.data.param_convention else ""))
 
 
-def plan(r: Report) -> None:
-    law, c_range = r.fit.law, r.fit.data.c_range
-    r.doc.h(2, "Plan for a few budgets")
-    intervals = {c: r.fit.optimum_at(c) for c in notes.PLAN_BUDGETS}
-    rows = [allocation_row(a, intervals[c]) for c in notes.PLAN_BUDGETS for a in allocation.compare_allocations(law, c)]
-    r.doc.table(["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "predicted loss"], rows,
-                align=["r", "l", "r", "r", "r", "r"])
-    lines = ["predicted loss: what your law predicts for each allocation (the law's optimum is lowest by "
-             "construction); kaplan: N = 1.3e9 (C / 8.64e19)^0.73 non-embedding parameters, D = C / (6N)."]
-    if any(intervals.values()):
-        lines.append(f"[lo, hi]: {100 * r.fit.ci.level:g}% bootstrap intervals; the loss's includes the runs' "
-                     f"scatter (residual RMS {r.fit.residual_rms:.3g}).")
-    else:
-        lines.append("no bootstrap samples: the law's optimum has no intervals here.")
-    if c_range:
-        top = c_range[1]
-        lines += [f"C = {sci(c)} is {math.log10(c / top):.1f} orders of magnitude above your largest run "
-                  f"({top:.3g} FLOPs): an extrapolation of the fitted form" for c in notes.PLAN_BUDGETS if c > top]
-    r.doc.ul(lines)
-
-
-def repeated_data(r: Report) -> None:
-    """The data-constrained fit, where runs repeated data: R_D*, and the figure of what it means."""
-    rep = r.fit.repeated
-    if rep is None:
-        return
-    r.doc.h(2, "Repeated data")
-    r.doc.p(f"{rep.n_repeated} runs trained past one epoch of their unique tokens (up to {rep.max_epochs:.3g}). The "
-            "law above counts a repeated token as a fresh one; the data-constrained law of Muennighoff et al. (2023) "
-            "scores each run at an effective data D' = U + U R_D* (1 - exp(-R/R_D*)), R = D/U - 1.")
-    if rep.law.r_d_star is None:
-        r.doc.p(rep.message)
-        return
-    r.doc.ul([f"R_D* = {rep.law.r_d_star:.3g} {_bounds(rep.interval('r_d_star'), '.3g')} (published, on C4: 15.4): "
-              f"a token seen for the k-th time is worth exp(-(k-1)/R_D*) of a fresh one",
-              f"base law alpha {rep.law.base.alpha:.3g} {_bounds(rep.interval('alpha'), '.3g')}, beta "
-              f"{rep.law.base.beta:.3g} {_bounds(rep.interval('beta'), '.3g')}; residual RMS {rep.residual_rms:.3g}"]
-             + ([rep.message] if rep.message else []))
-    compute, unique = r.fit.reference_compute, rep.unique_range[1]
-    r.figure("repeated", figs.repeated_data(rep, compute, unique),
-             f"Left: the predicted loss along C = {compute:.3g} FLOPs (the fit's reference compute) with "
-             f"{unique:.3g} unique tokens, against epochs, under the data-constrained law and as if every token "
-             "were fresh; its minimum is the best number of epochs. Right: the worth of a repeated token, with "
-             "the epochs the runs reached shaded; beyond them the decay is extrapolated.")
-
-
-def validation(r: Report) -> None:
-    """`scaling validate`'s runs beside the fit, when there are any: the table, the headline, the figure."""
-    v = r.inputs.validation
-    if v is None:
-        return
-    r.doc.h(2, "Validation: the recommended model, trained")
-    if v.law != r.fit.law.to_dict():
-        r.doc.p(f"validate.json validated another law than this fit's (refitted since): run `scaling validate` "
-                f"again at C = {v.compute:.3g} to check this one.")
-        return
-    if v.forced:
-        r.doc.p(f"**The fit's verdict was '{v.fit_verdict}'; the validation was run anyway (--force)**: it tests "
-                "what the law says, not a recommendation.")
-    rows = [[run.position, run.shape, sci(run.n), sci(run.d), _fmt(run.d / run.n, ".3g"), _fmt(run.predicted, ".3f"),
-             _bounds(run.interval, ".3f"), _fmt(run.observed, ".3f"), run.status] for run in v.runs]
-    r.doc.table(["run", "shape", "N", "D", "D/N", "predicted", f"{100 * v.level:g}% interval", "observed", "status"],
-                rows, align=["l", "l", "r", "r", "r", "r", "r", "r", "l"])
-    r.doc.p(headline(v) + f". Runs in {v.store}, with the sweep's recipe; they are not fit points.")
-    band = None
-    if r.fit.resampled is not None:
-        grid = np.geomspace(min(run.n for run in v.runs) / 1.6, max(run.n for run in v.runs) * 1.6, 60)
-        bounds = np.array([r.fit.loss_interval(n, v.compute / (6 * n)) for n in grid])
-        band = (grid, bounds[:, 0], bounds[:, 1])
-    r.figure("validation", figs.validation(v, r.fit.law, band, n_label=r.n_label),
-             f"Loss along C = {v.compute:.3g} FLOPs: the fitted law (line) with its {100 * v.level:g}% prediction "
-             "interval (band: the bootstrap's laws times the runs' scatter), and the three runs trained there "
-             "(points; bars: each run's prediction interval).")
-
-
 def closing(r: Report) -> None:
     """Evidence, limitations, the figures not drawn and how the report was made."""
     r.doc.h(2, "Evidence")
@@ -454,6 +372,3 @@ def closing(r: Report) -> None:
     r.doc.h(2, "How this report was made")
     r.doc.ul(notes.provenance(r.inputs, r.holdout_fraction))
 
-
-SECTIONS = (summary, left_out, sweep, fitted_law, diagnostics, holdout_check, allocation_exponents, kaplan_laws,
-            published_laws, plan, repeated_data, validation, closing)

@@ -1,0 +1,96 @@
+"""The report's sections on what to train: the plan for a few budgets, what repeated data cost (the
+data-constrained fit, and the loss against epochs at fixed compute), and the validation that
+trained the recommended model. Like `scaling.report.sections`, each
+takes the `Report` being built and writes into it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from scaling.formats import sci
+from scaling.laws import allocation
+from scaling.laws.summary import allocation_row
+from scaling.report import figures as figs
+from scaling.report import notes
+from scaling.report.notes import bounds, number
+from scaling.report.sections import Report
+from scaling.validate.result import headline
+
+
+def plan(r: Report) -> None:
+    law, c_range = r.fit.law, r.fit.data.c_range
+    r.doc.h(2, "Plan for a few budgets")
+    intervals = {c: r.fit.optimum_at(c) for c in notes.PLAN_BUDGETS}
+    rows = [allocation_row(a, intervals[c]) for c in notes.PLAN_BUDGETS for a in allocation.compare_allocations(law, c)]
+    r.doc.table(["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "predicted loss"], rows,
+                align=["r", "l", "r", "r", "r", "r"])
+    lines = ["predicted loss: what your law predicts for each allocation (the law's optimum is lowest by "
+             "construction); kaplan: N = 1.3e9 (C / 8.64e19)^0.73 non-embedding parameters, D = C / (6N)."]
+    if any(intervals.values()):
+        lines.append(f"[lo, hi]: {100 * r.fit.ci.level:g}% bootstrap intervals; the loss's includes the runs' "
+                     f"scatter (residual RMS {r.fit.residual_rms:.3g}).")
+    else:
+        lines.append("no bootstrap samples: the law's optimum has no intervals here.")
+    if c_range:
+        top = c_range[1]
+        lines += [f"C = {sci(c)} is {math.log10(c / top):.1f} orders of magnitude above your largest run "
+                  f"({top:.3g} FLOPs): an extrapolation of the fitted form" for c in notes.PLAN_BUDGETS if c > top]
+    r.doc.ul(lines)
+
+
+def repeated_data(r: Report) -> None:
+    """The data-constrained fit, where runs repeated data: R_D*, and the figure of what it means."""
+    rep = r.fit.repeated
+    if rep is None:
+        return
+    r.doc.h(2, "Repeated data")
+    r.doc.p(f"{rep.n_repeated} runs trained past one epoch of their unique tokens (up to {rep.max_epochs:.3g}). The "
+            "law above counts a repeated token as a fresh one; the data-constrained law of Muennighoff et al. (2023) "
+            "scores each run at an effective data D' = U + U R_D* (1 - exp(-R/R_D*)), R = D/U - 1.")
+    if rep.law.r_d_star is None:
+        r.doc.p(rep.message)
+        return
+    r.doc.ul([f"R_D* = {rep.law.r_d_star:.3g} {bounds(rep.interval('r_d_star'), '.3g')} (published, on C4: 15.4): "
+              f"a token seen for the k-th time is worth exp(-(k-1)/R_D*) of a fresh one",
+              f"base law alpha {rep.law.base.alpha:.3g} {bounds(rep.interval('alpha'), '.3g')}, beta "
+              f"{rep.law.base.beta:.3g} {bounds(rep.interval('beta'), '.3g')}; residual RMS {rep.residual_rms:.3g}"]
+             + ([rep.message] if rep.message else []))
+    compute, unique = r.fit.reference_compute, rep.unique_range[1]
+    r.figure("repeated", figs.repeated_data(rep, compute, unique),
+             f"Left: the predicted loss along C = {compute:.3g} FLOPs (the fit's reference compute) with "
+             f"{unique:.3g} unique tokens, against epochs, under the data-constrained law and as if every token "
+             "were fresh; its minimum is the best number of epochs. Right: the worth of a repeated token, with "
+             "the epochs the runs reached shaded; beyond them the decay is extrapolated.")
+
+
+def validation(r: Report) -> None:
+    """`scaling validate`'s runs beside the fit, when there are any: the table, the headline, the figure."""
+    v = r.inputs.validation
+    if v is None:
+        return
+    r.doc.h(2, "Validation: the recommended model, trained")
+    if v.law != r.fit.law.to_dict():
+        r.doc.p(f"validate.json validated another law than this fit's (refitted since): run `scaling validate` "
+                f"again at C = {v.compute:.3g} to check this one.")
+        return
+    if v.forced:
+        r.doc.p(f"**The fit's verdict was '{v.fit_verdict}'; the validation was run anyway (--force)**: it tests "
+                "what the law says, not a recommendation.")
+    rows = [[run.position, run.shape, sci(run.n), sci(run.d), number(run.d / run.n, ".3g"),
+             number(run.predicted, ".3f"), bounds(run.interval, ".3f"), number(run.observed, ".3f"), run.status]
+            for run in v.runs]
+    r.doc.table(["run", "shape", "N", "D", "D/N", "predicted", f"{100 * v.level:g}% interval", "observed", "status"],
+                rows, align=["l", "l", "r", "r", "r", "r", "r", "r", "l"])
+    r.doc.p(headline(v) + f". Runs in {v.store}, with the sweep's recipe; they are not fit points.")
+    band = None
+    if r.fit.resampled is not None:
+        grid = np.geomspace(min(run.n for run in v.runs) / 1.6, max(run.n for run in v.runs) * 1.6, 60)
+        limits = np.array([r.fit.loss_interval(n, v.compute / (6 * n)) for n in grid])
+        band = (grid, limits[:, 0], limits[:, 1])
+    r.figure("validation", figs.validation(v, r.fit.law, band, n_label=r.n_label),
+             f"Loss along C = {v.compute:.3g} FLOPs: the fitted law (line) with its {100 * v.level:g}% prediction "
+             "interval (band: the bootstrap's laws times the runs' scatter), and the three runs trained there "
+             "(points; bars: each run's prediction interval).")
