@@ -131,6 +131,11 @@ def plan(cfg: SweepConfig) -> list[PlannedRun]:
     return [run for shape in shapes for run in wsd_runs(cfg, shape, budgets)]
 
 
+def budget_tokens(compute: float, n: float, batch: int) -> int:
+    """D = C / (6 N) rounded to whole batches (at least one): the tokens of a run planned for C."""
+    return max(batch, round(compute / (6.0 * n) / batch) * batch)
+
+
 def isoflop_runs(cfg: SweepConfig, shapes: list[Shape]) -> list[PlannedRun]:
     """For each compute budget C: the shapes whose non-embedding N is within a factor `span` of
     N_opt = sqrt(C / (6 k)), at most `per_budget` nearest to it in log N, each on D = C / (6 N)
@@ -149,8 +154,7 @@ def isoflop_runs(cfg: SweepConfig, shapes: list[Shape]) -> list[PlannedRun]:
                              f"{design.span:g} of its expected optimum N = {n_opt:.3g}; a parabola needs 3: add "
                              "shapes near that size, or widen span")
         for _, n, shape in sorted(near[:design.per_budget], key=lambda t: t[1]):
-            tokens = max(batch, round(c / (6.0 * n) / batch) * batch)
-            runs.append(planned_run(cfg, shape, tokens, run_lr(cfg.train, shape), budget=float(c)))
+            runs.append(planned_run(cfg, shape, budget_tokens(c, n, batch), run_lr(cfg.train, shape), budget=float(c)))
     return runs
 
 

@@ -25,7 +25,7 @@ from scaling.laws.allocation import check_compute
 from scaling.laws.results import LawFit
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep
-from scaling.sweep.plan import PlannedRun, planned_run
+from scaling.sweep.plan import PlannedRun, budget_tokens, planned_run
 from scaling.validate.family import Family, family_of
 from scaling.validate.result import Validation, ValidationRun
 
@@ -83,10 +83,9 @@ def neighbour(family: Family, n: float, centre: float, below: bool):
     return shape.model_copy(update={"lr": family.lr(shape)})
 
 
-def plan_runs(fit: LawFit, cfg: SweepConfig, compute: float) -> list[tuple[str, PlannedRun]]:
+def plan_runs(fit: LawFit, cfg: SweepConfig, family: Family, compute: float) -> list[tuple[str, PlannedRun]]:
     """The three runs at `compute`, by position: the family's shape nearest N_opt and its two
     neighbours, each on D = C / 6N tokens (N as the fit counts it) rounded to whole batches."""
-    family = family_of(cfg, fit.data.param_convention or "non_embedding")
     n_opt = float(fit.law.n_opt(compute))
     if not (math.isfinite(n_opt) and n_opt > 0):
         raise UsageError(f"the law has no compute-optimal N at C = {compute:.3g} (alpha {fit.law.alpha:.3g}, "
@@ -95,18 +94,14 @@ def plan_runs(fit: LawFit, cfg: SweepConfig, compute: float) -> list[tuple[str, 
     n_centre = family.n_params(centre)
     shapes = {"smaller": neighbour(family, n_centre / NEIGHBOUR_FACTOR, n_centre, below=True), "optimum": centre,
               "larger": neighbour(family, n_centre * NEIGHBOUR_FACTOR, n_centre, below=False)}
-    batch = cfg.train.batch_tokens
-    runs = []
-    for position, shape in shapes.items():
-        tokens = max(batch, round(compute / (6.0 * family.n_params(shape)) / batch) * batch)
-        runs.append((position, planned_run(cfg, shape, tokens, shape.lr, budget=compute, role=store.VALIDATION_ROLE)))
-    return runs
+    return [(position, planned_run(cfg, shape, budget_tokens(compute, family.n_params(shape), cfg.train.batch_tokens),
+                                   shape.lr, budget=compute, role=store.VALIDATION_ROLE))
+            for position, shape in shapes.items()]
 
 
-def predictions(fit: LawFit, cfg: SweepConfig, compute: float, runs: list[tuple[str, PlannedRun]], *,
+def predictions(fit: LawFit, family: Family, compute: float, runs: list[tuple[str, PlannedRun]], *,
                 store_dir: Path, fit_path: str = "", forced: bool = False) -> Validation:
     """The validation as planned: each run's predicted loss and interval, nothing observed yet."""
-    family = family_of(cfg, fit.data.param_convention or "non_embedding")
     rows = []
     for position, run in runs:
         n, d = family.n_params(run.shape), run.spec.tokens
@@ -136,8 +131,9 @@ def prepare(fit: LawFit, cfg: SweepConfig, compute, *, runs_dir: Path | str = "r
     forced = check_trust(fit, force)
     compute = check_compute(compute)
     vcfg = validation_config(cfg)
-    runs = plan_runs(fit, vcfg, compute)
-    planned = predictions(fit, vcfg, compute, runs, store_dir=Path(runs_dir) / vcfg.name, fit_path=fit_path,
+    family = family_of(vcfg, fit.data.param_convention or "non_embedding")
+    runs = plan_runs(fit, vcfg, family, compute)
+    planned = predictions(fit, family, compute, runs, store_dir=Path(runs_dir) / vcfg.name, fit_path=fit_path,
                           forced=forced)
     return vcfg, [run for _, run in runs], planned
 
