@@ -246,15 +246,23 @@ class Shape(Strict):
 
 
 class IsoFLOPConfig(Strict):
-    """Chinchilla's Approach-2 design: at each compute budget C (FLOPs, C = 6 N D with N the
-    non-embedding count), the model family's shapes whose N lies within a factor `span` of the
-    expected optimum N_opt = sqrt(C / (6 k)), k = `tokens_per_param` (the prior: Chinchilla's
-    20, or D_opt/N_opt from an earlier fit), at most `per_budget` of them, each on D = C / (6 N)."""
+    """Chinchilla's Approach-2 design: at each compute budget C (FLOPs counted by `measure`), the
+    model family's shapes whose N lies within a factor `span` of the expected optimum, where
+    D / N = k (`tokens_per_param`: the prior, Chinchilla's 20 or D_opt/N_opt from an earlier fit),
+    at most `per_budget` of them, each on D = C / (FLOPs per token of its shape).
+
+    measure (scaling.train.counts.COMPUTE_MEASURES): "exact" (the default: the FLOPs each run
+    spends, output layer and attention included, so the runs of one budget are iso-compute),
+    "6n_total" (C = 6 N_total D, Chinchilla's count) or "6n_non_embedding" (C = 6 N D with Kaplan's
+    N, the only measure before it could be chosen: at vocabulary 1,024 it gives a budget's smallest
+    model up to 1.8x the real FLOPs of its largest). N and k are counted in total parameters,
+    except for 6n_non_embedding."""
 
     budgets: Annotated[list[Annotated[Number, Field(gt=0, allow_inf_nan=False)]], Field(min_length=2)]
     tokens_per_param: Annotated[Number, Field(gt=0, allow_inf_nan=False)] = 20.0
     span: Annotated[Number, Field(gt=1, allow_inf_nan=False)] = 4.0
     per_budget: Annotated[Count, Field(ge=3)] = 5
+    measure: Literal["exact", "6n_total", "6n_non_embedding"] = "exact"
 
 
 class GridConfig(Strict):

@@ -19,6 +19,7 @@ from scaling.laws import analysis, fitdata, results, selection, summary
 from scaling.laws.bootstrap import MAX_RESAMPLES
 from scaling.laws.curves import curves_from_store
 from scaling.laws.fit import DEFAULT_DELTA
+from scaling.train.counts import COMPUTE_MEASURES
 
 
 def register(subparsers) -> None:
@@ -38,8 +39,11 @@ def register(subparsers) -> None:
                                    "when no --d-col)")
     p.add_argument("--loss-col", help=f"--csv: column of final loss (default {cols['loss_col']!r})")
     p.add_argument("--param-convention", choices=fitdata.PARAM_CONVENTIONS,
-                   help="RUNS_DIR: count N as non_embedding (default) or total parameters; --csv: what the "
-                        "N column counts (recorded in fit.json)")
+                   help="RUNS_DIR: count N as total (default, Chinchilla's count) or non_embedding parameters "
+                        "(the fit is shown both ways); --csv: what the N column counts (recorded in fit.json)")
+    p.add_argument("--compute-measure", choices=COMPUTE_MEASURES,
+                   help="RUNS_DIR: count each run's compute C as exact (default: the FLOPs it spent, output layer "
+                        "and attention included), 6n_total or 6n_non_embedding; the allocation is solved under it")
     p.add_argument("--budget-col", help="--csv: column of each run's planned compute budget (an IsoFLOP design); "
                                         "Approach 2 groups by it instead of binning C")
     p.add_argument("--embedding-col", help="--csv: column of embedding parameters, so N is known both ways and "
@@ -60,7 +64,7 @@ def register(subparsers) -> None:
                    help=f"bootstrap resamples (default {results.DEFAULT_BOOTSTRAP}; 0 disables)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)")
     p.add_argument("--reference-compute", type=float, metavar="C",
-                   help="FLOPs at which tokens per parameter is reported (default: the largest 6ND)")
+                   help="FLOPs at which tokens per parameter is reported (default: the largest C of the points)")
     p.add_argument("--out", type=Path, metavar="DIR", help="where fit.json goes (default fits/<name>)")
     p.add_argument("--json", action="store_true", help="print fit.json instead of the summary")
     p.set_defaults(func=cmd_fit)
@@ -85,8 +89,11 @@ def load_data(args) -> tuple[fitdata.FitData, str]:
                          "records its own")
     if args.embedding_col is not None and args.param_convention is None:
         raise UsageError("--embedding-col needs --param-convention: does the N column count embeddings or not?")
+    if args.compute_measure is not None and args.runs_dir is None:
+        raise UsageError("--compute-measure applies to a run store; a table's C is 6 N D of its own N")
     if args.runs_dir is not None:
-        data = fitdata.from_runs(args.runs_dir, args.param_convention or "non_embedding")
+        data = fitdata.from_runs(args.runs_dir, args.param_convention or "total",
+                                 compute_measure=args.compute_measure or "exact")
         name = args.runs_dir.resolve().name
     elif args.csv is not None:
         cols = fitdata.CHINCHILLA_COLUMNS

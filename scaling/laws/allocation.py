@@ -1,6 +1,8 @@
 """How to split a compute budget C = 6 N D between parameters N and tokens D.
 
-Pure functions, no I/O. Four allocations:
+Pure functions, no I/O. Where a law plans for a family whose tokens cost c(N) = 6 kappa N^gamma
+FLOPs (`Law.flops`, `scaling.train.compute`), every allocation below spends C under that
+constraint, C = c(N) D, and with kappa = gamma = 1 it is C = 6 N D. Four allocations:
 
 * `plan(law, C)`: the law's closed-form optimum (`Law.n_opt`, `Law.d_opt`, Hoffmann et al.
   2022, eq. 4) with its predicted loss.
@@ -28,6 +30,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from scaling.errors import UsageError
+from scaling.train.compute import FlopsPerToken, expected_optimum
 from scaling.laws.law import Law
 
 PF_DAY_FLOP = 1e15 * 86_400          # 8.64e19 FLOP
@@ -38,7 +41,7 @@ RULE_TOKENS_PER_PARAM = 20.0
 
 @dataclass(frozen=True)
 class Allocation:
-    """One way to spend C FLOPs: N parameters on D tokens (C = 6 N D)."""
+    """One way to spend C FLOPs: N parameters on D tokens (C = c(N) D; 6 N D by default)."""
 
     method: str
     compute: float
@@ -75,24 +78,26 @@ def plan(law: Law, compute) -> Allocation:
 
 
 def numerical_optimum(law: Law, compute, *, xatol: float = 1e-10) -> Allocation:
-    """Minimise L(N, C/(6N)) over x = ln N numerically (scipy's bounded Brent method).
+    """Minimise L(N, C / c(N)) over x = ln N numerically (scipy's bounded Brent method); c(N) = 6 N
+    unless the law's `flops` says otherwise.
 
     The objective is the reducible part A/N^alpha + B/D^beta: E does not move the argmin, and
     leaving it out keeps the flat bottom of the curve further above float rounding. It is
-    convex in x, so one minimum lies in N in [1, C/6] (D >= 1 token). A coarse grid over that
+    convex in x, so one minimum lies in N in [1, N(D = 1 token)]. A coarse grid over that
     range brackets it first, and Brent's method then searches u = x - x_grid in the bracket:
     scipy's stopping rule adds sqrt(machine eps) * |u| to `xatol`, which would cap the
     precision at ~3e-7 relative if it searched x = ln N (~20) directly.
     """
     c = check_compute(compute)
-    if c <= 6.0:
-        raise UsageError(f"compute {c:g} FLOPs cannot train even one parameter on one token (C = 6 N D)")
-    log_c6 = math.log(c / 6.0)
+    flops = law.flops
+    if c <= 6.0 * flops.kappa:
+        raise UsageError(f"compute {c:g} FLOPs cannot train even one parameter on one token ({flops.describe()})")
+    log_c6 = math.log(c / (6.0 * flops.kappa))      # ln D = log_c6 - gamma x
 
     def reducible(x: float) -> float:
-        return law.A * math.exp(-law.alpha * x) + law.B * math.exp(-law.beta * (log_c6 - x))
+        return law.A * math.exp(-law.alpha * x) + law.B * math.exp(-law.beta * (log_c6 - flops.gamma * x))
 
-    grid = np.linspace(0.0, log_c6, 201)
+    grid = np.linspace(0.0, log_c6 / flops.gamma, 201)
     i = int(np.argmin([reducible(x) for x in grid]))
     x0 = grid[i]
     lo, hi = (grid[max(i - 1, 0)] - x0), (grid[min(i + 1, len(grid) - 1)] - x0)
@@ -102,32 +107,38 @@ def numerical_optimum(law: Law, compute, *, xatol: float = 1e-10) -> Allocation:
         raise RuntimeError(f"numerical optimum did not converge at C={c:g}: {res.message}")
     x = x0 + res.x
     n = math.exp(x)
-    d = c / (6.0 * n)
+    d = float(flops.tokens(c, n))
     return Allocation("numerical", c, n, d, float(law.loss(n, d)))
 
 
 def rule_of_thumb(compute, tokens_per_param: float = RULE_TOKENS_PER_PARAM,
                   law: Law | None = None) -> Allocation:
-    """D = k N with C = 6 N D: N = sqrt(C / (6 k)). Loss predicted by `law` when given."""
+    """D = k N with C = 6 N D: N = sqrt(C / (6 k)); under the law's C = 6 kappa N^gamma D,
+    N = (C / (6 kappa k))^(1 / (1 + gamma)). Loss predicted by `law` when given."""
     c = check_compute(compute)
     k = float(tokens_per_param)
     if not math.isfinite(k) or k <= 0:
         raise UsageError(f"tokens per parameter must be positive and finite, got {tokens_per_param!r}")
-    n = math.sqrt(c / (6.0 * k))
+    n = expected_optimum(_flops(law), c, k)
     d = k * n
     return Allocation(f"{k:g} tokens/param", c, n, d, _loss(law, n, d))
 
 
 def kaplan_allocation(compute, law: Law | None = None) -> Allocation:
-    """Kaplan et al.'s N_opt = 1.3e9 (C / 8.64e19 FLOP)^0.73, D = C / (6 N) (see module doc)."""
+    """Kaplan et al.'s N_opt = 1.3e9 (C / 8.64e19 FLOP)^0.73, D = C / (6 N) (see module doc), or
+    C / c(N) under the law's compute count."""
     c = check_compute(compute)
     n = KAPLAN_N_COEFF * (c / PF_DAY_FLOP) ** KAPLAN_N_EXPONENT
-    d = c / (6.0 * n)
+    d = float(_flops(law).tokens(c, n))   # C / (6 N) to the bit when c(N) = 6 N
     return Allocation("kaplan", c, n, d, _loss(law, n, d))
 
 
 def _loss(law: Law | None, n: float, d: float) -> float | None:
     return None if law is None else float(law.loss(n, d))
+
+
+def _flops(law: Law | None) -> FlopsPerToken:
+    return FlopsPerToken() if law is None else law.flops
 
 
 def compare_allocations(law: Law | None, compute) -> list[Allocation]:
@@ -191,11 +202,11 @@ def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, nois
     or whose alpha, beta <= 0 has no allocation, and counts in `n_undefined`."""
     c = check_compute(compute)
     resampled = np.asarray(resampled, dtype=float)
-    laws = Law(*resampled.T)                              # one law per resample: Law broadcasts
+    laws = Law(*resampled.T, flops=law.flops)             # one law per resample: Law broadcasts
     ok = np.isfinite(resampled).all(axis=1) & (laws.alpha > 0) & (laws.beta > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         n_opt = np.asarray(laws.n_opt(c))[ok]
-    d_opt = c / (6.0 * n_opt)
+    d_opt = law.flops.tokens(c, n_opt)
     best = plan(law, c)
     loss = loss_interval(resampled, best.n, best.d, level=level, noise=noise, seed=seed)
     return OptimumIntervals(c, level, _percentiles(n_opt, level), _percentiles(d_opt, level),

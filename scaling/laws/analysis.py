@@ -51,12 +51,12 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
         reference_compute = float(data.compute.max())
     elif not (math.isfinite(reference_compute) and reference_compute > 0):
         raise UsageError(f"the reference compute must be a positive number of FLOPs; got {reference_compute!r}")
-    result = fitting.fit_law(data.n, data.d, data.loss, delta=delta, grid=grid, fixed_E=fixed_E)
+    result = _planned_with(fitting.fit_law(data.n, data.d, data.loss, delta=delta, grid=grid, fixed_E=fixed_E), data)
     boot = None
     if bootstrap:
         boot = resampling.bootstrap(data.n, data.d, data.loss, n_resamples=int(bootstrap), seed=int(seed),
                                     delta=delta, fixed_E=fixed_E, reference_compute=reference_compute,
-                                    full_fit=result)
+                                    full_fit=result, flops=data.flops)
     law = result.law
     identified = law.alpha > 0 and law.beta > 0     # else there is no compute-optimal allocation
     ci = None
@@ -95,6 +95,11 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
                                                          extra=tuple(extra)))
 
 
+def _planned_with(result: fitting.FitResult, data: FitData) -> fitting.FitResult:
+    """The fit with its law's allocation under the points' compute count, C = c(N) D."""
+    return replace(result, law=replace(result.law, flops=data.flops))
+
+
 OTHER_CONVENTION_RESAMPLES = 200   # enough for the side-by-side interval; the main fit keeps its own
 
 
@@ -112,21 +117,28 @@ def convention_summary(result: fitting.FitResult, boot, reference_compute: float
 def _other_convention(other: FitData, bootstrap: int, seed: int, delta: float, fixed_E, reference_compute) -> dict:
     """The same points fitted with N counted the other way (a smaller bootstrap)."""
     try:
-        result = fitting.fit_law(other.n, other.d, other.loss, delta=delta, fixed_E=fixed_E)
+        result = _planned_with(fitting.fit_law(other.n, other.d, other.loss, delta=delta, fixed_E=fixed_E), other)
     except UsageError as exc:
         return {"reason": str(exc)}
     boot = None
     if bootstrap:
         boot = resampling.bootstrap(other.n, other.d, other.loss, seed=seed, delta=delta, fixed_E=fixed_E,
                                     n_resamples=min(bootstrap, OTHER_CONVENTION_RESAMPLES),
-                                    reference_compute=reference_compute, full_fit=result)
+                                    reference_compute=reference_compute, full_fit=result, flops=other.flops)
     return convention_summary(result, boot, reference_compute)
 
 
-def isoflop_of(data: FitData) -> approaches.IsoFLOPResult:
-    """Approach 2 on the points, grouped by their planned budgets where the sweep recorded them."""
-    budgets = None if data.budgets is None else np.unique(data.budgets)
-    return approaches.isoflop(data.n, data.d, data.loss, budgets=budgets)
+def isoflop_of(data: FitData, window: float | None = approaches.WINDOW_DECADES) -> approaches.IsoFLOPResult:
+    """Approach 2 on the points in their compute measure, grouped by their planned budgets where
+    the sweep recorded them: by value where the budgets count compute as the fit does, else as
+    labels (a store planned in 6N non-embedding, whose budgets are not iso-compute in real FLOPs)."""
+    grouping = {}
+    if data.budgets_in_measure:
+        grouping["budgets"] = np.unique(data.budgets)
+    elif data.budgets is not None:
+        grouping["groups"] = data.budgets
+    return approaches.isoflop(data.n, data.d, data.loss, compute=data.compute, flops=data.flops,
+                              window=window, **grouping)
 
 
 def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None) -> dict:
@@ -139,7 +151,7 @@ def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None) -> dict:
     data = fit.points
     envelope = None
     if curves is not None:
-        envelope = approaches.envelope(curves[curves.run_id.isin(data.ids)]).to_dict()
+        envelope = approaches.envelope(curves[curves.run_id.isin(data.ids)], flops=data.flops).to_dict()
     bounds = fit.ci.bounds if fit.ci is not None else {}
     parametric = {"method": "parametric", "a": fit.a, "b": fit.b, "a_ci": bounds.get("a"),
                   "b_ci": bounds.get("b"), "interval": "bootstrap percentile" if fit.ci is not None else None}

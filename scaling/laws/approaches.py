@@ -27,8 +27,14 @@ import pandas as pd
 from scipy import stats
 
 from scaling.errors import UsageError
+from scaling.train.compute import FlopsPerToken
 
 CI_LEVEL = 0.95
+# Approach 2's window: each budget's parabola is fitted to the sizes within this many decades of N
+# of the budget's lowest observed loss (at least the 3 nearest). A parabola in log N is the valley's
+# shape near its bottom only; points 100x away, far up its walls, bend it and bias its minimum
+# (Open-Athena 2026 measured the bias against grid width and off-centre sampling).
+WINDOW_DECADES = 1.0
 
 
 # ----------------------------------------------------------------------------- power laws
@@ -167,7 +173,7 @@ def _distinct(values, rtol: float = 1e-9) -> int:
     return int(np.unique(np.round(np.log(values) / rtol)).size) if len(values) else 0
 
 
-def _parabola_minimum(n, loss, compute: float) -> tuple[BudgetMinimum, tuple | None]:
+def _parabola_minimum(n, loss, compute: float, flops: FlopsPerToken) -> tuple[BudgetMinimum, tuple | None]:
     """The budget's minimum, and its parabola (centre, p2, p1, p0) when there are 3 sizes or more."""
     x = np.log(n)
     n_range = (float(n.min()), float(n.max()))
@@ -188,15 +194,31 @@ def _parabola_minimum(n, loss, compute: float) -> tuple[BudgetMinimum, tuple | N
         status = f"minimum at N=1e{x_opt / math.log(10):.1f}, {side} sampled N"
         return BudgetMinimum(**common, status=status), parabola
     n_opt = math.exp(x_opt)
-    return BudgetMinimum(**common, status="ok", n_opt=n_opt, d_opt=compute / (6 * n_opt),
+    return BudgetMinimum(**common, status="ok", n_opt=n_opt, d_opt=float(flops.tokens(compute, n_opt)),
                          loss_opt=float(p0 + p1 * u_opt + p2 * u_opt**2)), parabola
 
 
-def isoflop(n, d, loss, *, budgets=None, bins_per_decade: float | None = None,
-            budget_rtol: float = 1e-3, max_budget_ratio: float = 2.0) -> IsoFLOPResult:
-    """Approach 2 on runs (N_i, D_i, loss_i), with C_i = 6 N_i D_i.
+def in_window(n, loss, decades: float | None) -> np.ndarray:
+    """Indices of the points of one budget within `decades` of log10 N of its lowest loss (all
+    points for None), at least the 3 sizes nearest to it."""
+    index = np.arange(len(n))
+    if decades is None:
+        return index
+    distance = np.abs(np.log10(n) - math.log10(n[np.argmin(loss)]))
+    nearest_sizes = np.sort(np.unique(np.round(distance, 12)))
+    reach = max(decades, nearest_sizes[min(2, nearest_sizes.size - 1)])
+    return index[distance <= reach + 1e-12]
+
+
+def isoflop(n, d, loss, *, compute=None, flops: FlopsPerToken = FlopsPerToken(), budgets=None, groups=None,
+            bins_per_decade: float | None = None, budget_rtol: float = 1e-3, max_budget_ratio: float = 2.0,
+            window: float | None = WINDOW_DECADES) -> IsoFLOPResult:
+    """Approach 2 on runs (N_i, D_i, loss_i) of compute C_i (`compute`; 6 N_i D_i by default; `flops`
+    gives the tokens D_opt = C / c(N_opt) of each budget's minimum).
 
     Grouping, in order of precedence:
+      * `groups` given: one label per run (a budget planned in another measure than C's): each
+        label is a budget, its C the geometric mean of its runs' C.
       * `budgets` given: each run joins the budget nearest in log C, unless its C is more than
         `max_budget_ratio` times off (then it is left out and counted). The budget's own value
         is used as C. Use this for sweeps laid out on known budgets whose recorded C scatter
@@ -212,11 +234,18 @@ def isoflop(n, d, loss, *, budgets=None, bins_per_decade: float | None = None,
     Grouping matters when C scatters: on Hoffmann et al.'s extracted points, their 9 budgets
     give a = 0.512, while 3, 4 and 5 bins per decade give 0.44, 0.46 and 0.51, because bins
     cut across budgets and mix runs of different C in one parabola.
+
+    window: each budget's parabola sees only the sizes within `window` decades of its lowest loss
+    (`in_window`; None: every size).
     """
     n, d, loss = _positive_arrays(n=n, d=d, loss=loss)
-    c = 6.0 * n * d
+    c = 6.0 * n * d if compute is None else _positive_arrays(compute=compute)[0]
     left_out = 0
-    if budgets is not None:
+    if groups is not None:
+        _, labels = np.unique(np.asarray(groups), return_inverse=True)
+        values = {k: float(np.exp(np.log(c[labels == k]).mean())) for k in np.unique(labels)}
+        grouping = f"planned budgets ({len(values)}), C the mean of each budget's runs"
+    elif budgets is not None:
         centres = np.sort(np.asarray(budgets, dtype=float).ravel())
         if centres.size == 0 or not np.all(np.isfinite(centres)) or np.any(centres <= 0):
             raise UsageError("budgets must be positive, finite FLOP values")
@@ -248,10 +277,13 @@ def isoflop(n, d, loss, *, budgets=None, bins_per_decade: float | None = None,
     for k in sorted(set(labels.tolist()) - {-1}):
         index = np.flatnonzero(labels == k)
         if index.size:
-            minimum, parabola = _parabola_minimum(n[index], loss[index], values[k])
+            index = index[in_window(n[index], loss[index], window)]
+            minimum, parabola = _parabola_minimum(n[index], loss[index], values[k], flops)
             found.append((minimum, Profile(index[np.argsort(n[index], kind="stable")], parabola)))
     found.sort(key=lambda pair: pair[0].compute)
     minima = [m for m, _ in found]
+    if window is not None:
+        grouping += f"; each parabola on the sizes within {window:g} decade(s) of N of its lowest loss (at least 3)"
     common = dict(budgets=minima, grouping=grouping, n_left_out_runs=left_out, profiles=tuple(p for _, p in found))
     usable = [b for b in minima if b.usable]
     if len(usable) < 2:
@@ -292,7 +324,7 @@ class EnvelopeResult:
                 "reason": self.reason, "notes": list(self.notes)}
 
 
-def envelope(curves: pd.DataFrame, *, n_grid: int = 1500) -> EnvelopeResult:
+def envelope(curves: pd.DataFrame, *, n_grid: int = 1500, flops: FlopsPerToken = FlopsPerToken()) -> EnvelopeResult:
     """Approach 1 on training curves: columns run_id, n, tokens, loss (one row per evaluation).
 
     At each of `n_grid` log-spaced FLOP values between the smallest and largest 6 N tokens
@@ -320,7 +352,7 @@ def envelope(curves: pd.DataFrame, *, n_grid: int = 1500) -> EnvelopeResult:
         g = g.sort_values("tokens").drop_duplicates("tokens", keep="last")
         if len(g) < 2:
             continue
-        logf = np.log(6.0 * g.n.iloc[0] * g.tokens.to_numpy())
+        logf = np.log(flops.per_token(g.n.iloc[0]) * g.tokens.to_numpy())
         runs.append((run_id, float(g.n.iloc[0]), logf, g.loss.to_numpy()))
     empty = pd.DataFrame(columns=["compute", "n", "d", "loss", "run_id"])
     if len(runs) < 3:
@@ -348,7 +380,7 @@ def envelope(curves: pd.DataFrame, *, n_grid: int = 1500) -> EnvelopeResult:
             unbracketed += 1
             continue
         cflop = math.exp(grid[j])
-        rows.append({"compute": cflop, "n": sizes[w], "d": cflop / (6 * sizes[w]),
+        rows.append({"compute": cflop, "n": sizes[w], "d": float(flops.tokens(cflop, sizes[w])),
                      "loss": float(table[w, j]), "run_id": runs[w][0]})
     frontier = pd.DataFrame(rows, columns=list(empty.columns))
     winning = int(frontier.n.nunique()) if len(frontier) else 0

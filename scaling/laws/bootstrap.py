@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scaling.errors import UsageError
+from scaling.train.compute import FlopsPerToken
 from scaling.laws.fit import TIGHT_FTOL, TIGHT_GTOL, FitResult, check_fit_inputs, fit_law, free_mask, log_points
 from scaling.laws.lbfgs import lbfgs_batched
 from scaling.laws.objective import DEFAULT_DELTA, Workspace, batch_rows, objective_batched
@@ -39,24 +40,26 @@ class BootstrapResult:
     # (G, a, b, tokens_per_param need alpha, beta > 0); such a quantity's interval is NaN.
 
 
-def derived_quantities(theta: np.ndarray, reference_compute: float) -> dict:
-    """E, A, B, alpha, beta, a, b, G and D_opt/N_opt at C_ref for rows of theta (vectorised)."""
+def derived_quantities(theta: np.ndarray, reference_compute: float, flops: FlopsPerToken = FlopsPerToken()) -> dict:
+    """E, A, B, alpha, beta, a, b, G and D_opt/N_opt at C_ref for rows of theta (vectorised), under
+    the constraint C = c(N) D of `flops` (`scaling.laws.law` gives the closed form)."""
     theta = np.atleast_2d(theta)
     e, la, lb, alpha, beta = theta.T
-    s = alpha + beta
+    gamma_beta = flops.gamma * beta
+    s = alpha + gamma_beta
     with np.errstate(invalid="ignore", divide="ignore"):
         a_exp = beta / s
         b_exp = alpha / s
-    log_c6 = math.log(reference_compute / 6.0)
+    log_c6 = math.log(reference_compute / (6.0 * flops.kappa))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         # G and the allocation exist only for alpha, beta > 0 (NaN otherwise).
         ok = (alpha > 0) & (beta > 0)
-        log_g = np.where(ok, (np.log(np.where(ok, alpha, 1.0)) + la - np.log(np.where(ok, beta, 1.0)) - lb) / s,
-                         np.nan)
+        log_g = np.where(ok, (np.log(np.where(ok, alpha, 1.0)) + la - np.log(np.where(ok, gamma_beta, 1.0)) - lb)
+                         / s, np.nan)
         a_exp = np.where(ok, a_exp, np.nan)
         b_exp = np.where(ok, b_exp, np.nan)
-        # D_opt / N_opt = G^-2 (C/6)^(b - a)
-        log_tpp = -2.0 * log_g + (b_exp - a_exp) * log_c6
+        # D_opt / N_opt = G^-(1 + gamma) (C / 6 kappa)^(b - a): G^-2 (C/6)^(b - a) for C = 6 N D
+        log_tpp = -(1.0 + flops.gamma) * log_g + (b_exp - a_exp) * log_c6
         return {"E": np.exp(e), "A": np.exp(la), "B": np.exp(lb), "alpha": alpha, "beta": beta,
                 "a": a_exp, "b": b_exp, "G": np.exp(log_g), "tokens_per_param": np.exp(log_tpp)}
 
@@ -99,7 +102,8 @@ def percentile_intervals(samples: dict, level: float):
 
 def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: float = DEFAULT_DELTA,
               fixed_E: float | None = None, reference_compute: float | None = None,
-              level: float = 0.95, full_fit: FitResult | None = None, extra_starts=None) -> BootstrapResult:
+              level: float = 0.95, full_fit: FitResult | None = None, extra_starts=None,
+              flops: FlopsPerToken = FlopsPerToken()) -> BootstrapResult:
     """Percentile bootstrap intervals for the constants, allocation exponents and tokens/param.
 
     Each resample draws len(n) points with replacement (numpy Generator seeded with `seed`) and
@@ -115,6 +119,7 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
     per-resample scipy call.
 
     reference_compute: C at which tokens_per_param is evaluated (default: the largest 6 N D).
+    flops: the FLOPs per token of the allocation's constraint (C = 6 N D by default).
     """
     if not 1 <= n_resamples <= MAX_RESAMPLES:
         raise UsageError(f"the number of bootstrap resamples must be from 1 to {MAX_RESAMPLES:,} (a 95% "
@@ -143,7 +148,7 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
         counts = _draw_counts(rng, log_n.size, k)
         thetas[r0:r0 + k], converged = _fit_resamples(counts, starts, log_n, log_d, log_loss, delta, free)
         n_converged += converged
-    samples = derived_quantities(thetas, reference_compute)
+    samples = derived_quantities(thetas, reference_compute, flops)
     intervals, n_undefined = percentile_intervals(samples, level)
     return BootstrapResult(
         n_resamples=int(n_resamples), seed=int(seed), level=float(level),

@@ -28,10 +28,16 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.runs import store
+from scaling.train.compute import FlopsPerToken, fit_flops_per_token
+from scaling.train.counts import COMPUTE_MEASURES
 
 PARAM_CONVENTIONS = ("non_embedding", "total")
 FINISHED = "finished"
 RUN_COLUMNS = {"non_embedding": "n_params_non_embedding", "total": "n_params_total"}
+# A run's training FLOPs in each measure (runs.csv), and the measure of budgets written before
+# the measure was recorded.
+COMPUTE_COLUMNS = {"exact": "flops_exact", "6n_total": "flops_6n_total", "6n_non_embedding": "flops_6nd"}
+LEGACY_BUDGET_MEASURE = "6n_non_embedding"
 
 # Packaged datasets: name -> (file in scaling/laws/datasets, columns, parameter convention, description).
 DATASETS = {
@@ -69,6 +75,9 @@ class FitData:
     tokens each run drew its D from, where the source gives them (a run store records them; a table
     with --unique-col or --unique-tokens): D > U repeats data, which the data-constrained fit
     discounts. table: how a table was read (its path and columns), so a report can read it again.
+    flops: the FLOPs a token costs as a function of N, c(N) = 6 kappa N^gamma, fitted to the
+    points (6 N for a table); spent: each point's training compute in `flops.measure` where the
+    source counts it (a run store), else C = c(N) D. budget_measure: what `budgets` count.
     digest: sha256 of the float64 arrays (n, d, loss) in this order, computed on construction.
     """
 
@@ -84,6 +93,9 @@ class FitData:
     budgets: np.ndarray | None = None
     unique: np.ndarray | None = None
     table: dict | None = None
+    flops: FlopsPerToken = FlopsPerToken()
+    spent: np.ndarray | None = None
+    budget_measure: str | None = None
     digest: str = field(init=False, default="")
 
     def __post_init__(self):
@@ -101,7 +113,8 @@ class FitData:
             raise UsageError(f"parameter convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
                              f"got {self.param_convention!r}")
         labels = {"n": "N (parameters)", "d": "D (tokens)", "loss": "loss", "budgets": "compute budget",
-                  "n_other": f"N ({self.other_convention} parameters)", "unique": "unique tokens"}
+                  "n_other": f"N ({self.other_convention} parameters)", "unique": "unique tokens",
+                  "spent": f"training compute ({self.flops.measure})"}
         for name, label in labels.items():
             values = getattr(self, name)
             if values is None:                       # budgets, n_other and unique are optional
@@ -128,9 +141,18 @@ class FitData:
 
     @property
     def compute(self) -> np.ndarray:
-        """C = 6 N D for each point (inf past a float: the fit refuses such a point, naming it)."""
+        """Each point's training compute: as the source counted it (`spent`), else C = c(N) D,
+        6 N D for a table (inf past a float: the fit refuses such a point, naming it)."""
+        if self.spent is not None:
+            return self.spent
         with np.errstate(over="ignore"):
-            return 6.0 * self.n * self.d
+            return 6.0 * self.n * self.d if self.flops.is_six_n else self.flops.per_token(self.n) * self.d
+
+    @property
+    def budgets_in_measure(self) -> bool:
+        """Whether the recorded budgets count compute as the fit does (Approach 2 then groups by
+        their values; budgets in another measure only say which runs belong together)."""
+        return self.budgets is not None and self.budget_measure == self.flops.measure
 
     @property
     def other_convention(self) -> str | None:
@@ -140,10 +162,13 @@ class FitData:
         return "total" if self.param_convention == "non_embedding" else "non_embedding"
 
     def counted_other_way(self) -> "FitData | None":
-        """The same points with N by the other convention (None where the source gave one only)."""
+        """The same points with N by the other convention (None where the source gave one only);
+        the same compute, so c(N) is fitted again in that N."""
         if self.n_other is None or self.param_convention is None:
             return None
-        return replace(self, n=self.n_other, n_other=self.n, param_convention=self.other_convention)
+        flops = self.flops if self.spent is None else \
+            fit_flops_per_token(self.n_other, self.spent / self.d, self.flops.measure)
+        return replace(self, n=self.n_other, n_other=self.n, param_convention=self.other_convention, flops=flops)
 
     @property
     def n_sizes(self) -> int:
@@ -204,8 +229,11 @@ def _describe_id(identifier) -> str:
 # Loaders
 
 
-def from_runs(sweep_dir, param_convention: str = "non_embedding", *, drop_unmeasured: bool = False) -> FitData:
-    """Finished runs of a run store runs/<sweep>/: N (by `param_convention`), tokens, final val loss.
+def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: str = "exact",
+              drop_unmeasured: bool = False) -> FitData:
+    """Finished runs of a run store runs/<sweep>/: N (by `param_convention`, Chinchilla's total
+    count by default), tokens, final val loss, and each run's training FLOPs in `compute_measure`
+    (the exact count by default: what the run spent), with c(N) fitted to them.
 
     Runs that diverged, failed or never finished are left out and listed in `dropped` with
     their status and the reason the store gives. A finished run whose summary lacks a positive,
@@ -215,6 +243,8 @@ def from_runs(sweep_dir, param_convention: str = "non_embedding", *, drop_unmeas
     if param_convention not in PARAM_CONVENTIONS:
         raise UsageError(f"the parameter convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
                          f"got {param_convention!r}")
+    if compute_measure not in COMPUTE_MEASURES:
+        raise UsageError(f"the compute measure must be one of {', '.join(COMPUTE_MEASURES)}; got {compute_measure!r}")
     sweep_dir = Path(sweep_dir)
     table = store.read_runs(sweep_dir)
     if table.empty:
@@ -260,9 +290,42 @@ def from_runs(sweep_dir, param_convention: str = "non_embedding", *, drop_unmeas
     n_other = pd.to_numeric(table[other], errors="coerce").to_numpy(dtype=float)[keep] if other in table else None
     if n_other is not None and not (np.isfinite(n_other).all() and (n_other > 0).all()):
         n_other = None                         # a damaged summary: no side-by-side fit, nothing worse
-    return FitData(n=values["n"][keep], d=values["d"][keep], loss=values["loss"][keep], source=f"runs {sweep_dir}",
+    n, d = values["n"][keep], values["d"][keep]
+    spent, measure = _spent(table, keep, compute_measure, param_convention)
+    budget_measure = None if budgets is None else _budget_measure(table, keep)
+    return FitData(n=n, d=d, loss=values["loss"][keep], source=f"runs {sweep_dir}",
                    ids=tuple(str(table["run_id"].iloc[i]) for i in keep), dropped=tuple(dropped),
-                   param_convention=param_convention, n_other=n_other, budgets=budgets, unique=unique)
+                   param_convention=param_convention, n_other=n_other, unique=unique,
+                   budgets=budgets if budget_measure else None, budget_measure=budget_measure,
+                   flops=FlopsPerToken(measure) if spent is None else fit_flops_per_token(n, spent / d, measure),
+                   spent=spent)
+
+
+def _spent(table: pd.DataFrame, keep: list[int], measure: str, param_convention: str):
+    """(each kept run's training FLOPs in `measure`, the measure): 6 N_total D where a run predates
+    flops_6n_total; (None, 6n_<convention>) for a store that records no FLOPs at all (hand-made):
+    then C = 6 N D in the fit's own N, and the fit says so."""
+    def number(col):
+        return pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float)[keep] if col in table else \
+            np.full(len(keep), np.nan)
+    spent = number(COMPUTE_COLUMNS[measure])
+    if measure == "6n_total":
+        spent = np.where(np.isfinite(spent), spent, 6.0 * number("n_params_total") * number("tokens"))
+    if not np.isfinite(spent).any():
+        return None, f"6n_{param_convention}"
+    if not (np.isfinite(spent).all() and (spent > 0).all()):
+        first = int(np.flatnonzero(~(np.isfinite(spent) & (spent > 0)))[0])
+        raise UsageError(f"run {table['run_id'].iloc[keep[first]]} has no positive, finite "
+                         f"{COMPUTE_COLUMNS[measure]!r} in {store.SUMMARY}, though other runs of the store do")
+    return spent, measure
+
+
+def _budget_measure(table: pd.DataFrame, keep: list[int]) -> str | None:
+    """The one measure the kept runs' budgets count (a store from before it was recorded: 6N
+    non-embedding); None when they mix measures (then Approach 2 bins the compute)."""
+    recorded = table["budget_measure"] if "budget_measure" in table else pd.Series([None] * len(table))
+    found = {m if isinstance(m, str) and m else LEGACY_BUDGET_MEASURE for m in recorded.iloc[keep]}
+    return found.pop() if len(found) == 1 else None
 
 
 def _unique_tokens(table: pd.DataFrame) -> np.ndarray:

@@ -20,6 +20,9 @@ Schema (version 1):
      "options": {"delta", "grid", "n_starts", "fixed_E", "bootstrap"},
      "params": {"E", "A", "B", "alpha", "beta"}, "allocation": {"a", "b", "G"},
      "reference_compute", "tokens_per_param_at_reference",
+     "compute": {"measure", "kappa", "gamma", "max_error"}: what C counts, and the FLOPs per token
+                c(N) = 6 kappa N^gamma the allocation is solved under (scaling.train.compute; added
+                with the compute measure: a file without it counts C = 6 N D),
      "ci": {"level", "n_resamples", "E", "A", "B", "alpha", "beta", "a", "b", "G",
             "tokens_per_param"} or null when the bootstrap is off,
      "objective", "n_starts_at_optimum", "residual_rms", "evidence": [str], "limitations": [str],
@@ -55,6 +58,7 @@ from scaling.laws.fitdata import FitData
 from scaling.laws.law import PARAM_NAMES, Law
 from scaling.laws.repeated import SAMPLE_NAMES, Repeated
 from scaling.runs.store import write_atomic
+from scaling.train.compute import FlopsPerToken
 
 KIND = "scaling.fit"
 VERSION = 1
@@ -198,6 +202,7 @@ class LawFit:
             "allocation": {"a": self.a, "b": self.b, "G": self.G},
             "reference_compute": self.reference_compute,
             "tokens_per_param_at_reference": self.tokens_per_param,
+            "compute": json_safe(self.law.flops.to_dict()),
             "ci": None if self.ci is None else self.ci.to_json(),
             "objective": self.objective, "n_starts_at_optimum": self.n_starts_at_optimum,
             "residual_rms": self.residual_rms,
@@ -246,7 +251,12 @@ def _law(obj: dict, where: str) -> Law:
     values = [_number(params, k, where, "params") for k in PARAM_NAMES]
     if None in values or min(params["E"], params["A"], params["B"]) <= 0:
         raise UsageError(f"{where}: 'params' must be finite with E, A, B > 0 ({params!r})")
-    return Law.from_dict(params)
+    counted = _section(obj, "compute", where, (dict,))
+    try:
+        flops = FlopsPerToken() if counted is None else FlopsPerToken.from_dict(counted)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{where}: 'compute' must hold measure, kappa, gamma and max_error ({exc})") from None
+    return replace(Law.from_dict(params), flops=flops)
 
 
 def _from_json(obj, where: str) -> LawFit:

@@ -62,6 +62,7 @@ def apply_filters(data: FitData, *, drop_highest_loss: int = 0, min_tokens_per_p
                    n_other=None if data.n_other is None else data.n_other[idx],
                    budgets=None if data.budgets is None else data.budgets[idx],
                    unique=None if data.unique is None else data.unique[idx],
+                   spent=None if data.spent is None else data.spent[idx],
                    ids=tuple(data.ids[i] for i in idx), dropped=tuple(dropped), filters=filters)
 
 

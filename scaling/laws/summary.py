@@ -29,6 +29,7 @@ def format_summary(fit: LawFit) -> str:
     out += [f"  left out {x['id']}: {x['reason']}" for x in d.dropped[:SHOWN_DROPPED]]
     if len(d.dropped) > SHOWN_DROPPED:
         out.append(f"  ... and {len(d.dropped) - SHOWN_DROPPED} more (data.dropped in fit.json)")
+    out.append(f"N counts {d.param_convention or 'what the source counts as'} parameters; {fit.law.flops.describe()}")
     out.append("constants" + (f" with {100 * ci.level:g}% bootstrap intervals ({ci.n_resamples} resamples)"
                                if ci is not None else " (no bootstrap)") + ":")
     for name in PARAM_NAMES:

@@ -46,13 +46,15 @@ VALIDATION_ROLE = "validation"
 # Columns of runs.csv, in order. Shape columns first, then sizes, then outcomes.
 TABLE_COLUMNS = (
     "run_id", "status", "d_model", "n_layers", "n_heads", "lr",
-    "n_params_total", "n_params_non_embedding", "tokens", "flops_6nd", "flops_exact",
+    "n_params_total", "n_params_non_embedding", "tokens", "flops_6nd", "flops_exact", "flops_6n_total",
     "final_val_loss", "final_val_bpb", "epochs", "unique_tokens", "wall_s", "seed", "reason", "retry_of",
     # WSD branches: the stable run they start from, and the tokens they trained themselves (the
     # cooldown); tokens and FLOPs above are those of the whole schedule, the point the law sees.
     "branch_of", "branch_tokens",
-    # IsoFLOP designs: the compute budget the run was planned for (Approach 2 groups by it).
-    "budget",
+    # IsoFLOP designs: the compute budget the run was planned for (Approach 2 groups by it), and
+    # the measure it counts (scaling.train.counts.COMPUTE_MEASURES; empty: 6n_non_embedding, the
+    # only measure before it was recorded).
+    "budget", "budget_measure",
     # A run that is not a fit point: "validation" (it checks a fit's prediction; never fitted).
     "role",
 )
@@ -201,7 +203,7 @@ def read_summary(run_dir: Path) -> dict | None:
 
 
 # runs.csv's columns that hold text; every other column of TABLE_COLUMNS holds a number (or null).
-TEXT_COLUMNS = ("run_id", "status", "reason", "retry_of", "branch_of", "role")
+TEXT_COLUMNS = ("run_id", "status", "reason", "retry_of", "branch_of", "budget_measure", "role")
 
 
 def _ill_typed(summary: dict, folder: str) -> str | None:

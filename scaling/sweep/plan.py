@@ -24,7 +24,9 @@ from dataclasses import dataclass, replace
 
 from scaling.config import Shape, SweepConfig, run_lr
 from scaling.errors import UsageError
-from scaling.train.model import GPTConfig, flops_per_token, param_counts
+from scaling.train.compute import FlopsPerToken, expected_optimum, fit_flops_per_token
+from scaling.train.counts import MEASURE_CONVENTION
+from scaling.train.model import GPTConfig, flops_by_measure, flops_per_token, param_counts
 from scaling.train.schedule import cooldown_steps, schedule_bounds
 from scaling.train.spec import RunSpec
 
@@ -70,6 +72,10 @@ class PlannedRun:
     def trained_flops_exact(self) -> float:
         return self.spec.trained_flops()
 
+    def flops(self, measure: str) -> float:
+        """The run's training compute (its whole budget D) counted by `measure`."""
+        return float(flops_by_measure(self.spec.model)[measure]) * self.spec.tokens
+
 
 def _compact(n: int) -> str:
     """250000 -> '250K', 2000000 -> '2M', for readable run ids."""
@@ -102,7 +108,7 @@ def run_id(cfg: SweepConfig, shape, tokens: int, lr: float, extra: dict | None =
 def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmup: int | None = None,
                 branch_points: tuple[int, ...] = (), branch_of: str | None = None,
                 branch_step: int | None = None, budget: float | None = None,
-                role: str | None = None) -> PlannedRun:
+                budget_measure: str | None = None, role: str | None = None) -> PlannedRun:
     """One run of the plan. WSD: `warmup` (steps) shared by a shape's budgets; a stable run has
     `branch_points`; a branch names its stable run and the step it starts from. `role`: what a run
     that is not a fit point is for (RunSpec.role)."""
@@ -114,7 +120,8 @@ def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmu
         label = f"stable-s{max(branch_points)}"
     spec = RunSpec(run_id=run_id(cfg, shape, tokens, lr, extra, label), model=model, train=cfg.train,
                    lr=lr, tokens=tokens, seed=cfg.seed, warmup=warmup, branch_points=tuple(branch_points),
-                   branch_of=branch_of, branch_step=branch_step, budget=budget, role=role)
+                   branch_of=branch_of, branch_step=branch_step, budget=budget,
+                   budget_measure=budget_measure, role=role)
     return PlannedRun(spec, shape, n_total, n_non_embedding, flops_6nd=6.0 * n_non_embedding * tokens,
                       flops_exact=float(flops_per_token(model)["exact"]) * tokens)
 
@@ -131,30 +138,45 @@ def plan(cfg: SweepConfig) -> list[PlannedRun]:
     return [run for shape in shapes for run in wsd_runs(cfg, shape, budgets)]
 
 
-def budget_tokens(compute: float, n: float, batch: int) -> int:
-    """D = C / (6 N) rounded to whole batches (at least one): the tokens of a run planned for C."""
-    return max(batch, round(compute / (6.0 * n) / batch) * batch)
+def budget_tokens(compute: float, flops_per_token: float, batch: int) -> int:
+    """D = C / (FLOPs per token) rounded to whole batches (at least one): the tokens of a run
+    planned for C (C / 6N where a token is counted as 6 N FLOPs)."""
+    return max(batch, round(compute / flops_per_token / batch) * batch)
+
+
+def family_flops(cfg: SweepConfig, shapes: list[Shape], measure: str) -> tuple[list[tuple], FlopsPerToken]:
+    """Each shape with its N (total, or non-embedding for 6n_non_embedding) and its FLOPs per
+    token in `measure`; and c(N) = 6 kappa N^gamma fitted across them (where the optimum is
+    expected)."""
+    convention = MEASURE_CONVENTION[measure]
+    sized = []
+    for shape in shapes:
+        model = GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size)
+        total, non_embedding = param_counts(model)
+        sized.append((shape, total if convention == "total" else non_embedding, flops_by_measure(model)[measure]))
+    return sized, fit_flops_per_token([n for _, n, _ in sized], [c for *_, c in sized], measure)
 
 
 def isoflop_runs(cfg: SweepConfig, shapes: list[Shape]) -> list[PlannedRun]:
-    """For each compute budget C: the shapes whose non-embedding N is within a factor `span` of
-    N_opt = sqrt(C / (6 k)), at most `per_budget` nearest to it in log N, each on D = C / (6 N)
-    tokens rounded to whole batches. UsageError when a budget gets fewer than 3 shapes (a
-    parabola needs 3): the model family does not reach that budget's optimum."""
+    """For each compute budget C (counted by `grid.isoflop.measure`): the shapes whose N is within
+    a factor `span` of the expected optimum (where D / N = k under the family's FLOPs per token), at
+    most `per_budget` nearest to it in log N, each on D = C / (its FLOPs per token) rounded to whole
+    batches, so that the runs of a budget spend the same compute in that measure. UsageError when a
+    budget gets fewer than 3 shapes (a parabola needs 3): the family does not reach its optimum."""
     design, batch = cfg.grid.isoflop, cfg.train.batch_tokens
-    sized = [(shape, param_counts(GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size))[1])
-             for shape in shapes]
+    sized, family = family_flops(cfg, shapes, design.measure)
     runs = []
     for c in sorted(design.budgets):
-        n_opt = math.sqrt(c / (6.0 * design.tokens_per_param))
-        near = sorted((abs(math.log(n / n_opt)), n, shape) for shape, n in sized
+        n_opt = expected_optimum(family, c, design.tokens_per_param)
+        near = sorted((abs(math.log(n / n_opt)), n, per_token, shape) for shape, n, per_token in sized
                       if abs(math.log(n / n_opt)) <= math.log(design.span))
         if len(near) < 3:
             raise UsageError(f"grid.isoflop: budget {c:.3g} FLOPs has {len(near)} model(s) within a factor "
                              f"{design.span:g} of its expected optimum N = {n_opt:.3g}; a parabola needs 3: add "
                              "shapes near that size, or widen span")
-        for _, n, shape in sorted(near[:design.per_budget], key=lambda t: t[1]):
-            runs.append(planned_run(cfg, shape, budget_tokens(c, n, batch), run_lr(cfg.train, shape), budget=float(c)))
+        for _, n, per_token, shape in sorted(near[:design.per_budget], key=lambda t: t[1]):
+            runs.append(planned_run(cfg, shape, budget_tokens(c, per_token, batch), run_lr(cfg.train, shape),
+                                    budget=float(c), budget_measure=design.measure))
     return runs
 
 
@@ -215,6 +237,7 @@ def run_config(cfg: SweepConfig, planned: PlannedRun, cache_key: str) -> dict:
     }
     if spec.budget is not None:
         config["budget"] = spec.budget
+        config["budget_measure"] = spec.budget_measure
     if spec.role is not None:
         config["role"] = spec.role
     if cfg.train.schedule == "wsd":

@@ -93,3 +93,22 @@ def flops_per_token(n_layers: int, d_model: int, context: int, vocab: int, mlp_r
     forward = forward_flops(n_layers, d_model, context, vocab, mlp_ratio)
     _, non_embedding = param_counts(n_layers, d_model, context, vocab, mlp_ratio, tied_embeddings)
     return {"forward": forward, "exact": 3 * forward, "flops_6n": 6 * non_embedding}
+
+
+# The measures of training compute a design, fit or plan can count C in (`flops_by_measure`):
+#   exact             3 x every forward matmul (above): the FLOPs the run spends, output layer and
+#                     attention included (Hoffmann et al. 2022, Appendix F)
+#   6n_total          6 N_total D, Chinchilla's parameter count (embeddings and output layer in N)
+#   6n_non_embedding  6 N D with Kaplan's non-embedding N: the convention of stores written before
+#                     the measure was chosen; 1.4-3.6x below the exact count at vocabulary 1,024
+COMPUTE_MEASURES = ("exact", "6n_total", "6n_non_embedding")
+# The parameter count each measure's "6N" is paired with (exact FLOPs are planned in total N).
+MEASURE_CONVENTION = {"exact": "total", "6n_total": "total", "6n_non_embedding": "non_embedding"}
+
+
+def flops_by_measure(n_layers: int, d_model: int, context: int, vocab: int, mlp_ratio: int = 4,
+                     tied_embeddings: bool = True) -> dict:
+    """Training FLOPs per token in each of COMPUTE_MEASURES."""
+    total, non_embedding = param_counts(n_layers, d_model, context, vocab, mlp_ratio, tied_embeddings)
+    exact = 3 * forward_flops(n_layers, d_model, context, vocab, mlp_ratio)
+    return {"exact": exact, "6n_total": 6 * total, "6n_non_embedding": 6 * non_embedding}

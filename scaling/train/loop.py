@@ -270,7 +270,8 @@ def summarize(spec: RunSpec, data: TokenData, status: str, reason: str | None, s
         "unique_tokens": len(data.train),
         "flops_6nd": 6.0 * n_non_embedding * tokens,
         "flops_exact": float(flops_per_token(cfg)["exact"]) * tokens,
+        "flops_6n_total": 6.0 * n_total * tokens,
         "final_val_loss": final.get("val_loss"), "final_val_bpb": final.get("val_bpb"),
         "wall_s": wall_s, "tokens_per_s": trained / wall_s if wall_s > 0 else 0.0,
-        "budget": spec.budget, "role": spec.role,
+        "budget": spec.budget, "budget_measure": spec.budget_measure, "role": spec.role,
     }

@@ -128,3 +128,9 @@ def flops_per_token(cfg: GPTConfig) -> dict:
     flops = counts.flops_per_token(cfg.n_layers, cfg.d_model, cfg.context_length, cfg.vocab_size,
                                    cfg.mlp_ratio, cfg.tied_embeddings)
     return {"flops_6n": flops["flops_6n"], "exact": flops["exact"]}
+
+
+def flops_by_measure(cfg: GPTConfig) -> dict:
+    """Training FLOPs per token in each measure of `scaling.train.counts.COMPUTE_MEASURES`."""
+    return counts.flops_by_measure(cfg.n_layers, cfg.d_model, cfg.context_length, cfg.vocab_size,
+                                   cfg.mlp_ratio, cfg.tied_embeddings)

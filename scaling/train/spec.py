@@ -40,6 +40,7 @@ class RunSpec:
     # The compute budget an IsoFLOP design planned this run for (recorded in its summary for
     # Approach 2; not in its id: the run computes the same whatever budget it serves).
     budget: float | None = None
+    budget_measure: str | None = None  # what `budget` counts (scaling.train.counts.COMPUTE_MEASURES)
     # What the run is for when it is not a fit point: "validation" (scaling.validate: it checks a
     # fit's prediction, and the fitter leaves it out). In its summary; not in its id.
     role: str | None = None

@@ -149,7 +149,7 @@ def hand_isoflop(n, d, loss, budgets, ratio=2.0):
 
 def test_isoflop_on_hoffmann_points():
     n, d, loss = chinchilla_points()
-    result = isoflop(n, d, loss, budgets=HOFFMANN_BUDGETS)
+    result = isoflop(n, d, loss, budgets=HOFFMANN_BUDGETS, window=None)   # every size, as the hand fit
     a, ci, used, left_out = hand_isoflop(n, d, loss, np.array(HOFFMANN_BUDGETS))
     assert len(result.usable) == used == 9 and result.n_left_out_runs == left_out
     assert result.a == pytest.approx(a, rel=1e-9)
@@ -351,3 +351,49 @@ def test_kaplan_laws_say_which_runs_they_used_and_when_the_design_is_not_theirs(
     iso = fit_kaplan(n, c / (6 * n), BESIROGLU.law.loss(n, c / (6 * n)))
     assert "mixes the effects of N and D" in iso.L_N.caveat and "ranges from" in iso.L_N.caveat
     assert iso.to_dict()["L_N"]["caveat"] == iso.L_N.caveat
+
+
+def test_isoflop_window_leaves_a_within_its_interval_on_hoffmann_points():
+    # Hoffmann et al.'s IsoFLOP profiles span 1.5-2 decades of N. Halving or doubling the window
+    # around each budget's lowest loss moves a by far less than its interval (measured: 0.5134 at
+    # 1 decade, 0.5125 with every size).
+    n, d, loss = chinchilla_points()
+    by_window = {w: isoflop(n, d, loss, budgets=HOFFMANN_BUDGETS, window=w) for w in (0.5, 1.0, 2.0)}
+    default = by_window[1.0]
+    half_width = (default.a_ci[1] - default.a_ci[0]) / 2
+    for w, result in by_window.items():
+        assert len(result.usable) >= 7, w
+        assert abs(result.a - default.a) < half_width / 2, (w, result.a, default.a)
+
+
+def test_isoflop_window_removes_the_bias_of_far_points():
+    # Along each budget the loss is a parabola in ln N near its bottom and rises faster far from it
+    # (a quartic wall, as real profiles do where a model is far too small or too large). Sizes
+    # 100x off bend an all-points parabola; the window fits near the bottom and finds the vertex.
+    a_true, k = 0.45, -2.0
+    n, d, loss = [], [], []
+    for i, c in enumerate(np.logspace(18, 21, 4)):
+        centre = a_true * np.log(c) + k
+        for u in np.linspace(-2.5 - i, 2.0, 15):       # a ladder reaching further down at each budget
+            n.append(np.exp(centre + u))
+            d.append(c / (6 * n[-1]))
+            loss.append(2.0 + 0.05 * u**2 + 0.02 * u**4 * (u < -2.3))
+    n, d, loss = np.array(n), np.array(d), np.array(loss)
+    windowed = isoflop(n, d, loss, window=1.0)
+    everything = isoflop(n, d, loss, window=None)
+    assert windowed.a == pytest.approx(a_true, abs=1e-6)
+    assert abs(everything.a - a_true) > 10 * abs(windowed.a - a_true)
+
+
+def test_isoflop_groups_by_planned_budget_in_another_measure():
+    # A store planned in 6N non-embedding: its runs' exact FLOPs differ within a budget, so the
+    # budgets only label which runs belong together; each budget's C is the mean of its runs'.
+    law = CHINCHILLA.law
+    n, d = budget_grid(law, budgets=np.logspace(18, 21, 4))
+    labels = np.round(np.log10(6 * n * d), 3)
+    exact = 6 * n * d * (1 + 2e5 / n) ** 0.5           # a count that grows faster for small models
+    result = isoflop(n, d, law.loss(n, d), compute=exact, groups=labels)
+    assert len(result.budgets) == 4 and result.grouping.startswith("planned budgets")
+    for budget, profile in zip(result.budgets, result.profiles):
+        mine = exact[profile.index]
+        assert budget.compute == pytest.approx(float(np.exp(np.log(mine).mean())), rel=1e-12)

@@ -197,7 +197,7 @@ def test_a_single_model_size_is_refused(tmp_path):
 
 def test_from_runs_keeps_finished_runs_and_lists_the_others(sweep_dir):
     data = fitdata.from_runs(sweep_dir)
-    assert len(data) == 6 and data.param_convention == "non_embedding"
+    assert len(data) == 6 and data.param_convention == "total"   # Chinchilla's count, the default
     assert set(data.ids) == {f"d{n}-t{t:.0e}" for n in (10_000, 40_000, 160_000) for t in (1e6, 4e6)}
     np.testing.assert_allclose(data.loss, LAW.loss(data.n, data.d))
     assert sorted((d.id, d.reason) for d in data.dropped) == [
