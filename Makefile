@@ -25,7 +25,7 @@ $(VENV)/.installed: pyproject.toml
 demo: install
 	$(BIN)/scaling sweep configs/tiny.yaml
 	$(BIN)/scaling fit runs/tiny
-	$(BIN)/scaling validate fits/tiny --compute 3e12 --force
+	$(BIN)/scaling validate fits/tiny --compute 6e12 --force
 
 test: install
 	$(BIN)/python -m pytest -q

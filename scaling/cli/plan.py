@@ -122,12 +122,15 @@ def cmd_plan(args) -> int:
     if args.json:
         print(json.dumps(json_safe({
             "law": label, "verdict": _verdict_json(fit),
+            "compute_measure": None if law is None else law.flops.to_dict(),
             "plans": [{"compute": c, "allocations": [a.to_dict() for a in rows],
                        "intervals": intervals[c].to_dict() if intervals.get(c) else None}
                       for c, rows in zip(computes, plans)], "notes": notes,
             **({} if constrained is None else {"data_constrained": constrained.to_json()})}), indent=2))
         return 0
     print(f"law: {label}")
+    if law is not None:
+        print(f"compute: {law.flops.describe()}; every N and D below spends C in that measure")
     if fit is not None:
         print("\n".join(summary.verdict_preamble(fit)))
     header = ["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "loss"]
@@ -139,7 +142,7 @@ def cmd_plan(args) -> int:
     if law is not None:
         print("loss: what the law predicts for each allocation (the law's own optimum is lowest)")
     print("kaplan: N = 1.3e9 (C / 8.64e19 FLOP)^0.73 non-embedding params (Kaplan et al. 2020, "
-          "Table 6), D = C / (6 N)")
+          "Table 6), D = C / " + ("(6 N)" if law is None or law.flops.is_six_n else "c(N) as above"))
     for note in notes:
         print(f"note: {note}")
     if constrained is not None:
@@ -181,4 +184,5 @@ def _data_line(fit) -> str:
         parts.append(f"from {d.source}")
     if d.param_convention:
         parts.append(f"N counted as {d.param_convention}")
-    return ", ".join(parts) or "no data description"
+    parts.append(fit.law.flops.describe())
+    return ", ".join(parts)

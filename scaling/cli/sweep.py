@@ -51,7 +51,9 @@ def _duration(seconds: float) -> str:
 def print_plan(cfg, runs_dir: Path, cache_dir: Path | None = None) -> None:
     from scaling.data.tokens import known_train_tokens
     from scaling.sweep.estimates import estimate_walls, makespan, sweep_workers
-    from scaling.sweep.plan import job_order, plan, plan_cost
+    from scaling.sweep.plan import family_flops, job_order, plan, plan_cost
+    from scaling.train.compute import expected_optimum
+    from scaling.train.counts import MEASURE_CONVENTION
 
     planned = plan(cfg)
     unique = known_train_tokens(cfg, cache_dir)
@@ -67,20 +69,25 @@ def print_plan(cfg, runs_dir: Path, cache_dir: Path | None = None) -> None:
     width = max(28, *(len(r.run_id) for r in planned))
     trains = f" {'trains':>8}" if wsd else ""  # the tokens a run trains itself: a branch, its cooldown
     iso = cfg.grid.isoflop
+    convention = "total" if iso is None else MEASURE_CONVENTION[iso.measure]
+    if iso is not None:
+        _, family = family_flops(cfg, cfg.grid.models, iso.measure)
+        console.print(f"budgets in {iso.measure} FLOPs: {family.describe()}; N and D/N in {convention} parameters")
     console.print(f"{'run':<{width}} {'d':>4} {'L':>3} {'H':>3} {'N total':>9} {'N non-emb':>10} "
-                  f"{'D':>8}{trains} {'D/N':>7} {'epochs':>7} {'C=6ND':>10} {'est. wall':>10}")
+                  f"{'D':>8}{trains} {'D/N':>7} {'epochs':>7} {'C exact':>10} {'C=6ND':>10} {'est. wall':>10}")
     for run in planned:
         if iso is not None and run is next(r for r in planned if r.spec.budget == run.spec.budget):
-            n_opt = (run.spec.budget / (6.0 * iso.tokens_per_param)) ** 0.5
-            console.print(f"budget C = {run.spec.budget:.3g} FLOPs: expected optimum N = {_si(n_opt)} "
+            n_opt = expected_optimum(family, run.spec.budget, iso.tokens_per_param)
+            console.print(f"budget C = {run.spec.budget:.3g} FLOPs ({iso.measure}): expected optimum N = {_si(n_opt)} "
                           f"(D/N = {iso.tokens_per_param:g}, the prior)")
         m = run.spec.model
+        n = run.n_params_total if convention == "total" else run.n_params_non_embedding
         trains = f" {_si(run.trained_tokens):>8}" if wsd else ""
         console.print(f"{run.run_id:<{width}} {m.d_model:>4} {m.n_layers:>3} {m.n_heads:>3} "
                       f"{_si(run.n_params_total):>9} {_si(run.n_params_non_embedding):>10} "
-                      f"{_si(run.spec.tokens):>8}{trains} {run.spec.tokens / run.n_params_non_embedding:>7.3g} "
+                      f"{_si(run.spec.tokens):>8}{trains} {run.spec.tokens / n:>7.3g} "
                       f"{'?' if unique is None else format(run.spec.tokens / unique, '.3g'):>7} "
-                      f"{run.flops_6nd:>10.3g} {_duration(wall_of[run.run_id]):>10}")
+                      f"{run.flops_exact:>10.3g} {run.flops_6nd:>10.3g} {_duration(wall_of[run.run_id]):>10}")
     print_repeats(planned, unique)
     cost = plan_cost(planned)
     if wsd:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe
-from scaling.laws import approaches, diagnostics, kaplan, notes
+from scaling.laws import approaches, diagnostics, kaplan, notes, vpnls
 from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
 from scaling.laws.fitdata import FitData
@@ -77,7 +77,8 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
         points=data, optimum=result, boot=boot,
         resampled=None if boot is None else np.column_stack([boot.samples[k] for k in PARAM_NAMES]))
     kaplan_laws = kaplan.fit_kaplan(data.n, data.d, data.loss, param_convention=data.param_convention or "unknown")
-    fit = replace(fit, approaches=allocation_approaches(fit, curves), kaplan=json_safe(kaplan_laws.to_dict()))
+    fit = replace(fit, approaches=allocation_approaches(fit, curves, seed=int(seed)),
+                  kaplan=json_safe(kaplan_laws.to_dict()))
     extra = [diagnostics.approaches_check(fit.approaches, law, ci)]
     other = data.counted_other_way()
     if other is not None:
@@ -141,12 +142,13 @@ def isoflop_of(data: FitData, window: float | None = approaches.WINDOW_DECADES) 
                               window=window, **grouping)
 
 
-def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None) -> dict:
-    """Hoffmann et al.'s three estimates of a (N_opt ~ C^a), as in their Table 2.
+def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None, seed: int = 0) -> dict:
+    """Hoffmann et al.'s three estimates of a (N_opt ~ C^a), as in their Table 2, and VPNLS.
 
     Approach 1 needs training curves (only a run store has them); Approach 2 groups the points by
-    compute budget; Approach 3 is the parametric fit itself. An approach the data cannot support
-    is null in `a`, with its `reason`.
+    compute budget; Approach 3 is the parametric fit itself; VPNLS (`scaling.laws.vpnls`) the law by
+    variable projection, bootstrapped with as many resamples as the fit (at most vpnls.RESAMPLES).
+    An approach the data cannot support is null in `a`, with its `reason`.
     """
     data = fit.points
     envelope = None
@@ -159,6 +161,8 @@ def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None) -> dict:
         "approach_1": envelope,
         "approach_2": isoflop_of(data).to_dict(),
         "approach_3": parametric,
+        "vpnls": vpnls.vpnls(data.n, data.d, data.loss, flops=data.flops, seed=seed,
+                             resamples=min(fit.options.bootstrap, vpnls.RESAMPLES)).to_dict(),
     })
 
 

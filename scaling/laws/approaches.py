@@ -119,6 +119,7 @@ class IsoFLOPResult:
     interval: str = ("95% Student-t interval from the least-squares standard error of the slope "
                      "across budgets (n_budgets - 2 dof); ignores each minimum's own uncertainty")
     n_left_out_runs: int = 0         # runs not assigned to any budget
+    window: str | None = None        # which sizes of each budget its parabola sees (None: all)
     profiles: tuple = field(default=(), repr=False, compare=False)   # a Profile per budget, for figures
 
     @property
@@ -135,7 +136,7 @@ class IsoFLOPResult:
             "method": "isoflop", "a": self.a, "b": self.b,
             "a_ci": list(self.a_ci) if self.a_ci else None,
             "b_ci": list(self.b_ci) if self.b_ci else None,
-            "interval": self.interval, "grouping": self.grouping, "reason": self.reason,
+            "interval": self.interval, "grouping": self.grouping, "window": self.window, "reason": self.reason,
             "n_budgets_used": len(self.usable), "n_left_out_runs": self.n_left_out_runs,
             "budgets": [asdict(m) for m in self.budgets],
         }
@@ -282,9 +283,9 @@ def isoflop(n, d, loss, *, compute=None, flops: FlopsPerToken = FlopsPerToken(),
             found.append((minimum, Profile(index[np.argsort(n[index], kind="stable")], parabola)))
     found.sort(key=lambda pair: pair[0].compute)
     minima = [m for m, _ in found]
-    if window is not None:
-        grouping += f"; each parabola on the sizes within {window:g} decade(s) of N of its lowest loss (at least 3)"
-    common = dict(budgets=minima, grouping=grouping, n_left_out_runs=left_out, profiles=tuple(p for _, p in found))
+    common = dict(budgets=minima, grouping=grouping, n_left_out_runs=left_out, profiles=tuple(p for _, p in found),
+                  window=None if window is None else f"each parabola on the sizes within {window:g} decade(s) of N "
+                                                     "of its budget's lowest loss (at least 3)")
     usable = [b for b in minima if b.usable]
     if len(usable) < 2:
         return IsoFLOPResult(None, None, None, None, None, None, **common,

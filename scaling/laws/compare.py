@@ -137,7 +137,7 @@ def format_table(rows: list[dict], reference_compute: float | None = None) -> st
 # ----------------------------------------------------------------------------- approaches
 
 APPROACH_NAMES = {"approach_1": "Approach 1 (envelope)", "approach_2": "Approach 2 (IsoFLOP)",
-                  "approach_3": "Approach 3 (parametric fit)"}
+                  "approach_3": "Approach 3 (parametric fit)", "vpnls": "VPNLS (variable projection)"}
 
 
 def _interval(entry: dict):

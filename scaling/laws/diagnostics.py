@@ -309,7 +309,7 @@ def rollout_check(data: FitData, result: fitting.FitResult) -> Check:
 
 def approaches_check(approaches: dict | None, law: Law, ci) -> Check:
     """Do Hoffmann's Approaches 1-3 give the same a within their intervals?"""
-    threshold = "Approaches 1, 2, 3 agree on a within their intervals"
+    threshold = "Approaches 1, 2, 3 and VPNLS agree on a within their intervals"
     if not approaches:
         return Check("approaches_agree", None, threshold, PASS, "only the parametric fit: nothing to compare")
     rows, warnings = compare.compare_approaches(approaches, law, ci)

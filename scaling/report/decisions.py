@@ -88,7 +88,7 @@ def validation(r: Report) -> None:
     band = None
     if r.fit.resampled is not None:
         grid = np.geomspace(min(run.n for run in v.runs) / 1.6, max(run.n for run in v.runs) * 1.6, 60)
-        limits = np.array([r.fit.loss_interval(n, v.compute / (6 * n)) for n in grid])
+        limits = np.array([r.fit.loss_interval(n, float(r.fit.law.flops.tokens(v.compute, n))) for n in grid])
         band = (grid, limits[:, 0], limits[:, 1])
     r.figure("validation", figs.validation(v, r.fit.law, band, n_label=r.n_label),
              f"Loss along C = {v.compute:.3g} FLOPs: the fitted law (line) with its {100 * v.level:g}% prediction "

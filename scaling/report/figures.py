@@ -153,7 +153,7 @@ def isoflop(iso: IsoFLOPResult, n, loss, law: Law, *, frontier=None, data_c_rang
     fig, axes = new_figure(1, 2, size=(13.0, 5.6), gridspec_kw={"width_ratios": [1.4, 1]})
     ax = axes[0, 0]
     cs = [b.compute for b in iso.budgets]
-    c_colours = LogColours(cs, OTHER_CMAP, "compute budget C (FLOPs)")
+    c_colours = LogColours(cs, OTHER_CMAP, f"compute budget C ({law.flops.measure} FLOPs)")
     many = len(cs) > MAX_LEGEND_ENTRIES
     stars = 0
     for budget, profile in zip(iso.budgets, iso.profiles):
@@ -170,7 +170,7 @@ def isoflop(iso: IsoFLOPResult, n, loss, law: Law, *, frontier=None, data_c_rang
             ax.plot(budget.n_opt, budget.loss_opt, "D", color=col, mec="black", mew=0.7, ms=6.5, zorder=5)
         # The law along this budget, and its optimum.
         span = np.geomspace(lo / 2, hi * 2, 80)
-        ax.plot(span, law.loss(span, budget.compute / (6 * span)), color=col, lw=0.9, ls=":", alpha=0.9)
+        ax.plot(span, law.loss(span, law.flops.tokens(budget.compute, span)), color=col, lw=0.9, ls=":", alpha=0.9)
         n_star = float(law.n_opt(budget.compute))
         if lo / 2 <= n_star <= hi * 2:
             stars += 1
@@ -231,7 +231,7 @@ def _optimal_sizes(ax, iso: IsoFLOPResult, law: Law, c_colours: LogColours, *, f
                edgecolors="black", linewidths=0.6, s=90, zorder=6, label="law's optimum at each budget")
     log_axis(ax, "x", counts=False)
     log_axis(ax, "y")
-    ax.set_xlabel("compute C = 6ND (FLOPs, log scale)")
+    ax.set_xlabel(f"compute C ({law.flops.measure} FLOPs, log scale)")
     ax.set_ylabel(f"compute-optimal N ({n_label}, log scale)")
     ax.set_title("Compute-optimal model size by approach")
     ax.legend(loc="upper left", frameon=True, framealpha=0.85)
@@ -322,7 +322,7 @@ def bootstrap_distributions(samples: dict, estimates: dict, intervals: dict, *, 
 
 @with_rc
 def validation(v: Validation, law: Law, band, *, n_label: str = "parameters") -> Figure:
-    """The IsoFLOP profile at the validation's compute: the law's loss along C = 6 N D with its
+    """The IsoFLOP profile at the validation's compute: the law's loss along C = c(N) D with its
     prediction band (band: (n grid, lo, hi), or None), and the three runs trained there, each
     observed loss beside its prediction interval."""
     fig, axes = new_figure(size=(7.5, 4.8))
@@ -331,7 +331,8 @@ def validation(v: Validation, law: Law, band, *, n_label: str = "parameters") ->
     if band is not None:
         ax.fill_between(band[0], band[1], band[2], color="#9ecae1", alpha=0.45, lw=0,
                         label=f"{100 * v.level:g}% prediction interval")
-    ax.plot(grid, law.loss(grid, c / (6 * grid)), color="#3182bd", lw=1.6, label="fitted law along C = 6ND")
+    ax.plot(grid, law.loss(grid, law.flops.tokens(c, grid)), color="#3182bd", lw=1.6,
+            label=f"fitted law along C = {law.flops.measure} FLOPs")
     ax.axvline(v.n_opt, color="#3182bd", ls=":", lw=1.0, label=f"law's N_opt = {human(v.n_opt)}")
     for run in v.runs:
         if run.interval is not None:

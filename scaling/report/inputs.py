@@ -40,10 +40,11 @@ from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
 from scaling.laws.curves import curves_from_store, read_curves
 from scaling.runs import store
+from scaling.train.counts import COMPUTE_MEASURES
 from scaling.validate.result import FILENAME as VALIDATION_FILE
 from scaling.validate.result import Validation, load_validation
 
-DEFAULT_CONVENTION = "non_embedding"
+DEFAULT_CONVENTION = "total"
 
 
 @dataclass
@@ -134,9 +135,14 @@ def _with_validation(inputs: Inputs) -> Inputs:
     return inputs
 
 
-def _store_points(runs_dir: Path, convention: str) -> fitdata.FitData:
-    """The store's points as `scaling fit` loads them, less the finished runs that lack a number."""
-    return fitdata.from_runs(runs_dir, convention, drop_unmeasured=True)
+def _store_points(runs_dir: Path, convention: str, fit: results.LawFit | None = None) -> fitdata.FitData:
+    """The store's points as `scaling fit` loads them (in `fit`'s compute measure: a fit.json from
+    before the measure was recorded counted 6 N D in its own N), less the finished runs that lack a
+    number."""
+    measure = "exact" if fit is None else fit.law.flops.measure
+    if measure not in COMPUTE_MEASURES:
+        measure = f"6n_{convention}"
+    return fitdata.from_runs(runs_dir, convention, compute_measure=measure, drop_unmeasured=True)
 
 
 def _fit_here(name: str, fit_source: str, data: fitdata.FitData, curves, bootstrap: int | None,
@@ -158,7 +164,7 @@ def _store_with_fit(runs_dir: Path, fit_path, bootstrap: int | None) -> Inputs:
     fit_path = Path(fit_path)
     inputs = Inputs(name=runs_dir.resolve().name, fit=fit, runs_dir=runs_dir,
                     fit_path=fit_path / results.FILENAME if fit_path.is_dir() else fit_path)
-    data = _store_points(runs_dir, fit.data.param_convention or DEFAULT_CONVENTION)
+    data = _store_points(runs_dir, fit.data.param_convention or DEFAULT_CONVENTION, fit)
     _use_points(inputs, data, bootstrap)
     return inputs
 
@@ -179,7 +185,7 @@ def _from_fit_file(path: Path, bootstrap: int | None) -> Inputs:
                                 "no points, loss curves, run table, residuals, hold-out check or "
                                 "bootstrap distributions")
         else:
-            _use_points(inputs, _store_points(inputs.runs_dir, fit.data.param_convention or DEFAULT_CONVENTION),
+            _use_points(inputs, _store_points(inputs.runs_dir, fit.data.param_convention or DEFAULT_CONVENTION, fit),
                         bootstrap)
     elif source.startswith("dataset "):
         name = source[len("dataset "):].split(":", 1)[0].strip()
@@ -253,7 +259,8 @@ def _bootstrap_again(inputs: Inputs, bootstrap: int | None) -> None:
         return
     boot = resampling.bootstrap(data.n, data.d, data.loss, n_resamples=k, seed=int(fit.seed or 0), delta=delta,
                              fixed_E=options.fixed_E, full_fit=optimum,
-                             reference_compute=float(fit.reference_compute or data.compute.max()))
+                             reference_compute=float(fit.reference_compute or data.compute.max()),
+                             flops=fit.law.flops)
     inputs.fit = replace(fit, boot=boot)
     if fit.ci is None:
         return

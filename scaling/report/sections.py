@@ -271,11 +271,11 @@ def holdout_check(r: Report) -> None:
 
 def allocation_exponents(r: Report) -> None:
     fit = r.fit
-    r.doc.h(2, "Three estimates of the allocation exponent a")
+    r.doc.h(2, "Four estimates of the allocation exponent a")
     apps = fit.approaches or {}
     rows = []
-    for key in ("approach_1", "approach_2", "approach_3"):
-        e, published = apps.get(key), f"{CHINCHILLA.a[key]:.2f}"
+    for key in ("approach_1", "approach_2", "approach_3", "vpnls"):
+        e, published = apps.get(key), f"{CHINCHILLA.a[key]:.2f}" if key in CHINCHILLA.a else "-"
         if e is None:
             why = "needs training curves (a run store)" if key == "approach_1" else "not in this fit.json"
             rows.append((compare.APPROACH_NAMES[key], "-", "-", "-", published, why))

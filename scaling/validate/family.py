@@ -48,6 +48,16 @@ class Family:
                                                    model.tied_embeddings)
         return non_embedding if self.param_convention == "non_embedding" else total
 
+    def flops_per_token(self, shape: Shape, measure: str) -> float:
+        """Training FLOPs a token of `shape` costs in `measure` (a COMPUTE_MEASURE, or a table's "6N":
+        6 N as the fit counts it)."""
+        if measure not in counts.COMPUTE_MEASURES:
+            return 6.0 * self.n_params(shape)
+        model = self.cfg.model
+        return float(counts.flops_by_measure(shape.n_layers, shape.d_model, model.context_length,
+                                             self.cfg.tokenizer.vocab_size, model.mlp_ratio,
+                                             model.tied_embeddings)[measure])
+
     def candidates(self, largest_n: float) -> list[Shape]:
         """Every shape of the family up to the first whose N passes `largest_n`."""
         shapes, width = [], self.head_width

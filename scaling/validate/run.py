@@ -5,7 +5,8 @@
     print("\\n".join(format_validation(result)))
 
 At C the law's optimum N_opt is rounded to the sweep's model family (scaling.validate.family);
-that shape trains on D = C / 6N tokens, and so do two neighbours of about N/2.5 and 2.5 N, with
+that shape trains on D = C / (its FLOPs per token, in the fit's compute measure) tokens, and so do
+two neighbours of about N/2.5 and 2.5 N, with
 the sweep's own recipe (corpus, tokenizer, schedule, learning-rate rule). The runs are a sweep of
 their own, `<name>-validate`, trained by the sweep driver: they resume and skip like any run, and
 a second `validate` at the same C trains nothing. Each is marked with the role "validation" in its
@@ -85,7 +86,7 @@ def neighbour(family: Family, n: float, centre: float, below: bool):
 
 def plan_runs(fit: LawFit, cfg: SweepConfig, family: Family, compute: float) -> list[tuple[str, PlannedRun]]:
     """The three runs at `compute`, by position: the family's shape nearest N_opt and its two
-    neighbours, each on D = C / 6N tokens (N as the fit counts it) rounded to whole batches."""
+    neighbours, each on D = C / (its FLOPs per token in the fit's measure) rounded to whole batches."""
     n_opt = float(fit.law.n_opt(compute))
     if not (math.isfinite(n_opt) and n_opt > 0):
         raise UsageError(f"the law has no compute-optimal N at C = {compute:.3g} (alpha {fit.law.alpha:.3g}, "
@@ -94,8 +95,10 @@ def plan_runs(fit: LawFit, cfg: SweepConfig, family: Family, compute: float) -> 
     n_centre = family.n_params(centre)
     shapes = {"smaller": neighbour(family, n_centre / NEIGHBOUR_FACTOR, n_centre, below=True), "optimum": centre,
               "larger": neighbour(family, n_centre * NEIGHBOUR_FACTOR, n_centre, below=False)}
-    return [(position, planned_run(cfg, shape, budget_tokens(compute, family.n_params(shape), cfg.train.batch_tokens),
-                                   shape.lr, budget=compute, role=store.VALIDATION_ROLE))
+    measure = fit.law.flops.measure
+    return [(position, planned_run(cfg, shape, budget_tokens(compute, family.flops_per_token(shape, measure),
+                                                             cfg.train.batch_tokens),
+                                   shape.lr, budget=compute, budget_measure=measure, role=store.VALIDATION_ROLE))
             for position, shape in shapes.items()]
 
 
