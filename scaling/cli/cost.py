@@ -310,6 +310,8 @@ def cmd_rules(args) -> int:
     rule = res.rows[0]
     _law_note(choice)
     print(f"C = {cost.sci(res.compute, 3)} FLOPs (C = 6 N D)")
+    if law is not None and not law.flops.is_six_n:
+        print(f"note: the fit's own optimum spends C as {law.flops.describe()}; the rules below count 6 N D")
     print(f"rule D = {k:g} N:  N* = sqrt(C/{6 * k:g}) = {cost.sci(rule.n_params)} parameters, "
           f"D = {cost.sci(rule.tokens)} tokens")
     if args.params is not None:

@@ -19,7 +19,7 @@ from tests.conftest import MICRO_RUNS
 SCHEMA = {
     "kind", "version", "seed", "data", "options", "params", "allocation", "reference_compute",
     "tokens_per_param_at_reference", "ci", "objective", "n_starts_at_optimum", "residual_rms",
-    "evidence", "limitations", "approaches", "kaplan", "diagnostics", "verdict",
+    "evidence", "limitations", "approaches", "kaplan", "diagnostics", "verdict", "compute",
 }
 DATA_KEYS = {"source", "n_points", "digest", "param_convention", "dropped", "filters", "n_range",
              "d_range", "c_range"}
@@ -48,6 +48,8 @@ def test_chinchilla_fit_json_has_the_schema(chinchilla_cli):
     assert set(fit["data"]) == DATA_KEYS and set(fit["options"]) == OPTION_KEYS
     assert set(fit["ci"]) == CI_KEYS and set(fit["params"]) == {"E", "A", "B", "alpha", "beta"}
     assert set(fit["allocation"]) == {"a", "b", "G"}
+    # A table carries one count: C = 6 N D of its own N, exactly Chinchilla's constraint.
+    assert fit["compute"] == {"measure": "6N", "kappa": 1.0, "gamma": 1.0, "max_error": 0.0}
     # Hoffmann et al.'s Table 2 side by side: a table has no curves, so no Approach 1.
     approaches = fit["approaches"]
     assert approaches["approach_1"] is None
