@@ -99,8 +99,8 @@ def print_plan(cfg, runs_dir: Path, cache_dir: Path | None = None) -> None:
     total_6nd, total_exact = cost["train_flops_6nd"], cost["train_flops_exact"]
     workers, threads = sweep_workers(cfg, planned)
     total_wall = makespan([wall_of[r.run_id] for r in job_order(planned)], workers)
-    console.print(f"total  {len(planned)} runs  {total_6nd:.2e} FLOP (6ND; {total_exact:.2e} counted "
-                  f"exactly)  est. wall {_duration(total_wall)} with {workers} run{'s' * (workers > 1)} "
+    console.print(f"total  {len(planned)} runs  {total_exact:.2e} FLOPs counted exactly ({total_6nd:.2e} "
+                  f"as 6 N_non-emb D)  est. wall {_duration(total_wall)} with {workers} run{'s' * (workers > 1)} "
                   f"at a time on {threads} thread{'s' * (threads > 1)} each")
 
 

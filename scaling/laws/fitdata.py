@@ -28,7 +28,7 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.runs import store
-from scaling.train.compute import FlopsPerToken, fit_flops_per_token
+from scaling.train.compute import SIX_N, FlopsPerToken, fit_flops_per_token
 from scaling.train.counts import COMPUTE_MEASURES
 
 PARAM_CONVENTIONS = ("non_embedding", "total")
@@ -418,7 +418,8 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLU
         None if unique_tokens is None else np.full(n.size, float(unique_tokens))
     return FitData(n=n, d=d, loss=loss, source=source, ids=tuple(range(len(frame))),
                    param_convention=param_convention, n_other=n_other,
-                   budgets=None if budget_col is None else column(budget_col), unique=unique)
+                   budgets=None if budget_col is None else column(budget_col),
+                   budget_measure=None if budget_col is None else SIX_N, unique=unique)
 
 
 def from_table(path, n_col: str = CHINCHILLA_COLUMNS["n_col"], loss_col: str = CHINCHILLA_COLUMNS["loss_col"],

@@ -157,7 +157,8 @@ def _law_store(root, sizes=(2e5, 5e5, 1.2e6, 3e6, 8e6), ratios=(5, 10, 20, 40, 8
 
 def test_fit_a_run_store_recovers_its_law(tmp_path, capsys):
     sweep = _law_store(tmp_path)
-    assert main(["fit", str(sweep), "--bootstrap", "0", "--out", str(tmp_path / "out"), "--json"]) == 0
+    assert main(["fit", str(sweep), "--param-convention", "non_embedding", "--bootstrap", "0",
+                 "--out", str(tmp_path / "out"), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     fit = json.loads((tmp_path / "out" / "fit.json").read_text())
     assert printed == fit
@@ -255,7 +256,7 @@ def test_fit_of_a_real_sweep_reports_all_three_approaches(micro_sweep, tmp_path,
     _, sweep = micro_sweep
     assert main(["fit", str(sweep.sweep_dir), "--bootstrap", "20", "--out", str(tmp_path)]) == 0
     fit = json.loads((tmp_path / "fit.json").read_text())
-    assert fit["data"]["n_points"] == MICRO_RUNS and fit["data"]["param_convention"] == "non_embedding"
+    assert fit["data"]["n_points"] == MICRO_RUNS and fit["data"]["param_convention"] == "total"
     envelope = fit["approaches"]["approach_1"]
     assert envelope["method"] == "envelope"
     # Two model sizes cannot bracket an optimum: no slope, and the reason says so.

@@ -254,11 +254,11 @@ def test_the_parameter_convention_check_flags_answers_that_move_beyond_their_int
 def test_a_store_fit_sets_both_conventions_side_by_side(micro_sweep):
     _, result = micro_sweep
     data = fitdata.from_runs(result.sweep_dir)
-    assert data.param_convention == "non_embedding" and data.n_other is not None
-    assert (data.n_other > data.n).all()                      # total counts the embeddings too
+    assert data.param_convention == "total" and data.n_other is not None
+    assert (data.n_other < data.n).all()                      # non-embedding leaves the embeddings out
     fit = analysis.fit_data(data, bootstrap=30)
     assert set(fit.param_conventions) == {"non_embedding", "total"}
-    assert fit.param_conventions["non_embedding"]["a"] == pytest.approx(fit.a)
+    assert fit.param_conventions["total"]["a"] == pytest.approx(fit.a)
     assert any(c.name == "param_convention" for c in fit.diagnostics.checks)
 
 

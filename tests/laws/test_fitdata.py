@@ -196,8 +196,8 @@ def test_a_single_model_size_is_refused(tmp_path):
 # ----------------------------------------------------------------------------- run store
 
 def test_from_runs_keeps_finished_runs_and_lists_the_others(sweep_dir):
-    data = fitdata.from_runs(sweep_dir)
-    assert len(data) == 6 and data.param_convention == "total"   # Chinchilla's count, the default
+    data = fitdata.from_runs(sweep_dir, param_convention="non_embedding")   # the count LAW was written in
+    assert len(data) == 6 and data.param_convention == "non_embedding"
     assert set(data.ids) == {f"d{n}-t{t:.0e}" for n in (10_000, 40_000, 160_000) for t in (1e6, 4e6)}
     np.testing.assert_allclose(data.loss, LAW.loss(data.n, data.d))
     assert sorted((d.id, d.reason) for d in data.dropped) == [
@@ -205,7 +205,7 @@ def test_from_runs_keeps_finished_runs_and_lists_the_others(sweep_dir):
         ("d640-failed", "failed: CUDA out of memory"),
         ("d640-running", "incomplete: no summary.json: interrupted or running"),
     ]
-    total = fitdata.from_runs(sweep_dir, param_convention="total")
+    total = fitdata.from_runs(sweep_dir)                 # Chinchilla's count, the default
     np.testing.assert_array_equal(total.n, data.n + 20_000)
     assert total.param_convention == "total" and total.digest != data.digest
     assert data.source == f"runs {sweep_dir}"

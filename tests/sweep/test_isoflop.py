@@ -1,5 +1,5 @@
 """IsoFLOP designs: the sweep picks, per compute budget, the shapes near the expected optimum and
-trains each on D = C / 6N; the budgets are recorded and Approach 2 groups by them."""
+trains each on the D that spends C (exact FLOPs by default); the budgets are recorded and Approach 2 groups by them."""
 
 import math
 
@@ -22,23 +22,31 @@ def isoflop_config(**design):
     return micro_config(name="iso", grid={"models": MODELS, "isoflop": {**DESIGN, **design}})
 
 
-def test_each_budget_gets_the_shapes_near_its_optimum_on_d_equal_c_over_6n():
-    cfg = isoflop_config(per_budget=3)
+@pytest.mark.parametrize("measure", ["exact", "6n_non_embedding"])
+def test_each_budget_gets_the_shapes_near_its_optimum_at_equal_compute(measure):
+    cfg = isoflop_config(per_budget=3, measure=measure)
     runs = plan(cfg)
     batch = cfg.train.batch_tokens
     for c in DESIGN["budgets"]:
         mine = [r for r in runs if r.spec.budget == c]
-        n_opt = math.sqrt(c / 6.0)                           # tokens_per_param 1
         assert 3 == len(mine)                                # per_budget caps the 4 in range
         for r in mine:
-            n = r.n_params_non_embedding
-            assert abs(math.log(n / n_opt)) <= math.log(8)
-            assert r.spec.tokens % batch == 0 and abs(r.spec.tokens - c / (6 * n)) <= batch / 2
-        # the ones kept are the nearest to the optimum in log N
-        kept = {r.n_params_non_embedding for r in mine}
-        every = {r.n_params_non_embedding for r in plan(isoflop_config(per_budget=4)) if r.spec.budget == c}
-        dropped = every - kept
-        assert all(abs(math.log(d / n_opt)) >= max(abs(math.log(k / n_opt)) for k in kept) for d in dropped)
+            per_token = r.flops(measure) / r.spec.tokens     # the design's FLOPs a token of this shape
+            assert r.spec.tokens % batch == 0 and abs(r.spec.tokens - c / per_token) <= batch / 2
+            assert r.spec.budget_measure == measure
+        # the ones kept are the nearest to the optimum in log N; the dropped shape is further out
+        n_of = (lambda r: r.n_params_non_embedding) if measure == "6n_non_embedding" else \
+            (lambda r: r.n_params_total)
+        kept = {n_of(r) for r in mine}
+        every = {n_of(r) for r in plan(isoflop_config(per_budget=4, measure=measure)) if r.spec.budget == c}
+        (dropped,) = every - kept
+        assert dropped in (min(every), max(every))
+    # exact FLOPs: every run of a budget spends it, to the rounding of D to whole batches
+    if measure == "exact":
+        assert all(abs(r.flops_exact / r.spec.budget - 1) < 0.05 for r in runs)
+    else:                                                    # 6N non-embedding: the small ones spend more
+        spread = [r.flops_exact / r.spec.budget for r in runs]
+        assert max(spread) / min(spread) > 1.3
 
 
 def test_a_budget_the_family_cannot_bracket_is_refused_and_designs_are_exclusive():
@@ -56,7 +64,7 @@ def test_an_isoflop_sweep_records_its_budgets_and_approach_2_groups_by_them(tmp_
     path.write_text(yaml.safe_dump({**MICRO, "name": "iso", "grid": {"models": MODELS, "isoflop": DESIGN}}))
     assert main(["sweep", str(path), "--dry-run", "--runs-dir", str(tmp_path)]) == 0
     dry = capsys.readouterr().out
-    assert "budget C = 5e+08 FLOPs: expected optimum N = 9.13K" in dry and "D/N" in dry
+    assert "budget C = 5e+08 FLOPs (exact): expected optimum N = 8.82K" in dry and "D/N" in dry
     run_sweep(isoflop_config(), tmp_path, cache_dir=cache_dir)
     data = fitdata.from_runs(tmp_path / "iso")
     assert sorted(set(data.budgets)) == DESIGN["budgets"]
