@@ -71,7 +71,7 @@ def test_dry_run_prints_plan_and_writes_nothing(tmp_path):
     done = scaling("sweep", config, "--runs-dir", tmp_path / "runs", "--dry-run")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
-    assert lines[-1].startswith(f"total  {MICRO_RUNS} runs") and " FLOP " in lines[-1]
+    assert lines[-1].startswith(f"total  {MICRO_RUNS} runs") and " FLOPs counted exactly " in lines[-1]
     assert sum(run_id in done.stdout for run_id in (r.run_id for r in plan(micro_config()))) == MICRO_RUNS
     assert not (tmp_path / "runs").exists()
 
