@@ -281,6 +281,9 @@ class GridConfig(Strict):
         return self
 
 
+Seed = Annotated[int, Field(ge=0), at_most(2**32 - 1, "random generators are seeded with 32 bits")]
+
+
 class TrainConfig(Strict):
     batch_tokens: Count = 1024
     lr: Annotated[Number, Field(gt=0)] = 1e-2
@@ -307,9 +310,21 @@ class TrainConfig(Strict):
     # to 7% faster than eager for the tiny shapes, and compiling costs seconds per run, which
     # short runs do not win back. An execution setting, like device and threads.
     compile: bool = False
+    # Replicates: each planned run is trained once per seed (initialisation and batch order) on the
+    # same tokens and evaluation windows; the data seed (split, tokenizer) stays the config's
+    # `seed`. None: one run, with the config's seed. The scatter between replicates is the pure
+    # error of the fit's lack-of-fit test (scaling.laws.lack_of_fit).
+    seeds: Annotated[list[Seed], Field(min_length=1, max_length=64)] | None = None
     divergence_factor: Annotated[Number, Field(gt=1)] = 3.0
     retries: Annotated[int, Field(ge=0)] = 0
     retry_lr_factor: Annotated[Number, Field(gt=0, lt=1)] = 0.5
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_differ(cls, value):
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError(f"the training seeds repeat ({value}): a replicate needs its own seed")
+        return value
 
 
 class ExecutorConfig(Strict):
@@ -331,7 +346,7 @@ class ExecutorConfig(Strict):
 
 class SweepConfig(Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=100)]
-    seed: Annotated[int, Field(ge=0), at_most(2**32 - 1, "random generators are seeded with 32 bits")] = 0
+    seed: Seed = 0
     corpus: CorpusConfig = CorpusConfig()
     tokenizer: TokenizerConfig = TokenizerConfig()
     model: ModelConfig = ModelConfig()

@@ -33,6 +33,7 @@ from scaling.laws import compare
 from scaling.laws import fit as fitting
 from scaling.laws.fitdata import FitData
 from scaling.laws.holdout import DEFAULT_FRACTION, holdout_split
+from scaling.laws.lack_of_fit import LackOfFit
 from scaling.laws.law import Law
 
 PASS, CAUTION, NOT_IDENTIFIED = "pass", "caution", "not identified"
@@ -59,6 +60,7 @@ THRESHOLDS = {
     "tpp_ratio": (4.0, 20.0),              # hi / lo of tokens per parameter at the reference compute
     "extrapolation": (10.0, None),         # reference compute / largest compute in the data
     "rollout_error": (0.03, None),         # median |relative error| predicting the larger sizes
+    "lack_of_fit_p": (0.01, None),         # smallest p-value of the lack-of-fit F-tests
     "holdout_fraction": DEFAULT_FRACTION,
 }
 ROLLOUT_SPLITS = 4     # at most: fit the smaller half, ..., all but the largest size
@@ -225,6 +227,29 @@ def interval_checks(boot: resampling.BootstrapResult | None, min_loss: float) ->
     return checks
 
 
+def lack_of_fit_check(lof: LackOfFit) -> Check:
+    """Residual structure by size, budget or token count, or beyond the replicates' scatter: the
+    intervals assume independent scatter, so a systematic error makes them too narrow."""
+    caution = THRESHOLDS["lack_of_fit_p"][0]
+    threshold = f"every lack-of-fit F-test p >= {caution:g}"
+    worst = lof.worst
+    if worst is None:
+        return Check("lack_of_fit", None, threshold, PASS,
+                     "no size, budget or token count holds two points twice: residual structure cannot be tested")
+    tested = ", ".join(f"by {t.by} p = {t.p_value:.2g}" for t in lof.tests)
+    if worst.p_value >= caution:
+        return Check("lack_of_fit", worst.p_value, threshold, PASS, f"no structure in the residuals ({tested})")
+    named = "; ".join(f"{worst.by} {v:.3g}: {m:+.2f}% over {k} points" for v, k, m in worst.offenders[:4])
+    return Check("lack_of_fit", worst.p_value, threshold, CAUTION,
+                 f"the residuals share errors {_BY[worst.by]} ({tested})" + (f"; {named}" if named else "")
+                 + ": the intervals, which assume independent scatter, are too narrow")
+
+
+_BY = {"size": "by model size (a per-size error such as a mistuned learning rate)",
+       "budget": "by budget", "tokens": "by token count",
+       "replicates": "beyond the scatter between replicates (the law's form misses the points)"}
+
+
 def extrapolation_check(data: FitData, reference_compute: float) -> Check:
     factor = reference_compute / float(data.compute.max())
     return _graded("extrapolation", factor, higher_is_better=False, fmt=".3g",
@@ -363,11 +388,12 @@ def verdict(checks) -> tuple[str, tuple]:
 
 
 def diagnose(data: FitData, result: fitting.FitResult, boot: resampling.BootstrapResult | None, *,
-             reference_compute: float, extra: tuple = ()) -> Diagnostics:
-    """All checks and the verdict. `extra`: further Checks made by the caller (e.g. the
-    agreement of Approaches 1-3, the parameter convention), judged with the rest."""
+             reference_compute: float, lof: LackOfFit, extra: tuple = ()) -> Diagnostics:
+    """All checks and the verdict. `lof`: the lack-of-fit tests of the fit's residuals. `extra`:
+    further Checks made by the caller (e.g. the agreement of Approaches 1-3, the parameter
+    convention), judged with the rest."""
     checks = [*design_checks(data), bracketing_check(data, result.law), *optimiser_checks(data, result),
-              *residual_checks(data, result.law), *interval_checks(boot, float(data.loss.min())),
+              *residual_checks(data, result.law), lack_of_fit_check(lof), *interval_checks(boot, float(data.loss.min())),
               extrapolation_check(data, reference_compute), holdout_check(data, result, boot, reference_compute),
               rollout_check(data, result), *extra]
     name, reasons = verdict(checks)

@@ -170,6 +170,19 @@ class FitData:
             fit_flops_per_token(self.n_other, self.spent / self.d, self.flops.measure)
         return replace(self, n=self.n_other, n_other=self.n, param_convention=self.other_convention, flops=flops)
 
+    def take(self, idx, **changes) -> "FitData":
+        """The points at positions `idx`, in that order, every per-point array with them."""
+        idx = np.asarray(idx, dtype=int)
+        per_point = {k: None if getattr(self, k) is None else getattr(self, k)[idx]
+                     for k in ("n_other", "budgets", "unique", "spent")}
+        return replace(self, n=self.n[idx], d=self.d[idx], loss=self.loss[idx],
+                       ids=tuple(self.ids[i] for i in idx), **per_point, **changes)
+
+    def canonical(self) -> "FitData":
+        """The points sorted by (N, D, loss): a table's row order then changes nothing a fit
+        computes, its bootstrap draws included (resamples index points by position)."""
+        return self.take(np.lexsort((self.loss, self.d, self.n)))
+
     @property
     def n_sizes(self) -> int:
         return int(np.unique(self.n).size)
