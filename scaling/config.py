@@ -310,6 +310,24 @@ class TrainConfig(Strict):
     divergence_factor: Annotated[Number, Field(gt=1)] = 3.0
     retries: Annotated[int, Field(ge=0)] = 0
     retry_lr_factor: Annotated[Number, Field(gt=0, lt=1)] = 0.5
+    # Viewers each run's curves are also written for as it trains (scaling.train.logs); the run
+    # store is the same with or without them. Dumped only when set, so that runs' config.yaml
+    # files keep their bytes.
+    log_to: list[Literal["tensorboard"]] = Field(default_factory=list)
+
+    @field_validator("log_to")
+    @classmethod
+    def _each_viewer_once(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"lists a viewer twice: {value}")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _dump_log_to_when_set(self, handler):
+        data = handler(self)
+        if not data.get("log_to"):
+            data.pop("log_to", None)
+        return data
 
 
 class ExecutorConfig(Strict):
