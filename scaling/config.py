@@ -379,6 +379,15 @@ class SweepConfig(Strict):
                              "lower learning rate would need its own stable run); set it to 0")
         return self
 
+    @model_validator(mode="after")
+    def _log_to_stays_local(self):
+        # A Ray task trains in a scratch folder of its node, and only metrics and checkpoints
+        # travel back: its event files would be lost.
+        if self.train.log_to and self.executor.kind == "ray":
+            raise ValueError("train.log_to is not supported with executor.kind 'ray' (runs train in a "
+                             "scratch folder on their node, and only metrics and checkpoints travel back)")
+        return self
+
 
 MAX_ERRORS_SHOWN = 20   # a list of a million bad values is one problem, not a million lines
 

@@ -42,3 +42,13 @@ def test_viewers_change_no_run_id(logged_sweep):
     without = plan(micro_config(grid=TINY))
     assert sorted(logged_sweep.table.run_id) == sorted(run.run_id for run in without)
     assert (logged_sweep.table.status == "finished").all()
+
+
+def test_log_to_is_checked_in_the_config():
+    from scaling.config import parse_config
+    from scaling.errors import UsageError
+
+    for train, executor, problem in ((["wandb"], {}, "log_to"), (["tensorboard", "tensorboard"], {}, "twice"),
+                                     (["tensorboard"], {"kind": "ray"}, "not supported with executor.kind 'ray'")):
+        with pytest.raises(UsageError, match=problem):
+            parse_config({**MICRO, "train": {**MICRO["train"], "log_to": train}, "executor": executor}, "micro")
