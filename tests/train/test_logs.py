@@ -52,3 +52,16 @@ def test_log_to_is_checked_in_the_config():
                                      (["tensorboard"], {"kind": "ray"}, "not supported with executor.kind 'ray'")):
         with pytest.raises(UsageError, match=problem):
             parse_config({**MICRO, "train": {**MICRO["train"], "log_to": train}, "executor": executor}, "micro")
+
+
+def test_scaling_import_reads_the_logs_back_without_flags(logged_sweep, tmp_path):
+    from scaling.runs.imports import import_runs
+
+    result = import_runs("tensorboard", logged_sweep.sweep_dir, tmp_path / "back")
+    assert not result.listed
+    ours = logged_sweep.table.set_index("run_id")
+    back = store.read_runs(tmp_path / "back").set_index("run_id")
+    assert sorted(back.index) == sorted(ours.index)
+    for column in ("n_params_total", "tokens"):
+        assert list(back.loc[ours.index, column]) == list(ours[column])
+    assert list(back.loc[ours.index, "final_val_loss"]) == pytest.approx(list(ours.final_val_loss), rel=1e-6)

@@ -62,6 +62,7 @@ def _read_run(folder: Path, name: str) -> SourceRun:
 
 def read(src: Path) -> list[SourceRun]:
     """One SourceRun per folder of event files under `src` (or `src` itself)."""
+    needs("tensorboard", "tensorboard")   # first: a missing extra is the problem to name
     folders = sorted({p.parent for p in src.rglob(EVENTS)})
     if not folders:
         raise UsageError(f"{src}: no TensorBoard event files ({EVENTS}) in it or below it")

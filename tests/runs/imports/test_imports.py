@@ -5,6 +5,7 @@ recovered within its bootstrap interval, and every logged evaluation is in the s
 from __future__ import annotations
 
 import os
+import sys
 from unittest import mock
 
 import numpy as np
@@ -203,3 +204,13 @@ def test_existing_store_is_not_mixed_with_imported_runs(sweep, tmp_path, capsys)
                    "--n-key", "params", "--loss-tag", "loss") == 2
     assert "not an empty folder" in capsys.readouterr().err
     assert (tmp_path / "store" / "runs.csv").read_text() == "run_id\n"
+
+
+@pytest.mark.parametrize("kind,modules", [("tensorboard", ["tensorboard"]),
+                                          ("mlflow", ["mlflow", "mlflow.tracking"])])
+def test_missing_extra_is_one_line(kind, modules, tmp_path, capsys, monkeypatch):
+    for module in modules:
+        monkeypatch.setitem(sys.modules, module, None)    # as Python sees a package that is not installed
+    (tmp_path / "logs").mkdir()
+    err = bad(capsys, kind, tmp_path / "logs", "--runs-dir", tmp_path / "store")
+    assert err.endswith(f"reading {kind} logs needs the {kind} extra: pip install 'scaling[{kind}]'")
