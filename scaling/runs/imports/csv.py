@@ -49,7 +49,6 @@ def read(src: Path, run_key: str | None = None) -> list[SourceRun]:
         numeric = {c: pd.to_numeric(rows[c], errors="coerce") for c in columns}
         scalars = {c: [(int(s), float(v)) for s, v in zip(steps, numeric[c]) if v == v]
                    for c in columns if numeric[c].notna().any()}
-        params = {c: rows[c].iloc[0].item() if hasattr(rows[c].iloc[0], "item") else rows[c].iloc[0]
-                  for c in columns if rows[c].nunique(dropna=False) == 1}
+        params = {c: rows[c].iloc[0] for c in columns if rows[c].nunique(dropna=False) == 1}
         runs.append(SourceRun(name=str(name), params=params, scalars=scalars, origin={"rows": len(rows)}))
     return runs

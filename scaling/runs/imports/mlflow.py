@@ -33,6 +33,17 @@ def _file_store_allowed():
             os.environ[ALLOW] = before
 
 
+def _all_runs(client, experiment_id: str):
+    """Every active run of an experiment, page by page (a search returns 1,000 at most)."""
+    token = None
+    while True:
+        page = client.search_runs([experiment_id], max_results=1000, page_token=token)
+        yield from page
+        token = page.token
+        if not token:
+            return
+
+
 def read(src: Path) -> list[SourceRun]:
     """The runs of the file store `src`."""
     tracking = needs("mlflow.tracking", "mlflow")
@@ -42,7 +53,7 @@ def read(src: Path) -> list[SourceRun]:
     with _file_store_allowed():
         client = tracking.MlflowClient(tracking_uri=src.resolve().as_uri())
         for experiment in client.search_experiments():
-            for run in client.search_runs([experiment.experiment_id]):
+            for run in _all_runs(client, experiment.experiment_id):
                 info = run.info
                 if info.status in ("RUNNING", "SCHEDULED"):
                     raise UsageError(f"MLflow run {info.run_name!r} ({info.run_id}) of experiment "

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 from scaling.errors import UsageError
-from scaling.runs.imports.source import SourceRun, number
+from scaling.runs.imports.source import SourceRun, number, plain
 
 N_KEYS = ("n_params", "num_params", "n_parameters", "N")
 TOKENS_KEYS = ("tokens", "D", "n_tokens", "num_tokens", "train_tokens")
@@ -119,7 +119,7 @@ def _tokens_at(run: SourceRun, names: Names, steps: list[int]):
         if key not in run.params:
             return None, f"no {key!r} logged"
         if total is None or total <= 0:
-            return None, f"{key!r} is {run.params[key]!r}, not a positive number"
+            return None, f"{key!r} is {plain(run.params[key])!r}, not a positive number"
         if steps[-1] <= 0:
             return None, f"its last loss is at step {steps[-1]}, so the tokens of each step are unknown"
         return [total * s / steps[-1] for s in steps], None
@@ -140,7 +140,7 @@ def resolve(run: SourceRun, names: Names) -> Resolved:
     if names.n_key not in run.params:
         problems.append(f"no hyperparameter {names.n_key!r}")
     elif n is None or n <= 0:
-        problems.append(f"{names.n_key!r} is {value!r}, not a positive number")
+        problems.append(f"{names.n_key!r} is {plain(value)!r}, not a positive number")
         n = None
     steps = sorted(losses)
     tokens, why = _tokens_at(run, names, steps) if steps else (None, None)

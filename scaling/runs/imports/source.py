@@ -60,6 +60,8 @@ def number(value) -> float | None:
 
 
 def plain(value):
-    """A hyperparameter as config.yaml can hold it: numbers, text, booleans and None as they are,
-    anything else as its text."""
-    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
+    """A hyperparameter as config.yaml can hold it: numbers (numpy's as Python's), text, booleans
+    and None as they are, anything else as its text."""
+    if hasattr(value, "item") and callable(value.item):   # a numpy scalar from a table
+        value = value.item()
+    return value if value is None or type(value) in (bool, int, float, str) else str(value)

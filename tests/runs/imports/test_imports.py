@@ -56,7 +56,7 @@ def write_tensorboard(root, runs):
                 writer.add_scalar("val/loss", loss, step)
 
 
-def write_mlflow(root, runs, *, running=None):
+def write_mlflow(root, runs, *, running=None, failed=None):
     """An experiment of the file store, N and D as params, the loss as a metric history."""
     pytest.importorskip("mlflow")
     from mlflow.tracking import MlflowClient
@@ -71,10 +71,10 @@ def write_mlflow(root, runs, *, running=None):
         for step, _, loss in run["curve"]:
             client.log_metric(info.run_id, "val_loss", loss, step=step)
         if run["name"] != running:
-            client.set_terminated(info.run_id)
+            client.set_terminated(info.run_id, status="FAILED" if run["name"] == failed else "FINISHED")
 
 
-def write_wandb(root, runs):
+def write_wandb(root, runs, *, failed=None):
     """Offline runs: N nested in the config, tokens seen and the loss logged at each step."""
     pytest.importorskip("wandb")
     import wandb
@@ -86,7 +86,7 @@ def write_wandb(root, runs):
                             config={"model": {"n_params": run["n"]}})
         for step, tokens, loss in run["curve"]:
             logged.log({"eval/loss": loss, "tokens_seen": tokens}, step=step)
-        logged.finish()
+        logged.finish(exit_code=1 if run["name"] == failed else 0)
 
 
 def write_csv(path, runs):
@@ -214,3 +214,44 @@ def test_missing_extra_is_one_line(kind, modules, tmp_path, capsys, monkeypatch)
     (tmp_path / "logs").mkdir()
     err = bad(capsys, kind, tmp_path / "logs", "--runs-dir", tmp_path / "store")
     assert err.endswith(f"reading {kind} logs needs the {kind} extra: pip install 'scaling[{kind}]'")
+
+
+@pytest.mark.parametrize("kind,write", [("mlflow", write_mlflow), ("wandb", write_wandb)])
+def test_a_run_the_source_says_failed_is_kept_not_fitted(kind, write, sweep, tmp_path, capsys):
+    write(tmp_path / "logs", sweep[:3], failed="run-01")
+    flags = ["--n-key", "model.n_params", "--tokens-key", "tokens_seen"] if kind == "wandb" else []
+    assert scaling("import", kind, tmp_path / "logs", "--runs-dir", tmp_path / "store", *flags) == 0
+    why = "MLflow status FAILED" if kind == "mlflow" else "W&B exit code 1"
+    assert f"run-01: failed: {why}" in capsys.readouterr().out
+    data = fitdata.from_runs(tmp_path / "store")
+    assert len(data) == 2 and [d.reason for d in data.dropped] == [f"failed: {why}"]
+    assert len(store.read_jsonl(next((tmp_path / "store").glob("*run-01")) / store.METRICS)) == EVALS
+
+
+def test_wandb_exported_histories(sweep, tmp_path, capsys):
+    """run.history() as each run's CSV: a row per step, no config, so N is a column."""
+    (tmp_path / "export").mkdir()
+    for run in sweep[:3]:
+        pd.DataFrame([{"_step": s, "_runtime": 0.5 * s, "val_loss": loss, "tokens": t, "n_params": run["n"]}
+                      for s, t, loss in run["curve"]]).to_csv(tmp_path / "export" / f"{run['name']}.csv", index=False)
+    assert scaling("import", "wandb", tmp_path / "export", "--runs-dir", tmp_path / "store") == 0
+    table = store.read_runs(tmp_path / "store")
+    assert list(table.run_id) == ["run-00", "run-01", "run-02"] and (table.status == "finished").all()
+    assert list(table.n_params_total) == [run["n"] for run in sweep[:3]]
+    assert list(table.tokens) == pytest.approx([run["d"] for run in sweep[:3]], abs=0.5)
+
+
+def test_csv_one_row_per_run_and_steps_times_batch(sweep, tmp_path, capsys):
+    finals = pd.DataFrame([{"name": run["name"], "N": run["n"], "D": run["d"], "val_loss": run["curve"][-1][2]}
+                           for run in sweep[:4]])
+    finals.to_csv(tmp_path / "final.csv", index=False)
+    # One row per run, no step column: N, D and the loss by their conventional names.
+    assert scaling("import", "csv", tmp_path / "final.csv", "--runs-dir", tmp_path / "a") == 0
+    table = store.read_runs(tmp_path / "a")
+    assert list(table.tokens) == pytest.approx(list(finals.D), abs=0.5) and list(table.n_params_total) == list(finals.N)
+    # The last step and the tokens per step instead of D: D = steps x batch.
+    finals.assign(step=STEPS, batch_tokens=finals.D / STEPS).drop(columns="D").to_csv(tmp_path / "steps.csv",
+                                                                                      index=False)
+    assert scaling("import", "csv", tmp_path / "steps.csv", "--runs-dir", tmp_path / "b", "--run-key", "name") == 0
+    assert "D = steps x 'batch_tokens'" in capsys.readouterr().out
+    assert list(store.read_runs(tmp_path / "b").tokens) == pytest.approx(list(finals.D), abs=0.5)
