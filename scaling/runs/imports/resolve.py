@@ -114,6 +114,9 @@ def _tokens_at(run: SourceRun, names: Names, steps: list[int]):
             missing = [s for s in steps if s not in series]
             if missing:
                 return None, f"{key!r} is not logged at step {missing[0]}, where the loss is"
+            bad = [s for s in steps if not (math.isfinite(series[s]) and series[s] >= 0)]
+            if bad:
+                return None, f"{key!r} is {series[bad[0]]} at step {bad[0]}"
             return [series[s] for s in steps], None
         total = number(run.params.get(key))
         if key not in run.params:

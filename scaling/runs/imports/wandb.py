@@ -44,14 +44,12 @@ def _records(path: Path):
         if BLOCK - pos % BLOCK < CHUNK.size:      # a block's tail too short for a header is padding
             pos += BLOCK - pos % BLOCK
             continue
-        if pos + CHUNK.size > len(data):
-            raise UsageError(f"{path}: truncated at byte {pos}")
-        crc, length, kind = CHUNK.unpack_from(data, pos)
+        crc, length, kind = CHUNK.unpack_from(data, pos) if pos + CHUNK.size <= len(data) else (None, 0, 0)
         if (crc, length, kind) == (0, 0, 0):       # zero fill to the block's end
             pos += BLOCK - pos % BLOCK
             continue
         payload = data[pos + CHUNK.size:pos + CHUNK.size + length]
-        if len(payload) < length or zlib.crc32(payload, zlib.crc32(bytes([kind]))) != crc:
+        if crc is None or len(payload) < length or zlib.crc32(payload, zlib.crc32(bytes([kind]))) != crc:
             raise UsageError(f"{path}: truncated or corrupt record at byte {pos}")
         pos += CHUNK.size + length
         parts = [payload] if kind in (FULL, FIRST) else parts + [payload]

@@ -255,3 +255,11 @@ def test_csv_one_row_per_run_and_steps_times_batch(sweep, tmp_path, capsys):
     assert scaling("import", "csv", tmp_path / "steps.csv", "--runs-dir", tmp_path / "b", "--run-key", "name") == 0
     assert "D = steps x 'batch_tokens'" in capsys.readouterr().out
     assert list(store.read_runs(tmp_path / "b").tokens) == pytest.approx(list(finals.D), abs=0.5)
+
+
+def test_truncated_wandb_log_is_refused(sweep, tmp_path, capsys):
+    write_wandb(tmp_path / "wandb", sweep[:1])
+    log = next((tmp_path / "wandb").rglob("run-*.wandb"))
+    log.write_bytes(log.read_bytes()[:-40])                  # a run killed mid-write, or a copy cut short
+    err = bad(capsys, "wandb", tmp_path / "wandb", "--runs-dir", tmp_path / "store")
+    assert "truncated or corrupt record at byte" in err and log.name in err
