@@ -87,6 +87,7 @@ def write_wandb(root, runs, *, failed=None):
         for step, tokens, loss in run["curve"]:
             logged.log({"eval/loss": loss, "tokens_seen": tokens}, step=step)
         logged.finish(exit_code=1 if run["name"] == failed else 0)
+    wandb.teardown()   # finish() returns before W&B's service has written the last records; this waits
 
 
 def write_csv(path, runs):
