@@ -33,7 +33,7 @@ def read(src: Path, run_key: str | None = None) -> list[SourceRun]:
     run_col = run_key or _first(frame, RUN_KEYS)
     if run_col not in frame.columns:
         raise UsageError(f"{src}: no run column {run_key or ' or '.join(RUN_KEYS)!r}; columns: "
-                         f"{', '.join(map(str, frame.columns))} (name it with --run-key)")
+                         f"{', '.join(map(str, frame.columns))} (name it as the run key)")
     step_col = _first(frame, STEP_KEYS)
     if step_col is None and frame[run_col].duplicated().any():
         first = frame[run_col][frame[run_col].duplicated()].iloc[0]

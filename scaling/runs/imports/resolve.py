@@ -64,12 +64,12 @@ def _choose(runs, given, candidates, holds, what: str, flag: str) -> str | None:
         found = [c for c in candidates if c in holds(run)]
         if len(found) > 1:
             raise UsageError(f"run {run.name!r} logs {what} as both {found[0]!r} and {found[1]!r}; "
-                             f"name the one to use with {flag}")
+                             f"name the one to use as the {flag}")
         if found:
             used.setdefault(found[0], []).append(run.name)
     if len(used) > 1:
         mixed = "; ".join(f"{name!r} ({len(names)} runs, e.g. {names[0]!r})" for name, names in used.items())
-        raise UsageError(f"mixed names for {what}: {mixed}; name the one to use with {flag}")
+        raise UsageError(f"mixed names for {what}: {mixed}; name the one to use as the {flag}")
     return next(iter(used), None)
 
 
@@ -82,21 +82,21 @@ def choose_names(runs: list[SourceRun], names: Names) -> Names:
     params = lambda r: set(r.params)                       # noqa: E731
     scalars = lambda r: set(r.scalars)                     # noqa: E731
     both = lambda r: set(r.params) | set(r.scalars)        # noqa: E731
-    loss = _choose(runs, names.loss_tag, LOSS_TAGS, scalars, "the loss", "--loss-tag")
+    loss = _choose(runs, names.loss_tag, LOSS_TAGS, scalars, "the loss", "loss tag")
     if loss is None:
-        raise UsageError(f"no loss tag: no run logs any of {', '.join(LOSS_TAGS)}; name it with --loss-tag")
-    n = _choose(runs, names.n_key, N_KEYS, params, "N (parameters)", "--n-key")
+        raise UsageError(f"no loss tag: no run logs any of {', '.join(LOSS_TAGS)}; name it as the loss tag")
+    n = _choose(runs, names.n_key, N_KEYS, params, "N (parameters)", "N key")
     if n is None:
-        raise UsageError(f"N missing: no run has a hyperparameter {' or '.join(N_KEYS)}; name it with --n-key")
+        raise UsageError(f"N missing: no run has a hyperparameter {' or '.join(N_KEYS)}; name it as the N key")
     tokens = batch = None
     if names.batch_tokens_key is None:
-        tokens = _choose(runs, names.tokens_key, TOKENS_KEYS, both, "D (tokens)", "--tokens-key")
+        tokens = _choose(runs, names.tokens_key, TOKENS_KEYS, both, "D (tokens)", "tokens key")
     if tokens is None:
-        batch = _choose(runs, names.batch_tokens_key, BATCH_KEYS, params, "tokens per step", "--batch-tokens-key")
+        batch = _choose(runs, names.batch_tokens_key, BATCH_KEYS, params, "tokens per step", "batch-tokens key")
     if tokens is None and batch is None:
         raise UsageError(f"D missing: no run logs any of {', '.join(TOKENS_KEYS)} (tokens) or "
-                         f"{', '.join(BATCH_KEYS)} (tokens per step); name one with --tokens-key or "
-                         f"--batch-tokens-key")
+                         f"{', '.join(BATCH_KEYS)} (tokens per step); name one as the tokens key "
+                         f"or the batch-tokens key")
     return Names(n_key=n, tokens_key=tokens, batch_tokens_key=batch, loss_tag=loss)
 
 

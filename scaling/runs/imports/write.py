@@ -1,5 +1,5 @@
 """Write imported runs as a run store, the files a sweep writes, so `scaling fit`, `report` and
-`--curves` read it as one of ours:
+the curve fits read it as one of ours:
 
     <run-id>/config.yaml      the source run's hyperparameters, and where it came from (`imported`)
     <run-id>/metrics.jsonl    its curve: step, tokens, val_loss at every logged evaluation
