@@ -318,6 +318,24 @@ class TrainConfig(Strict):
     divergence_factor: Annotated[Number, Field(gt=1)] = 3.0
     retries: Annotated[int, Field(ge=0)] = 0
     retry_lr_factor: Annotated[Number, Field(gt=0, lt=1)] = 0.5
+    # Viewers each run's curves are also written for as it trains (scaling.train.logs); the run
+    # store is the same with or without them. Dumped only when set, so that runs' config.yaml
+    # files keep their bytes.
+    log_to: list[Literal["tensorboard"]] = Field(default_factory=list)
+
+    @field_validator("log_to")
+    @classmethod
+    def _each_viewer_once(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"lists a viewer twice: {value}")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _dump_log_to_when_set(self, handler):
+        data = handler(self)
+        if not data.get("log_to"):
+            data.pop("log_to", None)
+        return data
 
     @field_validator("seeds")
     @classmethod
@@ -374,6 +392,15 @@ class SweepConfig(Strict):
         if self.train.schedule == "wsd" and self.train.retries:
             raise ValueError("train.retries is not supported with train.schedule 'wsd' (a retry at a "
                              "lower learning rate would need its own stable run); set it to 0")
+        return self
+
+    @model_validator(mode="after")
+    def _log_to_stays_local(self):
+        # A Ray task trains in a scratch folder of its node, and only metrics and checkpoints
+        # travel back: its event files would be lost.
+        if self.train.log_to and self.executor.kind == "ray":
+            raise ValueError("train.log_to is not supported with executor.kind 'ray' (runs train in a "
+                             "scratch folder on their node, and only metrics and checkpoints travel back)")
         return self
 
 

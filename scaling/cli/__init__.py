@@ -16,7 +16,7 @@ from importlib import import_module
 from scaling.errors import UsageError
 
 # Command modules in the order of the data flow; each defines `register(subparsers)`.
-COMMAND_MODULES = ("sweep", "tune", "design", "fit", "report", "cost", "plan", "validate")
+COMMAND_MODULES = ("sweep", "importing", "tune", "design", "fit", "report", "cost", "plan", "validate")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,6 +9,10 @@
             checkpoint.pt        latest training state (weights_only-loadable)
             checkpoint-step<S>.pt  a WSD stable run's state at step S, a branch point (kept)
             .lock                held by the sweep training this run (scaling.runs.locks)
+            events.out.tfevents.*  with train.log_to: [tensorboard], the same records for TensorBoard
+
+A store of runs trained elsewhere (`scaling import`, scaling.runs.imports) has the same files, with
+the source run's hyperparameters and provenance in config.yaml.
 
 Writes of whole files are atomic (temporary file, fsync, rename, fsync of the folder), so a kill
 or a power cut leaves either the old file or the new one, never half of one. metrics.jsonl is

@@ -34,7 +34,7 @@ from scaling.train.spec import RunSpec
 # computation, up to the last bits of floating point), or what happens after it diverges, not
 # what it computes.
 NOT_IN_RUN_ID = ("log_interval", "checkpoint_interval", "eval_interval", "threads", "device", "compile",
-                 "divergence_factor", "retries", "retry_lr_factor", "seeds")
+                 "divergence_factor", "retries", "retry_lr_factor", "seeds", "log_to")
 # Keys of the WSD schedule: in the run id only when train.schedule is wsd, so that cosine and
 # linear runs keep the ids they had before WSD existed.
 WSD_KEYS = ("cooldown_fraction", "cooldown_shape")

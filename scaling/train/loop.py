@@ -35,6 +35,7 @@ from scaling.runs import faults
 from scaling.runs.store import CHECKPOINT, METRICS, append_jsonl, branch_checkpoint
 from scaling.train.batches import TokenData, check_data, evaluate, get_batch, val_windows
 from scaling.train.checkpoint import restore, save_at
+from scaling.train.logs import run_logs
 from scaling.train.model import GPT, flops_per_token, param_counts
 from scaling.train.schedule import lr_at
 from scaling.train.spec import RunSpec
@@ -148,7 +149,8 @@ def train_run(spec: RunSpec, data: TokenData, run_dir: Path, progress=None) -> d
     check_inputs(spec, data)
     start = time.perf_counter()
     try:
-        return _train(spec, data, Path(run_dir), progress)
+        with run_logs(spec, Path(run_dir)) as log:   # train.log_to's viewers
+            return _train(spec, data, Path(run_dir), progress, log)
     except (UsageError, OSError):
         raise
     except Exception as exc:  # a bug, or out of memory: this run failed, the sweep goes on
@@ -157,7 +159,7 @@ def train_run(spec: RunSpec, data: TokenData, run_dir: Path, progress=None) -> d
         return {**summary, "traceback": traceback.format_exc()}
 
 
-def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress) -> dict:
+def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress, log) -> dict:
     cfg, train = spec.model, spec.train
     run_dir.mkdir(parents=True, exist_ok=True)
     if train.threads:
@@ -208,6 +210,7 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress) -> dict:
             elif do_eval:
                 record["val_loss"], record["val_bpb"] = evaluate(model, windows, n_seqs, autocast)
             append_jsonl(metrics_path, record)
+            log(record)
             if progress is not None:
                 progress(step * train.batch_tokens, steps * train.batch_tokens, record["tokens_per_s"])
             if status == "diverged":
