@@ -57,6 +57,11 @@ TABLE_COLUMNS = (
     "budget", "budget_measure",
     # A run that is not a fit point: "validation" (it checks a fit's prediction; never fitted).
     "role",
+    # Beyond the loss (scaling.train.metrics), at the final evaluation: per-token top-1 accuracy and
+    # exact match of 1-, 4- and 16-token greedy continuations of fixed validation prompts, and the mean
+    # log-probability (nats) of a 16-token continuation. Empty in stores from before they were recorded.
+    "final_token_accuracy", "final_exact_match_1", "final_exact_match_4", "final_exact_match_16",
+    "final_continuation_logprob",
 )
 # Types of metrics.jsonl fields; a record with another type is skipped on read.
 METRIC_TYPES = {"step": int, "tokens": int, "lr": float, "train_loss": float, "val_loss": float,
