@@ -49,7 +49,7 @@ METRICS = {
 # -------------------------------------------------------------------------------------------- which metric rises how
 
 LATE_SHARE_SHARP = 0.75     # at least this share of the rise in the upper half of log C: sharp
-SCATTER_MULTIPLE = 2.0      # a rise smaller than this many times the scatter around the trend is none
+STANDARD_ERRORS = 2.0       # a rise within this many standard errors of zero is none
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class Rise:
     kind: str               # "sharp", "gradual" or "flat"
     late_share: float | None  # share of the rise in the upper half of log C (None when flat)
     rise: float             # the trend's change from the smallest to the largest compute
-    scatter: float          # RMS of the runs around the trend
+    error: float            # its standard error, from the runs' scatter around the trend
     reason: str
 
 
@@ -66,7 +66,7 @@ def rise(compute, values) -> Rise:
     is fitted to the runs (any layout of N and D); its rise over the upper half of x, as a share of
     its whole rise, is 1/2 for a straight line in log C and near 1 for a metric that stays at its
     floor and then climbs. Sharp at LATE_SHARE_SHARP or more; flat when the whole rise is within
-    SCATTER_MULTIPLE times the scatter around the trend (or the metric does not rise)."""
+    STANDARD_ERRORS of zero (or negative: the metric does not rise)."""
     c, v = np.asarray(compute, float), np.asarray(values, float)
     ok = np.isfinite(c) & (c > 0) & np.isfinite(v)
     c, v = c[ok], v[ok]
@@ -74,16 +74,20 @@ def rise(compute, values) -> Rise:
         raise UsageError(f"the rise of a metric with compute needs runs at 3 or more compute values; got "
                          f"{np.unique(c).size}")
     x = (np.log(c) - np.log(c.min())) / np.log(c.max() / c.min())
-    q = np.polyfit(x, v, 2)
+    design = np.stack([x ** 2, x, np.ones_like(x)], axis=1)
+    q, *_ = np.linalg.lstsq(design, v, rcond=None)
     trend = np.polyval(q, [0.0, 0.5, 1.0])
-    whole = float(trend[2] - trend[0])
-    scatter = float(np.sqrt(np.mean((v - np.polyval(q, x)) ** 2)))
-    if whole <= max(SCATTER_MULTIPLE * scatter, 1e-9 * max(1.0, float(np.abs(v).max()))):
-        return Rise("flat", None, whole, scatter,
-                    f"no rise beyond the scatter: {whole:+.3g} across the sweep against a scatter of {scatter:.2g}")
+    whole = float(trend[2] - trend[0])                       # q[0] + q[1]
+    dof = max(1, v.size - 3)
+    variance = float(np.sum((v - design @ q) ** 2)) / dof
+    along = np.array([1.0, 1.0, 0.0])
+    error = float(np.sqrt(variance * along @ np.linalg.pinv(design.T @ design) @ along))
+    if whole <= max(STANDARD_ERRORS * error, 1e-9 * max(1.0, float(np.abs(v).max()))):
+        return Rise("flat", None, whole, error,
+                    f"no rise beyond its uncertainty: {whole:+.3g} across the sweep, standard error {error:.2g}")
     share = min(1.0, max(0.0, float(trend[2] - trend[1]) / whole))   # a trend that dips first: all of it late
     kind = "sharp" if share >= LATE_SHARE_SHARP else "gradual"
-    return Rise(kind, share, whole, scatter,
+    return Rise(kind, share, whole, error,
                 f"{100 * share:.0f}% of its rise ({whole:+.3g}) comes in the upper half of log compute")
 
 

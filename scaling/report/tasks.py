@@ -143,9 +143,9 @@ def _holdout_prediction(r: Report, frame: pd.DataFrame) -> dict | None:
             rows.append((run, tasks.METRICS[name].label, f"{predicted_loss[i]:.4f}", f"{observed[i]:.3f}",
                          f"{step.predicted[i]:.3f} {bounds((step.lo[i], step.hi[i]), '.3f')}",
                          "-" if power is None else f"{power[i]:.3f}"))
-    runs = "run" if len(test) == 1 else f"{len(test)} runs"
+    runs, them = ("run", "it") if len(test) == 1 else (f"{len(test)} runs", "them")
     r.doc.p(f"**Predicted from the loss, on the hold-out check's largest-compute {runs}.** Step 1: the law "
-            f"refitted without them predicts their loss; step 2: a sigmoid link from loss to metric, fitted to the "
+            f"refitted without {them} predicts the loss; step 2: a sigmoid link from loss to metric, fitted to the "
             f"other {len(train)} runs (OLMo's ladder, Bhagia et al. 2024, with the floor fixed at 0), maps it to "
             f"the metric, with 95% intervals from {RESAMPLES} refits of the link on resampled runs (the law's own "
             "uncertainty is not included). Beside it: the per-token accuracy predicted the same way, to the k-th "
