@@ -176,16 +176,16 @@ def task_figure(frame: pd.DataFrame, law, prediction: dict | None) -> Figure:
         exact.plot(c, frame[name], "o", color=colour, label=f"exact match, k = {k}")
         exact.plot(c[order], tasks.independent_tokens(frame.token_accuracy, k)[order], "o", mfc="none",
                    color=colour, alpha=0.8)
-        link = tasks.two_step(frame.loss, frame[name], law.optimal_loss(grid), resamples=RESAMPLES)
-        exact.plot(grid, link.predicted, color=colour, lw=1.2)
-        exact.fill_between(grid, link.lo, link.hi, color=colour, alpha=0.15, lw=0)
+        frontier = tasks.two_step(frame.loss, frame[name], law.optimal_loss(grid), resamples=RESAMPLES)
+        exact.plot(grid, frontier.predicted, color=colour, lw=1.2)
+        exact.fill_between(grid, frontier.lo, frontier.hi, color=colour, alpha=0.15, lw=0)
         losses = np.linspace(frame.loss.min(), frame.loss.max(), 60)
         by_loss.plot(frame.loss, frame[name], "o", color=colour, label=f"k = {k}")
-        fitted = tasks.fit_link(frame.loss, frame[name])
-        by_loss.plot(losses, fitted(losses), color=colour, lw=1.2)
-        if prediction is not None:
+        by_loss.plot(losses, frontier.link(losses), color=colour, lw=1.2)
+        if prediction is not None:      # the hold-out runs: predicted (stars, at the law's loss) and observed (rings)
             step, test = prediction["steps"][name], prediction["test"]
-            by_loss.errorbar(prediction["loss"], step.predicted, yerr=[step.predicted - step.lo, step.hi - step.predicted],
+            by_loss.errorbar(prediction["loss"], step.predicted, yerr=[step.predicted - step.lo,
+                                                                       step.hi - step.predicted],
                              fmt="*", ms=11, color=colour, mec="black", mew=0.5)
             by_loss.plot(test.loss, test[name], "o", mfc="none", mec="black", ms=9)
     exact.set_title("Exact match of k tokens")

@@ -66,7 +66,7 @@ def test_exact_match_looks_emergent_while_per_token_accuracy_rises_smoothly(micr
                        **{f"final_exact_match_{k}": p ** k for k in (1, 4, 16)})
 
     _rewrite(sweep_dir, smooth)
-    report, paths = make_report(sweep_dir, out=tmp_path / "report", bootstrap=0)
+    make_report(sweep_dir, out=tmp_path / "report", bootstrap=0)
     md = (tmp_path / "report" / "report.md").read_text()
     assert (tmp_path / "report" / "figures" / "task_metrics.png").is_file()
     section = md[md.index("## Beyond the loss"):md.index("## Four estimates")]
@@ -80,7 +80,7 @@ def test_exact_match_looks_emergent_while_per_token_accuracy_rises_smoothly(micr
     assert "per-token accuracy" in smooth_part and "rise gradually" in smooth_part and "Schaeffer" in smooth_part
     # the hold-out run (the largest compute): p there is 0.95, so exact match of 16 tokens is 0.95^16
     held = {row[1]: row for row in _rows(section, "held-out run")}
-    assert set(held) == {"per-token accuracy", "exact match, 1 token", "exact match, 4 tokens", "exact match, 16 tokens"}
+    assert set(held) == {"per-token accuracy", *(f"exact match, {k} token{'s' * (k > 1)}" for k in (1, 4, 16))}
     assert float(held["per-token accuracy"][3]) == pytest.approx(0.95, abs=5e-4)
     assert float(held["exact match, 16 tokens"][3]) == pytest.approx(0.95 ** 16, abs=5e-4)
     for row in held.values():                  # a point prediction inside its interval
@@ -113,7 +113,7 @@ def test_a_store_from_before_the_metrics_still_reads_fits_and_reports(micro_swee
         assert pd.read_csv(sweep_dir / store.TABLE)[col].isna().all()
     rc, _, _ = _run(["fit", str(sweep_dir), "--bootstrap", "0", "--out", str(tmp_path / "fit")])
     assert rc == 0
-    rc, out, err = _run(["fit", str(sweep_dir), "--metric", "token_error", "--out", str(tmp_path / "no")])
+    rc, _, err = _run(["fit", str(sweep_dir), "--metric", "token_error", "--out", str(tmp_path / "no")])
     assert rc == 2 and "no finished run recorded 'final_token_accuracy'" in err and not (tmp_path / "no").exists()
     make_report(tmp_path / "fit", out=tmp_path / "report")
     md = (tmp_path / "report" / "report.md").read_text()

@@ -5,6 +5,7 @@ in its summary and in runs.csv."""
 from __future__ import annotations
 
 from contextlib import nullcontext
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -76,7 +77,7 @@ def test_a_micro_run_records_the_metrics(micro_sweep):
         s = store.read_summary(run_dir)
         em = s["exact_match"]
         assert s["task_prompts"] == N_PROMPTS and len(em) == s["task_k"] == 16
-        assert all(1 >= a >= b >= 0 for a, b in zip(em, em[1:]))           # longer matches are rarer
+        assert all(1 >= a >= b >= 0 for a, b in pairwise(em))           # longer matches are rarer
         assert [s[f"final_exact_match_{k}"] for k in TABLE_KS] == [em[k - 1] for k in TABLE_KS]
         # better than a uniform guess over 320 tokens, and a per-token log-probability near the loss's
         assert 1 / 320 < s["final_token_accuracy"] < 1
