@@ -66,8 +66,8 @@ def main() -> None:
                         n_heads=int(n_heads), mlp_ratio=model_cfg.get("mlp_ratio", 4),
                         tied_embeddings=model_cfg.get("tied_embeddings", True))
         model = GPT(cfg)
-        tasks_s = median_time(lambda: evaluate_tasks(model, prompts, n_seqs, nullcontext()), args.repeats)
-        loss_s = median_time(lambda: evaluate(model, windows, n_seqs, nullcontext()), args.repeats)
+        tasks_s = median_time(lambda m=model: evaluate_tasks(m, prompts, n_seqs, nullcontext()), args.repeats)
+        loss_s = median_time(lambda m=model: evaluate(m, windows, n_seqs, nullcontext()), args.repeats)
         wall = runs.wall_s.to_numpy(float)
         share = tasks_s / wall
         shares += list(share)
