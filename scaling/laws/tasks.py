@@ -27,8 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scaling.errors import UsageError
-
-TABLE_KS = (1, 4, 16)       # the exact-match lengths in runs.csv (scaling.train.metrics.TABLE_KS)
+from scaling.runs.store import TASK_KS
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,7 @@ METRICS = {
     "token_accuracy": Metric("final_token_accuracy", "per-token accuracy", False),
     "continuation_logprob": Metric("final_continuation_logprob", "log-probability of 16 tokens (nats)", False),
     **{f"exact_match_{k}": Metric(f"final_exact_match_{k}", f"exact match, {k} token{'s' * (k > 1)}", True, k)
-       for k in TABLE_KS},
+       for k in TASK_KS},
 }
 
 # -------------------------------------------------------------------------------------------- which metric rises how
@@ -211,7 +210,7 @@ NOT_FITTED = {
     "token_accuracy": "accuracy rises toward 1 instead of falling to a floor; fit token_error (1 - accuracy) or "
                       "neg_log_accuracy",
     "continuation_logprob": "a log-probability is negative and rises with scale; fit its negative, continuation_nll",
-    **{f"exact_match_{k}": _EXACT for k in TABLE_KS},
+    **{f"exact_match_{k}": _EXACT for k in TASK_KS},
 }
 
 

@@ -22,7 +22,7 @@ from scaling.report.style import OTHER_CMAP, log_axis, new_figure, with_rc
 
 FIGURE = "task_metrics"
 SMOOTH = ("token_accuracy", "continuation_logprob")
-EXACT = tuple(f"exact_match_{k}" for k in tasks.TABLE_KS)
+EXACT = tuple(f"exact_match_{k}" for k in tasks.TASK_KS)
 LINKED = ("token_accuracy", *EXACT)          # the metrics in [0, 1] the link predicts
 RESAMPLES = 200
 
@@ -59,7 +59,7 @@ def task_metrics(r: Report) -> None:
             "the text). Smooth metrics move a little with every improvement of the model; exact match scores a "
             "continuation only when all k tokens are right.")
     rises = {name: tasks.rise(frame.compute, frame[name]) for name in (*SMOOTH, *EXACT)}
-    power = tasks.independent_tokens(frame.token_accuracy, max(tasks.TABLE_KS))
+    power = tasks.independent_tokens(frame.token_accuracy, max(tasks.TASK_KS))
     rises["accuracy^16"] = tasks.rise(frame.compute, power)
     labels = {**{name: m.label for name, m in tasks.METRICS.items()},
               "accuracy^16": "per-token accuracy^16 (tokens independent)"}
@@ -84,7 +84,7 @@ def emergence_text(rises: dict, labels: dict, frame: pd.DataFrame) -> str:
     sharp = [name for name in (*SMOOTH, *EXACT) if rises[name].kind == "sharp"]
     gradual = [name for name in SMOOTH if rises[name].kind == "gradual"]
     flat = [name for name in EXACT if rises[name].kind == "flat"]
-    k = max(tasks.TABLE_KS)
+    k = max(tasks.TASK_KS)
     names = ", ".join(labels[n] for n in sharp)
     if any(n in EXACT for n in sharp) and gradual:
         text = (f"**Looks emergent: {names}** ("
@@ -164,14 +164,14 @@ def task_figure(frame: pd.DataFrame, law, prediction: dict | None) -> Figure:
     smooth, exact, by_loss = axes[0]
     c, order = frame.compute.to_numpy(), np.argsort(frame.compute.to_numpy())
     smooth.plot(c, frame.token_accuracy, "o", color="#1f77b4", label="per-token accuracy")
-    smooth.plot(c, np.exp(frame.continuation_logprob / max(tasks.TABLE_KS)), "s", color="#2ca02c",
+    smooth.plot(c, np.exp(frame.continuation_logprob / max(tasks.TASK_KS)), "s", color="#2ca02c",
                 label="per-token probability, exp(log p / 16)")
     smooth.set_ylabel("per-token metric")
     smooth.set_title("Smooth metrics")
     cmap = colormaps[OTHER_CMAP]
-    colours = {k: cmap(0.1 + 0.7 * i / max(1, len(tasks.TABLE_KS) - 1)) for i, k in enumerate(tasks.TABLE_KS)}
+    colours = {k: cmap(0.1 + 0.7 * i / max(1, len(tasks.TASK_KS) - 1)) for i, k in enumerate(tasks.TASK_KS)}
     grid = np.geomspace(c.min(), c.max(), 60)
-    for k in tasks.TABLE_KS:
+    for k in tasks.TASK_KS:
         name, colour = f"exact_match_{k}", colours[k]
         exact.plot(c, frame[name], "o", color=colour, label=f"exact match, k = {k}")
         exact.plot(c[order], tasks.independent_tokens(frame.token_accuracy, k)[order], "o", mfc="none",

@@ -43,6 +43,8 @@ STATUSES = ("finished", "diverged", "failed", "stable")
 # The role of a run that checks a fit's prediction (scaling.validate): never a fit point.
 VALIDATION_ROLE = "validation"
 
+# The exact-match lengths k with a column of runs.csv (scaling.train.metrics scores every k to 16).
+TASK_KS = (1, 4, 16)
 # Columns of runs.csv, in order. Shape columns first, then sizes, then outcomes.
 TABLE_COLUMNS = (
     "run_id", "status", "d_model", "n_layers", "n_heads", "lr",
@@ -60,8 +62,7 @@ TABLE_COLUMNS = (
     # Beyond the loss (scaling.train.metrics), at the final evaluation: per-token top-1 accuracy and
     # exact match of 1-, 4- and 16-token greedy continuations of fixed validation prompts, and the mean
     # log-probability (nats) of a 16-token continuation. Empty in stores from before they were recorded.
-    "final_token_accuracy", "final_exact_match_1", "final_exact_match_4", "final_exact_match_16",
-    "final_continuation_logprob",
+    "final_token_accuracy", *(f"final_exact_match_{k}" for k in TASK_KS), "final_continuation_logprob",
 )
 # Types of metrics.jsonl fields; a record with another type is skipped on read.
 METRIC_TYPES = {"step": int, "tokens": int, "lr": float, "train_loss": float, "val_loss": float,

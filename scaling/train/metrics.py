@@ -25,12 +25,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from scaling.runs.store import TASK_KS
 from scaling.train.model import GPT
 
 N_PROMPTS = 256
 PROMPT_SEED = 31_337
 K_MAX = 16
-TABLE_KS = (1, 4, 16)   # the exact-match lengths that get a runs.csv column; the summary has every k
 
 
 def continuation_length(T: int) -> int:
@@ -73,7 +73,7 @@ def exact_match(correct: torch.Tensor) -> np.ndarray:
 
 
 def evaluate_tasks(model: GPT, windows: torch.Tensor, n_seqs: int, autocast) -> dict:
-    """The summary's task fields: per-token accuracy on the continuations, exact match for TABLE_KS
+    """The summary's task fields: per-token accuracy on the continuations, exact match for TASK_KS
     (and every k in `exact_match`), and the mean log-probability (nats) of a k_max-token continuation."""
     k = continuation_length(windows.shape[1] - 1)
     correct, logprob = score_continuations(model, windows, k, n_seqs, autocast)
@@ -81,9 +81,9 @@ def evaluate_tasks(model: GPT, windows: torch.Tensor, n_seqs: int, autocast) -> 
     fields = {"final_token_accuracy": float(correct.double().mean()),
               "final_continuation_logprob": float(logprob.double().sum(1).mean()),
               "exact_match": [float(m) for m in match], "task_prompts": len(windows), "task_k": k}
-    fields.update({f"final_exact_match_{j}": float(match[j - 1]) if j <= k else None for j in TABLE_KS})
+    fields.update({f"final_exact_match_{j}": float(match[j - 1]) if j <= k else None for j in TASK_KS})
     return fields
 
 
 TASK_FIELDS = ("final_token_accuracy", "final_continuation_logprob", "exact_match", "task_prompts", "task_k",
-               *(f"final_exact_match_{j}" for j in TABLE_KS))
+               *(f"final_exact_match_{j}" for j in TASK_KS))

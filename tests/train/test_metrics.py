@@ -15,7 +15,7 @@ import torch
 from scaling.runs import store
 from scaling.train.metrics import (
     N_PROMPTS,
-    TABLE_KS,
+    TASK_KS,
     continuation_length,
     exact_match,
     score_continuations,
@@ -78,7 +78,7 @@ def test_a_micro_run_records_the_metrics(micro_sweep):
         em = s["exact_match"]
         assert s["task_prompts"] == N_PROMPTS and len(em) == s["task_k"] == 16
         assert all(1 >= a >= b >= 0 for a, b in pairwise(em))           # longer matches are rarer
-        assert [s[f"final_exact_match_{k}"] for k in TABLE_KS] == [em[k - 1] for k in TABLE_KS]
+        assert [s[f"final_exact_match_{k}"] for k in TASK_KS] == [em[k - 1] for k in TASK_KS]
         # better than a uniform guess over 320 tokens, and a per-token log-probability near the loss's
         assert 1 / 320 < s["final_token_accuracy"] < 1
         per_token = -s["final_continuation_logprob"] / 16
