@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scaling.errors import UsageError
-from scaling.runs.store import TASK_KS
+from scaling.runs.store import TASK_KS, TASK_PROMPTS
 
 
 @dataclass(frozen=True)
@@ -35,14 +35,16 @@ class Metric:
     column: str             # runs.csv's column
     label: str
     exact: bool             # an exact-match (all-or-nothing) metric rather than a smooth one
+    trials: int | None      # the scores a run's value averages, for a share of right answers
     k: int | None = None    # continuation length of an exact-match metric
 
 
 METRICS = {
-    "token_accuracy": Metric("final_token_accuracy", "per-token accuracy", False),
-    "continuation_logprob": Metric("final_continuation_logprob", "log-probability of 16 tokens (nats)", False),
-    **{f"exact_match_{k}": Metric(f"final_exact_match_{k}", f"exact match, {k} token{'s' * (k > 1)}", True, k)
-       for k in TASK_KS},
+    "token_accuracy": Metric("final_token_accuracy", "per-token accuracy", False, TASK_PROMPTS * max(TASK_KS)),
+    "continuation_logprob": Metric("final_continuation_logprob", "log-probability of 16 tokens (nats)", False,
+                                   None),
+    **{f"exact_match_{k}": Metric(f"final_exact_match_{k}", f"exact match, {k} token{'s' * (k > 1)}", True,
+                                  TASK_PROMPTS, k) for k in TASK_KS},
 }
 
 # -------------------------------------------------------------------------------------------- which metric rises how
@@ -60,12 +62,17 @@ class Rise:
     reason: str
 
 
-def rise(compute, values) -> Rise:
+def rise(compute, values, trials: int | None = None) -> Rise:
     """How a metric rises with compute across the sweep: a quadratic in x = log C scaled to [0, 1]
     is fitted to the runs (any layout of N and D); its rise over the upper half of x, as a share of
     its whole rise, is 1/2 for a straight line in log C and near 1 for a metric that stays at its
     floor and then climbs. Sharp at LATE_SHARE_SHARP or more; flat when the whole rise is within
-    STANDARD_ERRORS of zero (or negative: the metric does not rise)."""
+    STANDARD_ERRORS of zero (or negative: the metric does not rise).
+
+    trials: for a share of `trials` all-or-nothing scores (exact match over the prompts), each run's
+    noise is at least a binomial draw's, variance p (1 - p) / trials at the metric's mean p (at
+    least 1 / trials): a metric that is 0 in most runs and one prompt in a few has no scatter
+    around its trend, yet no rise either."""
     c, v = np.asarray(compute, float), np.asarray(values, float)
     ok = np.isfinite(c) & (c > 0) & np.isfinite(v)
     c, v = c[ok], v[ok]
@@ -77,8 +84,10 @@ def rise(compute, values) -> Rise:
     q, *_ = np.linalg.lstsq(design, v, rcond=None)
     trend = np.polyval(q, [0.0, 0.5, 1.0])
     whole = float(trend[2] - trend[0])                       # q[0] + q[1]
-    dof = max(1, v.size - 3)
-    variance = float(np.sum((v - design @ q) ** 2)) / dof
+    variance = float(np.sum((v - design @ q) ** 2)) / max(1, v.size - 3)     # each run's noise, from the scatter
+    if trials:
+        p = min(max(float(v.mean()), 1.0 / trials), 0.5)
+        variance = max(variance, p * (1 - p) / trials)                     # or at least a binomial draw's
     along = np.array([1.0, 1.0, 0.0])
     error = float(np.sqrt(variance * along @ np.linalg.pinv(design.T @ design) @ along))
     if whole <= max(STANDARD_ERRORS * error, 1e-9 * max(1.0, float(np.abs(v).max()))):

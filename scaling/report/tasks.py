@@ -25,6 +25,7 @@ SMOOTH = ("token_accuracy", "continuation_logprob")
 EXACT = tuple(f"exact_match_{k}" for k in tasks.TASK_KS)
 LINKED = ("token_accuracy", *EXACT)          # the metrics in [0, 1] the link predicts
 RESAMPLES = 200
+FLOOR_PROMPTS = 3          # an exact-match metric that never exceeds this many prompts in a run is at its floor
 
 
 def task_frame(r: Report) -> pd.DataFrame | None:
@@ -53,14 +54,14 @@ def task_metrics(r: Report) -> None:
                 "trained before they were recorded have none: retrain them to see the section.")
         r.missing_figures[FIGURE] = "fewer than 3 runs recorded the metrics beyond the loss"
         return
-    r.doc.p("Each run's final evaluation also scores 256 fixed validation prompts (the same for every run, drawn "
+    r.doc.p(f"Each run's final evaluation also scores {tasks.TASK_PROMPTS} fixed validation prompts (the same for every run, drawn "
             "with a fixed seed): per-token top-1 accuracy on their 16-token continuations, the log-probability of "
             "a whole continuation, and exact match of k = 1 ... 16 tokens (the model's greedy continuation equals "
             "the text). Smooth metrics move a little with every improvement of the model; exact match scores a "
             "continuation only when all k tokens are right.")
-    rises = {name: tasks.rise(frame.compute, frame[name]) for name in (*SMOOTH, *EXACT)}
+    rises = {name: tasks.rise(frame.compute, frame[name], tasks.METRICS[name].trials) for name in (*SMOOTH, *EXACT)}
     power = tasks.independent_tokens(frame.token_accuracy, max(tasks.TASK_KS))
-    rises["accuracy^16"] = tasks.rise(frame.compute, power)
+    rises["accuracy^16"] = tasks.rise(frame.compute, power, tasks.TASK_PROMPTS)
     labels = {**{name: m.label for name, m in tasks.METRICS.items()},
               "accuracy^16": "per-token accuracy^16 (tokens independent)"}
     r.doc.table(["metric", "kind", "rise across the sweep", "share of it in the upper half of log C", "reads as"],
@@ -94,23 +95,32 @@ def emergence_text(rises: dict, labels: dict, frame: pd.DataFrame) -> str:
                 + "; ".join(f"{labels[n]}: {rises[n].reason}" for n in gradual)
                 + "). The jump is the metric's, not the model's (Schaeffer et al. 2023): exact match scores a "
                   "continuation only when all k tokens are right, so it is about p^k for a per-token accuracy p, "
-                  "which stays near 0 until p is close to 1 and then climbs steeply (the per-token accuracy to the "
-                  f"{k}th power reads as {rises['accuracy^16'].kind} too). Judge progress by the loss and the smooth "
-                  "metrics; expect exact match to lag, then rise fast.")
+                  "which stays near 0 until p is close to 1 and then climbs steeply"
+                + (f" (the per-token accuracy to the {k}th power reads as {rises['accuracy^16'].kind}, as exact "
+                   f"match of {k} tokens does)" if rises["accuracy^16"].kind == rises[f"exact_match_{k}"].kind else "")
+                + ". Judge progress by the loss and the smooth metrics; expect exact match to lag, then rise fast.")
     elif sharp:
         text = (f"**Sharp: {names}** ({'; '.join(rises[n].reason for n in sharp)}). A smooth metric rises late as "
                 "well, so the sweep's largest runs simply improve most: no metric here looks emergent by its "
                 "construction alone.")
     else:
         text = "**No metric looks emergent across this sweep**: none rises mostly late in compute."
-    if flat:
+    floor = [n for n in flat if frame[n].max() <= FLOOR_PROMPTS / tasks.TASK_PROMPTS]
+    if floor:
         top = frame.loc[frame.compute.idxmax()]
         p = float(top.token_accuracy)
-        text += (f" {', '.join(labels[n] for n in flat)}: at the floor across the sweep (at the largest compute, "
-                 f"exact match of {k} tokens is {top[f'exact_match_{k}']:.3g}; per-token accuracy p = {p:.3f}, so "
-                 f"p^{k} = {p ** k:.2g}). Such a metric leaves its floor only once p is close to 1, and then climbs "
-                 "steeply: it would look emergent at a larger scale without any sudden change in the model "
-                 "(Schaeffer et al. 2023), while the smooth metrics show the progress now.")
+        listed = " and ".join(labels[n] for n in floor)
+        text += (f" {listed[0].upper() + listed[1:]} stay{'s' * (len(floor) == 1)} at the floor across the sweep "
+                 f"(at most {FLOOR_PROMPTS} of {tasks.TASK_PROMPTS} prompts in any run; at the largest compute, "
+                 f"per-token accuracy p = {p:.3f}, so p^{k} = {p ** k:.2g}). Such a metric leaves its floor only once "
+                 "p is close to 1, and then climbs steeply: it would look emergent at a larger scale without any "
+                 "sudden change in the model (Schaeffer et al. 2023), while the smooth metrics show the progress now.")
+    noisy = [n for n in flat if n not in floor]
+    if noisy:
+        listed = " and ".join(labels[n] for n in noisy)
+        text += (f" {listed[0].upper() + listed[1:]}: off the floor, but "
+                 f"{'its' if len(noisy) == 1 else 'their'} rise across the sweep is within the noise of "
+                 f"{tasks.TASK_PROMPTS} prompts (" + "; ".join(rises[n].reason for n in noisy) + ").")
     return text
 
 
@@ -143,8 +153,8 @@ def _holdout_prediction(r: Report, frame: pd.DataFrame) -> dict | None:
             rows.append((run, tasks.METRICS[name].label, f"{predicted_loss[i]:.4f}", f"{observed[i]:.3f}",
                          f"{step.predicted[i]:.3f} {bounds((step.lo[i], step.hi[i]), '.3f')}",
                          "-" if power is None else f"{power[i]:.3f}"))
-    runs, them = ("run", "it") if len(test) == 1 else (f"{len(test)} runs", "them")
-    r.doc.p(f"**Predicted from the loss, on the hold-out check's largest-compute {runs}.** Step 1: the law "
+    runs, them = ("largest-compute run", "it") if len(test) == 1 else (f"{len(test)} largest-compute runs", "them")
+    r.doc.p(f"**Predicted from the loss, on the hold-out check's {runs}.** Step 1: the law "
             f"refitted without {them} predicts the loss; step 2: a sigmoid link from loss to metric, fitted to the "
             f"other {len(train)} runs (OLMo's ladder, Bhagia et al. 2024, with the floor fixed at 0), maps it to "
             f"the metric, with 95% intervals from {RESAMPLES} refits of the link on resampled runs (the law's own "

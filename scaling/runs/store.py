@@ -43,8 +43,10 @@ STATUSES = ("finished", "diverged", "failed", "stable")
 # The role of a run that checks a fit's prediction (scaling.validate): never a fit point.
 VALIDATION_ROLE = "validation"
 
-# The exact-match lengths k with a column of runs.csv (scaling.train.metrics scores every k to 16).
+# The exact-match lengths k with a column of runs.csv (scaling.train.metrics scores every k to 16),
+# and the number of validation prompts each run's final evaluation scores them on.
 TASK_KS = (1, 4, 16)
+TASK_PROMPTS = 256
 # Columns of runs.csv, in order. Shape columns first, then sizes, then outcomes.
 TABLE_COLUMNS = (
     "run_id", "status", "d_model", "n_layers", "n_heads", "lr",

@@ -26,9 +26,9 @@ import torch
 import torch.nn.functional as F
 
 from scaling.runs.store import TASK_KS
+from scaling.runs.store import TASK_PROMPTS as N_PROMPTS
 from scaling.train.model import GPT
 
-N_PROMPTS = 256
 PROMPT_SEED = 31_337
 K_MAX = 16
 
