@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from scaling.errors import UsageError
@@ -154,6 +155,9 @@ def cmd_fit(args) -> int:
                            seed=args.seed, reference_compute=args.reference_compute, curves=curves,
                            data_constrained=args.data_constrained)
     elapsed = time.perf_counter() - start
+    if args.metric != "loss":   # fit.json says what its "loss" is, where the report and a reader see it
+        what = f"fitted to {args.metric} = {tasks.FIT_METRICS[args.metric].meaning}, in place of the validation loss"
+        fit = replace(fit, limitations=(f"{what}: L is this metric", *fit.limitations))
     path = results.write_fit(out, fit)
     if args.json:
         print(results.dumps_fit(fit), end="")

@@ -98,6 +98,7 @@ def test_the_micro_store_as_trained(micro_sweep, tmp_path):
                        "--out", str(tmp_path / "fit")])
     assert rc == 0 and "fitted to token_error = 1 - per-token top-1 accuracy" in out and "verdict:" in out
     fit = json.loads((tmp_path / "fit" / "fit.json").read_text())
+    assert fit["limitations"][0].startswith("fitted to token_error = 1 - per-token top-1 accuracy")
     done = table.sort_values("run_id")
     assert fit["data"]["digest"] == digest_arrays(done.n_params_total.to_numpy(float), done.tokens.to_numpy(float),
                                                   1 - done.final_token_accuracy.to_numpy(float))
