@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from scaling.errors import UsageError
-from scaling.laws import analysis, fitdata, results, selection, summary
+from scaling.laws import analysis, fitdata, results, selection, summary, tasks
 from scaling.laws.bootstrap import MAX_RESAMPLES
 from scaling.laws.curves import curves_from_store
 from scaling.laws.fit import DEFAULT_DELTA
@@ -54,6 +55,10 @@ def register(subparsers) -> None:
                    help="--csv: the unique tokens of every run (one corpus), instead of --unique-col")
     p.add_argument("--data-constrained", action="store_true",
                    help="fit the data-constrained law (Muennighoff et al. 2023) even if no run repeats data")
+    p.add_argument("--metric", default="loss", metavar="NAME",
+                   help=f"RUNS_DIR: fit the law to another of the runs' numbers in place of the loss: "
+                        f"{', '.join(tasks.FIT_METRICS)} (default loss); metrics it does not describe "
+                        f"({', '.join(tasks.NOT_FITTED)}) are refused")
     p.add_argument("--drop-highest-loss", type=int, default=0, metavar="K",
                    help="leave out the K points with the highest loss (Besiroglu et al.: 5)")
     p.add_argument("--min-tokens-per-param", type=float, metavar="X", help="leave out points with D/N below X")
@@ -91,10 +96,13 @@ def load_data(args) -> tuple[fitdata.FitData, str]:
         raise UsageError("--embedding-col needs --param-convention: does the N column count embeddings or not?")
     if args.compute_measure is not None and args.runs_dir is None:
         raise UsageError("--compute-measure applies to a run store; a table's C is 6 N D of its own N")
+    if args.metric != "loss" and args.runs_dir is None:
+        raise UsageError("--metric applies to a run store; a table or dataset has only its loss column")
+    tasks.fit_metric(args.metric)            # a metric the law does not describe: refused before any reading
     if args.runs_dir is not None:
         data = fitdata.from_runs(args.runs_dir, args.param_convention or "total",
-                                 compute_measure=args.compute_measure or "exact")
-        name = args.runs_dir.resolve().name
+                                 compute_measure=args.compute_measure or "exact", metric=args.metric)
+        name = args.runs_dir.resolve().name + ("" if args.metric == "loss" else f"-{args.metric}")
     elif args.csv is not None:
         cols = fitdata.CHINCHILLA_COLUMNS
         data = fitdata.from_table(args.csv, n_col=args.n_col or cols["n_col"],
@@ -141,16 +149,22 @@ def cmd_fit(args) -> int:
     out = args.out if args.out is not None else Path("fits") / name
     start = time.perf_counter()
     curves = None
-    if args.runs_dir is not None:
+    if args.runs_dir is not None and args.metric == "loss":   # the curves are of the loss: Approach 1's envelope
         curves = curves_from_store(args.runs_dir, param_convention=data.param_convention)
     fit = analysis.fit_data(data, delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap,
                            seed=args.seed, reference_compute=args.reference_compute, curves=curves,
                            data_constrained=args.data_constrained)
     elapsed = time.perf_counter() - start
+    if args.metric != "loss":   # fit.json says what its "loss" is, where the report and a reader see it
+        what = f"fitted to {args.metric} = {tasks.FIT_METRICS[args.metric].meaning}, in place of the validation loss"
+        fit = replace(fit, limitations=(f"{what}: L is this metric", *fit.limitations))
     path = results.write_fit(out, fit)
     if args.json:
         print(results.dumps_fit(fit), end="")
         return 0
+    if args.metric != "loss":
+        print(f"fitted to {args.metric} = {tasks.FIT_METRICS[args.metric].meaning}, in place of the loss: "
+              "L below is this metric")
     print(summary.format_summary(fit))
     print(f"fitted in {elapsed:.1f} s; wrote {path}")
     return 0
