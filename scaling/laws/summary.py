@@ -4,6 +4,8 @@ intervals, the plan's rows with theirs, and the verdict with its reasons.
 
 from __future__ import annotations
 
+import math
+
 from scaling.formats import plain_table, sci
 from scaling.laws.allocation import Allocation, OptimumIntervals
 from scaling.laws.diagnostics import PASS
@@ -141,7 +143,8 @@ def allocation_row(a: Allocation, iv: OptimumIntervals | None) -> list[str]:
         text = "-" if value is None else format(value, fmt)
         if own:
             lo, hi = getattr(iv, bounds_of)
-            text += f" [{lo:{bounds_fmt}}, {hi:{bounds_fmt}}]"
+            text += f" [{lo:{bounds_fmt}}, {hi:{bounds_fmt}}]" if math.isfinite(lo) else \
+                f" [no interval: {iv.n_undefined} of {iv.n_resamples} resamples have no allocation]"
         return text
 
     return [sci(a.compute), "law optimum" if a.method == "law" else a.method,
