@@ -58,8 +58,8 @@ def format_lack_of_fit(lof: dict) -> str:
     tests = ", ".join(f"by {t['by']} p = {t['p_value']:.2g}" for t in lof["tests"] if t.get("p_value") is not None)
     line = f"lack of fit: {tests or 'no grouping of two points or more to test'}"
     if lof.get("pure_error_rms") is not None:
-        line += (f"; scatter between replicates {lof['pure_error_rms']:.4g} over {lof['replicated_cells']} "
-                 f"replicated runs, against the residual RMS {lof['residual_rms']:.4g}")
+        line += (f"; scatter between replicates {lof['pure_error_rms']:.4g} at {lof['replicated_cells']} (N, D) "
+                 f"points trained more than once, against the residual RMS {lof['residual_rms']:.4g}")
     return line
 
 
