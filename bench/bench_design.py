@@ -8,7 +8,7 @@ from a law near Besiroglu's, at 1% scatter). The sweep to judge is the same desi
 realised widths come from the world the prior describes: each simulated sweep's true law is drawn
 from the prior's bootstrap laws and its scatter is the true 1%. The predictions are
 `expected_precision` as `scaling design --prior` calls it (truths drawn from the bootstrap laws,
-the residual RMS drawn as measured on points - 5 degrees of freedom) and as it did before issue 24
+the scatter drawn from the posterior of the residual RMS on points - 5 degrees of freedom) and as it did before issue 24
 (the prior's point law as the truth, its residual RMS as the scatter). Prints, per prior, the median
 tokens-per-parameter interval ratio (hi/lo) and a width of each, and the predicted/realised ratios
 (issue 24's target: the new prediction within 25% of the realised median).
@@ -29,7 +29,7 @@ from bench_diagnostics import random_law  # noqa: E402
 
 from scaling.errors import UsageError  # noqa: E402
 from scaling.laws import analysis  # noqa: E402
-from scaling.laws.design import expected_precision, usable_laws  # noqa: E402
+from scaling.laws.design import expected_precision, measured_scatter, usable_laws  # noqa: E402
 from scaling.laws.law import Law  # noqa: E402
 from scaling.laws.simulate import isoflop_grid, simulate  # noqa: E402
 
@@ -70,8 +70,9 @@ def main(argv=None) -> int:
         runs = isoflop_grid(BUDGETS, law, per_budget=5)
         prior = analysis.fit_data(simulate(law, runs, noise=NOISE, seed=i), bootstrap=200)
         real_r, real_a = realised(runs, prior, args.sims, args.bootstrap, seed=100 * i)
-        new = expected_precision(runs, prior.law, noise=prior.residual_rms, n_sims=args.sims, bootstrap=args.bootstrap,
-                                 seed=10_000 + i, laws=prior.resampled, noise_df=len(runs) - 5)
+        scatter, df = measured_scatter(prior)
+        new = expected_precision(runs, prior.law, noise=scatter, n_sims=args.sims, bootstrap=args.bootstrap,
+                                 seed=10_000 + i, laws=prior.resampled, noise_df=df)
         old = expected_precision(runs, prior.law, noise=prior.residual_rms, n_sims=args.sims,
                                  bootstrap=args.bootstrap, seed=10_000 + i)
         print(f"{i:>5}  {real_r:>14.3g} {new.tpp_ratio:>7.3g} {old.tpp_ratio:>7.3g}  {new.tpp_ratio / real_r:>8.2f} "

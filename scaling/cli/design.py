@@ -50,20 +50,8 @@ def planned_points(config: Path, param_convention: str) -> np.ndarray:
     return np.array([(getattr(r, column), r.spec.tokens) for r in runs], dtype=float)
 
 
-def measured_scatter(fit) -> tuple[float, int | None]:
-    """The prior fit's scatter and the degrees of freedom it was measured on: the replicates'
-    pure error where the sweep had replicates, else the residual RMS (points - 5); 0.01 without a fit."""
-    if fit is None or not fit.residual_rms:
-        return 0.01, None
-    lof = fit.lack_of_fit or {}
-    replicates = next((t for t in lof.get("tests", ()) if t.get("by") == "replicates"), None)
-    if lof.get("pure_error_rms") and replicates is not None:
-        return float(lof["pure_error_rms"]), int(replicates["df"][1])
-    return float(fit.residual_rms), max(int(fit.data.n_points or 0) - 5, 1)
-
-
 def cmd_design(args) -> int:
-    from scaling.laws.design import expected_precision  # the fitter: loaded after the arguments are checked
+    from scaling.laws.design import expected_precision, measured_scatter  # the fitter: after the arguments
 
     choice = choose_law(args.prior, args.law, parametric=True)
     fit = choice.fit

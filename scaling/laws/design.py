@@ -10,8 +10,8 @@ diagnostics. A prior is itself uncertain: taking its point law as the truth and 
 the scatter predicted intervals 1.4-1.7x narrower than those realised when the truth was drawn
 from inside the prior's intervals. So, given the prior fit's bootstrap laws (`laws`), each
 simulation draws its truth from them, and given the degrees of freedom the scatter was measured
-with (`noise_df`), each draws its scatter from that measurement's sampling distribution,
-noise * sqrt(df / chi2(df)). The outlook is the median over simulations of the 95% interval widths of alpha, a and
+with (`noise_df`, `noise` then the unbiased estimate s, s^2 = sum of squares / df), each draws its
+scatter from the scaled-inverse-chi2 posterior of that measurement, s * sqrt(df / chi2(df)). The outlook is the median over simulations of the 95% interval widths of alpha, a and
 tokens per parameter at the design's largest compute, how often the verdict would be `not
 identified`, and how often the tokens-per-parameter interval covers the prior's true value. Two
 designs at equal compute compared this way answer "how should I spend my sweep budget?" with a
@@ -63,6 +63,24 @@ def usable_laws(resampled) -> np.ndarray:
     """The rows of (R, 5) bootstrap constants that make a law with an allocation: finite, alpha, beta > 0."""
     resampled = np.asarray(resampled, dtype=float)
     return resampled[np.isfinite(resampled).all(axis=1) & (resampled[:, 3] > 0) & (resampled[:, 4] > 0)]
+
+
+def measured_scatter(fit: results.LawFit | None) -> tuple[float, int | None]:
+    """The prior fit's scatter, as an unbiased estimate s (s^2 = sum of squares / degrees of
+    freedom), and the degrees of freedom it was measured on: the replicates' pure error where the
+    sweep had replicates, else the residual RMS times sqrt(points / (points - 5)) (the RMS divides
+    by the points, though the law's 5 constants took 5 of them: it runs 3-22% below the true
+    scatter); 0.01 without a fit."""
+    if fit is None or not fit.residual_rms:
+        return 0.01, None
+    lof = fit.lack_of_fit or {}
+    replicates = next((t for t in lof.get("tests", ()) if t.get("by") == "replicates"), None)
+    if lof.get("pure_error_rms") and replicates is not None:
+        return float(lof["pure_error_rms"]), int(replicates["df"][1])
+    points = int(fit.data.n_points or 0)
+    if points <= 5:
+        return float(fit.residual_rms), None
+    return float(fit.residual_rms) * (points / (points - 5)) ** 0.5, points - 5
 
 
 def expected_precision(runs, prior: Law, *, noise: float = 0.01, n_sims: int = 20, bootstrap: int = 100,
