@@ -21,10 +21,22 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """ids of the nodes under `if TYPE_CHECKING:`: imports for annotations, never run."""
+    return {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+            and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+            for stmt in block.body for n in ast.walk(stmt)}
+
+
 def imports(path: Path) -> set[str]:
-    """The scaling modules `path` imports (for `from scaling.x import y`, y when it is a module)."""
+    """The scaling modules `path` imports (for `from scaling.x import y`, y when it is a module),
+    leaving out those under `if TYPE_CHECKING:`, which are never imported at run time."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    skip = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("scaling")}
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("scaling"):
@@ -85,6 +97,13 @@ def test_the_check_sees_a_later_stage_import(tmp_path):
     source.write_text("from scaling.laws import fit\nimport scaling.cost.estimates\n"
                       "def late():\n    from scaling.runs.store import read_runs\n")
     assert imports(source) == {"scaling.laws.fit", "scaling.cost.estimates", "scaling.runs.store"}
+
+
+def test_the_check_leaves_out_imports_for_annotations_only(tmp_path):
+    source = tmp_path / "example.py"
+    source.write_text("from typing import TYPE_CHECKING\nfrom scaling.laws import law\n"
+                      "if TYPE_CHECKING:\n    from scaling.laws.results import LawFit\n")
+    assert imports(source) == {"scaling.laws.law"}
 
 
 def test_fitting_and_reporting_do_not_load_torch():

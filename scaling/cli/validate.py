@@ -53,14 +53,14 @@ def print_estimate(vcfg, runs, timed: Path) -> None:
 def cmd_validate(args) -> int:
     from scaling.train.loop import Interrupted
     from scaling.validate.result import format_validation, write_validation
-    from scaling.validate.run import fit_store, prepare, recipe, validate
+    from scaling.validate.run import fit_store, prepare, recipe, runs_root, validate
 
     fit_path = args.fit / FILENAME if args.fit.is_dir() else args.fit
     fit = load_fit(fit_path)
     compute = positive(args.compute, "--compute (FLOPs, e.g. 1e13)")
     cfg = recipe(fit, args.config)
     store = fit_store(fit)
-    runs_dir = args.runs_dir or (store.parent if store is not None else Path("runs"))
+    runs_dir = runs_root(fit, args.runs_dir)
     if args.dry_run:
         vcfg, runs, planned = prepare(fit, cfg, compute, runs_dir=runs_dir, force=args.force, fit_path=str(fit_path))
         print("\n".join(format_validation(planned)))

@@ -70,6 +70,18 @@ def check_compute(compute) -> float:
     return c
 
 
+def check_size(value, what: str) -> float:
+    """A number of parameters or tokens as a float; UsageError naming `what` unless it is positive
+    and finite."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{what} {value!r} is not a number") from None
+    if not math.isfinite(x) or x <= 0:
+        raise UsageError(f"{what} must be a positive, finite number, got {value!r}")
+    return x
+
+
 def plan(law: Law, compute) -> Allocation:
     """The compute-optimal N, D of `law` at C FLOPs (closed form) and the loss it predicts."""
     c = check_compute(compute)
@@ -172,6 +184,51 @@ class OptimumIntervals:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to train at C FLOPs: the law's optimum N, D and its predicted loss, with their
+    intervals from the bootstrap (`OptimumIntervals`; None for a fit without bootstrap samples)."""
+
+    compute: float
+    n: float
+    d: float
+    loss: float
+    intervals: OptimumIntervals | None = None
+
+    @property
+    def tokens_per_param(self) -> float:
+        return self.d / self.n
+
+    def __repr__(self) -> str:
+        iv = self.intervals
+
+        def show(name: str, value: float, fmt: str) -> str:
+            bounds = "" if iv is None else " [{:{f}}, {:{f}}]".format(*getattr(iv, name), f=fmt)
+            return f"{name}={value:{fmt}}{bounds}"
+
+        return (f"Plan(C={self.compute:.3g}: " + ", ".join((
+            show("n", self.n, ".3g"), show("d", self.d, ".3g"),
+            show("tokens_per_param", self.tokens_per_param, ".3g"), show("loss", self.loss, ".4f")))
+            + ("" if iv is None else f"; {100 * iv.level:g}% intervals") + ")")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The loss a law predicts for one run of N parameters on D tokens, with a prediction interval
+    (`loss_interval`; None for a fit without bootstrap samples) at `level`."""
+
+    n: float
+    d: float
+    loss: float
+    interval: tuple | None = None
+    level: float | None = None
+
+    def __repr__(self) -> str:
+        bounds = "" if self.interval is None else \
+            " [{:.4f}, {:.4f}] ({:g}% prediction interval)".format(*self.interval, 100 * self.level)
+        return f"Prediction(N={self.n:.3g}, D={self.d:.3g}: loss {self.loss:.4f}{bounds})"
 
 
 def loss_interval(resampled, n, d, *, level: float = 0.95, noise: float = 0.0, seed: int = 0) -> tuple:
