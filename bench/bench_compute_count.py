@@ -27,7 +27,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from scaling.config import SweepConfig, load_config
 from scaling.sweep.plan import plan
 from scaling.train.counts import COMPUTE_MEASURES
-from scaling.train.model import GPT, flops_by_measure
+from scaling.train.model import GPT
+from scaling.train.shape import flops_by_measure
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -94,7 +94,8 @@ from scaling.sweep.job import token_data
 from scaling.sweep.tune import choose
 from scaling.train.batches import TokenData, evaluate, get_batch, val_windows
 from scaling.train.loop import keep_freed_memory, make_optimizer, train_step
-from scaling.train.model import GPT, CausalSelfAttention, GPTConfig, param_counts
+from scaling.train.model import GPT, CausalSelfAttention
+from scaling.train.shape import GPTConfig, param_counts
 from scaling.train.schedule import lr_at
 
 CONFIG = "configs/tiny.yaml"

@@ -5,9 +5,14 @@ dependency). The order is docs/architecture.md's.
 """
 
 import ast
+import glob
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from scaling.sweep.packing import GPU_DEVICE_FILES
 
 PACKAGE = Path(__file__).resolve().parents[1] / "scaling"
 
@@ -113,3 +118,24 @@ def test_fitting_and_reporting_do_not_load_torch():
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _loads_torch(code: str, cwd=None) -> bool:
+    out = subprocess.run([sys.executable, "-c", f"{code}; import sys; print('torch' in sys.modules)"],
+                         capture_output=True, text=True, check=True, cwd=cwd)
+    return out.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_planning_does_not_load_torch():
+    # The grid, its estimates and a design need the shapes' counts (scaling.train.shape), not the model.
+    assert not _loads_torch("import scaling.sweep.plan, scaling.sweep.estimates, scaling.cli.design")
+    assert _loads_torch("import scaling.train.model")   # the check can fail
+
+
+@pytest.mark.skipif(any(glob.glob(p) for p in GPU_DEVICE_FILES),
+                    reason="a GPU device file: device auto asks torch which device the runs would use")
+def test_a_dry_run_does_not_load_torch(tmp_path):
+    config = PACKAGE.parent / "configs" / "tiny.yaml"
+    assert not _loads_torch(f"from scaling.cli import main; main(['sweep', {str(config)!r}, '--dry-run', "
+                            f"'--runs-dir', {str(tmp_path / 'runs')!r}, '--cache-dir', {str(tmp_path / 'cache')!r}])")
+    assert not (tmp_path / "runs").exists()

@@ -43,7 +43,7 @@ def register(subparsers) -> None:
 
 def planned_points(config: Path, param_convention: str) -> np.ndarray:
     """(N, D) of the runs a config would fit: every run but WSD's stable runs (their branches are the points)."""
-    from scaling.sweep.plan import plan  # imports torch: only when a design is asked for
+    from scaling.sweep.plan import plan
 
     runs = [r for r in plan(load_config(config)) if r.kind != "stable"]
     column = "n_params_total" if param_convention == "total" else "n_params_non_embedding"

@@ -198,13 +198,13 @@ def resume_command(args) -> str:
 
 
 def cmd_sweep(args) -> int:
-    from scaling.sweep.driver import run_sweep
-    from scaling.train.loop import Interrupted
-
     cfg = load_config(args.config)
     if args.dry_run:
         print_plan(cfg, args.runs_dir, args.cache_dir)
         return 0
+    from scaling.sweep.driver import run_sweep      # training loads torch: not for a dry run
+    from scaling.train.loop import Interrupted
+
     warnings.showwarning = lambda msg, *a, **k: console.print(f"[yellow]warning:[/] {msg}")
     with stop_on_signals() as received:
         try:

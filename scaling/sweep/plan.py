@@ -26,7 +26,7 @@ from scaling.config import Shape, SweepConfig, run_lr
 from scaling.errors import UsageError
 from scaling.train.compute import FlopsPerToken, expected_optimum, fit_flops_per_token
 from scaling.train.counts import MEASURE_CONVENTION
-from scaling.train.model import GPTConfig, flops_by_measure, flops_per_token, param_counts
+from scaling.train.shape import GPTConfig, flops_by_measure, flops_per_token, param_counts
 from scaling.train.schedule import cooldown_steps, schedule_bounds
 from scaling.train.spec import RunSpec
 

@@ -35,7 +35,8 @@ from scaling.runs import faults
 from scaling.runs.store import CHECKPOINT, METRICS, append_jsonl, branch_checkpoint
 from scaling.train.batches import TokenData, check_data, evaluate, get_batch, val_windows
 from scaling.train.checkpoint import restore, save_at
-from scaling.train.model import GPT, flops_per_token, param_counts
+from scaling.train.model import GPT
+from scaling.train.shape import flops_per_token, param_counts
 from scaling.train.schedule import lr_at
 from scaling.train.spec import RunSpec
 
