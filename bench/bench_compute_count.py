@@ -74,7 +74,8 @@ def design_table() -> None:
         by_budget = collections.defaultdict(list)
         for run in plan(SweepConfig.model_validate(raw)):
             by_budget[run.spec.budget].append(run.flops_exact)
-        cells = ", ".join(f"{b:.3g}: {min(f):.3g}-{max(f):.3g} (x{max(f) / min(f):.3f})" for b, f in sorted(by_budget.items()))
+        cells = ", ".join(f"{b:.3g}: {min(f):.3g}-{max(f):.3g} (x{max(f) / min(f):.3f})"
+                          for b, f in sorted(by_budget.items()))
         print(f"  {measure:<17} {cells}")
 
 

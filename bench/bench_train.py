@@ -164,7 +164,7 @@ def in_workers(target, model_cfg: GPTConfig, train: TrainConfig, lr: float, layo
             if any(worker.exitcode for worker in workers):  # one failed: the rest would wait for it
                 for worker in workers:
                     worker.kill()
-                raise SystemExit("a timing process failed; its traceback is above")
+                raise SystemExit("a timing process failed; its traceback is above") from None
     for worker in workers:
         worker.join()
     return measured

@@ -202,7 +202,7 @@ def cmd_sweep(args) -> int:
     if args.dry_run:
         print_plan(cfg, args.runs_dir, args.cache_dir)
         return 0
-    from scaling.sweep.driver import run_sweep      # training loads torch: not for a dry run
+    from scaling.sweep.driver import run_sweep  # training loads torch: not for a dry run
     from scaling.train.loop import Interrupted
 
     warnings.showwarning = lambda msg, *a, **k: console.print(f"[yellow]warning:[/] {msg}")

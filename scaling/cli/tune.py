@@ -81,7 +81,7 @@ def cmd_tune(args) -> int:
         return 0
     from scaling.laws.lr_law import format_table, lr_law, write_tuning
     from scaling.report.tuning import save_figure
-    from scaling.train.loop import Interrupted      # training loads torch: not for a dry run
+    from scaling.train.loop import Interrupted  # training loads torch: not for a dry run
 
     with stop_on_signals() as received:
         try:

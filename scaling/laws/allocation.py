@@ -30,8 +30,8 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from scaling.errors import UsageError
-from scaling.train.compute import FlopsPerToken, expected_optimum
 from scaling.laws.law import Law
+from scaling.train.compute import FlopsPerToken, expected_optimum
 
 PF_DAY_FLOP = 1e15 * 86_400          # 8.64e19 FLOP
 KAPLAN_N_COEFF = 1.3e9               # non-embedding parameters at C_min = 1 PF-day

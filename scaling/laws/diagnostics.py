@@ -95,7 +95,7 @@ class Diagnostics:
                 "verdict": {"verdict": self.verdict, "reasons": list(self.reasons)}}
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Diagnostics":
+    def from_json(cls, obj: dict) -> Diagnostics:
         """From a fit.json dict holding "diagnostics" and "verdict"."""
         keys = ("name", "value", "threshold", "status", "reason")
         checks = tuple(Check(**{k: c.get(k) for k in keys}) for c in obj["diagnostics"])

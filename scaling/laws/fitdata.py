@@ -161,7 +161,7 @@ class FitData:
             return None
         return "total" if self.param_convention == "non_embedding" else "non_embedding"
 
-    def counted_other_way(self) -> "FitData | None":
+    def counted_other_way(self) -> FitData | None:
         """The same points with N by the other convention (None where the source gave one only);
         the same compute, so c(N) is fitted again in that N."""
         if self.n_other is None or self.param_convention is None:

@@ -82,7 +82,7 @@ class DataSummary:
     table: dict | None = None                # a table's path and columns, to read it again
 
     @classmethod
-    def of(cls, data: FitData) -> "DataSummary":
+    def of(cls, data: FitData) -> DataSummary:
         r = data.ranges()
         return cls(source=data.source, n_points=len(data), digest=data.digest,
                    param_convention=data.param_convention, dropped=tuple(d.to_dict() for d in data.dropped),
@@ -131,7 +131,7 @@ class Intervals:
         return {"level": self.level, "n_resamples": self.n_resamples, **self.bounds}
 
     @classmethod
-    def from_json(cls, ci: dict) -> "Intervals":
+    def from_json(cls, ci: dict) -> Intervals:
         """From fit.json's "ci": {"level", "n_resamples", name: [lo, hi], ...}."""
         bounds = {k: v for k, v in ci.items() if k not in ("level", "n_resamples")}
         return cls(ci.get("level", 0.95), ci.get("n_resamples"), bounds)
@@ -240,7 +240,7 @@ class LawFit:
 
     def summary(self) -> str:
         """What `scaling fit` prints: the constants with intervals, the allocation, the verdict."""
-        from scaling.laws.summary import format_summary    # summary formats a LawFit: imported late
+        from scaling.laws.summary import format_summary  # summary formats a LawFit: imported late
         return format_summary(self)
 
     def __repr__(self) -> str:
@@ -273,7 +273,7 @@ class LawFit:
         }
 
     @classmethod
-    def from_json(cls, obj, where: str = "fit.json") -> "LawFit":
+    def from_json(cls, obj, where: str = "fit.json") -> LawFit:
         """The LawFit of a fit.json dict; UsageError naming `where` and the bad section."""
         return _from_json(obj, where)
 

@@ -149,7 +149,7 @@ def tune(cfg: SweepConfig, lrs=DEFAULT_LRS, tokens=None, runs_dir: Path | str = 
          cache_dir: Path | None = None, reporter=None) -> Tuning:
     """Train the runs of the tuning sweep not yet ended (budget: the grid's smallest by default),
     and choose each shape's rate from the store."""
-    from scaling.sweep.driver import run_sweep      # training loads torch; planning a tuning does not
+    from scaling.sweep.driver import run_sweep  # training loads torch; planning a tuning does not
 
     tune_cfg = tuning_config(cfg, lrs, tokens)
     result = run_sweep(tune_cfg, runs_dir, cache_dir, reporter)

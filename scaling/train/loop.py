@@ -36,8 +36,8 @@ from scaling.runs.store import CHECKPOINT, METRICS, append_jsonl, branch_checkpo
 from scaling.train.batches import TokenData, check_data, evaluate, get_batch, val_windows
 from scaling.train.checkpoint import restore, save_at
 from scaling.train.model import GPT
-from scaling.train.shape import flops_per_token, param_counts
 from scaling.train.schedule import lr_at
+from scaling.train.shape import flops_per_token, param_counts
 from scaling.train.spec import RunSpec
 
 # Set to stop the run in progress after its current step, with a checkpoint (see request_stop).

@@ -26,7 +26,7 @@ class GPTConfig:
     tied_embeddings: bool = True
 
     @classmethod
-    def from_config(cls, model: ModelConfig, shape: Shape, vocab_size: int) -> "GPTConfig":
+    def from_config(cls, model: ModelConfig, shape: Shape, vocab_size: int) -> GPTConfig:
         return cls(vocab_size=vocab_size, context_length=model.context_length, d_model=shape.d_model,
                    n_layers=shape.n_layers, n_heads=shape.n_heads, mlp_ratio=model.mlp_ratio,
                    tied_embeddings=model.tied_embeddings)

@@ -19,8 +19,8 @@ from scaling.errors import UsageError
 from scaling.runs.store import CHECKPOINT, METRICS, TABLE_COLUMNS, read_jsonl
 from scaling.train.batches import TokenData
 from scaling.train.loop import train_run
-from scaling.train.shape import GPTConfig
 from scaling.train.schedule import lr_at, warmup_steps
+from scaling.train.shape import GPTConfig
 from scaling.train.spec import RunSpec
 
 TIMING = ("elapsed_s", "tokens_per_s")
