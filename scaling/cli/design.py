@@ -27,7 +27,7 @@ def register(subparsers) -> None:
         "design", help="simulate a sweep under a prior law: the intervals it would give, before training",
         description="For each config: simulate its planned runs under a prior law (your fit.json, or a "
                     "published law) with the given scatter, refit them as `scaling fit` does, and print "
-                    "the expected 95%% interval widths of alpha, a and tokens per parameter, and how often "
+                    "the expected 95% interval widths of alpha, a and tokens per parameter, and how often "
                     "the diagnostics would call the result not identified.")
     p.add_argument("configs", nargs="+", type=Path, metavar="CONFIG", help="sweep YAML(s) to compare")
     p.add_argument("--prior", type=Path, metavar="FIT_JSON", help="a fit.json whose law is the prior")

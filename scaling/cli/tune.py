@@ -28,7 +28,7 @@ def register(subparsers) -> None:
                     "budget (into the run store, as the sweep `<name>-tune`), choose the rate of lowest "
                     "final loss (a parabola in log lr through the best rate and its neighbours), fit "
                     "lr_opt = c N^k, and write tune.json, a tuned config and a figure.")
-    p.add_argument("config", type=Path, help="sweep YAML, e.g. configs/tiny.yaml")
+    p.add_argument("config", type=Path, metavar="CONFIG", help="sweep YAML, e.g. configs/tiny.yaml")
     p.add_argument("--tokens", help="token budget of every tuning run (default: the smallest D of the sweep's runs)")
     p.add_argument("--lrs", help="comma-separated learning rates, at least 3 (default: 7 from 1e-3 to 3e-2)")
     p.add_argument("--runs-dir", type=Path, default=Path("runs"), help="run store root (default: runs)")

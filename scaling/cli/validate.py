@@ -22,7 +22,7 @@ def register(subparsers) -> None:
         "validate", help="train the model a fit recommends and its neighbours; check the prediction",
         description="At compute C: the sweep's model family's shape nearest the fit's N_opt, trained on "
                     "D = C/6N tokens with the sweep's recipe, and two neighbours (about N/2.5 and 2.5N) at "
-                    "the same C. Prints each run's predicted loss with its 95%% prediction interval beside "
+                    "the same C. Prints each run's predicted loss with its 95% prediction interval beside "
                     "the observed one, and whether the predicted optimum beats both neighbours. A fit "
                     "whose verdict is 'not identified' is refused unless --force.")
     p.add_argument("fit", metavar="FIT_JSON", type=Path, help="a fit.json written by `scaling fit` (or its folder)")
