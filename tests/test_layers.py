@@ -130,7 +130,6 @@ def test_planning_does_not_load_torch():
     # The grid, its estimates and a design need the shapes' counts (scaling.train.shape), not the model.
     assert not _loads_torch("import scaling.sweep.plan, scaling.sweep.estimates, scaling.sweep.tune, "
                             "scaling.cli.design")
-    assert _loads_torch("import scaling.train.model")   # the check can fail
 
 
 @pytest.mark.skipif(any(glob.glob(p) for p in GPU_DEVICE_FILES),

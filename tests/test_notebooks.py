@@ -52,7 +52,7 @@ def test_the_guide_runs_end_to_end(micro_sweep, tmp_path):
     config = tmp_path / "micro.yaml"
     config.write_text(yaml.safe_dump(MICRO))
     ns = run_notebook(GUIDE, f"CONFIG = {str(config)!r}\nRUNS_DIR = {str(trained.sweep_dir.parent)!r}\n"
-                             "BOOTSTRAP = 100\n")
+                             "BOOTSTRAP = 50\n")
     f = ns["f"]
     assert round(f.alpha, 4) == 0.3473 and f.verdict == "use with caution"
     assert ns["plan"].intervals.n[0] < ns["plan"].n < ns["plan"].intervals.n[1]

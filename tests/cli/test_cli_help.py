@@ -2,17 +2,18 @@
 
 import argparse
 import re
-import subprocess
-import sys
 from importlib import metadata
 
+import pytest
+
 import scaling
-from scaling.cli import build_parser
+from scaling.cli import build_parser, main
 
 
-def test_version_prints_the_package_version():
-    out = subprocess.run([sys.executable, "-m", "scaling", "--version"], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout == f"scaling {scaling.__version__}\n"
+def test_version_prints_the_package_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out == f"scaling {scaling.__version__}\n"
     assert scaling.__version__ == metadata.version("scaling")     # the installed metadata agrees
 
 

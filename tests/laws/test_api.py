@@ -14,7 +14,7 @@ import pytest
 import scaling
 from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws import fitdata, results
+from scaling.laws import api, fitdata, results
 from scaling.laws.law import Law
 from scaling.laws.simulate import isoflop_grid, simulate
 
@@ -51,9 +51,10 @@ def test_fit_is_the_command_line_fit_byte_for_byte(chinchilla, tmp_path, capsys)
 
 def test_a_dataset_name_a_frame_and_a_path_give_the_same_points():
     frame = pd.read_csv(CHINCHILLA_CSV)
-    a, b = (scaling.fit(s, bootstrap=0, drop_highest_loss=5) for s in ("chinchilla", frame))
-    assert a.data.digest == b.data.digest and a.law == b.law
-    assert b.data.source == "a DataFrame"
+    kinds = [api.kind_of(s) for s in ("chinchilla", frame, CHINCHILLA_CSV, CHINCHILLA_CSV.parent)]
+    assert kinds == ["dataset", "frame", "table", "store"]
+    digests = {api.points(s).digest for s in ("chinchilla", frame, CHINCHILLA_CSV)}
+    assert digests == {fitdata.from_dataset("chinchilla").digest}
 
 
 def test_plan_and_predict_cover_the_truth_of_a_simulated_sweep():
@@ -79,8 +80,9 @@ def test_load_gives_back_the_numbers_and_intervals(chinchilla, tmp_path):
     assert g.summary() == chinchilla.summary()
 
 
-def test_without_bootstrap_there_are_no_intervals():
-    f = scaling.fit("chinchilla", bootstrap=0)
+def test_a_frame_without_bootstrap_fits_the_same_law_with_no_intervals(chinchilla):
+    f = scaling.fit(pd.read_csv(CHINCHILLA_CSV), bootstrap=0, drop_highest_loss=5)
+    assert f.law == chinchilla.law and f.data.source == "a DataFrame"
     assert f.intervals == {} and f.plan(1e24).intervals is None and f.predict(1e9, 1e10).interval is None
     assert "no bootstrap" in f.summary()
 
