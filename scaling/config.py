@@ -281,6 +281,9 @@ class GridConfig(Strict):
         return self
 
 
+Seed = Annotated[int, Field(ge=0), at_most(2**32 - 1, "random generators are seeded with 32 bits")]
+
+
 class TrainConfig(Strict):
     batch_tokens: Count = 1024
     lr: Annotated[Number, Field(gt=0)] = 1e-2
@@ -307,9 +310,39 @@ class TrainConfig(Strict):
     # to 7% faster than eager for the tiny shapes, and compiling costs seconds per run, which
     # short runs do not win back. An execution setting, like device and threads.
     compile: bool = False
+    # Replicates: each planned run is trained once per seed (initialisation and batch order) on the
+    # same tokens and evaluation windows; the data seed (split, tokenizer) stays the config's
+    # `seed`. None: one run, with the config's seed. The scatter between replicates is the pure
+    # error of the fit's lack-of-fit test (scaling.laws.lack_of_fit).
+    seeds: Annotated[list[Seed], Field(min_length=1, max_length=64)] | None = None
     divergence_factor: Annotated[Number, Field(gt=1)] = 3.0
     retries: Annotated[int, Field(ge=0)] = 0
     retry_lr_factor: Annotated[Number, Field(gt=0, lt=1)] = 0.5
+    # Viewers each run's curves are also written for as it trains (scaling.train.logs); the run
+    # store is the same with or without them. Dumped only when set, so that runs' config.yaml
+    # files keep their bytes.
+    log_to: list[Literal["tensorboard"]] = Field(default_factory=list)
+
+    @field_validator("log_to")
+    @classmethod
+    def _each_viewer_once(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"lists a viewer twice: {value}")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _dump_log_to_when_set(self, handler):
+        data = handler(self)
+        if not data.get("log_to"):
+            data.pop("log_to", None)
+        return data
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_differ(cls, value):
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError(f"the training seeds repeat ({value}): a replicate needs its own seed")
+        return value
 
 
 class ExecutorConfig(Strict):
@@ -331,7 +364,7 @@ class ExecutorConfig(Strict):
 
 class SweepConfig(Strict):
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=100)]
-    seed: Annotated[int, Field(ge=0), at_most(2**32 - 1, "random generators are seeded with 32 bits")] = 0
+    seed: Seed = 0
     corpus: CorpusConfig = CorpusConfig()
     tokenizer: TokenizerConfig = TokenizerConfig()
     model: ModelConfig = ModelConfig()
@@ -359,6 +392,15 @@ class SweepConfig(Strict):
         if self.train.schedule == "wsd" and self.train.retries:
             raise ValueError("train.retries is not supported with train.schedule 'wsd' (a retry at a "
                              "lower learning rate would need its own stable run); set it to 0")
+        return self
+
+    @model_validator(mode="after")
+    def _log_to_stays_local(self):
+        # A Ray task trains in a scratch folder of its node, and only metrics and checkpoints
+        # travel back: its event files would be lost.
+        if self.train.log_to and self.executor.kind == "ray":
+            raise ValueError("train.log_to is not supported with executor.kind 'ray' (runs train in a "
+                             "scratch folder on their node, and only metrics and checkpoints travel back)")
         return self
 
 

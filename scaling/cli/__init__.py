@@ -17,7 +17,7 @@ from scaling import __version__
 from scaling.errors import UsageError
 
 # Command modules in the order of the data flow; each defines `register(subparsers)`.
-COMMAND_MODULES = ("sweep", "tune", "design", "fit", "report", "cost", "plan", "validate")
+COMMAND_MODULES = ("sweep", "importing", "tune", "design", "fit", "report", "cost", "plan", "validate")
 
 
 def build_parser() -> argparse.ArgumentParser:

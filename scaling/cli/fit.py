@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from scaling.errors import UsageError
-from scaling.laws import api, fitdata, results
+from scaling.laws import api, fitdata, results, tasks
 from scaling.laws.bootstrap import MAX_RESAMPLES
 from scaling.laws.fit import DEFAULT_DELTA
 from scaling.train.counts import COMPUTE_MEASURES
@@ -53,6 +53,10 @@ def register(subparsers) -> None:
                    help="--csv: the unique tokens of every run (one corpus), instead of --unique-col")
     p.add_argument("--data-constrained", action="store_true",
                    help="fit the data-constrained law (Muennighoff et al. 2023) even if no run repeats data")
+    p.add_argument("--metric", default="loss", metavar="NAME",
+                   help=f"RUNS_DIR: fit the law to another of the runs' numbers in place of the loss: "
+                        f"{', '.join(tasks.FIT_METRICS)} (default loss); metrics it does not describe "
+                        f"({', '.join(tasks.NOT_FITTED)}) are refused")
     p.add_argument("--drop-highest-loss", type=int, default=0, metavar="K",
                    help="leave out the K points with the highest loss (Besiroglu et al.: 5)")
     p.add_argument("--min-tokens-per-param", type=float, metavar="X", help="leave out points with D/N below X")
@@ -91,8 +95,11 @@ def source_of(args) -> tuple[object, str, str]:
         raise UsageError("--embedding-col needs --param-convention: does the N column count embeddings or not?")
     if args.compute_measure is not None and args.runs_dir is None:
         raise UsageError("--compute-measure applies to a run store; a table's C is 6 N D of its own N")
+    if args.metric != "loss" and args.runs_dir is None:
+        raise UsageError("--metric applies to a run store; a table or dataset has only its loss column")
     if args.runs_dir is not None:
-        return args.runs_dir, "store", args.runs_dir.resolve().name
+        name = args.runs_dir.resolve().name + ("" if args.metric == "loss" else f"-{args.metric}")
+        return args.runs_dir, "store", name
     if args.csv is not None:
         return args.csv, "table", args.csv.stem
     return args.dataset, "dataset", args.dataset
@@ -133,12 +140,16 @@ def cmd_fit(args) -> int:
                   unique_tokens=args.unique_tokens, drop_highest_loss=args.drop_highest_loss,
                   min_tokens_per_param=args.min_tokens_per_param, min_tokens=args.min_tokens,
                   delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap, seed=args.seed,
-                  reference_compute=args.reference_compute, data_constrained=args.data_constrained)
+                  reference_compute=args.reference_compute, data_constrained=args.data_constrained,
+                  metric=args.metric)
     elapsed = time.perf_counter() - start
     path = results.write_fit(out, fit)
     if args.json:
         print(results.dumps_fit(fit), end="")
         return 0
+    if args.metric != "loss":
+        print(f"fitted to {args.metric} = {tasks.FIT_METRICS[args.metric].meaning}, in place of the loss: "
+              "L below is this metric")
     print(fit.summary())
     print(f"fitted in {elapsed:.1f} s; wrote {path}")
     return 0

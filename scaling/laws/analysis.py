@@ -21,6 +21,7 @@ from scaling.laws import approaches, diagnostics, kaplan, notes, vpnls
 from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
 from scaling.laws.fitdata import FitData
+from scaling.laws.lack_of_fit import lack_of_fit
 from scaling.laws.law import PARAM_NAMES
 from scaling.laws.repeated import RESAMPLES as REPEATED_RESAMPLES
 from scaling.laws.repeated import fit_repeated
@@ -47,6 +48,7 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise UsageError(f"the seed must be a whole number >= 0; got {seed!r}")
     check_fittable(data, fixed_E)
+    data = data.canonical()
     if reference_compute is None:
         reference_compute = float(data.compute.max())
     elif not (math.isfinite(reference_compute) and reference_compute > 0):
@@ -92,8 +94,11 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
                          "(a run store records them; for a table give --unique-col or --unique-tokens)")
     fit = replace(fit, repeated=fit_repeated(data, bootstrap=min(int(bootstrap), REPEATED_RESAMPLES), seed=int(seed),
                                              delta=delta, grid=grid, force=data_constrained))
-    return replace(fit, diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
-                                                         extra=tuple(extra)))
+    lof = lack_of_fit(data.n, data.d, data.loss, law.loss(data.n, data.d), compute=data.compute,
+                      budgets=data.budgets, n_params=4 if result.fixed_E is not None else 5)
+    return replace(fit, lack_of_fit=json_safe(lof.to_json()),
+                   diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
+                                                    lof=lof, extra=tuple(extra)))
 
 
 def _planned_with(result: fitting.FitResult, data: FitData) -> fitting.FitResult:

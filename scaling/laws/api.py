@@ -12,12 +12,13 @@ result (`results.write_fit`). The steps are those of docs/architecture.md: a `fi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from scaling.errors import UsageError
-from scaling.laws import analysis, fitdata, results, selection
+from scaling.laws import analysis, fitdata, results, selection, tasks
 from scaling.laws.curves import curves_from_store
 from scaling.laws.fit import DEFAULT_DELTA
 
@@ -44,14 +45,19 @@ def kind_of(source) -> str:
 
 
 def points(source, *, kind: str | None = None, param_convention: str | None = None,
-           compute_measure: str | None = None, unique_tokens: float | None = None, **columns) -> fitdata.FitData:
+           compute_measure: str | None = None, metric: str = "loss", unique_tokens: float | None = None,
+           **columns) -> fitdata.FitData:
     """The points of `source` (see `kind_of`; `kind` says it instead of guessing). Columns, for a
     table or a DataFrame: n, loss and d or c (default: the Chinchilla table's), embedding, budget,
     unique (`fitdata.from_frame`). param_convention: what a table's N counts, or how to count a run
-    store's (default total); compute_measure: a run store's count of compute (default exact)."""
+    store's (default total); compute_measure: a run store's count of compute (default exact);
+    metric: a run store's number to fit in place of the loss (`tasks.FIT_METRICS`)."""
     kind = kind or kind_of(source)
     if kind not in KINDS:
         raise UsageError(f"the kind of source must be one of {', '.join(KINDS)}; got {kind!r}")
+    tasks.fit_metric(metric)            # a metric the law does not describe: refused before any reading
+    if metric != "loss" and kind != "store":
+        raise UsageError("the metric applies to a run store; a table or dataset has only its loss column")
     unknown = sorted(set(columns) - set(COLUMNS))
     if unknown:
         raise UsageError(f"unknown option(s) {', '.join(unknown)}; the columns are named by {', '.join(COLUMNS)}")
@@ -64,7 +70,8 @@ def points(source, *, kind: str | None = None, param_convention: str | None = No
     if compute_measure is not None and kind != "store":
         raise UsageError("the compute measure applies to a run store; a table's C is 6 N D of its own N")
     if kind == "store":
-        return fitdata.from_runs(source, param_convention or "total", compute_measure=compute_measure or "exact")
+        return fitdata.from_runs(source, param_convention or "total", compute_measure=compute_measure or "exact",
+                                 metric=metric)
     if kind == "dataset":
         if param_convention is not None:
             raise UsageError("a packaged dataset records its own parameter convention")
@@ -77,22 +84,29 @@ def points(source, *, kind: str | None = None, param_convention: str | None = No
 def fit(source, *, kind: str | None = None, drop_highest_loss: int = 0, min_tokens_per_param: float | None = None,
         min_tokens: float | None = None, delta: float = DEFAULT_DELTA, fixed_E: float | None = None,
         bootstrap: int = results.DEFAULT_BOOTSTRAP, seed: int = 0, reference_compute: float | None = None,
-        data_constrained: bool = False, **where) -> results.LawFit:
+        data_constrained: bool = False, metric: str = "loss", **where) -> results.LawFit:
     """Fit L(N, D) = E + A/N^alpha + B/D^beta to `source`, as `scaling fit` does.
 
     source: a DataFrame, a CSV or parquet file, a run store runs/<sweep> or a packaged dataset
     ("chinchilla"); `where` names its columns and conventions (`points`: n, d, c, loss, ...).
     drop_highest_loss, min_tokens_per_param, min_tokens: leave points out (`selection`).
     delta, fixed_E, bootstrap, seed, reference_compute, data_constrained: as `analysis.fit_data`.
-    A run store's training curves give Approach 1 too.
+    A run store's training curves give Approach 1 too. metric: fit a run store's `metric` (see
+    `tasks.FIT_METRICS`) in place of the loss; fit.json's limitations then say so first.
     """
     kind = kind or kind_of(source)
-    data = points(source, kind=kind, **where)
+    data = points(source, kind=kind, metric=metric, **where)
     data = selection.apply_filters(data, drop_highest_loss=drop_highest_loss,
                                    min_tokens_per_param=min_tokens_per_param, min_tokens=min_tokens)
-    curves = curves_from_store(source, param_convention=data.param_convention) if kind == "store" else None
-    return analysis.fit_data(data, delta=delta, fixed_E=fixed_E, bootstrap=bootstrap, seed=seed,
-                             reference_compute=reference_compute, curves=curves, data_constrained=data_constrained)
+    curves = None
+    if kind == "store" and metric == "loss":   # the curves are of the loss: Approach 1's envelope
+        curves = curves_from_store(source, param_convention=data.param_convention)
+    fit = analysis.fit_data(data, delta=delta, fixed_E=fixed_E, bootstrap=bootstrap, seed=seed,
+                            reference_compute=reference_compute, curves=curves, data_constrained=data_constrained)
+    if metric != "loss":   # fit.json says what its "loss" is, where the report and a reader see it
+        what = f"fitted to {metric} = {tasks.FIT_METRICS[metric].meaning}, in place of the validation loss"
+        fit = replace(fit, limitations=(f"{what}: L is this metric", *fit.limitations))
+    return fit
 
 
 def load(path) -> results.LawFit:

@@ -33,6 +33,7 @@ from scaling.laws import compare
 from scaling.laws import fit as fitting
 from scaling.laws.fitdata import FitData
 from scaling.laws.holdout import DEFAULT_FRACTION, holdout_split
+from scaling.laws.lack_of_fit import LackOfFit
 from scaling.laws.law import Law
 
 PASS, CAUTION, NOT_IDENTIFIED = "pass", "caution", "not identified"
@@ -59,6 +60,7 @@ THRESHOLDS = {
     "tpp_ratio": (4.0, 20.0),              # hi / lo of tokens per parameter at the reference compute
     "extrapolation": (10.0, None),         # reference compute / largest compute in the data
     "rollout_error": (0.03, None),         # median |relative error| predicting the larger sizes
+    "lack_of_fit_p": (0.01, None),         # smallest p-value of the lack-of-fit F-tests
     "holdout_fraction": DEFAULT_FRACTION,
 }
 ROLLOUT_SPLITS = 4     # at most: fit the smaller half, ..., all but the largest size
@@ -66,18 +68,25 @@ ROLLOUT_SPLITS = 4     # at most: fit the smaller half, ..., all but the largest
 
 @dataclass(frozen=True)
 class Check:
-    """One diagnostic: its measured value, the threshold it was held to, the status, and why."""
+    """One diagnostic: its measured value, the threshold it was held to, the status, and why.
+    margin: how far the value sits from the caution threshold, as a fraction of it (positive on
+    the passing side, negative beyond it; None where not measured): a verdict decided by a check
+    with a small margin could flip with another seed or a few more runs."""
 
     name: str
     value: float | None
     threshold: str
     status: str
     reason: str
+    margin: float | None = None
 
     def to_json(self) -> dict:
         value = None if self.value is None or not math.isfinite(self.value) else float(self.value)
-        return {"name": self.name, "value": value, "threshold": self.threshold, "status": self.status,
-                "reason": self.reason}
+        out = {"name": self.name, "value": value, "threshold": self.threshold, "status": self.status,
+               "reason": self.reason}
+        if self.margin is not None and math.isfinite(self.margin):
+            out["margin"] = float(self.margin)
+        return out
 
 
 @dataclass(frozen=True)
@@ -97,7 +106,7 @@ class Diagnostics:
     @classmethod
     def from_json(cls, obj: dict) -> Diagnostics:
         """From a fit.json dict holding "diagnostics" and "verdict"."""
-        keys = ("name", "value", "threshold", "status", "reason")
+        keys = ("name", "value", "threshold", "status", "reason", "margin")
         checks = tuple(Check(**{k: c.get(k) for k in keys}) for c in obj["diagnostics"])
         return cls(checks, obj["verdict"].get("verdict"), tuple(obj["verdict"].get("reasons") or ()))
 
@@ -114,7 +123,15 @@ def _graded(name: str, value, *, higher_is_better: bool, unit: str = "", fmt: st
         return Check(name, value, threshold, NOT_IDENTIFIED if fail is not None else CAUTION,
                      f"{what}: undefined")
     status = NOT_IDENTIFIED if fail is not None and bad(value, fail) else CAUTION if bad(value, caution) else PASS
-    return Check(name, value, threshold, status, f"{what}: {value:{fmt}}{unit}")
+    return Check(name, value, threshold, status, f"{what}: {value:{fmt}}{unit}",
+                 margin=relative_margin(value, caution, higher_is_better))
+
+
+def relative_margin(value: float, threshold: float, higher_is_better: bool) -> float | None:
+    """(value - threshold) / |threshold|, signed so that the passing side is positive."""
+    if not threshold:
+        return None
+    return (value - threshold) / abs(threshold) * (1.0 if higher_is_better else -1.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,6 +242,31 @@ def interval_checks(boot: resampling.BootstrapResult | None, min_loss: float) ->
     return checks
 
 
+def lack_of_fit_check(lof: LackOfFit) -> Check:
+    """Residual structure by size, budget or token count, or beyond the replicates' scatter: the
+    intervals assume independent scatter, so a systematic error makes them too narrow."""
+    caution = THRESHOLDS["lack_of_fit_p"][0]
+    threshold = f"every lack-of-fit F-test p >= {caution:g}"
+    worst = lof.worst
+    if worst is None:
+        return Check("lack_of_fit", None, threshold, PASS,
+                     "no size, budget or token count holds two points twice: residual structure cannot be tested")
+    tested = ", ".join(f"by {t.by} p = {t.p_value:.2g}" for t in lof.tests)
+    margin = relative_margin(worst.p_value, caution, higher_is_better=True)
+    if worst.p_value >= caution:
+        return Check("lack_of_fit", worst.p_value, threshold, PASS, f"no structure in the residuals ({tested})",
+                     margin=margin)
+    named = "; ".join(f"{worst.by} {v:.3g}: {m:+.2f}% over {k} points" for v, k, m in worst.offenders[:4])
+    return Check("lack_of_fit", worst.p_value, threshold, CAUTION,
+                 f"the residuals share errors {_BY[worst.by]} ({tested})" + (f"; {named}" if named else "")
+                 + ": the intervals, which assume independent scatter, are too narrow", margin=margin)
+
+
+_BY = {"size": "by model size (a per-size error such as a mistuned learning rate)",
+       "budget": "by budget", "tokens": "by token count",
+       "replicates": "beyond the scatter between replicates (the law's form misses the points)"}
+
+
 def extrapolation_check(data: FitData, reference_compute: float) -> Check:
     factor = reference_compute / float(data.compute.max())
     return _graded("extrapolation", factor, higher_is_better=False, fmt=".3g",
@@ -264,15 +306,18 @@ def holdout_check(data: FitData, result: fitting.FitResult, boot, reference_comp
         return Check("holdout_stability", None, threshold, CAUTION,
                      f"without the top 20% by compute the refit has alpha = {law.alpha:.3g}, beta = {law.beta:.3g}: "
                      "no compute-optimal allocation at all")
-    moved = []
+    moved, margins = [], []
     for name, value in (("alpha", law.alpha), ("a", law.a),
                         ("tokens_per_param", law.tokens_per_param(reference_compute))):
         lo, hi = boot.intervals[name]
+        margins.append(min(value - lo, hi - value) / (hi - lo) if hi > lo else -math.inf)
         if not (lo <= value <= hi):
             moved.append(f"{name} {value:.3g} outside [{lo:.3g}, {hi:.3g}]")
+    # margin: the nearest approach to an interval's edge, as a fraction of that interval's width
     return Check("holdout_stability", float(len(moved)), threshold, CAUTION if moved else PASS,
                  (f"without the top {int(round(100 * THRESHOLDS['holdout_fraction']))}% by compute: "
-                  + ("; ".join(moved) if moved else "alpha, a and tokens per parameter stay inside")))
+                  + ("; ".join(moved) if moved else "alpha, a and tokens per parameter stay inside")),
+                 margin=float(min(margins)))
 
 
 def rollout(data: FitData, result: fitting.FitResult) -> list[dict]:
@@ -363,11 +408,13 @@ def verdict(checks) -> tuple[str, tuple]:
 
 
 def diagnose(data: FitData, result: fitting.FitResult, boot: resampling.BootstrapResult | None, *,
-             reference_compute: float, extra: tuple = ()) -> Diagnostics:
-    """All checks and the verdict. `extra`: further Checks made by the caller (e.g. the
-    agreement of Approaches 1-3, the parameter convention), judged with the rest."""
+             reference_compute: float, lof: LackOfFit, extra: tuple = ()) -> Diagnostics:
+    """All checks and the verdict. `lof`: the lack-of-fit tests of the fit's residuals. `extra`:
+    further Checks made by the caller (e.g. the agreement of Approaches 1-3, the parameter
+    convention), judged with the rest."""
     checks = [*design_checks(data), bracketing_check(data, result.law), *optimiser_checks(data, result),
-              *residual_checks(data, result.law), *interval_checks(boot, float(data.loss.min())),
+              *residual_checks(data, result.law), lack_of_fit_check(lof),
+              *interval_checks(boot, float(data.loss.min())),
               extrapolation_check(data, reference_compute), holdout_check(data, result, boot, reference_compute),
               rollout_check(data, result), *extra]
     name, reasons = verdict(checks)

@@ -34,7 +34,9 @@ Schema (version 1):
     (diagnostics and verdict were added after version 1's first files; a file without them is read
     as having none; so was "repeated", the data-constrained fit (scaling.laws.repeated), present
     only where runs repeat data: {"params", "r_d_star", "n_repeated", "max_epochs", "unique_range",
-    "objective", "residual_rms", "message", "ci"})
+    "objective", "residual_rms", "message", "ci"}; and "lack_of_fit" (scaling.laws.lack_of_fit):
+    {"tests": [{"by", "F", "df", "p_value", "offenders"}], "residual_rms", "pure_error_rms",
+    "replicated_cells"}, with its check "lack_of_fit" among the diagnostics)
 """
 
 from __future__ import annotations
@@ -184,6 +186,7 @@ class LawFit:
     diagnostics: Diagnostics | None = None
     param_conventions: dict | None = None    # the fit with N counted each way, where both are known
     repeated: Repeated | None = None         # the data-constrained fit, where runs repeat data
+    lack_of_fit: dict | None = None          # the F-tests of residual structure (scaling.laws.lack_of_fit)
     resampled: np.ndarray | None = field(default=None, repr=False, compare=False)  # (R, 5): E, A, B, alpha, beta
     points: FitData | None = field(default=None, repr=False, compare=False)
     optimum: fitting.FitResult | None = field(default=None, repr=False, compare=False)
@@ -270,6 +273,7 @@ class LawFit:
             **({} if self.diagnostics is None else self.diagnostics.to_json()),
             **({} if self.param_conventions is None else {"param_conventions": self.param_conventions}),
             **({} if self.repeated is None else {"repeated": self.repeated.to_json()}),
+            **({} if self.lack_of_fit is None else {"lack_of_fit": self.lack_of_fit}),
         }
 
     @classmethod
@@ -332,7 +336,7 @@ def _from_json(obj, where: str) -> LawFit:
     ci = _section(obj, "ci", where, (dict,))
     for key in ("dropped", "evidence", "limitations"):
         _section(data if key == "dropped" else obj, key, where, (list,))
-    for key in ("approaches", "kaplan", "verdict", "param_conventions", "repeated"):
+    for key in ("approaches", "kaplan", "verdict", "param_conventions", "repeated", "lack_of_fit"):
         _section(obj, key, where, (dict,))
     checks = _section(obj, "diagnostics", where, (list,))
     if checks is not None and not (all(isinstance(c, dict) for c in checks) and isinstance(obj.get("verdict"), dict)):
@@ -353,7 +357,8 @@ def _from_json(obj, where: str) -> LawFit:
         evidence=tuple(obj.get("evidence") or ()), limitations=tuple(obj.get("limitations") or ()),
         approaches=obj.get("approaches"), kaplan=obj.get("kaplan"),
         diagnostics=None if checks is None else Diagnostics.from_json(obj),
-        param_conventions=obj.get("param_conventions"), repeated=_repeated(obj, where))
+        param_conventions=obj.get("param_conventions"), repeated=_repeated(obj, where),
+        lack_of_fit=obj.get("lack_of_fit"))
 
 
 def _repeated(obj: dict, where: str) -> Repeated | None:

@@ -8,7 +8,6 @@ check that enough remain to determine the law.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 
@@ -57,13 +56,7 @@ def apply_filters(data: FitData, *, drop_highest_loss: int = 0, min_tokens_per_p
     filters = {**data.filters, "drop_highest_loss": int(drop_highest_loss),
                "min_tokens_per_param": None if min_tokens_per_param is None else float(min_tokens_per_param),
                "min_tokens": None if min_tokens is None else float(min_tokens)}
-    idx = np.flatnonzero(keep)
-    return replace(data, n=data.n[idx], d=data.d[idx], loss=data.loss[idx],
-                   n_other=None if data.n_other is None else data.n_other[idx],
-                   budgets=None if data.budgets is None else data.budgets[idx],
-                   unique=None if data.unique is None else data.unique[idx],
-                   spent=None if data.spent is None else data.spent[idx],
-                   ids=tuple(data.ids[i] for i in idx), dropped=tuple(dropped), filters=filters)
+    return data.take(np.flatnonzero(keep), dropped=tuple(dropped), filters=filters)
 
 
 def check_fittable(data: FitData, fixed_E: float | None = None) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from scaling.formats import plain_table, sci
 from scaling.laws.allocation import Allocation, OptimumIntervals
+from scaling.laws.diagnostics import PASS
 from scaling.laws.law import PARAM_NAMES
 from scaling.laws.repeated import RepeatedPlan
 
@@ -45,10 +46,23 @@ def format_summary(fit: LawFit) -> str:
     out.append(line("tokens_per_param", fit.tokens_per_param))
     out.append(f"starts at the optimum: {fit.n_starts_at_optimum} of {fit.options.n_starts}; "
                f"residual RMS {fit.residual_rms:.4g} (log loss)")
+    if fit.lack_of_fit is not None:
+        out.append(format_lack_of_fit(fit.lack_of_fit))
     out += format_conventions(fit)
     out += format_repeated(fit)
     out += format_verdict(fit)
     return "\n".join(out)
+
+
+def format_lack_of_fit(lof: dict) -> str:
+    """One line: the lack-of-fit F-tests' p-values and, with replicates, their scatter (pure error)
+    beside the residual RMS."""
+    tests = ", ".join(f"by {t['by']} p = {t['p_value']:.2g}" for t in lof["tests"] if t.get("p_value") is not None)
+    line = f"lack of fit: {tests or 'no grouping of two points or more to test'}"
+    if lof.get("pure_error_rms") is not None:
+        line += (f"; scatter between replicates {lof['pure_error_rms']:.4g} over {lof['replicated_cells']} "
+                 f"replicated runs, against the residual RMS {lof['residual_rms']:.4g}")
+    return line
 
 
 def format_repeated(fit: LawFit) -> list[str]:
@@ -92,6 +106,9 @@ def format_conventions(fit: LawFit) -> list[str]:
     return out
 
 
+CLOSE_MARGIN = 0.2     # a passing check within 20% of its caution threshold is named as close
+
+
 def format_verdict(fit: LawFit) -> list[str]:
     """'verdict: ...' and its reasons, one line each; for a fit.json written before the
     diagnostics, a line saying there is none."""
@@ -102,6 +119,11 @@ def format_verdict(fit: LawFit) -> list[str]:
     out = [f"verdict: {d.verdict.upper()} ({n_fail} of {len(d.checks)} checks did not pass"
            + (")" if n_fail else "; see 'diagnostics' in fit.json)")]
     out += [f"  {reason}" for reason in d.reasons]
+    close = [c for c in d.checks if c.status == PASS and c.margin is not None and c.margin < CLOSE_MARGIN]
+    if close:
+        out.append("  close to a threshold (another seed or a few more runs could move the verdict): "
+                   + "; ".join(f"{c.name} {c.value:.3g} ({c.threshold.split(' (')[0]}, margin {c.margin:.0%})"
+                               for c in sorted(close, key=lambda c: c.margin)))
     return out
 
 

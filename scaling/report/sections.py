@@ -23,7 +23,7 @@ from scaling.laws import fit as fitting
 from scaling.laws.holdout import Holdout, holdout, pct
 from scaling.laws.law import PARAM_NAMES
 from scaling.laws.references import BESIROGLU, CHINCHILLA, KAPLAN
-from scaling.laws.summary import FORMATS
+from scaling.laws.summary import FORMATS, format_lack_of_fit
 from scaling.report import figures as figs
 from scaling.report import frontiers as frontier_figure
 from scaling.report import notes
@@ -44,6 +44,7 @@ FIGURE_TITLES = {
     "bootstrap": "Bootstrap distributions of alpha, beta, a and tokens per parameter",
     "validation": "The validation: the recommended model and its neighbours against the law's prediction",
     "repeated": "Repeated data: the loss against epochs at fixed compute, and the fitted decay",
+    "task_metrics": "Beyond the loss: smooth and exact-match metrics against compute, and predicted from the loss",
 }
 
 
@@ -203,6 +204,9 @@ def fitted_law(r: Report) -> None:
         r.doc.p(f"Residual RMS {fit.residual_rms:.4g} in log loss; {fit.n_starts_at_optimum} of {options.n_starts} "
                 "starts ended at the optimum. a = beta/(alpha+beta) is the exponent of N_opt ~ C^a, "
                 "b = alpha/(alpha+beta) that of D_opt ~ C^b.")
+    if fit.lack_of_fit is not None:
+        r.doc.p(format_lack_of_fit(fit.lack_of_fit).capitalize() + " (scaling.laws.lack_of_fit: a small p says "
+                "the residuals share errors by that grouping, which the bootstrap's intervals do not include).")
     _points_figures(r)
     _bootstrap_figure(r)
 

@@ -34,7 +34,7 @@ from scaling.train.spec import RunSpec
 # computation, up to the last bits of floating point), or what happens after it diverges, not
 # what it computes.
 NOT_IN_RUN_ID = ("log_interval", "checkpoint_interval", "eval_interval", "threads", "device", "compile",
-                 "divergence_factor", "retries", "retry_lr_factor")
+                 "divergence_factor", "retries", "retry_lr_factor", "seeds", "log_to")
 # Keys of the WSD schedule: in the run id only when train.schedule is wsd, so that cosine and
 # linear runs keep the ids they had before WSD existed.
 WSD_KEYS = ("cooldown_fraction", "cooldown_shape")
@@ -86,56 +86,76 @@ def _compact(n: int) -> str:
 
 
 def train_settings(cfg: SweepConfig, exclude=()) -> dict:
-    """The train section as runs record it: the WSD keys only when the schedule is wsd."""
-    leave_out = set(exclude) | (set() if cfg.train.schedule == "wsd" else set(WSD_KEYS))
+    """The train section as runs record it: the WSD keys only when the schedule is wsd, the
+    training seeds only when set (so runs keep the settings they had before replicates)."""
+    leave_out = set(exclude) | (set() if cfg.train.schedule == "wsd" else set(WSD_KEYS)) | \
+        (set() if cfg.train.seeds else {"seeds"})
     return cfg.train.model_dump(exclude=leave_out)
 
 
 def run_id(cfg: SweepConfig, shape, tokens: int, lr: float, extra: dict | None = None,
-           label: str | None = None) -> str:
+           label: str | None = None, train_seed: int | None = None) -> str:
     """The id of a run: its shape and budget (or `label`), and a digest of everything it computes
-    (`extra`: what else decides it, such as a WSD run's shared warmup)."""
+    (`extra`: what else decides it, such as a WSD run's shared warmup). A replicate, trained with a
+    seed other than the data's (`train_seed`), ends in -s<seed>; the data seed's run keeps the id
+    it had before replicates existed."""
+    replicate = train_seed is not None and train_seed != cfg.seed
+    extra = {**(extra or {}), **({"train_seed": train_seed} if replicate else {})}
     content = {
         "model": cfg.model.model_dump(), "shape": shape.model_dump(exclude={"lr"}), "lr": lr,
         "tokens": tokens, "seed": cfg.seed, "corpus": cfg.corpus.model_dump(),
         "tokenizer": cfg.tokenizer.model_dump(),
-        "train": train_settings(cfg, NOT_IN_RUN_ID), **(extra or {}),
+        "train": train_settings(cfg, NOT_IN_RUN_ID), **extra,
     }
     digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:8]
-    return f"d{shape.d_model}-l{shape.n_layers}-h{shape.n_heads}-{label or 'D' + _compact(tokens)}-{digest}"
+    suffix = f"-s{train_seed}" if replicate else ""
+    return f"d{shape.d_model}-l{shape.n_layers}-h{shape.n_heads}-{label or 'D' + _compact(tokens)}-{digest}{suffix}"
 
 
 def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmup: int | None = None,
                 branch_points: tuple[int, ...] = (), branch_of: str | None = None,
                 branch_step: int | None = None, budget: float | None = None,
-                budget_measure: str | None = None, role: str | None = None) -> PlannedRun:
+                budget_measure: str | None = None, role: str | None = None, seed: int | None = None) -> PlannedRun:
     """One run of the plan. WSD: `warmup` (steps) shared by a shape's budgets; a stable run has
     `branch_points`; a branch names its stable run and the step it starts from. `role`: what a run
-    that is not a fit point is for (RunSpec.role)."""
+    that is not a fit point is for (RunSpec.role). `seed`: the training seed (initialisation and
+    batch order; default the config's seed), which leaves the tokens and evaluation windows alone."""
+    seed = cfg.seed if seed is None else seed
     model = GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size)
     n_total, n_non_embedding = param_counts(model)
     extra, label = ({} if warmup is None else {"warmup_steps": warmup}), None
     if branch_points:  # what a branch computes does not depend on its stable run: not in its id
         extra["branch_points"] = list(branch_points)
         label = f"stable-s{max(branch_points)}"
-    spec = RunSpec(run_id=run_id(cfg, shape, tokens, lr, extra, label), model=model, train=cfg.train,
-                   lr=lr, tokens=tokens, seed=cfg.seed, warmup=warmup, branch_points=tuple(branch_points),
+    spec = RunSpec(run_id=run_id(cfg, shape, tokens, lr, extra, label, seed), model=model, train=cfg.train,
+                   lr=lr, tokens=tokens, seed=seed, warmup=warmup, branch_points=tuple(branch_points),
                    branch_of=branch_of, branch_step=branch_step, budget=budget,
                    budget_measure=budget_measure, role=role)
     return PlannedRun(spec, shape, n_total, n_non_embedding, flops_6nd=6.0 * n_non_embedding * tokens,
                       flops_exact=float(flops_per_token(model)["exact"]) * tokens)
 
 
+def training_seeds(cfg: SweepConfig) -> list[int]:
+    """The seeds each planned run is trained with: train.seeds, else the config's one seed."""
+    return list(cfg.train.seeds) if cfg.train.seeds else [cfg.seed]
+
+
 def plan(cfg: SweepConfig) -> list[PlannedRun]:
-    """Every (shape, budget) pair of the grid, smallest model and budget first. WSD: each shape's
+    """Every (shape, budget) pair of the grid, smallest model and budget first, once per training
+    seed (replicates: the same tokens, another initialisation and batch order). WSD: each shape's
     stable run comes before its branches, one per budget. An IsoFLOP design: `isoflop_runs`."""
+    return [run for seed in training_seeds(cfg) for run in _plan_one_seed(cfg, seed)]
+
+
+def _plan_one_seed(cfg: SweepConfig, seed: int) -> list[PlannedRun]:
     shapes = sorted(cfg.grid.models, key=lambda s: (s.d_model * s.d_model * s.n_layers, s.d_model))
     if cfg.grid.isoflop is not None:
-        return isoflop_runs(cfg, shapes)
+        return isoflop_runs(cfg, shapes, seed)
     budgets = sorted(set(cfg.grid.tokens))
     if cfg.train.schedule != "wsd":
-        return [planned_run(cfg, shape, tokens, run_lr(cfg.train, shape)) for shape in shapes for tokens in budgets]
-    return [run for shape in shapes for run in wsd_runs(cfg, shape, budgets)]
+        return [planned_run(cfg, shape, tokens, run_lr(cfg.train, shape), seed=seed)
+                for shape in shapes for tokens in budgets]
+    return [run for shape in shapes for run in wsd_runs(cfg, shape, budgets, seed)]
 
 
 def budget_tokens(compute: float, flops_per_token: float, batch: int) -> int:
@@ -157,7 +177,7 @@ def family_flops(cfg: SweepConfig, shapes: list[Shape], measure: str) -> tuple[l
     return sized, fit_flops_per_token([n for _, n, _ in sized], [c for *_, c in sized], measure)
 
 
-def isoflop_runs(cfg: SweepConfig, shapes: list[Shape]) -> list[PlannedRun]:
+def isoflop_runs(cfg: SweepConfig, shapes: list[Shape], seed: int | None = None) -> list[PlannedRun]:
     """For each compute budget C (counted by `grid.isoflop.measure`): the shapes whose N is within
     a factor `span` of the expected optimum (where D / N = k under the family's FLOPs per token), at
     most `per_budget` nearest to it in log N, each on D = C / (its FLOPs per token) rounded to whole
@@ -176,11 +196,11 @@ def isoflop_runs(cfg: SweepConfig, shapes: list[Shape]) -> list[PlannedRun]:
                              "shapes near that size, or widen span")
         for _, _n, per_token, shape in sorted(near[:design.per_budget], key=lambda t: t[1]):
             runs.append(planned_run(cfg, shape, budget_tokens(c, per_token, batch), run_lr(cfg.train, shape),
-                                    budget=float(c), budget_measure=design.measure))
+                                    budget=float(c), budget_measure=design.measure, seed=seed))
     return runs
 
 
-def wsd_runs(cfg: SweepConfig, shape: Shape, budgets: list[int]) -> list[PlannedRun]:
+def wsd_runs(cfg: SweepConfig, shape: Shape, budgets: list[int], seed: int | None = None) -> list[PlannedRun]:
     """A shape's stable run and its branches. Budget D_k trains ceil(D_k / batch) steps and cools
     down over the last round(f * steps) of them, from branch point s_k; the warmup is that of
     the smallest budget (warmup_fraction of its steps), shared so that every budget's run follows
@@ -192,10 +212,11 @@ def wsd_runs(cfg: SweepConfig, shape: Shape, budgets: list[int]) -> list[Planned
     kept = tuple(sorted({p for p in points if p > 0}))  # a cooldown from step 0 needs no checkpoint
     runs = []
     if kept:
-        runs.append(planned_run(cfg, shape, kept[-1] * train.batch_tokens, lr, warmup=warmup, branch_points=kept))
+        runs.append(planned_run(cfg, shape, kept[-1] * train.batch_tokens, lr, warmup=warmup, branch_points=kept,
+                                seed=seed))
     for tokens, point in zip(budgets, points):
         start = {"branch_of": runs[0].run_id, "branch_step": point} if point > 0 else {}
-        runs.append(planned_run(cfg, shape, tokens, lr, warmup=warmup, **start))
+        runs.append(planned_run(cfg, shape, tokens, lr, warmup=warmup, seed=seed, **start))
     return runs
 
 
@@ -217,7 +238,7 @@ def retry(cfg: SweepConfig, run: PlannedRun, summary: dict) -> PlannedRun | None
     train.retries allows another."""
     if summary["status"] != "diverged" or run.attempt >= cfg.train.retries:
         return None
-    again = planned_run(cfg, run.shape, run.spec.tokens, run.spec.lr * cfg.train.retry_lr_factor)
+    again = planned_run(cfg, run.shape, run.spec.tokens, run.spec.lr * cfg.train.retry_lr_factor, seed=run.spec.seed)
     return replace(again, spec=replace(again.spec, retry_of=run.run_id), attempt=run.attempt + 1)
 
 
@@ -226,7 +247,7 @@ def run_config(cfg: SweepConfig, planned: PlannedRun, cache_key: str) -> dict:
     spec = planned.spec
     config = {
         "run_id": spec.run_id, "sweep": cfg.name, "retry_of": spec.retry_of, "seed": spec.seed,
-        "tokens": spec.tokens,
+        **({"data_seed": cfg.seed} if spec.seed != cfg.seed else {}), "tokens": spec.tokens,
         "lr": spec.lr, "model": {**cfg.model.model_dump(), "d_model": spec.model.d_model,
                                  "n_layers": spec.model.n_layers, "n_heads": spec.model.n_heads,
                                  "vocab_size": spec.model.vocab_size},

@@ -1,0 +1,67 @@
+"""An MLflow file store (`mlruns/`), read with MLflow's own client (the `mlflow` extra: mlflow or
+mlflow-skinny).
+
+Every run of every experiment, named "<experiment>/<run name>"; its params are the hyperparameters
+(MLflow keeps them as text), its metrics' full histories the scalars. MLflow 3 refuses a file
+store unless MLFLOW_ALLOW_FILE_STORE is set: it is set for the read only, which writes nothing.
+A run still RUNNING is an error (its curve is not done; import once it ends); a FAILED or
+KILLED one is kept, not fitted.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+from scaling.errors import UsageError
+from scaling.runs.imports.source import SourceRun, needs
+
+ALLOW = "MLFLOW_ALLOW_FILE_STORE"
+
+
+@contextmanager
+def _file_store_allowed():
+    before = os.environ.get(ALLOW)
+    os.environ[ALLOW] = "true"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[ALLOW]
+        else:
+            os.environ[ALLOW] = before
+
+
+def _all_runs(client, experiment_id: str):
+    """Every active run of an experiment, page by page (a search returns 1,000 at most)."""
+    token = None
+    while True:
+        page = client.search_runs([experiment_id], max_results=1000, page_token=token)
+        yield from page
+        token = page.token
+        if not token:
+            return
+
+
+def read(src: Path) -> list[SourceRun]:
+    """The runs of the file store `src`."""
+    tracking = needs("mlflow.tracking", "mlflow")
+    if not (src / "0").is_dir() and not list(src.glob("*/meta.yaml")):
+        raise UsageError(f"{src}: not an MLflow file store (no <experiment-id>/meta.yaml)")
+    runs = []
+    with _file_store_allowed():
+        client = tracking.MlflowClient(tracking_uri=src.resolve().as_uri())
+        for experiment in client.search_experiments():
+            for run in _all_runs(client, experiment.experiment_id):
+                info = run.info
+                if info.status in ("RUNNING", "SCHEDULED"):
+                    raise UsageError(f"MLflow run {info.run_name!r} ({info.run_id}) of experiment "
+                                     f"{experiment.name!r} is still {info.status}; import once it has ended")
+                scalars = {key: [(m.step, m.value) for m in client.get_metric_history(info.run_id, key)]
+                           for key in run.data.metrics}
+                runs.append(SourceRun(
+                    name=f"{experiment.name}/{info.run_name or info.run_id}", params=dict(run.data.params),
+                    scalars=scalars, problem=None if info.status == "FINISHED" else f"MLflow status {info.status}",
+                    origin={"experiment": experiment.name, "run_id": info.run_id}))
+    return runs

@@ -1,0 +1,67 @@
+"""What every reader returns: a source run as its log holds it, before N, D and the loss are found.
+
+A reader keeps the log's own names (hyperparameter keys, scalar tags), so that the names a user
+gives (--n-key, --tokens-key, --loss-tag) are matched exactly, whatever the format.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from importlib import import_module
+
+from scaling.errors import UsageError
+
+KINDS = ("tensorboard", "wandb", "mlflow", "csv")
+
+
+@dataclass(frozen=True)
+class SourceRun:
+    """One run of a log. name: the source's own (a folder, a run name or id); params: its
+    hyperparameters, nested ones flattened to dotted keys; scalars: tag -> [(step, value)] in step
+    order; problem: why the source says the run did not finish (None: it did); origin: where it
+    came from, for the provenance."""
+
+    name: str
+    params: dict = field(default_factory=dict)
+    scalars: dict = field(default_factory=dict)
+    problem: str | None = None
+    origin: dict = field(default_factory=dict)
+
+
+def needs(module: str, kind: str):
+    """Import a format's library, or say which extra to install (one line)."""
+    try:
+        return import_module(module)
+    except ImportError:
+        raise UsageError(f"reading {kind} logs needs the {kind} extra: pip install 'scaling[{kind}]'") from None
+
+
+def flatten(config: dict, prefix: str = "") -> dict:
+    """{"model": {"n_params": 1}} -> {"model.n_params": 1}."""
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def number(value) -> float | None:
+    """A hyperparameter as a number (MLflow keeps them as text); None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def plain(value):
+    """A hyperparameter as config.yaml can hold it: numbers (numpy's as Python's), text, booleans
+    and None as they are, anything else as its text."""
+    if hasattr(value, "item") and callable(value.item):   # a numpy scalar from a table
+        value = value.item()
+    return value if value is None or type(value) in (bool, int, float, str) else str(value)
