@@ -168,10 +168,12 @@ class OptimumIntervals:
     """95% (or `level`) intervals of the compute-optimal allocation at one budget.
 
     n, d, tokens_per_param: percentiles of N_opt(C), D_opt(C), D_opt/N_opt over the bootstrap
-    laws (those with alpha, beta > 0; `n_undefined` others). loss: a prediction interval for the
-    loss of the recommended run (the fitted law's N_opt, D_opt): the bootstrap laws' predictions
-    for it, each times exp(noise * z) with z standard normal, so both the parameters' uncertainty
-    and the runs' own scatter (the fit's residual RMS) are in it.
+    laws; where any of the `n_resamples` has no allocation (alpha or beta <= 0, or a constant
+    beyond a float: `n_undefined` of them) there is no interval (NaN), the rule fit.json's
+    intervals follow (`bootstrap.percentile_intervals`), so both give one interval or none. loss:
+    a prediction interval for the loss of the recommended run (the fitted law's N_opt, D_opt): the
+    bootstrap laws' predictions for it, each times exp(noise * z) with z standard normal, so both
+    the parameters' uncertainty and the runs' own scatter (the fit's residual RMS) are in it.
     """
 
     compute: float
@@ -181,6 +183,7 @@ class OptimumIntervals:
     tokens_per_param: tuple
     loss: tuple
     n_undefined: int
+    n_resamples: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -266,5 +269,7 @@ def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, nois
     d_opt = law.flops.tokens(c, n_opt)
     best = plan(law, c)
     loss = loss_interval(resampled, best.n, best.d, level=level, noise=noise, seed=seed)
-    return OptimumIntervals(c, level, _percentiles(n_opt, level), _percentiles(d_opt, level),
-                            _percentiles(d_opt / n_opt, level), loss, int((~ok).sum()))
+    undefined = int((~ok).sum())
+    n, d, tpp = ((math.nan, math.nan),) * 3 if undefined else \
+        (_percentiles(n_opt, level), _percentiles(d_opt, level), _percentiles(d_opt / n_opt, level))
+    return OptimumIntervals(c, level, n, d, tpp, loss, undefined, int(ok.size))

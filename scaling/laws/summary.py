@@ -4,6 +4,7 @@ intervals, the plan's rows with theirs, and the verdict with its reasons.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from scaling.formats import plain_table, sci
@@ -60,8 +61,8 @@ def format_lack_of_fit(lof: dict) -> str:
     tests = ", ".join(f"by {t['by']} p = {t['p_value']:.2g}" for t in lof["tests"] if t.get("p_value") is not None)
     line = f"lack of fit: {tests or 'no grouping of two points or more to test'}"
     if lof.get("pure_error_rms") is not None:
-        line += (f"; scatter between replicates {lof['pure_error_rms']:.4g} over {lof['replicated_cells']} "
-                 f"replicated runs, against the residual RMS {lof['residual_rms']:.4g}")
+        line += (f"; scatter between replicates {lof['pure_error_rms']:.4g} at {lof['replicated_cells']} (N, D) "
+                 f"points trained more than once, against the residual RMS {lof['residual_rms']:.4g}")
     return line
 
 
@@ -145,7 +146,8 @@ def allocation_row(a: Allocation, iv: OptimumIntervals | None) -> list[str]:
         text = "-" if value is None else format(value, fmt)
         if own:
             lo, hi = getattr(iv, bounds_of)
-            text += f" [{lo:{bounds_fmt}}, {hi:{bounds_fmt}}]"
+            text += f" [{lo:{bounds_fmt}}, {hi:{bounds_fmt}}]" if math.isfinite(lo) else \
+                f" [no interval: {iv.n_undefined} of {iv.n_resamples} resamples have no allocation]"
         return text
 
     return [sci(a.compute), "law optimum" if a.method == "law" else a.method,
