@@ -26,7 +26,8 @@ from scaling.config import parse_yaml
 from scaling.runs import store
 from scaling.train.batches import TokenData, evaluate, val_windows
 from scaling.train.metrics import N_PROMPTS, evaluate_tasks, task_prompts
-from scaling.train.model import GPT, GPTConfig
+from scaling.train.model import GPT
+from scaling.train.shape import GPTConfig
 
 
 def median_time(fn, repeats: int) -> float:

@@ -27,7 +27,7 @@ def register(subparsers) -> None:
         "design", help="simulate a sweep under a prior law: the intervals it would give, before training",
         description="For each config: simulate its planned runs under a prior law (your fit.json, or a "
                     "published law) with the given scatter, refit them as `scaling fit` does, and print "
-                    "the expected 95%% interval widths of alpha, a and tokens per parameter, and how often "
+                    "the expected 95% interval widths of alpha, a and tokens per parameter, and how often "
                     "the diagnostics would call the result not identified.")
     p.add_argument("configs", nargs="+", type=Path, metavar="CONFIG", help="sweep YAML(s) to compare")
     p.add_argument("--prior", type=Path, metavar="FIT_JSON", help="a fit.json whose law is the prior")
@@ -43,7 +43,7 @@ def register(subparsers) -> None:
 
 def planned_points(config: Path, param_convention: str) -> np.ndarray:
     """(N, D) of the runs a config would fit: every run but WSD's stable runs (their branches are the points)."""
-    from scaling.sweep.plan import plan  # imports torch: only when a design is asked for
+    from scaling.sweep.plan import plan
 
     runs = [r for r in plan(load_config(config)) if r.kind != "stable"]
     column = "n_params_total" if param_convention == "total" else "n_params_non_embedding"

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scaling.errors import UsageError
-from scaling.train.compute import FlopsPerToken
 from scaling.laws.fit import TIGHT_FTOL, TIGHT_GTOL, FitResult, check_fit_inputs, fit_law, free_mask, log_points
 from scaling.laws.lbfgs import lbfgs_batched
 from scaling.laws.objective import DEFAULT_DELTA, Workspace, batch_rows, objective_batched
+from scaling.train.compute import FlopsPerToken
 
 MAX_RESAMPLES = 100_000
 LOG_FLOAT_MAX = math.log(np.finfo(float).max)

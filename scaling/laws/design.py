@@ -11,7 +11,8 @@ the scatter predicted intervals 1.4-1.7x narrower than those realised when the t
 from inside the prior's intervals. So, given the prior fit's bootstrap laws (`laws`), each
 simulation draws its truth from them, and given the degrees of freedom the scatter was measured
 with (`noise_df`, `noise` then the unbiased estimate s, s^2 = sum of squares / df), each draws its
-scatter from the scaled-inverse-chi2 posterior of that measurement, s * sqrt(df / chi2(df)). The outlook is the median over simulations of the 95% interval widths of alpha, a and
+scatter from the scaled-inverse-chi2 posterior of that measurement, s * sqrt(df / chi2(df)). The
+outlook is the median over simulations of the 95% interval widths of alpha, a and
 tokens per parameter at the design's largest compute, how often the verdict would be `not
 identified`, and how often the tokens-per-parameter interval covers the prior's true value. Two
 designs at equal compute compared this way answer "how should I spend my sweep budget?" with a

@@ -162,7 +162,7 @@ class FitData:
             return None
         return "total" if self.param_convention == "non_embedding" else "non_embedding"
 
-    def counted_other_way(self) -> "FitData | None":
+    def counted_other_way(self) -> FitData | None:
         """The same points with N by the other convention (None where the source gave one only);
         the same compute, so c(N) is fitted again in that N."""
         if self.n_other is None or self.param_convention is None:
@@ -171,7 +171,7 @@ class FitData:
             fit_flops_per_token(self.n_other, self.spent / self.d, self.flops.measure)
         return replace(self, n=self.n_other, n_other=self.n, param_convention=self.other_convention, flops=flops)
 
-    def take(self, idx, **changes) -> "FitData":
+    def take(self, idx, **changes) -> FitData:
         """The points at positions `idx`, in that order, every per-point array with them."""
         idx = np.asarray(idx, dtype=int)
         per_point = {k: None if getattr(self, k) is None else getattr(self, k)[idx]
@@ -179,7 +179,7 @@ class FitData:
         return replace(self, n=self.n[idx], d=self.d[idx], loss=self.loss[idx],
                        ids=tuple(self.ids[i] for i in idx), **per_point, **changes)
 
-    def canonical(self) -> "FitData":
+    def canonical(self) -> FitData:
         """The points sorted by (N, D, loss): a table's row order then changes nothing a fit
         computes, its bootstrap draws included (resamples index points by position)."""
         return self.take(np.lexsort((self.loss, self.d, self.n)))

@@ -84,7 +84,7 @@ class DataSummary:
     table: dict | None = None                # a table's path and columns, to read it again
 
     @classmethod
-    def of(cls, data: FitData) -> "DataSummary":
+    def of(cls, data: FitData) -> DataSummary:
         r = data.ranges()
         return cls(source=data.source, n_points=len(data), digest=data.digest,
                    param_convention=data.param_convention, dropped=tuple(d.to_dict() for d in data.dropped),
@@ -133,7 +133,7 @@ class Intervals:
         return {"level": self.level, "n_resamples": self.n_resamples, **self.bounds}
 
     @classmethod
-    def from_json(cls, ci: dict) -> "Intervals":
+    def from_json(cls, ci: dict) -> Intervals:
         """From fit.json's "ci": {"level", "n_resamples", name: [lo, hi], ...}."""
         bounds = {k: v for k, v in ci.items() if k not in ("level", "n_resamples")}
         return cls(ci.get("level", 0.95), ci.get("n_resamples"), bounds)
@@ -196,6 +196,65 @@ class LawFit:
         """The bootstrap interval of `name` (a constant, a, b, G or tokens_per_param), or None."""
         return self.ci.get(name) if self.ci is not None else None
 
+    # The notebook's view (docs/api.md): the constants, verdict and intervals by name, a
+    # prediction, a plan and the CLI's summary, each a call away from `scaling.fit`.
+
+    E = property(lambda self: self.law.E, doc="the irreducible loss E")
+    A = property(lambda self: self.law.A, doc="the parameter term's coefficient A")
+    B = property(lambda self: self.law.B, doc="the data term's coefficient B")
+    alpha = property(lambda self: self.law.alpha, doc="the parameter exponent alpha")
+    beta = property(lambda self: self.law.beta, doc="the data exponent beta")
+
+    @property
+    def verdict(self) -> str | None:
+        """"trustworthy", "use with caution" or "not identified" (docs/diagnostics.md); None for a
+        fit.json written before the diagnostics."""
+        return None if self.diagnostics is None else self.diagnostics.verdict
+
+    @property
+    def reasons(self) -> tuple:
+        """Why the verdict is what it is, one sentence each (empty for a trustworthy fit)."""
+        return () if self.diagnostics is None else tuple(self.diagnostics.reasons)
+
+    @property
+    def intervals(self) -> dict:
+        """{name: (lo, hi)}: the bootstrap intervals of the constants, a, b, G and tokens per
+        parameter at the reference compute, for those that have one (empty without bootstrap)."""
+        if self.ci is None:
+            return {}
+        return {name: bounds for name in self.ci.bounds if (bounds := self.ci.get(name)) is not None}
+
+    def predict(self, n, d, seed: int = 0) -> allocation.Prediction:
+        """The loss the law predicts for N parameters trained on D tokens, with a prediction
+        interval that holds the constants' uncertainty and the runs' scatter (`loss_interval`)."""
+        n, d = allocation.check_size(n, "N (parameters)"), allocation.check_size(d, "D (tokens)")
+        interval = self.loss_interval(n, d, seed)
+        return allocation.Prediction(n, d, float(self.law.loss(n, d)), interval,
+                                     None if interval is None else self.ci.level)
+
+    def plan(self, compute, seed: int = 0) -> allocation.Plan:
+        """The compute-optimal N, D at `compute` FLOPs and the loss they reach, with intervals
+        (`optimum_at`); UsageError for a law with no optimum (alpha or beta not positive)."""
+        if not (self.law.alpha > 0 and self.law.beta > 0):
+            raise UsageError(f"this law has no compute-optimal allocation: alpha {self.law.alpha:.4g} and beta "
+                             f"{self.law.beta:.4g} must both be positive")
+        best = allocation.plan(self.law, compute)
+        return allocation.Plan(best.compute, best.n, best.d, best.loss, self.optimum_at(best.compute, seed))
+
+    def summary(self) -> str:
+        """What `scaling fit` prints: the constants with intervals, the allocation, the verdict."""
+        from scaling.laws.summary import format_summary  # summary formats a LawFit: imported late
+        return format_summary(self)
+
+    def __repr__(self) -> str:
+        law = self.law
+        head = (f"LawFit(L = {law.E:.4g} + {law.A:.4g}/N^{law.alpha:.4f} + {law.B:.4g}/D^{law.beta:.4f}"
+                + (f"; {self.data.n_points} points" if self.data.n_points is not None else ""))
+        tail = (f"a = {'undefined' if self.a is None else format(self.a, '.4f')}"
+                + ("" if self.ci is None else f", {100 * self.ci.level:g}% intervals from {self.ci.n_resamples} "
+                   "resamples") + f"; verdict: {self.verdict or 'none recorded'})")
+        return f"{head};\n       {tail}"
+
     def to_json(self) -> dict:
         """fit.json's dict (strict JSON types)."""
         return {
@@ -218,7 +277,7 @@ class LawFit:
         }
 
     @classmethod
-    def from_json(cls, obj, where: str = "fit.json") -> "LawFit":
+    def from_json(cls, obj, where: str = "fit.json") -> LawFit:
         """The LawFit of a fit.json dict; UsageError naming `where` and the bad section."""
         return _from_json(obj, where)
 

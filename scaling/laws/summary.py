@@ -5,13 +5,16 @@ intervals, the plan's rows with theirs, and the verdict with its reasons.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from scaling.formats import plain_table, sci
 from scaling.laws.allocation import Allocation, OptimumIntervals
 from scaling.laws.diagnostics import PASS
 from scaling.laws.law import PARAM_NAMES
 from scaling.laws.repeated import RepeatedPlan
-from scaling.laws.results import LawFit
+
+if TYPE_CHECKING:   # for annotations only: LawFit.summary() calls format_summary, so no import at run time
+    from scaling.laws.results import LawFit
 
 FORMATS = {"E": ".4f", "A": ".4g", "B": ".4g", "alpha": ".4f", "beta": ".4f", "a": ".4f", "b": ".4f",
            "G": ".4g", "tokens_per_param": ".4g"}

@@ -68,7 +68,7 @@ class Report:
         return self.inputs.fit
 
     @classmethod
-    def start(cls, inputs: Inputs, holdout_fraction: float) -> "Report":
+    def start(cls, inputs: Inputs, holdout_fraction: float) -> Report:
         """An empty document, the colours, and the hold-out check (run first: the summary quotes it)."""
         fit, data = inputs.fit, inputs.data
         all_n = []

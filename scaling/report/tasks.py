@@ -54,7 +54,8 @@ def task_metrics(r: Report) -> None:
                 "trained before they were recorded have none: retrain them to see the section.")
         r.missing_figures[FIGURE] = "fewer than 3 runs recorded the metrics beyond the loss"
         return
-    r.doc.p(f"Each run's final evaluation also scores {tasks.TASK_PROMPTS} fixed validation prompts (the same for every run, drawn "
+    r.doc.p(f"Each run's final evaluation also scores {tasks.TASK_PROMPTS} fixed validation prompts (the same for "
+            "every run, drawn "
             "with a fixed seed): per-token top-1 accuracy on their 16-token continuations, the log-probability of "
             "a whole continuation, and exact match of k = 1 ... 16 tokens (the model's greedy continuation equals "
             "the text). Smooth metrics move a little with every improvement of the model; exact match scores a "

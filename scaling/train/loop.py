@@ -37,8 +37,9 @@ from scaling.train.batches import TokenData, check_data, evaluate, get_batch, va
 from scaling.train.checkpoint import restore, save_at
 from scaling.train.logs import run_logs
 from scaling.train.metrics import TASK_FIELDS, evaluate_tasks, task_prompts
-from scaling.train.model import GPT, flops_per_token, param_counts
+from scaling.train.model import GPT
 from scaling.train.schedule import lr_at
+from scaling.train.shape import flops_per_token, param_counts
 from scaling.train.spec import RunSpec
 
 # Set to stop the run in progress after its current step, with a checkpoint (see request_stop).

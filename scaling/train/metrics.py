@@ -16,7 +16,8 @@ teacher-forced argmax is right at each of the first k positions: one forward pas
 bf16 autocast a near-tie could round differently in the two).
 
 Cost: one forward pass over N_PROMPTS * (T + 1) tokens, once per run: 0.15-0.8 s on the demo's
-shapes on one CPU thread, 0.05-1.5% of a run's wall time (bench/bench_task_metrics.py). With 256 prompts, an exact-match rate p carries a standard error of
+shapes on one CPU thread, 0.05-1.5% of a run's wall time (bench/bench_task_metrics.py). With 256
+prompts, an exact-match rate p carries a standard error of
 sqrt(p (1 - p) / 256), at most 0.031; per-token accuracy is averaged over 256 * 16 = 4,096 tokens.
 """
 

@@ -102,7 +102,7 @@ class Validation:
         return out
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Validation":
+    def from_json(cls, obj: dict) -> Validation:
         runs = tuple(ValidationRun(**{**{k: v for k, v in r.items() if k != "inside"},
                                       "interval": None if r["interval"] is None else tuple(r["interval"])})
                      for r in obj["runs"])

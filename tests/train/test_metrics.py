@@ -21,7 +21,8 @@ from scaling.train.metrics import (
     score_continuations,
     task_prompts,
 )
-from scaling.train.model import GPT, GPTConfig
+from scaling.train.model import GPT
+from scaling.train.shape import GPTConfig
 
 CFG = GPTConfig(vocab_size=64, context_length=24, d_model=32, n_layers=2, n_heads=2)
 
