@@ -52,7 +52,7 @@ class RunSchedule:
         """The last warmup step: evaluations up to it are before any schedule effect."""
         return warmup_steps(self.steps, self.train) if self.warmup is None else self.warmup
 
-    def rescaled(self, tokens: float) -> "RunSchedule":
+    def rescaled(self, tokens: float) -> RunSchedule:
         """The same schedule spanning `tokens` (its warmup and cooldown scale with the run; a
         shared WSD warmup stays), decaying to its end: the sweep's schedule at that budget."""
         return replace(self, steps=max(2, math.ceil(tokens / self.train.batch_tokens)), constant=False)
@@ -102,6 +102,19 @@ def _linear_part(x: np.ndarray, s2: np.ndarray, y: np.ndarray, w: np.ndarray, al
     return coef, float(resid @ resid)
 
 
+def _grid_sse(x: np.ndarray, s2: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The weighted SSE at every alpha of ALPHA_GRID at once, by the normal equations (good
+    enough to rank the grid; the chosen alpha is refitted by least squares)."""
+    power = x[None, :] ** -ALPHA_GRID[:, None]                       # (K, M)
+    cols = np.stack(np.broadcast_arrays(np.ones_like(x)[None, :], power, -s2[None, :]), axis=1)  # (K, 3, M)
+    gram = np.einsum("kim,kjm,m->kij", cols, cols, w)
+    rhs = np.einsum("kim,m->ki", cols, w * y)
+    with np.errstate(all="ignore"):
+        coef = np.linalg.solve(gram + 1e-12 * np.eye(3), rhs[..., None])[..., 0]
+        sse = w @ y**2 - np.einsum("ki,ki->k", rhs, coef)
+    return np.where(np.isfinite(sse), sse, np.inf)
+
+
 def fit_curve_law(s1, s2, loss, weights=None, decay: float = DECAY) -> CurveLaw:
     """Least squares of L0 + A S1^-alpha - C S2 on evaluations (s1, s2, loss), each weighted by
     `weights` (a run drawn twice by a resample counts twice). Variable projection: L0, A, C are
@@ -112,8 +125,7 @@ def fit_curve_law(s1, s2, loss, weights=None, decay: float = DECAY) -> CurveLaw:
     s1, s2, y, w = s1[keep], s2[keep], y[keep], w[keep]
     if y.size < 5 or not np.all(np.isfinite(y)) or not np.all(s1 > 0):
         raise UsageError(f"a curve law needs at least 5 finite evaluations past the warmup; got {y.size}")
-    sse = [_linear_part(s1, s2, y, w, a)[1] for a in ALPHA_GRID]
-    k = int(np.argmin(sse))
+    k = int(np.argmin(_grid_sse(s1, s2, y, w)))
     lo, hi = ALPHA_GRID[max(k - 1, 0)], ALPHA_GRID[min(k + 1, ALPHA_GRID.size - 1)]
     alpha = float(minimize_scalar(lambda a: _linear_part(s1, s2, y, w, a)[1], bounds=(lo, hi),
                                   method="bounded", options={"xatol": 1e-6}).x)

@@ -11,31 +11,18 @@ runs with a role (validation runs) are left out, as the final-loss fit leaves th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 from pydantic import ValidationError
 
 from scaling.config import TrainConfig, parse_yaml
 from scaling.errors import UsageError
+from scaling.laws.curve_fit import CurveRuns
 from scaling.laws.curve_law import RunSchedule
 from scaling.laws.curves import read_curves
 from scaling.runs import store
 
 FITTED_STATUSES = ("finished", "stable")
-
-
-@dataclass(frozen=True)
-class CurveRuns:
-    """Every evaluation of the runs a curve fit uses (run_id, n, tokens, loss, step), and each
-    run's schedule; `final`: run_id -> (N, D, final loss) of the runs that are fit points (not
-    stable runs, whose last evaluation is no budget's end)."""
-
-    evaluations: pd.DataFrame
-    schedules: dict
-    final: dict
-    source: str = ""
 
 
 def _schedule(run_dir: Path) -> tuple[RunSchedule, str | None]:
