@@ -18,6 +18,7 @@ from pathlib import Path
 from scaling.errors import UsageError
 from scaling.laws import analysis, fitdata, results, selection, summary, tasks
 from scaling.laws.bootstrap import MAX_RESAMPLES
+from scaling.laws.curve_store import read_curve_runs
 from scaling.laws.curves import curves_from_store
 from scaling.laws.fit import DEFAULT_DELTA
 from scaling.train.counts import COMPUTE_MEASURES
@@ -59,6 +60,9 @@ def register(subparsers) -> None:
                    help=f"RUNS_DIR: fit the law to another of the runs' numbers in place of the loss: "
                         f"{', '.join(tasks.FIT_METRICS)} (default loss); metrics it does not describe "
                         f"({', '.join(tasks.NOT_FITTED)}) are refused")
+    p.add_argument("--curves", action="store_true",
+                   help="RUNS_DIR: also fit the law to every evaluation of the runs' training curves (Tissue et "
+                        "al.'s curve law per size), with intervals from resampling whole runs; fit.json's 'curves'")
     p.add_argument("--drop-highest-loss", type=int, default=0, metavar="K",
                    help="leave out the K points with the highest loss (Besiroglu et al.: 5)")
     p.add_argument("--min-tokens-per-param", type=float, metavar="X", help="leave out points with D/N below X")
@@ -145,6 +149,9 @@ def cmd_fit(args) -> int:
     _check_number("--fixed-E", args.fixed_E)
     _check_number("--reference-compute", args.reference_compute)
     _check_number("--unique-tokens", args.unique_tokens)
+    if args.curves and (args.runs_dir is None or args.metric != "loss"):
+        raise UsageError("--curves needs a run store (RUNS_DIR) and the loss (no --metric): the curves are "
+                         "the runs' validation losses")
     data, name = load_data(args)
     out = args.out if args.out is not None else Path("fits") / name
     start = time.perf_counter()
@@ -154,6 +161,9 @@ def cmd_fit(args) -> int:
     fit = analysis.fit_data(data, delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap,
                            seed=args.seed, reference_compute=args.reference_compute, curves=curves,
                            data_constrained=args.data_constrained)
+    if args.curves:
+        fit = analysis.with_curves(fit, read_curve_runs(args.runs_dir, data.param_convention),
+                                   resamples=args.bootstrap, seed=args.seed)
     elapsed = time.perf_counter() - start
     if args.metric != "loss":   # fit.json says what its "loss" is, where the report and a reader see it
         what = f"fitted to {args.metric} = {tasks.FIT_METRICS[args.metric].meaning}, in place of the validation loss"

@@ -49,6 +49,13 @@ class CurveRuns:
     final: dict
     source: str = ""
 
+    def only(self, run_ids) -> "CurveRuns":
+        """These runs' curves and schedules (the fit points a selection kept, say)."""
+        keep = set(run_ids)
+        return replace(self, evaluations=self.evaluations[self.evaluations.run_id.isin(keep)].reset_index(drop=True),
+                       schedules={r: s for r, s in self.schedules.items() if r in keep},
+                       final={r: f for r, f in self.final.items() if r in keep})
+
 
 @dataclass(frozen=True)
 class CurvesFit:
