@@ -27,8 +27,9 @@ import pandas as pd
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws import bootstrap as resampling
-from scaling.laws.curve_law import DECAY, areas, fit_curve_law
+from scaling.laws.curve_law import DECAY, fit_curve_law
 from scaling.laws.fit import FitResult, fit_law
+from scaling.laws.fitdata import FitData
 from scaling.laws.law import PARAM_NAMES, Law
 from scaling.train.compute import FlopsPerToken
 
@@ -49,7 +50,13 @@ class CurveRuns:
     final: dict
     source: str = ""
 
-    def only(self, run_ids) -> "CurveRuns":
+    def final_points(self) -> FitData:
+        """The runs' last evaluations: what the final-loss fit sees of the same runs."""
+        ids = list(self.final)
+        n, d, loss = (np.array([self.final[r][k] for r in ids]) for k in range(3))
+        return FitData(n=n, d=d, loss=loss, source=self.source, ids=tuple(ids))
+
+    def only(self, run_ids) -> CurveRuns:
         """These runs' curves and schedules (the fit points a selection kept, say)."""
         keep = set(run_ids)
         return replace(self, evaluations=self.evaluations[self.evaluations.run_id.isin(keep)].reset_index(drop=True),
@@ -106,7 +113,7 @@ class _Prepared:
 
 
 def _prepare(runs: CurveRuns, decay: float) -> _Prepared:
-    per_run = {run_id: areas(s.lrs(), decay) for run_id, s in runs.schedules.items()}
+    per_run = {run_id: s.areas(decay) for run_id, s in runs.schedules.items()}
     ev = runs.evaluations
     past = np.array([step > runs.schedules[r].first_decay_step() for r, step in zip(ev.run_id, ev.step)], bool)
     ev = ev[past & (ev.step >= 1)].copy()
@@ -122,7 +129,7 @@ def _prepare(runs: CurveRuns, decay: float) -> _Prepared:
         hi = float(group.tokens.max())
         d = np.unique(np.concatenate([np.geomspace(hi / SPAN, hi, PER_SIZE),
                                       sweep_d[(sweep_d >= hi / SPAN) & (sweep_d <= hi)]]))
-        ends = np.array([[a[-1] for a in areas(template.rescaled(x).lrs(), decay)] for x in d])
+        ends = np.array([[a[-1] for a in template.rescaled(x).areas(decay)] for x in d])
         grids[float(n)] = (d, ends[:, 0], ends[:, 1])
     ends = {r: (a[0][-1], a[1][-1]) for r, a in per_run.items()}
     return _Prepared(evals=ev.loc[:, ["run_id", "n", "loss", "s1", "s2"]].reset_index(drop=True),

@@ -8,7 +8,7 @@ forward with momentum (Tissue et al.'s lambda, 0.999 by default). A rising rate 
 no annealing: its steps add nothing to S2.
 
     schedule = RunSchedule(steps=4000, lr=6e-3, train=TrainConfig())       # one run's schedule
-    s1, s2 = areas(schedule.lrs())                                          # per step 1..steps
+    s1, s2 = schedule.areas()                                               # per step 1..steps
     law = fit_curve_law(s1[steps - 1], s2[steps - 1], loss)                 # a size's evaluations
     law.final_loss(schedule.rescaled(2_000_000))                            # loss after 2M tokens
 
@@ -17,6 +17,7 @@ Pure: numbers in, numbers out; each run's schedule is `scaling.train.schedule.lr
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -48,6 +49,10 @@ class RunSchedule:
         return np.array([lr_at(s, self.steps, self.lr, self.train, self.warmup, self.constant)
                          for s in range(1, self.steps + 1)])
 
+    def areas(self, decay: float = DECAY) -> tuple[np.ndarray, np.ndarray]:
+        """(S1, S2) after each update 1..steps (cached: a resample or a simulation asks again)."""
+        return _areas_of(self.steps, self.lr, self.warmup, self.constant, self.train.model_dump_json(), decay)
+
     def first_decay_step(self) -> int:
         """The last warmup step: evaluations up to it are before any schedule effect."""
         return warmup_steps(self.steps, self.train) if self.warmup is None else self.warmup
@@ -68,6 +73,14 @@ def areas(lrs, decay: float = DECAY) -> tuple[np.ndarray, np.ndarray]:
     return np.cumsum(lrs), np.cumsum(momentum)
 
 
+@functools.lru_cache(maxsize=256)
+def _areas_of(steps: int, lr: float, warmup, constant: bool, train_json: str, decay: float):
+    schedule = RunSchedule(steps, lr, TrainConfig.model_validate_json(train_json), warmup, constant)
+    s1, s2 = areas(schedule.lrs(), decay)
+    s1.flags.writeable = s2.flags.writeable = False       # shared by every caller of the cache
+    return s1, s2
+
+
 @dataclass(frozen=True)
 class CurveLaw:
     """L = L0 + A * S1^-alpha - C * S2 for one model size; `rms`: residual rms of its fit."""
@@ -86,7 +99,7 @@ class CurveLaw:
 
     def final_loss(self, schedule: RunSchedule) -> float:
         """The loss at the last step of a run with this schedule."""
-        s1, s2 = areas(schedule.lrs(), self.decay)
+        s1, s2 = schedule.areas(self.decay)
         return float(self.loss(s1[-1], s2[-1]))
 
     def to_dict(self) -> dict:
