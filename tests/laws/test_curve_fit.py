@@ -48,7 +48,7 @@ def test_the_curve_law_of_noiseless_curves_predicts_another_schedule_exactly():
     law = fit_curve_law(s1, s2, ev.loss, decay=SIM["decay"])
     assert law.alpha == pytest.approx(LAW.beta, rel=1e-3) and law.C == pytest.approx(1.0, rel=1e-3)
     other = simulate_curves(LAW, cross_grid([4e6], [4.5e7]), noise=0.0, **SIM)
-    (n, d, truth), = other.final.values()
+    (_, d, truth), = other.final.values()
     assert law.final_loss(next(iter(runs.schedules.values())).rescaled(d)) == pytest.approx(truth, rel=1e-6)
     assert leave_one_run_out(runs, decay=SIM["decay"])["max_abs_error"] < 1e-6
 
