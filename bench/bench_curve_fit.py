@@ -38,10 +38,10 @@ NOISE, RUN_NOISE = 0.005, 0.003
 GRID = {"e": (0.0, 0.5), "a": (5.0, 10.0), "b": (5.0, 10.0), "alpha": (0.3, 0.6), "beta": (0.3, 0.6)}
 
 
-def one_sweep(seed: int, resamples: int) -> dict:
+def one_sweep(seed: int, resamples: int, run_noise: float = RUN_NOISE) -> dict:
     """Both fits of one simulated sweep: whether a's interval holds the truth, tokens/param widths."""
     runs = simulate_curves(LAW, cross_grid(SIZES, TOKENS), train=TRAIN, lr=LR, anneal=ANNEAL, decay=DECAY,
-                           noise=NOISE, run_noise=RUN_NOISE, seed=seed)
+                           noise=NOISE, run_noise=run_noise, seed=seed)
     points = runs.final_points()
     reference = float((6.0 * points.n * points.d).max())
     curves = fit_curves(runs, resamples=resamples, seed=seed, reference_compute=reference, decay=DECAY, grid=GRID)
@@ -61,17 +61,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--resamples", type=int, default=100)
+    parser.add_argument("--run-noise", type=float, default=RUN_NOISE,
+                        help=f"scatter shared by a whole curve (a run's seed; default {RUN_NOISE:g})")
     args = parser.parse_args()
     start, results = time.perf_counter(), []
     for seed in range(args.reps):
-        results.append(one_sweep(seed, args.resamples))
+        results.append(one_sweep(seed, args.resamples, args.run_noise))
         r = results[-1]
         print(f"seed {seed:3d}: a curves {r['curves']['a']:.3f} [{r['curves']['a_ci'][0]:.3f}, "
               f"{r['curves']['a_ci'][1]:.3f}] final {r['final']['a']:.3f} [{r['final']['a_ci'][0]:.3f}, "
               f"{r['final']['a_ci'][1]:.3f}]; tokens/param hi/lo curves {r['curves']['tpp_ratio']:.2f} "
               f"final {r['final']['tpp_ratio']:.2f}; leave-one-run-out {100 * r['loo']:.2f}%", flush=True)
     print(f"\ntrue a = {LAW.a:.4f}; {args.reps} sweeps, {args.resamples} resamples each, "
-          f"{time.perf_counter() - start:.0f} s")
+          f"run noise {args.run_noise:g}, {time.perf_counter() - start:.0f} s")
     for name in ("curves", "final"):
         covered = np.mean([r[name]["covers"] for r in results])
         width = np.median([r[name]["tpp_ratio"] for r in results])

@@ -37,17 +37,19 @@ def test_areas_follow_tissue_et_al_definitions():
     assert cosine[-1] == pytest.approx(1e-4) and cosine.max() == pytest.approx(1e-3)
 
 
-def test_the_curve_law_of_noiseless_curves_predicts_another_schedule_exactly():
-    """Two cosine runs of one size: the fitted law has the truth's exponent and annealing weight,
-    and predicts the final loss of a third budget it never saw (the schedule re-scaled to it)."""
-    runs = simulate_curves(LAW, cross_grid([4e6], [2e7, 8e7]), noise=0.0, **SIM)
+@pytest.mark.parametrize("schedule", ["cosine", "wsd"])
+def test_the_curve_law_of_noiseless_curves_predicts_another_budget_exactly(schedule):
+    """Two runs of one size: the fitted law has the truth's exponent and annealing weight, and
+    predicts the final loss of a third budget it never saw (the schedule re-scaled to it)."""
+    sim = {**SIM, "train": TrainConfig(batch_tokens=16384, schedule=schedule)}
+    runs = simulate_curves(LAW, cross_grid([4e6], [2e7, 8e7]), noise=0.0, **sim)
     sched = {r: s.areas(SIM["decay"]) for r, s in runs.schedules.items()}
     ev = runs.evaluations
     s1 = np.array([sched[r][0][s - 1] for r, s in zip(ev.run_id, ev.step)])
     s2 = np.array([sched[r][1][s - 1] for r, s in zip(ev.run_id, ev.step)])
     law = fit_curve_law(s1, s2, ev.loss, decay=SIM["decay"])
     assert law.alpha == pytest.approx(LAW.beta, rel=1e-3) and law.C == pytest.approx(1.0, rel=1e-3)
-    other = simulate_curves(LAW, cross_grid([4e6], [4.5e7]), noise=0.0, **SIM)
+    other = simulate_curves(LAW, cross_grid([4e6], [4.5e7]), noise=0.0, **sim)
     (_, d, truth), = other.final.values()
     assert law.final_loss(next(iter(runs.schedules.values())).rescaled(d)) == pytest.approx(truth, rel=1e-6)
     assert leave_one_run_out(runs, decay=SIM["decay"])["max_abs_error"] < 1e-6
