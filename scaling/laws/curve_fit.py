@@ -116,7 +116,8 @@ def _prepare(runs: CurveRuns, decay: float) -> _Prepared:
     per_run = {run_id: s.areas(decay) for run_id, s in runs.schedules.items()}
     ev = runs.evaluations
     past = np.array([step > runs.schedules[r].first_decay_step() for r, step in zip(ev.run_id, ev.step)], bool)
-    ev = ev[past & (ev.step >= 1)].copy()
+    ev = ev[past].copy()
+    # An evaluation's step is its tokens over the batch; min() keeps a rounded last one in the run.
     ev["s1"] = [per_run[r][0][min(s, len(per_run[r][0])) - 1] for r, s in zip(ev.run_id, ev.step)]
     ev["s2"] = [per_run[r][1][min(s, len(per_run[r][1])) - 1] for r, s in zip(ev.run_id, ev.step)]
     sweep_d = np.unique([d for _, d, _ in runs.final.values()])
