@@ -107,7 +107,7 @@ class _Prepared:
     """The areas S1, S2 of every evaluation past its run's warmup and of every run's last step,
     and each size's D's of interest with the areas of its schedule re-scaled to each."""
 
-    evals: pd.DataFrame          # run_id, n, loss, s1, s2
+    evals: pd.DataFrame          # run_id, n, tokens, loss, s1, s2
     ends: dict                   # run_id -> (s1, s2) at its last step
     grids: dict                  # N -> (d, s1, s2) arrays at the D's of interest
 
@@ -133,7 +133,7 @@ def _prepare(runs: CurveRuns, decay: float) -> _Prepared:
         ends = np.array([[a[-1] for a in template.rescaled(x).areas(decay)] for x in d])
         grids[float(n)] = (d, ends[:, 0], ends[:, 1])
     ends = {r: (a[0][-1], a[1][-1]) for r, a in per_run.items()}
-    return _Prepared(evals=ev.loc[:, ["run_id", "n", "loss", "s1", "s2"]].reset_index(drop=True),
+    return _Prepared(evals=ev.loc[:, ["run_id", "n", "tokens", "loss", "s1", "s2"]].reset_index(drop=True),
                      ends=ends, grids=grids)
 
 
@@ -150,13 +150,16 @@ def _size_laws(prep: _Prepared, weights: np.ndarray, decay: float) -> dict:
     return laws
 
 
-def _points(prep: _Prepared, laws: dict):
-    """(N, D, loss) arrays: each size's curve law at its D's of interest (positive losses only)."""
+def _points(prep: _Prepared, laws: dict, weights: np.ndarray):
+    """(N, D, loss) arrays: each size's curve law at its D's of interest that the curves it was
+    fitted to reach (a resample without a size's longest run does not extrapolate beyond the
+    others); positive losses only."""
+    reach = prep.evals[weights > 0].groupby("n").tokens.max()
     n, d, loss = [], [], []
     for size, law in laws.items():
         grid_d, s1, s2 = prep.grids[size]
         predicted = law.loss(s1, s2)
-        ok = np.isfinite(predicted) & (predicted > 0)
+        ok = np.isfinite(predicted) & (predicted > 0) & (grid_d <= reach[size])
         n += [size] * int(ok.sum())
         d += list(grid_d[ok])
         loss += list(predicted[ok])
@@ -201,13 +204,13 @@ def fit_curves(runs: CurveRuns, *, resamples: int = RESAMPLES, seed: int = 0, re
     prep = _prepare(runs, decay)
     ones = np.ones(len(prep.evals))
     laws = _size_laws(prep, ones, decay)
-    n, d, loss = _points(prep, laws)
+    n, d, loss = _points(prep, laws, ones)
     full = fit_law(n, d, loss, grid=grid)
     law = replace(full.law, flops=flops)
     if reference_compute is None:
         reference_compute = float(max(flops.per_token(fn) * fd for fn, fd, _ in runs.final.values()))
     sizes = {size: {"law": laws[size], "runs": sorted(set(prep.evals.run_id[prep.evals.n == size])),
-                    "d": list(prep.grids[size][0]), "loss": list(_points(prep, {size: laws[size]})[2])}
+                    "d": list(prep.grids[size][0]), "loss": list(laws[size].loss(*prep.grids[size][1:]))}
              for size in laws}
     fit = CurvesFit(law=law, optimum=full, reference_compute=reference_compute, sizes=sizes,
                     leave_one_out=leave_one_run_out(runs, decay, prep), decay=decay)
@@ -227,9 +230,9 @@ def _resampled(fit: CurvesFit, prep: _Prepared, runs: CurveRuns, resamples: int,
     thetas = []
     for _ in range(resamples):
         counts = np.bincount(rng.integers(0, len(run_ids), len(run_ids)), minlength=len(run_ids))
+        weights = counts[of_eval].astype(float)
         try:
-            thetas.append(fit_law(*_points(prep, _size_laws(prep, counts[of_eval].astype(float), decay)),
-                                  grid=starts).theta)
+            thetas.append(fit_law(*_points(prep, _size_laws(prep, weights, decay), weights), grid=starts).theta)
         except UsageError:
             continue              # too few sizes or D's drawn to determine the law
     if not thetas:
