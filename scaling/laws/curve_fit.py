@@ -183,9 +183,11 @@ def leave_one_run_out(runs: CurveRuns, decay: float = DECAY, prep: _Prepared | N
         rows.append({"run_id": run_id, "n": n, "d": d, "loss": observed, "predicted": predicted,
                      "error": predicted / observed - 1.0})
     errors = np.array([r["error"] for r in rows])
-    summary = {"n_runs": len(rows), "mean_error": None, "mean_abs_error": None, "max_abs_error": None}
+    summary = {"n_runs": len(rows), "mean_error": None, "mean_abs_error": None, "median_abs_error": None,
+               "max_abs_error": None}
     if rows:
         summary.update(mean_error=float(errors.mean()), mean_abs_error=float(np.abs(errors).mean()),
+                       median_abs_error=float(np.median(np.abs(errors))),
                        max_abs_error=float(np.abs(errors).max()),
                        quantiles={q: float(v) for q, v in zip(("5%", "50%", "95%"),
                                                               np.percentile(errors, [5, 50, 95]))})

@@ -98,10 +98,15 @@ def format_curves(fit: LawFit) -> list[str]:
         final = fit.a if key == "a" else fit.tokens_per_param
         out.append(f"  {name:<20} curves {_with_interval(mine, ci.get(key), f)}   "
                    f"final losses {_with_interval(final, fit.interval(key), f)}")
+    rms = [size["law"]["rms"] for size in c["sizes"]]
+    out.append(f"  curve laws: {sum(size['law']['n_points'] for size in c['sizes'])} evaluations past the warmup, "
+               f"residual RMS {min(rms):.3g} to {max(rms):.3g} (loss) by size; L(N, D) to their final losses "
+               f"residual RMS {c['residual_rms']:.4g} (log loss)")
     loo = c["leave_one_run_out"]
     if loo["n_runs"]:
         out.append(f"  leave one run out: final loss predicted from its size's other runs within "
-                   f"{100 * loo['mean_abs_error']:.2f}% on average (bias {100 * loo['mean_error']:+.2f}%, "
+                   f"{100 * loo['mean_abs_error']:.2f}% on average (median {100 * loo['median_abs_error']:.2f}%, "
+                   f"bias {100 * loo['mean_error']:+.2f}%, "
                    f"worst {100 * loo['max_abs_error']:.2f}%, {loo['n_runs']} runs)")
     else:
         out.append("  leave one run out: no size has two runs with curves")
