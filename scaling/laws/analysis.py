@@ -177,8 +177,11 @@ def with_curves(fit: LawFit, runs: curve_fit.CurveRuns, *, resamples: int = curv
                 seed: int = 0) -> LawFit:
     """The fit with its "curves" section: the law fitted to the training curves of the runs it was
     fitted to (and the WSD stable runs they branch from), at the same reference compute and
-    compute count, with at most curve_fit.RESAMPLES resamples of whole runs."""
+    compute count, with at most curve_fit.RESAMPLES resamples of whole runs; the final-loss fit's
+    a and tokens per parameter (with their intervals) are repeated beside its own."""
     kept = [r for r in runs.schedules if r in set(fit.points.ids) or r not in runs.final]
     curves = curve_fit.fit_curves(runs.only(kept), resamples=min(int(resamples), curve_fit.RESAMPLES), seed=seed,
                                   reference_compute=fit.reference_compute, flops=fit.law.flops)
-    return replace(fit, curves=curves.to_json())
+    beside = {"a": fit.a, "a_ci": fit.interval("a"), "tokens_per_param": fit.tokens_per_param,
+              "tokens_per_param_ci": fit.interval("tokens_per_param")}
+    return replace(fit, curves={**curves.to_json(), "final_loss_fit": json_safe(beside)})
