@@ -171,8 +171,6 @@ def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None, seed: int = 
     })
 
 
-
-
 def with_curves(fit: LawFit, runs: curve_fit.CurveRuns, *, resamples: int = curve_fit.RESAMPLES,
                 seed: int = 0) -> LawFit:
     """The fit with its "curves" section: the law fitted to the training curves of the runs it was
