@@ -18,6 +18,7 @@ interval held the truth (0.5211) in 98% of sweeps from the curves and in 98% fro
 the median tokens-per-parameter interval was 1.46x hi/lo from the curves against 2.38x from the
 final losses (narrower in 49 of 50 sweeps; (hi/lo - 1) 3.3x smaller, log(hi/lo) 2.3x smaller); the
 curve laws predicted each left-out run's final loss within 0.56% on average (scatter: 0.58%).
+With --run-noise 0 (20 sweeps, 321 s): coverage 100% both ways, hi/lo 1.21 against 2.41.
 """
 
 from __future__ import annotations
