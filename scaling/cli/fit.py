@@ -57,6 +57,9 @@ def register(subparsers) -> None:
                    help=f"RUNS_DIR: fit the law to another of the runs' numbers in place of the loss: "
                         f"{', '.join(tasks.FIT_METRICS)} (default loss); metrics it does not describe "
                         f"({', '.join(tasks.NOT_FITTED)}) are refused")
+    p.add_argument("--curves", action="store_true",
+                   help="RUNS_DIR: also fit the law to every evaluation of the runs' training curves (Tissue et "
+                        "al.'s curve law per size), with intervals from resampling whole runs; fit.json's 'curves'")
     p.add_argument("--drop-highest-loss", type=int, default=0, metavar="K",
                    help="leave out the K points with the highest loss (Besiroglu et al.: 5)")
     p.add_argument("--min-tokens-per-param", type=float, metavar="X", help="leave out points with D/N below X")
@@ -141,7 +144,7 @@ def cmd_fit(args) -> int:
                   min_tokens_per_param=args.min_tokens_per_param, min_tokens=args.min_tokens,
                   delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap, seed=args.seed,
                   reference_compute=args.reference_compute, data_constrained=args.data_constrained,
-                  metric=args.metric)
+                  metric=args.metric, curves=args.curves)
     elapsed = time.perf_counter() - start
     path = results.write_fit(out, fit)
     if args.json:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.laws import analysis, fitdata, results, selection, tasks
+from scaling.laws.curve_store import read_curve_runs
 from scaling.laws.curves import curves_from_store
 from scaling.laws.fit import DEFAULT_DELTA
 
@@ -84,7 +85,7 @@ def points(source, *, kind: str | None = None, param_convention: str | None = No
 def fit(source, *, kind: str | None = None, drop_highest_loss: int = 0, min_tokens_per_param: float | None = None,
         min_tokens: float | None = None, delta: float = DEFAULT_DELTA, fixed_E: float | None = None,
         bootstrap: int = results.DEFAULT_BOOTSTRAP, seed: int = 0, reference_compute: float | None = None,
-        data_constrained: bool = False, metric: str = "loss", **where) -> results.LawFit:
+        data_constrained: bool = False, metric: str = "loss", curves: bool = False, **where) -> results.LawFit:
     """Fit L(N, D) = E + A/N^alpha + B/D^beta to `source`, as `scaling fit` does.
 
     source: a DataFrame, a CSV or parquet file, a run store runs/<sweep> or a packaged dataset
@@ -92,17 +93,23 @@ def fit(source, *, kind: str | None = None, drop_highest_loss: int = 0, min_toke
     drop_highest_loss, min_tokens_per_param, min_tokens: leave points out (`selection`).
     delta, fixed_E, bootstrap, seed, reference_compute, data_constrained: as `analysis.fit_data`.
     A run store's training curves give Approach 1 too. metric: fit a run store's `metric` (see
-    `tasks.FIT_METRICS`) in place of the loss; fit.json's limitations then say so first.
+    `tasks.FIT_METRICS`) in place of the loss; fit.json's limitations then say so first. curves: also
+    fit the law to the store's whole training curves (`curve_fit`, fit.json's 'curves' section).
     """
     kind = kind or kind_of(source)
+    if curves and (kind != "store" or metric != "loss"):
+        raise UsageError("--curves needs a run store (RUNS_DIR) and the loss (no --metric): the curves are "
+                         "the runs' validation losses")
     data = points(source, kind=kind, metric=metric, **where)
     data = selection.apply_filters(data, drop_highest_loss=drop_highest_loss,
                                    min_tokens_per_param=min_tokens_per_param, min_tokens=min_tokens)
-    curves = None
+    envelope = None
     if kind == "store" and metric == "loss":   # the curves are of the loss: Approach 1's envelope
-        curves = curves_from_store(source, param_convention=data.param_convention)
+        envelope = curves_from_store(source, param_convention=data.param_convention)
     fit = analysis.fit_data(data, delta=delta, fixed_E=fixed_E, bootstrap=bootstrap, seed=seed,
-                            reference_compute=reference_compute, curves=curves, data_constrained=data_constrained)
+                            reference_compute=reference_compute, curves=envelope, data_constrained=data_constrained)
+    if curves:
+        fit = analysis.with_curves(fit, read_curve_runs(source, data.param_convention), resamples=bootstrap, seed=seed)
     if metric != "loss":   # fit.json says what its "loss" is, where the report and a reader see it
         what = f"fitted to {metric} = {tasks.FIT_METRICS[metric].meaning}, in place of the validation loss"
         fit = replace(fit, limitations=(f"{what}: L is this metric", *fit.limitations))

@@ -36,7 +36,11 @@ Schema (version 1):
     only where runs repeat data: {"params", "r_d_star", "n_repeated", "max_epochs", "unique_range",
     "objective", "residual_rms", "message", "ci"}; and "lack_of_fit" (scaling.laws.lack_of_fit):
     {"tests": [{"by", "F", "df", "p_value", "offenders"}], "residual_rms", "pure_error_rms",
-    "replicated_cells"}, with its check "lack_of_fit" among the diagnostics)
+    "replicated_cells"}, with its check "lack_of_fit" among the diagnostics; and "curves", only
+    from `scaling fit --curves`: the law fitted to every size's training curves
+    (scaling.laws.curve_fit.CurvesFit.to_json: "params", "allocation", "tokens_per_param_at_reference",
+    "ci" from resampling whole runs, "sizes" with each curve law and its points,
+    "leave_one_run_out", and "final_loss_fit": this fit's a and tokens per parameter beside them))
 """
 
 from __future__ import annotations
@@ -187,6 +191,7 @@ class LawFit:
     param_conventions: dict | None = None    # the fit with N counted each way, where both are known
     repeated: Repeated | None = None         # the data-constrained fit, where runs repeat data
     lack_of_fit: dict | None = None          # the F-tests of residual structure (scaling.laws.lack_of_fit)
+    curves: dict | None = None               # the law fitted to the training curves (scaling fit --curves)
     resampled: np.ndarray | None = field(default=None, repr=False, compare=False)  # (R, 5): E, A, B, alpha, beta
     points: FitData | None = field(default=None, repr=False, compare=False)
     optimum: fitting.FitResult | None = field(default=None, repr=False, compare=False)
@@ -274,6 +279,7 @@ class LawFit:
             **({} if self.param_conventions is None else {"param_conventions": self.param_conventions}),
             **({} if self.repeated is None else {"repeated": self.repeated.to_json()}),
             **({} if self.lack_of_fit is None else {"lack_of_fit": self.lack_of_fit}),
+            **({} if self.curves is None else {"curves": self.curves}),
         }
 
     @classmethod
@@ -336,7 +342,7 @@ def _from_json(obj, where: str) -> LawFit:
     ci = _section(obj, "ci", where, (dict,))
     for key in ("dropped", "evidence", "limitations"):
         _section(data if key == "dropped" else obj, key, where, (list,))
-    for key in ("approaches", "kaplan", "verdict", "param_conventions", "repeated", "lack_of_fit"):
+    for key in ("approaches", "kaplan", "verdict", "param_conventions", "repeated", "lack_of_fit", "curves"):
         _section(obj, key, where, (dict,))
     checks = _section(obj, "diagnostics", where, (list,))
     if checks is not None and not (all(isinstance(c, dict) for c in checks) and isinstance(obj.get("verdict"), dict)):
@@ -358,7 +364,7 @@ def _from_json(obj, where: str) -> LawFit:
         approaches=obj.get("approaches"), kaplan=obj.get("kaplan"),
         diagnostics=None if checks is None else Diagnostics.from_json(obj),
         param_conventions=obj.get("param_conventions"), repeated=_repeated(obj, where),
-        lack_of_fit=obj.get("lack_of_fit"))
+        lack_of_fit=obj.get("lack_of_fit"), curves=obj.get("curves"))
 
 
 def _repeated(obj: dict, where: str) -> Repeated | None:

@@ -51,6 +51,7 @@ def format_summary(fit: LawFit) -> str:
         out.append(format_lack_of_fit(fit.lack_of_fit))
     out += format_conventions(fit)
     out += format_repeated(fit)
+    out += format_curves(fit)
     out += format_verdict(fit)
     return "\n".join(out)
 
@@ -84,6 +85,36 @@ def format_repeated(fit: LawFit) -> list[str]:
                                        for k in ("alpha", "beta")) + f"; residual RMS {r.residual_rms:.4g}")
     if r.message:
         out.append(f"  note: {r.message}")
+    return out
+
+
+def format_curves(fit: LawFit) -> list[str]:
+    """The law fitted to the training curves (`scaling fit --curves`) beside the final-loss fit, and
+    the curve law's leave-one-run-out error of final losses."""
+    c = fit.curves
+    if c is None:
+        return []
+    ci = c["ci"] or {}
+    out = [f"fitted to the training curves (Tissue et al.'s curve law per size, {len(c['sizes'])} sizes; "
+           + (f"{100 * ci['level']:g}% intervals from {ci['n_resamples']} resamples of whole runs):"
+              if ci else "no resamples):")]
+    for name, key, f in (("a", "a", ".4f"), ("tokens per parameter", "tokens_per_param", ".4g")):
+        mine = c["allocation"]["a"] if key == "a" else c["tokens_per_param_at_reference"]
+        final = fit.a if key == "a" else fit.tokens_per_param
+        out.append(f"  {name:<20} curves {_with_interval(mine, ci.get(key), f)}   "
+                   f"final losses {_with_interval(final, fit.interval(key), f)}")
+    rms = [size["law"]["rms"] for size in c["sizes"]]
+    out.append(f"  curve laws: {sum(size['law']['n_points'] for size in c['sizes'])} evaluations past the warmup, "
+               f"residual RMS {min(rms):.3g} to {max(rms):.3g} (loss) by size; L(N, D) to their final losses "
+               f"residual RMS {c['residual_rms']:.4g} (log loss)")
+    loo = c["leave_one_run_out"]
+    if loo["n_runs"]:
+        out.append(f"  leave one run out: final loss predicted from its size's other runs within "
+                   f"{100 * loo['mean_abs_error']:.2f}% on average (median {100 * loo['median_abs_error']:.2f}%, "
+                   f"bias {100 * loo['mean_error']:+.2f}%, "
+                   f"worst {100 * loo['max_abs_error']:.2f}%, {loo['n_runs']} runs)")
+    else:
+        out.append("  leave one run out: no size has two runs with curves")
     return out
 
 
