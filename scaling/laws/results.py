@@ -41,6 +41,8 @@ Schema (version 1):
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import math
 from dataclasses import dataclass, field, replace
@@ -49,7 +51,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scaling.config import read_json
+from scaling.config import parse_json, read_bounded, read_text
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws import allocation
@@ -327,14 +329,28 @@ def samples_path(path: Path, kind: str = "bootstrap") -> Path:
     return path.with_name(f"{path.stem}.{kind}.csv")
 
 
-def _write_samples(path: Path, names, rows: np.ndarray) -> None:
-    lines = [",".join(names)] + [",".join(repr(float(v)) for v in row) for row in rows]
+# The side CSVs' first line: the sha256 of the fit.json text they belong to. A fit's files are
+# written side files first, fit.json last, each atomically; a write cut short (a full disk, a
+# kill) leaves a side file whose digest is not its fit.json's, and the reader refuses it rather
+# than pair one fit's numbers with another's intervals.
+DIGEST_LINE = "# fit.json sha256 "
+SIDE_KINDS = ("bootstrap", "repeated")
+
+
+def fit_digest(text: str | bytes) -> str:
+    """The sha256 of fit.json's text, as its side files record it."""
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+
+
+def _write_samples(path: Path, names, rows: np.ndarray, digest: str) -> None:
+    lines = [DIGEST_LINE + digest, ",".join(names)] + [",".join(repr(float(v)) for v in row) for row in rows]
     write_atomic(path, "\n".join(lines) + "\n")
 
 
 def write_fit(path, fit: LawFit) -> Path:
     """Write fit.json atomically (a folder path gets fit.json inside it), and the bootstrap's
-    constants beside it when there are any; return the fit.json path."""
+    constants beside it when there are any (each stamped with fit.json's digest, and written
+    before it); a side file the new fit has none of is removed. Return the fit.json path."""
     path = Path(path)
     if path.is_dir() or path.suffix != ".json":
         path = path / FILENAME
@@ -342,24 +358,56 @@ def write_fit(path, fit: LawFit) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create {path.parent}: {exc}") from None
-    write_atomic(path, dumps_fit(fit))
-    if fit.resampled is not None:
-        _write_samples(samples_path(path), PARAM_NAMES, fit.resampled)
-    if fit.repeated is not None and fit.repeated.samples is not None:
-        _write_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.samples)
+    text = dumps_fit(fit)
+    digest = fit_digest(text)
+    sides = {"bootstrap": (PARAM_NAMES, fit.resampled),
+             "repeated": (SAMPLE_NAMES, None if fit.repeated is None else fit.repeated.samples)}
+    for kind, (names, rows) in sides.items():
+        if rows is not None:
+            _write_samples(samples_path(path, kind), names, rows, digest)
+    write_atomic(path, text)
+    for kind, (_, rows) in sides.items():
+        if rows is None:
+            samples_path(path, kind).unlink(missing_ok=True)   # an older fit's: it would never match
     return path
 
 
-def _read_samples(path: Path, names, count) -> np.ndarray | None:
-    """Bootstrap constants from `path`, if they are there, with these columns and `count` rows."""
+# Constants no fit can have: a sample is finite or +inf (A or B run off with its exponent), and
+# the constants are positive; -inf, NaN, zero or a negative value is a corrupted file.
+def _check_samples(values: np.ndarray, path: Path) -> None:
+    bad = np.isnan(values) | (values <= 0) | np.isneginf(values)
+    if bad.any():
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        raise UsageError(f"{path}: row {row + 1} holds {values[row, col]!r}; bootstrap constants are "
+                         "positive numbers (rerun `scaling fit`)")
+
+
+def _read_samples(path: Path, names, count, digest: str) -> np.ndarray | None:
+    """Bootstrap constants from `path` (None when there is no such file), with these columns,
+    `count` rows and fit.json's `digest`; UsageError for a file that is not theirs."""
     try:
-        table = pd.read_csv(path)
+        text = read_text(path, "bootstrap samples file")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    first, _, rest = text.partition("\n")
+    if not first.startswith(DIGEST_LINE):
+        raise UsageError(f"{path} does not name the fit.json it belongs to (written by an older scaling, or "
+                         "edited); rerun `scaling fit` to write the fit's files together")
+    if first[len(DIGEST_LINE):].strip() != digest:
+        raise UsageError(f"{path} belongs to another fit than {path.with_name(FILENAME)} (its fit.json digest "
+                         "differs: a write was cut short, or one file was replaced); rerun `scaling fit`")
+    try:
+        table = pd.read_csv(io.StringIO(rest))
         values = table.to_numpy(dtype=float)            # text where a number should be: ValueError
-    except (OSError, ValueError):
-        return None
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise UsageError(f"{path} is not a table of bootstrap constants ({exc})") from None
     if list(table.columns) != list(names) or len(table) != count:
-        return None
-    return None if np.isnan(values).any() else values      # inf is a real sample: A when alpha ran off
+        raise UsageError(f"{path}: expected {count} rows of {', '.join(names)}; found {len(table)} rows of "
+                         f"{', '.join(map(str, table.columns))}")
+    _check_samples(values, path)
+    return values
 
 
 def load_fit(path) -> LawFit:
@@ -374,15 +422,21 @@ def load_fit(path) -> LawFit:
     if path.is_dir():
         path = path / FILENAME
     try:
-        obj = read_json(path)               # bounded: a deep or huge file is refused, not recursed
+        raw = read_bounded(path)            # a regular file, size-capped: never /dev/zero or a FIFO
     except FileNotFoundError:
         raise UsageError(f"fit file {path} does not exist (write one with `scaling fit`)") from None
     except OSError as exc:
         raise UsageError(f"cannot read fit file {path}: {exc}") from None
+    try:
+        obj = parse_json(raw.decode("utf-8"), str(path))   # bounded: a deep file is refused, not recursed
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not valid JSON (not UTF-8 text at byte {exc.start})") from None
     fit = LawFit.from_json(obj, str(path))
+    digest = fit_digest(raw)
     if fit.ci is not None:
-        fit = replace(fit, resampled=_read_samples(samples_path(path), PARAM_NAMES, fit.options.bootstrap))
+        fit = replace(fit, resampled=_read_samples(samples_path(path), PARAM_NAMES, fit.options.bootstrap, digest))
     if fit.repeated is not None and fit.repeated.ci is not None:
-        samples = _read_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.ci.get("n_resamples"))
+        samples = _read_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.ci.get("n_resamples"),
+                                digest)
         fit = replace(fit, repeated=replace(fit.repeated, samples=samples))
     return fit
