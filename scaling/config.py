@@ -88,7 +88,7 @@ def parse_json(text: str, source: str):
     return obj
 
 
-def read_bounded(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
+def read_bounded(path: str | Path, limit: int = MAX_FILE_BYTES, what: str = "file") -> bytes:
     """The bytes of a regular file of at most `limit` bytes. A FIFO, a device (/dev/zero), a folder
     or a larger file is a UsageError naming it, never a hang or gigabytes read; a missing file is
     FileNotFoundError, as from open()."""
@@ -97,19 +97,19 @@ def read_bounded(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
     with os.fdopen(fd, "rb") as f:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise UsageError(f"{path} is not a regular file (a FIFO, device or folder); refusing to read it")
+            raise UsageError(f"cannot read {what} {path}: not a regular file (a FIFO, a device or a folder)")
         data = f.read(limit + 1)
     if len(data) > limit:
-        raise UsageError(f"{path} is larger than {limit // 2**20} MiB; not a file of this package")
+        raise UsageError(f"cannot read {what} {path}: larger than {limit // 2**20} MiB, not a file of this package")
     return data
 
 
 def read_text(path: str | Path, what: str = "file") -> str:
     """A bounded regular file as UTF-8 text (`read_bounded`); UsageError naming `path` otherwise."""
     try:
-        return read_bounded(path).decode("utf-8")
+        return read_bounded(path, what=what).decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: the {what} is not UTF-8 text (byte {exc.start})") from None
+        raise UsageError(f"cannot read {what} {path}: not UTF-8 text (byte {exc.start})") from None
 
 
 def read_json(path: str | Path):
@@ -470,7 +470,7 @@ def load_config(path: str | Path) -> SweepConfig:
     """Read and validate a sweep YAML file."""
     path = Path(path)
     try:
-        text = read_bounded(path).decode("utf-8")
+        text = read_bounded(path, what="config").decode("utf-8")
     except FileNotFoundError:
         raise UsageError(f"config file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:

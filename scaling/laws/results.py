@@ -16,7 +16,9 @@ Schema (version 1):
 
     {"kind": "scaling.fit", "version": 1, "seed": int,
      "data": {"source", "n_points", "digest", "param_convention", "dropped": [{"id", "reason"}],
-              "filters", "n_range", "d_range", "c_range"},
+              "filters", "n_range", "d_range", "c_range"} (added: "table", a table's path and
+              columns; "store", a run store's {"path": absolute, "digest": sha256 of its run
+              table as runs.csv holds it}, which `validate` and `report` find and check),
      "options": {"delta", "grid", "n_starts", "fixed_E", "bootstrap"},
      "params": {"E", "A", "B", "alpha", "beta"}, "allocation": {"a", "b", "G"},
      "reference_compute", "tokens_per_param_at_reference",
@@ -84,6 +86,7 @@ class DataSummary:
     d_range: list | None = None
     c_range: list | None = None
     table: dict | None = None                # a table's path and columns, to read it again
+    store: dict | None = None                # a run store's absolute path and run-table digest
 
     @classmethod
     def of(cls, data: FitData) -> "DataSummary":
@@ -91,13 +94,14 @@ class DataSummary:
         return cls(source=data.source, n_points=len(data), digest=data.digest,
                    param_convention=data.param_convention, dropped=tuple(d.to_dict() for d in data.dropped),
                    filters=dict(data.filters), n_range=r["n_range"], d_range=r["d_range"], c_range=r["c_range"],
-                   table=data.table)
+                   table=data.table, store=data.store)
 
     def to_json(self) -> dict:
         return {"source": self.source, "n_points": self.n_points, "digest": self.digest,
                 "param_convention": self.param_convention, "dropped": list(self.dropped),
                 "filters": dict(self.filters), "n_range": self.n_range, "d_range": self.d_range,
-                "c_range": self.c_range, **({"table": self.table} if self.table is not None else {})}
+                "c_range": self.c_range, **({"table": self.table} if self.table is not None else {}),
+                **({"store": self.store} if self.store is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -386,7 +390,7 @@ def _read_samples(path: Path, names, count, digest: str) -> np.ndarray | None:
     """Bootstrap constants from `path` (None when there is no such file), with these columns,
     `count` rows and fit.json's `digest`; UsageError for a file that is not theirs."""
     try:
-        text = read_text(path, "bootstrap samples file")
+        text = read_text(path, "bootstrap samples")
     except FileNotFoundError:
         return None
     except OSError as exc:

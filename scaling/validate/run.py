@@ -35,7 +35,14 @@ STORE_PREFIX = "runs "   # how a fit names the run store it read (FitData.source
 
 
 def fit_store(fit: LawFit) -> Path | None:
-    """The run store the fit read, or None when it was fitted from a table or dataset."""
+    """The run store the fit read, or None when it was fitted from a table or dataset: the absolute
+    path fit.json records, refused when gone or changed since; a fit from before that record names
+    the store as typed then."""
+    if fit.data.store is not None:
+        path = store.recorded_store(fit.data.store, "the fit")
+        if path is None:
+            raise UsageError(f"the fit's run store {fit.data.store['path']} does not exist (moved or deleted)")
+        return path
     source = fit.data.source or ""
     return Path(source[len(STORE_PREFIX):]) if source.startswith(STORE_PREFIX) else None
 
