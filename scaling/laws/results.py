@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scaling.config import parse_json, read_bounded, read_text
+from scaling.config import excerpt, parse_json, read_bounded, read_text
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws import allocation
@@ -254,6 +254,43 @@ def _number(section: dict, key: str, where: str, label: str = ""):
     return value
 
 
+def _is_number(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _check_intervals(ci: dict, where: str, label: str) -> None:
+    """A "ci" section: a level in (0, 1), a whole number of resamples (either may be absent), each bound pair a list of
+    two numbers (or nulls, where undefined); UsageError naming the entry otherwise."""
+    level, count = ci.get("level"), ci.get("n_resamples")
+    if level is not None and not (_is_number(level) and 0 < level < 1):
+        raise UsageError(f"{where}: '{label}.level' must be a number in (0, 1), got {excerpt(level)}")
+    if count is not None and not (isinstance(count, int) and not isinstance(count, bool) and count >= 1):
+        raise UsageError(f"{where}: '{label}.n_resamples' must be a whole number >= 1, got {excerpt(count)}")
+    for name, pair in ci.items():
+        if name not in ("level", "n_resamples") and not (
+                isinstance(pair, list) and len(pair) == 2 and all(v is None or _is_number(v) for v in pair)):
+            raise UsageError(f"{where}: '{label}.{name}' must be a list [lo, hi] of numbers or nulls, "
+                             f"got {excerpt(pair)}")
+
+
+# The data section's entries: the type each must have when present (None is always allowed).
+_DATA_TYPES = {"source": str, "n_points": int, "digest": str, "param_convention": str, "filters": dict,
+               "table": dict, "store": dict}
+
+
+def _check_data(data: dict, where: str) -> None:
+    for key, kind in _DATA_TYPES.items():
+        value = data.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise UsageError(f"{where}: 'data.{key}' must be {kind.__name__} or null, got {excerpt(value)}")
+    for key in ("n_range", "d_range", "c_range"):
+        pair = data.get(key)
+        if pair is not None and not (isinstance(pair, list) and len(pair) == 2
+                                     and all(_is_number(v) and v > 0 for v in pair)):
+            raise UsageError(f"{where}: 'data.{key}' must be a list [lo, hi] of positive numbers, "
+                             f"got {excerpt(pair)}")
+
+
 def _law(obj: dict, where: str) -> Law:
     params = _section(obj, "params", where, (dict,))
     if params is None or any(k not in params for k in PARAM_NAMES):
@@ -289,7 +326,14 @@ def _from_json(obj, where: str) -> LawFit:
     if checks is not None and not (all(isinstance(c, dict) for c in checks) and isinstance(obj.get("verdict"), dict)):
         raise UsageError(f"{where}: 'diagnostics' must be a list of checks, with a 'verdict'")
     if ci is not None:
-        _number(ci, "level", where, "ci")
+        _check_intervals(ci, where, "ci")
+    _check_data(data, where)
+    rms = _number(obj, "residual_rms", where)
+    if rms is not None and rms < 0:
+        raise UsageError(f"{where}: 'residual_rms' must be >= 0 (a root mean square), got {rms!r}")
+    bootstrap = options.get("bootstrap", 0)
+    if not (isinstance(bootstrap, int) and not isinstance(bootstrap, bool) and bootstrap >= 0):
+        raise UsageError(f"{where}: 'options.bootstrap' must be a whole number >= 0, got {excerpt(bootstrap)}")
     return LawFit(
         law=law, seed=obj.get("seed", 0),
         data=DataSummary(**{k: data[k] for k in DataSummary.__dataclass_fields__ if k in data}),
@@ -300,7 +344,7 @@ def _from_json(obj, where: str) -> LawFit:
         tokens_per_param=_number(obj, "tokens_per_param_at_reference", where),
         ci=None if ci is None else Intervals.from_json(ci), objective=obj.get("objective"),
         n_starts_at_optimum=obj.get("n_starts_at_optimum"),
-        residual_rms=_number(obj, "residual_rms", where),
+        residual_rms=rms,
         evidence=tuple(obj.get("evidence") or ()), limitations=tuple(obj.get("limitations") or ()),
         approaches=obj.get("approaches"), kaplan=obj.get("kaplan"),
         diagnostics=None if checks is None else Diagnostics.from_json(obj),
@@ -312,6 +356,10 @@ def _repeated(obj: dict, where: str) -> Repeated | None:
     section = obj.get("repeated")
     if section is None:
         return None
+    if isinstance(section.get("ci"), dict):
+        _check_intervals(section["ci"], where, "repeated.ci")
+    elif section.get("ci") is not None:
+        raise UsageError(f"{where}: 'repeated.ci' must be a section of intervals or null, got {excerpt(section['ci'])}")
     try:
         return Repeated.from_json(section)
     except (KeyError, TypeError, ValueError, UsageError) as exc:
