@@ -41,6 +41,23 @@ def fit_points(tmp: Path, name: str, scale: float = 1.0, bootstrap: int = 0) -> 
     return tmp / name / "fit.json"
 
 
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory) -> Path:
+    """Three fits made once: "plain" (no bootstrap), "boot" and "other" (20 resamples each,
+    "other" of losses 1.3 times higher)."""
+    tmp = tmp_path_factory.mktemp("fits")
+    fit_points(tmp, "plain")
+    fit_points(tmp, "boot", bootstrap=20)
+    fit_points(tmp, "other", scale=1.3, bootstrap=20)
+    return tmp
+
+
+def copy_fit(fitted: Path, name: str, tmp: Path) -> Path:
+    """A copy of one of the module's fits, to edit; its fit.json path."""
+    shutil.copytree(fitted / name, tmp / name)
+    return tmp / name / "fit.json"
+
+
 def refused(argv, capsys, expected: str) -> str:
     """Run `argv`: exit 2, one line on stderr containing `expected`, no traceback."""
     code = main([str(a) for a in argv])
@@ -81,19 +98,18 @@ def edit_fit(path: Path, **changes) -> Path:
 
 
 @pytest.mark.parametrize("site", ["write:fit.json", "write:fit.bootstrap.csv"])
-def test_a_fit_cut_short_never_pairs_its_numbers_with_another_fits_intervals(tmp_path, monkeypatch, site):
+def test_a_fit_cut_short_never_pairs_its_numbers_with_another_fits_intervals(fitted, tmp_path, monkeypatch, site):
     # The issue's case 1: a full disk while `scaling fit` writes. Whichever file the disk fills
     # on, what load_fit returns afterwards is one fit's law with that fit's samples, or a refusal.
-    old = results.load_fit(fit_points(tmp_path, "fit", bootstrap=20))
-    new_path = fit_points(tmp_path, "new", scale=1.3, bootstrap=20)
-    new = results.load_fit(new_path)
+    old = results.load_fit(copy_fit(fitted, "boot", tmp_path))
+    new = results.load_fit(fitted / "other")
     assert not np.array_equal(old.resampled, new.resampled)
     monkeypatch.setenv("SCALING_FAULT", f"oserror_at={site}:1,errno=ENOSPC")
     with pytest.raises(OSError):
-        results.write_fit(tmp_path / "fit", new)
+        results.write_fit(tmp_path / "boot", new)
     monkeypatch.delenv("SCALING_FAULT")
     try:
-        loaded = results.load_fit(tmp_path / "fit")
+        loaded = results.load_fit(tmp_path / "boot")
     except UsageError as exc:
         assert "fit.bootstrap.csv belongs to another fit" in str(exc)
         return
@@ -101,24 +117,23 @@ def test_a_fit_cut_short_never_pairs_its_numbers_with_another_fits_intervals(tmp
     assert np.array_equal(loaded.resampled, pair.resampled)
 
 
-def test_plan_refuses_the_samples_of_another_fit_naming_the_file(tmp_path, capsys):
-    fit_points(tmp_path, "a", bootstrap=20)
-    fit_points(tmp_path, "b", scale=1.2, bootstrap=20)
-    shutil.copy(tmp_path / "b" / "fit.bootstrap.csv", tmp_path / "a" / "fit.bootstrap.csv")
-    refused(["plan", "--fit", tmp_path / "a", "--compute", "1e21"], capsys, "a/fit.bootstrap.csv belongs to another fit")
+def test_plan_refuses_the_samples_of_another_fit_naming_the_file(fitted, tmp_path, capsys):
+    fit = copy_fit(fitted, "boot", tmp_path)
+    shutil.copy(fitted / "other" / "fit.bootstrap.csv", fit.with_name("fit.bootstrap.csv"))
+    refused(["plan", "--fit", fit, "--compute", "1e21"], capsys, "boot/fit.bootstrap.csv belongs to another fit")
 
 
-def test_a_refit_without_bootstrap_removes_the_old_samples(tmp_path):
-    fit_points(tmp_path, "fit", bootstrap=20)
-    assert (tmp_path / "fit" / "fit.bootstrap.csv").is_file()
-    fit_points(tmp_path, "fit", scale=1.2, bootstrap=0)
-    assert not (tmp_path / "fit" / "fit.bootstrap.csv").exists()
+def test_a_refit_without_bootstrap_removes_the_old_samples(fitted, tmp_path):
+    fit = copy_fit(fitted, "boot", tmp_path)
+    results.write_fit(fit, results.load_fit(fitted / "plain"))
+    assert not fit.with_name("fit.bootstrap.csv").exists()
+    assert results.load_fit(fit).law == results.load_fit(fitted / "plain").law
 
 
 @pytest.mark.parametrize("value", ["-1.0", "0.0", "-inf", "nan"])
-def test_impossible_bootstrap_constants_are_refused(tmp_path, capsys, value):
+def test_impossible_bootstrap_constants_are_refused(fitted, tmp_path, capsys, value):
     # A hand edit that keeps the digest line: the values themselves are checked.
-    path = fit_points(tmp_path, "fit", bootstrap=20).with_name("fit.bootstrap.csv")
+    path = copy_fit(fitted, "boot", tmp_path).with_name("fit.bootstrap.csv")
     lines = path.read_text().splitlines()
     lines[3] = ",".join([value] + lines[3].split(",")[1:])
     path.write_text("\n".join(lines) + "\n")
@@ -209,8 +224,8 @@ def test_validate_and_report_read_the_fits_store_from_any_folder_and_refuse_it_c
 
 
 @pytest.mark.parametrize("kind", ["/dev/zero", "fifo"])
-def test_a_side_file_that_is_a_device_or_fifo_is_refused(tmp_path, capsys, kind):
-    side = fit_points(tmp_path, "fit", bootstrap=20).with_name("fit.bootstrap.csv")
+def test_a_side_file_that_is_a_device_or_fifo_is_refused(fitted, tmp_path, capsys, kind):
+    side = copy_fit(fitted, "boot", tmp_path).with_name("fit.bootstrap.csv")
     side.unlink()
     os.symlink("/dev/zero", side) if kind == "/dev/zero" else os.mkfifo(side)
     with deadline(30):
@@ -234,8 +249,8 @@ def test_a_config_or_fit_that_is_a_fifo_is_refused(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("alpha, beta", [(0, 0.3), (0.3, -0.2), (0, 0), (-0.3, 0.3)])
-def test_a_law_without_an_allocation_is_refused_by_every_command(tmp_path, capsys, alpha, beta):
-    fit = edit_fit(fit_points(tmp_path, "fit"), **{"params.alpha": alpha, "params.beta": beta})
+def test_a_law_without_an_allocation_is_refused_by_every_command(fitted, tmp_path, capsys, alpha, beta):
+    fit = edit_fit(copy_fit(fitted, "plain", tmp_path), **{"params.alpha": alpha, "params.beta": beta})
     expected = "a compute-optimal allocation needs A, B, alpha and beta positive"
     refused(["plan", "--fit", fit, "--compute", "1e21"], capsys, expected)
     refused(["compare", fit], capsys, expected)
@@ -253,20 +268,20 @@ def test_a_law_without_an_allocation_is_refused_by_every_command(tmp_path, capsy
     ({"repeated": {"ci": [1, 2]}}, "'repeated.ci' must be a section of intervals or null"),
     ({"data.store": {"path": 3}}, "'data.store' must be"),
 ])
-def test_a_malformed_fit_json_is_refused_in_one_line(tmp_path, capsys, changes, expected):
-    fit = edit_fit(fit_points(tmp_path, "fit"), **changes)
+def test_a_malformed_fit_json_is_refused_in_one_line(fitted, tmp_path, capsys, changes, expected):
+    fit = edit_fit(copy_fit(fitted, "plain", tmp_path), **changes)
     argv = (["validate", fit, "--compute", "1e15", "--dry-run"] if "store" in str(changes)
             else ["plan", "--fit", fit, "--compute", "1e21"])
     refused(argv, capsys, expected)
 
 
-def test_validate_beyond_the_familys_shape_limits_is_refused(tmp_path, capsys):
-    refused(["validate", fit_points(tmp_path, "fit"), "--compute", "1e28", "--dry-run", "--config", TINY],
+def test_validate_beyond_the_familys_shape_limits_is_refused(fitted, capsys):
+    refused(["validate", fitted / "plain" / "fit.json", "--compute", "1e28", "--dry-run", "--config", TINY],
             capsys, "its shapes stop below d_model")
 
 
-def test_cost_inference_aware_with_extreme_constants_is_refused(tmp_path, capsys):
-    fit = edit_fit(fit_points(tmp_path, "fit"), params={"E": 1.0, "A": 1e300, "B": 1e300, "alpha": 1e-3, "beta": 1e-3})
+def test_cost_inference_aware_with_extreme_constants_is_refused(fitted, tmp_path, capsys):
+    fit = edit_fit(copy_fit(fitted, "plain", tmp_path), params={"E": 1.0, "A": 1e300, "B": 1e300, "alpha": 1e-3, "beta": 1e-3})
     refused(["cost", "inference-aware", "--fit", fit, "--compute", "1e21", "--inference-tokens", "1e12"], capsys,
             "lies beyond a float's range")
 
@@ -304,3 +319,27 @@ def test_a_malformed_validate_json_is_refused_naming_it(tmp_path, edit, expected
     with pytest.raises(UsageError) as exc:
         load_validation(path)
     assert str(path) in str(exc.value) and expected in str(exc.value)
+
+
+# --------------------------------------------------------------------------------------------
+# 5. Figures, reports and tune's files: written atomically, a link replaced, not written through
+
+
+def test_a_figure_replaces_a_symlink_and_a_full_disk_leaves_the_old_file(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from scaling.report.style import save
+
+    outside = tmp_path / "precious.txt"
+    outside.write_text("a user's file")
+    os.symlink(outside, tmp_path / "tune.png")
+    fig = Figure()
+    fig.add_subplot().plot([1, 2], [3, 4])
+    save(fig, tmp_path, "tune")
+    assert outside.read_text() == "a user's file" and not (tmp_path / "tune.png").is_symlink()
+    before = (tmp_path / "tune.svg").read_bytes()
+    fig.axes[0].plot([1, 2], [4, 3])
+    monkeypatch.setenv("SCALING_FAULT", "oserror_at=write:tune.svg:1,errno=ENOSPC")
+    with pytest.raises(OSError, match="tune.svg"):
+        save(fig, tmp_path, "tune")
+    assert (tmp_path / "tune.svg").read_bytes() == before

@@ -22,6 +22,7 @@ from scaling.cli.sweep import console, print_plan, stop_on_signals
 from scaling.config import load_config, parse_yaml
 from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, positive, sci
+from scaling.runs.store import write_atomic
 
 
 def register(subparsers) -> None:
@@ -191,9 +192,9 @@ def write_outputs(args, cfg, tuning, law, inside, why) -> Path:
     if edges:
         header += f"# At the grid's edge (the optimum lies beyond: widen --lrs, tune again): {', '.join(edges)}\n"
     data = tuned_config(parse_yaml(args.config.read_text(encoding="utf-8"), str(args.config)), tuning.shapes)
-    tuned_path.write_text(header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
+    write_atomic(tuned_path, header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None))
     record = {"config": str(args.config), "tuned_config": str(tuned_path), **tune_record(tuning, law, inside, why)}
-    (out / "tune.json").write_text(json.dumps(json_safe(record), indent=2) + "\n")
+    write_atomic(out / "tune.json", json.dumps(json_safe(record), indent=2) + "\n")
     save(figure(tuning.shapes, law), out, "tune")
     return out
 
