@@ -7,6 +7,7 @@ real files; none mocks this package's code.
 
 import json
 import os
+import resource
 import shutil
 import signal
 import tracemalloc
@@ -68,16 +69,21 @@ def refused(argv, capsys, expected: str) -> str:
 
 
 @contextmanager
-def deadline(seconds: int):
-    """Fail (rather than hang the suite) when the body runs longer than `seconds`."""
+def deadline(seconds: int, extra_bytes: int = 2 * 2**30):
+    """Fail (rather than hang the suite, or fill the machine's memory reading /dev/zero) when the
+    body runs longer than `seconds` or maps more than `extra_bytes` more address space."""
     def stop(*_):
         raise TimeoutError(f"still running after {seconds} s: a read that never returns")
     old = signal.signal(signal.SIGALRM, stop)
+    limits = resource.getrlimit(resource.RLIMIT_AS)
+    mapped = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (mapped + extra_bytes, limits[1]))
     signal.alarm(seconds)
     try:
         yield
     finally:
         signal.alarm(0)
+        resource.setrlimit(resource.RLIMIT_AS, limits)
         signal.signal(signal.SIGALRM, old)
 
 
