@@ -136,12 +136,13 @@ def test_a_refit_without_bootstrap_removes_the_old_samples(fitted, tmp_path):
     assert results.load_fit(fit).law == results.load_fit(fitted / "plain").law
 
 
-@pytest.mark.parametrize("value", ["-1.0", "0.0", "-inf", "nan"])
-def test_impossible_bootstrap_constants_are_refused(fitted, tmp_path, capsys, value):
+@pytest.mark.parametrize("column, value", [(0, "-1.0"), (1, "-2.0"), (2, "-inf"), (3, "nan")])
+def test_impossible_bootstrap_constants_are_refused(fitted, tmp_path, capsys, column, value):
     # A hand edit that keeps the digest line: the values themselves are checked.
     path = copy_fit(fitted, "boot", tmp_path).with_name("fit.bootstrap.csv")
     lines = path.read_text().splitlines()
-    lines[3] = ",".join([value] + lines[3].split(",")[1:])
+    cells = lines[3].split(",")
+    lines[3] = ",".join(cells[:column] + [value] + cells[column + 1:])
     path.write_text("\n".join(lines) + "\n")
     refused(["plan", "--fit", path.parent, "--compute", "1e21"], capsys, "fit.bootstrap.csv: row 2 holds")
 

@@ -424,14 +424,16 @@ def write_fit(path, fit: LawFit) -> Path:
     return path
 
 
-# Constants no fit can have: a sample is finite or +inf (A or B run off with its exponent), and
-# the constants are positive; -inf, NaN, zero or a negative value is a corrupted file.
-def _check_samples(values: np.ndarray, path: Path) -> None:
-    bad = np.isnan(values) | (values <= 0) | np.isneginf(values)
+# Constants no fit can have: a sample is finite or +inf (A or B run off with its exponent), E, A
+# and B are >= 0 (E's bound; A and B are exponentials, 0 where one underflowed), and an exponent
+# may take any sign in a resample. NaN, -inf or a negative E, A or B is a corrupted file.
+def _check_samples(values: np.ndarray, names, path: Path) -> None:
+    least = np.array([0.0 if n in ("E", "A", "B") else -np.inf for n in names])
+    bad = np.isnan(values) | np.isneginf(values) | (values < least)
     if bad.any():
         row, col = (int(i) for i in np.argwhere(bad)[0])
-        raise UsageError(f"{path}: row {row + 1} holds {values[row, col]!r}; bootstrap constants are "
-                         "positive numbers (rerun `scaling fit`)")
+        raise UsageError(f"{path}: row {row + 1} holds {names[col]} = {float(values[row, col])!r}; bootstrap "
+                         "constants are numbers, E, A and B not negative (rerun `scaling fit`)")
 
 
 def _read_samples(path: Path, names, count, digest: str) -> np.ndarray | None:
@@ -458,7 +460,7 @@ def _read_samples(path: Path, names, count, digest: str) -> np.ndarray | None:
     if list(table.columns) != list(names) or len(table) != count:
         raise UsageError(f"{path}: expected {count} rows of {', '.join(names)}; found {len(table)} rows of "
                          f"{', '.join(map(str, table.columns))}")
-    _check_samples(values, path)
+    _check_samples(values, names, path)
     return values
 
 
