@@ -20,8 +20,8 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
-# validate --force: the demo's law is not identified (the fit's verdict says why), and the
-# validation shows what that means for a run beyond the sweep.
+# validate --force: a law called `not identified` is refused without it; the demo's is `use with
+# caution`, and the validation shows what its allocation is worth one budget beyond the sweep.
 demo: install
 	$(BIN)/scaling sweep configs/tiny.yaml
 	$(BIN)/scaling fit runs/tiny

@@ -27,7 +27,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from scaling.config import SweepConfig, load_config
 from scaling.sweep.plan import plan
 from scaling.train.counts import COMPUTE_MEASURES
-from scaling.train.model import GPT, flops_by_measure
+from scaling.train.model import GPT
+from scaling.train.shape import flops_by_measure
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,7 +74,8 @@ def design_table() -> None:
         by_budget = collections.defaultdict(list)
         for run in plan(SweepConfig.model_validate(raw)):
             by_budget[run.spec.budget].append(run.flops_exact)
-        cells = ", ".join(f"{b:.3g}: {min(f):.3g}-{max(f):.3g} (x{max(f) / min(f):.3f})" for b, f in sorted(by_budget.items()))
+        cells = ", ".join(f"{b:.3g}: {min(f):.3g}-{max(f):.3g} (x{max(f) / min(f):.3f})"
+                          for b, f in sorted(by_budget.items()))
         print(f"  {measure:<17} {cells}")
 
 

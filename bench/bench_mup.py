@@ -94,8 +94,9 @@ from scaling.sweep.job import token_data
 from scaling.sweep.tune import choose
 from scaling.train.batches import TokenData, evaluate, get_batch, val_windows
 from scaling.train.loop import keep_freed_memory, make_optimizer, train_step
-from scaling.train.model import GPT, CausalSelfAttention, GPTConfig, param_counts
+from scaling.train.model import GPT, CausalSelfAttention
 from scaling.train.schedule import lr_at
+from scaling.train.shape import GPTConfig, param_counts
 
 CONFIG = "configs/tiny.yaml"
 WIDTHS = (32, 64, 128)

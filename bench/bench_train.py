@@ -13,7 +13,7 @@ Each shape is timed in two layouts of the machine, the two a sweep can use:
 Every measurement starts fresh processes, so that no setting (threads, allocator) leaks into the
 next one. It times the real training step (scaling.train.batches' get_batch, scaling.train.loop's
 train_step and AdamW; one batch of train.batch_tokens a step), medians over timed windows after warm-up steps, and turns
-tokens/s into model FLOP/s with the exact per-token count (scaling.train.model.flops_per_token: every
+tokens/s into model FLOP/s with the exact per-token count (scaling.train.shape.flops_per_token: every
 matmul of forward and backward, attention and output layer included). MFU divides that by the
 dense matmul throughput of the whole machine (fp32 on CPU over all cores, bf16 on CUDA),
 measured in this run.
@@ -36,7 +36,8 @@ from scaling.config import ExecutorConfig, TrainConfig, load_config
 from scaling.sweep.packing import usable_cores
 from scaling.train.batches import get_batch
 from scaling.train.loop import compiled, keep_freed_memory, make_optimizer, mixed_precision, pick_device, train_step
-from scaling.train.model import GPT, GPTConfig, flops_per_token, param_counts
+from scaling.train.model import GPT
+from scaling.train.shape import GPTConfig, flops_per_token, param_counts
 
 CONFIGS = {name: Path(__file__).parent.parent / "configs" / f"{name}.yaml" for name in ("tiny", "small")}
 
@@ -163,7 +164,7 @@ def in_workers(target, model_cfg: GPTConfig, train: TrainConfig, lr: float, layo
             if any(worker.exitcode for worker in workers):  # one failed: the rest would wait for it
                 for worker in workers:
                     worker.kill()
-                raise SystemExit("a timing process failed; its traceback is above")
+                raise SystemExit("a timing process failed; its traceback is above") from None
     for worker in workers:
         worker.join()
     return measured

@@ -1,16 +1,18 @@
 """Measure your own neural scaling laws.
 
-The Python API mirrors the command line, stage by stage:
+The Python API mirrors the command line (docs/api.md):
 
-    cfg = scaling.load_config("configs/tiny.yaml")
-    result = scaling.run_sweep(cfg, "runs")                 # scaling sweep
-    from scaling.laws import fit, fitdata
-    data = fitdata.from_runs("runs/tiny")                   # scaling fit runs/tiny
-    result = fit.fit_law(data.n, data.d, data.loss)
+    f = scaling.fit("points.csv", n="N", d="D", loss="loss")   # scaling fit --csv ...; or a run store
+    f.alpha, f.verdict, f.intervals["a"]                        # a LawFit
+    f.plan(1e24), f.predict(1e9, 2e10)                          # with intervals from the bootstrap
+    print(f.summary())                                          # what `scaling fit` prints
+    f = scaling.load("fits/points")                             # a fit directory written by `scaling fit`
+    scaling.sweep("configs/tiny.yaml", "runs")                  # scaling sweep (trains: loads torch)
+    scaling.validate("fits/tiny", 1e13)                         # scaling validate
     scaling.Law(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28).n_opt(1e23)
 
 The subpackages follow the data flow (docs/architecture.md): config, runs, data, train,
-sweep, laws, cost, report, cli.
+sweep, laws, cost, validate, report, cli.
 
 Names are imported on first use, so `import scaling` stays fast and torch loads only for the
 stages that train.
@@ -28,6 +30,9 @@ _EXPORTS = {
     "plan": "scaling.sweep.plan",
     "run_sweep": "scaling.sweep.driver",
     "read_runs": "scaling.runs.store",
+    "fit": "scaling.laws.api",
+    "load": "scaling.laws.api",
+    "LawFit": "scaling.laws.results",
     "Law": "scaling.laws.law",
     "REFERENCES": "scaling.laws.references",
 }

@@ -5,9 +5,14 @@ dependency). The order is docs/architecture.md's.
 """
 
 import ast
+import glob
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from scaling.sweep.packing import GPU_DEVICE_FILES
 
 PACKAGE = Path(__file__).resolve().parents[1] / "scaling"
 
@@ -21,10 +26,22 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """ids of the nodes under `if TYPE_CHECKING:`: imports for annotations, never run."""
+    return {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+            and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+            for stmt in block.body for n in ast.walk(stmt)}
+
+
 def imports(path: Path) -> set[str]:
-    """The scaling modules `path` imports (for `from scaling.x import y`, y when it is a module)."""
+    """The scaling modules `path` imports (for `from scaling.x import y`, y when it is a module),
+    leaving out those under `if TYPE_CHECKING:`, which are never imported at run time."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    skip = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("scaling")}
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("scaling"):
@@ -87,6 +104,13 @@ def test_the_check_sees_a_later_stage_import(tmp_path):
     assert imports(source) == {"scaling.laws.fit", "scaling.cost.estimates", "scaling.runs.store"}
 
 
+def test_the_check_leaves_out_imports_for_annotations_only(tmp_path):
+    source = tmp_path / "example.py"
+    source.write_text("from typing import TYPE_CHECKING\nfrom scaling.laws import law\n"
+                      "if TYPE_CHECKING:\n    from scaling.laws.results import LawFit\n")
+    assert imports(source) == {"scaling.laws.law"}
+
+
 def test_fitting_and_reporting_do_not_load_torch():
     # A notebook that fits, plans or reports, and the report's reading of a validation, stay off the
     # training stack (it takes seconds to import); validate.run and the sweep are what load it.
@@ -94,3 +118,24 @@ def test_fitting_and_reporting_do_not_load_torch():
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _loads_torch(code: str, cwd=None) -> bool:
+    out = subprocess.run([sys.executable, "-c", f"{code}; import sys; print('torch' in sys.modules)"],
+                         capture_output=True, text=True, check=True, cwd=cwd)
+    return out.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_planning_does_not_load_torch():
+    # The grid, its estimates and a design need the shapes' counts (scaling.train.shape), not the model.
+    assert not _loads_torch("import scaling.sweep.plan, scaling.sweep.estimates, scaling.sweep.tune, "
+                            "scaling.cli.design")
+
+
+@pytest.mark.skipif(any(glob.glob(p) for p in GPU_DEVICE_FILES),
+                    reason="a GPU device file: device auto asks torch which device the runs would use")
+def test_a_dry_run_does_not_load_torch(tmp_path):
+    config = PACKAGE.parent / "configs" / "tiny.yaml"
+    assert not _loads_torch(f"from scaling.cli import main; main(['sweep', {str(config)!r}, '--dry-run', "
+                            f"'--runs-dir', {str(tmp_path / 'runs')!r}, '--cache-dir', {str(tmp_path / 'cache')!r}])")
+    assert not (tmp_path / "runs").exists()

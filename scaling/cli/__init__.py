@@ -13,6 +13,7 @@ import os
 import sys
 from importlib import import_module
 
+from scaling import __version__
 from scaling.errors import UsageError
 
 # Command modules in the order of the data flow; each defines `register(subparsers)`.
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Measure your own scaling laws: sweep, fit, compare, plan.",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"scaling {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         import_module(f"scaling.cli.{name}").register(subparsers)

@@ -27,7 +27,7 @@ def register(subparsers) -> None:
         "design", help="simulate a sweep under a prior law: the intervals it would give, before training",
         description="For each config: simulate its planned runs under a prior law (your fit.json, or a "
                     "published law) with the given scatter, refit them as `scaling fit` does, and print "
-                    "the expected 95%% interval widths of alpha, a and tokens per parameter, and how often "
+                    "the expected 95% interval widths of alpha, a and tokens per parameter, and how often "
                     "the diagnostics would call the result not identified.")
     p.add_argument("configs", nargs="+", type=Path, metavar="CONFIG", help="sweep YAML(s) to compare")
     p.add_argument("--prior", type=Path, metavar="FIT_JSON", help="a fit.json whose law is the prior")
@@ -43,7 +43,7 @@ def register(subparsers) -> None:
 
 def planned_points(config: Path, param_convention: str) -> np.ndarray:
     """(N, D) of the runs a config would fit: every run but WSD's stable runs (their branches are the points)."""
-    from scaling.sweep.plan import plan  # imports torch: only when a design is asked for
+    from scaling.sweep.plan import plan
 
     runs = [r for r in plan(load_config(config)) if r.kind != "stable"]
     column = "n_params_total" if param_convention == "total" else "n_params_non_embedding"
@@ -51,12 +51,13 @@ def planned_points(config: Path, param_convention: str) -> np.ndarray:
 
 
 def cmd_design(args) -> int:
-    from scaling.laws.design import expected_precision  # the fitter: loaded after the arguments are checked
+    from scaling.laws.design import expected_precision, measured_scatter  # the fitter: after the arguments
 
     choice = choose_law(args.prior, args.law, parametric=True)
     fit = choice.fit
-    noise = positive(args.noise, "--noise") if args.noise is not None else \
-        (fit.residual_rms if fit is not None and fit.residual_rms else 0.01)
+    noise, noise_df = measured_scatter(fit)
+    if args.noise is not None:
+        noise, noise_df = positive(args.noise, "--noise"), None
     for flag, value, least in (("--sims", args.sims, 1), ("--bootstrap", args.bootstrap, 10), ("--seed", args.seed, 0)):
         if value < least:
             raise UsageError(f"{flag} must be a whole number >= {least}; got {value}")
@@ -66,7 +67,8 @@ def cmd_design(args) -> int:
         points = planned_points(config, convention)
         try:
             outlook = expected_precision(points, choice.law, noise=noise, n_sims=args.sims,
-                                         bootstrap=args.bootstrap, seed=args.seed)
+                                         bootstrap=args.bootstrap, seed=args.seed,
+                                         laws=None if fit is None else fit.resampled, noise_df=noise_df)
         except UsageError as exc:
             raise UsageError(f"{config}: {exc}") from None
         rows.append((str(config), outlook))
@@ -74,7 +76,10 @@ def cmd_design(args) -> int:
         print(json.dumps(json_safe({"prior": choice.label, "noise": noise, "param_convention": convention,
                                     "designs": [{"config": c, **o.to_dict()} for c, o in rows]}), indent=2))
         return 0
-    print(f"prior: {choice.label}; scatter {noise:.3g} (log-normal); N counted as {convention}; "
+    drawn = rows[0][1].prior_laws if rows else 0
+    print(f"prior: {choice.label}" + (f" (each truth drawn from its {drawn} bootstrap laws)" if drawn else "")
+          + f"; scatter {noise:.3g} (log-normal" + (f", drawn as measured on {noise_df} degrees of freedom"
+                                                    if noise_df else "") + f"); N counted as {convention}; "
           f"{args.sims} simulated sweeps per design, {args.bootstrap} bootstrap resamples each")
     header = ["design", "runs", "compute", "alpha (hi-lo)/alpha", "a hi-lo", "D/N hi/lo", "not identified",
               "D/N covered"]

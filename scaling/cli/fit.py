@@ -4,8 +4,8 @@
     scaling fit --csv points.csv --n-col N --d-col D --loss-col loss
     scaling fit --dataset chinchilla --drop-highest-loss 5 # Hoffmann et al.'s runs, as Besiroglu et al.
 
-Thin layer over the Python API: a `scaling.laws.fitdata` loader, `selection.apply_filters`, then
-`scaling.laws.analysis.fit_data` (fit, bootstrap, approaches: a `LawFit`), `write_fit` and `summary.format_summary`.
+Thin layer over the Python API: `scaling.fit` (`scaling.laws.api.fit`: a `fitdata` loader, the filters,
+`analysis.fit_data`; a `LawFit`), then `results.write_fit` and `LawFit.summary()`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ import time
 from pathlib import Path
 
 from scaling.errors import UsageError
-from scaling.laws import analysis, fitdata, results, selection, summary
+from scaling.laws import api, fitdata, results, tasks
 from scaling.laws.bootstrap import MAX_RESAMPLES
-from scaling.laws.curves import curves_from_store
 from scaling.laws.fit import DEFAULT_DELTA
 from scaling.train.counts import COMPUTE_MEASURES
 
@@ -54,6 +53,13 @@ def register(subparsers) -> None:
                    help="--csv: the unique tokens of every run (one corpus), instead of --unique-col")
     p.add_argument("--data-constrained", action="store_true",
                    help="fit the data-constrained law (Muennighoff et al. 2023) even if no run repeats data")
+    p.add_argument("--metric", default="loss", metavar="NAME",
+                   help=f"RUNS_DIR: fit the law to another of the runs' numbers in place of the loss: "
+                        f"{', '.join(tasks.FIT_METRICS)} (default loss); metrics it does not describe "
+                        f"({', '.join(tasks.NOT_FITTED)}) are refused")
+    p.add_argument("--curves", action="store_true",
+                   help="RUNS_DIR: also fit the law to every evaluation of the runs' training curves (Tissue et "
+                        "al.'s curve law per size), with intervals from resampling whole runs; fit.json's 'curves'")
     p.add_argument("--drop-highest-loss", type=int, default=0, metavar="K",
                    help="leave out the K points with the highest loss (Besiroglu et al.: 5)")
     p.add_argument("--min-tokens-per-param", type=float, metavar="X", help="leave out points with D/N below X")
@@ -70,8 +76,9 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_fit)
 
 
-def load_data(args) -> tuple[fitdata.FitData, str]:
-    """The points named by the arguments, filtered, and a name for the default output folder."""
+def source_of(args) -> tuple[object, str, str]:
+    """The one data source the arguments name: (source, its kind for `api.points`, a name for the
+    default output folder). The flags are checked here, in flag names; the loading is `api.fit`'s."""
     sources = [s for s, v in (("RUNS_DIR", args.runs_dir), ("--csv", args.csv), ("--dataset", args.dataset))
                if v is not None]
     if len(sources) != 1:
@@ -91,24 +98,14 @@ def load_data(args) -> tuple[fitdata.FitData, str]:
         raise UsageError("--embedding-col needs --param-convention: does the N column count embeddings or not?")
     if args.compute_measure is not None and args.runs_dir is None:
         raise UsageError("--compute-measure applies to a run store; a table's C is 6 N D of its own N")
+    if args.metric != "loss" and args.runs_dir is None:
+        raise UsageError("--metric applies to a run store; a table or dataset has only its loss column")
     if args.runs_dir is not None:
-        data = fitdata.from_runs(args.runs_dir, args.param_convention or "total",
-                                 compute_measure=args.compute_measure or "exact")
-        name = args.runs_dir.resolve().name
-    elif args.csv is not None:
-        cols = fitdata.CHINCHILLA_COLUMNS
-        data = fitdata.from_table(args.csv, n_col=args.n_col or cols["n_col"],
-                                  loss_col=args.loss_col or cols["loss_col"], d_col=args.d_col,
-                                  c_col=args.c_col, param_convention=args.param_convention,
-                                  embedding_col=args.embedding_col, budget_col=args.budget_col,
-                                  unique_col=args.unique_col, unique_tokens=args.unique_tokens)
-        name = args.csv.stem
-    else:
-        data = fitdata.from_dataset(args.dataset)
-        name = args.dataset
-    data = selection.apply_filters(data, drop_highest_loss=args.drop_highest_loss,
-                                 min_tokens_per_param=args.min_tokens_per_param, min_tokens=args.min_tokens)
-    return data, name
+        name = args.runs_dir.resolve().name + ("" if args.metric == "loss" else f"-{args.metric}")
+        return args.runs_dir, "store", name
+    if args.csv is not None:
+        return args.csv, "table", args.csv.stem
+    return args.dataset, "dataset", args.dataset
 
 
 def _check_number(flag: str, value, positive: bool = True) -> None:
@@ -137,20 +134,25 @@ def cmd_fit(args) -> int:
     _check_number("--fixed-E", args.fixed_E)
     _check_number("--reference-compute", args.reference_compute)
     _check_number("--unique-tokens", args.unique_tokens)
-    data, name = load_data(args)
+    source, kind, name = source_of(args)
     out = args.out if args.out is not None else Path("fits") / name
     start = time.perf_counter()
-    curves = None
-    if args.runs_dir is not None:
-        curves = curves_from_store(args.runs_dir, param_convention=data.param_convention)
-    fit = analysis.fit_data(data, delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap,
-                           seed=args.seed, reference_compute=args.reference_compute, curves=curves,
-                           data_constrained=args.data_constrained)
+    fit = api.fit(source, kind=kind, n=args.n_col, d=args.d_col, c=args.c_col, loss=args.loss_col,
+                  param_convention=args.param_convention, compute_measure=args.compute_measure,
+                  embedding=args.embedding_col, budget=args.budget_col, unique=args.unique_col,
+                  unique_tokens=args.unique_tokens, drop_highest_loss=args.drop_highest_loss,
+                  min_tokens_per_param=args.min_tokens_per_param, min_tokens=args.min_tokens,
+                  delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap, seed=args.seed,
+                  reference_compute=args.reference_compute, data_constrained=args.data_constrained,
+                  metric=args.metric, curves=args.curves)
     elapsed = time.perf_counter() - start
     path = results.write_fit(out, fit)
     if args.json:
         print(results.dumps_fit(fit), end="")
         return 0
-    print(summary.format_summary(fit))
+    if args.metric != "loss":
+        print(f"fitted to {args.metric} = {tasks.FIT_METRICS[args.metric].meaning}, in place of the loss: "
+              "L below is this metric")
+    print(fit.summary())
     print(f"fitted in {elapsed:.1f} s; wrote {path}")
     return 0

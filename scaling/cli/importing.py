@@ -33,14 +33,17 @@ def register(subparsers) -> None:
     p.add_argument("--runs-dir", type=Path, required=True, metavar="DIR",
                    help="the run store to write, runs/<name> (a new or empty folder)")
     p.add_argument("--n-key", metavar="KEY", help=f"the hyperparameter holding N (default: {', '.join(N_KEYS)})")
-    p.add_argument("--tokens-key", metavar="KEY", help=f"the hyperparameter (total) or logged scalar (tokens seen) holding D "
-                                        f"(default: {', '.join(TOKENS_KEYS)})")
-    p.add_argument("--batch-tokens-key", metavar="KEY", help=f"instead of D: the hyperparameter of tokens per step, D = steps "
-                                              f"x it (default: {', '.join(BATCH_KEYS)})")
+    p.add_argument("--tokens-key", metavar="KEY",
+                   help=f"the hyperparameter (total) or logged scalar (tokens seen) holding D "
+                        f"(default: {', '.join(TOKENS_KEYS)})")
+    p.add_argument("--batch-tokens-key", metavar="KEY",
+                   help=f"instead of D: the hyperparameter of tokens per step, D = steps "
+                        f"x it (default: {', '.join(BATCH_KEYS)})")
     p.add_argument("--loss-tag", metavar="TAG", help=f"the logged loss to fit (default: {', '.join(LOSS_TAGS)})")
     p.add_argument("--param-convention", choices=("total", "non_embedding"), default="total",
                    help="what the source's N counts (default total, as `scaling fit` assumes)")
-    p.add_argument("--run-key", metavar="COLUMN", help="csv: the column naming each row's run (default: run, run_id or name)")
+    p.add_argument("--run-key", metavar="COLUMN",
+                   help="csv: the column naming each row's run (default: run, run_id or name)")
     p.set_defaults(func=run)
 
 

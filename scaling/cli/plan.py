@@ -34,7 +34,7 @@ def register(subparsers) -> None:
         "compare", help="your fit against Kaplan, Chinchilla and Besiroglu",
         description="Exponents, allocation exponents and tokens per parameter of a fit.json "
                     "beside the published laws, each published value marked in or OUT of your "
-                    "95%% interval. E, A, B are not compared: they depend on tokenizer and data.")
+                    "95% interval. E, A, B are not compared: they depend on tokenizer and data.")
     cmp.add_argument("fit", metavar="FIT_JSON", type=Path, help="a fit.json written by `scaling fit`")
     cmp.add_argument("--json", action="store_true", help="print JSON instead of a table")
     cmp.set_defaults(func=cmd_compare)

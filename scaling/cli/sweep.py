@@ -21,7 +21,7 @@ console = Console(highlight=False, soft_wrap=True)
 
 def register(subparsers) -> None:
     sweep = subparsers.add_parser("sweep", help="train the runs of a sweep config (skips finished runs)")
-    sweep.add_argument("config", type=Path, help="sweep YAML, e.g. configs/tiny.yaml")
+    sweep.add_argument("config", type=Path, metavar="CONFIG", help="sweep YAML, e.g. configs/tiny.yaml")
     sweep.add_argument("--runs-dir", type=Path, default=Path("runs"), help="run store root (default: runs)")
     sweep.add_argument("--cache-dir", type=Path, default=None,
                        help="token cache root (default: $SCALING_CACHE_DIR or ~/.cache/scaling)")
@@ -29,7 +29,7 @@ def register(subparsers) -> None:
     sweep.set_defaults(func=cmd_sweep)
 
     runs = subparsers.add_parser("runs", help="print the table of runs in a run store")
-    runs.add_argument("sweep_dir", type=Path, help="a sweep's run folder, e.g. runs/tiny")
+    runs.add_argument("sweep_dir", type=Path, metavar="RUNS_DIR", help="a sweep's run store, e.g. runs/tiny")
     runs.set_defaults(func=cmd_runs)
 
 
@@ -198,13 +198,13 @@ def resume_command(args) -> str:
 
 
 def cmd_sweep(args) -> int:
-    from scaling.sweep.driver import run_sweep
-    from scaling.train.loop import Interrupted
-
     cfg = load_config(args.config)
     if args.dry_run:
         print_plan(cfg, args.runs_dir, args.cache_dir)
         return 0
+    from scaling.sweep.driver import run_sweep  # training loads torch: not for a dry run
+    from scaling.train.loop import Interrupted
+
     warnings.showwarning = lambda msg, *a, **k: console.print(f"[yellow]warning:[/] {msg}")
     with stop_on_signals() as received:
         try:

@@ -23,7 +23,7 @@ def register(subparsers) -> None:
         "validate", help="train the model a fit recommends and its neighbours; check the prediction",
         description="At compute C: the sweep's model family's shape nearest the fit's N_opt, trained on "
                     "D = C/6N tokens with the sweep's recipe, and two neighbours (about N/2.5 and 2.5N) at "
-                    "the same C. Prints each run's predicted loss with its 95%% prediction interval beside "
+                    "the same C. Prints each run's predicted loss with its 95% prediction interval beside "
                     "the observed one, and whether the predicted optimum beats both neighbours. A fit "
                     "whose verdict is 'not identified' is refused unless --force.")
     p.add_argument("fit", metavar="FIT_JSON", type=Path, help="a fit.json written by `scaling fit` (or its folder)")
@@ -54,7 +54,7 @@ def print_estimate(vcfg, runs, timed: Path) -> None:
 def cmd_validate(args) -> int:
     from scaling.train.loop import Interrupted
     from scaling.validate.result import format_validation, write_validation
-    from scaling.validate.run import fit_store, prepare, recipe, validate
+    from scaling.validate.run import fit_store, prepare, recipe, runs_root, validate
 
     fit_path = args.fit / FILENAME if args.fit.is_dir() else args.fit
     fit = load_fit(fit_path)
@@ -62,7 +62,7 @@ def cmd_validate(args) -> int:
     compute = positive(args.compute, "--compute (FLOPs, e.g. 1e13)")
     cfg = recipe(fit, args.config)
     store = fit_store(fit)
-    runs_dir = args.runs_dir or (store.parent if store is not None else Path("runs"))
+    runs_dir = runs_root(fit, args.runs_dir)
     if args.dry_run:
         vcfg, runs, planned = prepare(fit, cfg, compute, runs_dir=runs_dir, force=args.force, fit_path=str(fit_path))
         print("\n".join(format_validation(planned)))

@@ -31,8 +31,8 @@ from scipy.optimize import minimize_scalar
 
 from scaling.errors import UsageError
 from scaling.formats import sci
-from scaling.train.compute import FlopsPerToken, expected_optimum
 from scaling.laws.law import Law
+from scaling.train.compute import FlopsPerToken, expected_optimum
 
 PF_DAY_FLOP = 1e15 * 86_400          # 8.64e19 FLOP
 KAPLAN_N_COEFF = 1.3e9               # non-embedding parameters at C_min = 1 PF-day
@@ -85,6 +85,18 @@ def check_allocatable(law: Law, law_label: str | None = None) -> Law:
         raise UsageError(f"law {law_label or 'given'} has {', '.join(bad)}; a compute-optimal allocation "
                          "needs A, B, alpha and beta positive and finite (and E >= 0): choose another law")
     return law
+
+
+def check_size(value, what: str) -> float:
+    """A number of parameters or tokens as a float; UsageError naming `what` unless it is positive
+    and finite."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{what} {value!r} is not a number") from None
+    if not math.isfinite(x) or x <= 0:
+        raise UsageError(f"{what} must be a positive, finite number, got {value!r}")
+    return x
 
 
 def plan(law: Law, compute) -> Allocation:
@@ -174,10 +186,12 @@ class OptimumIntervals:
     """95% (or `level`) intervals of the compute-optimal allocation at one budget.
 
     n, d, tokens_per_param: percentiles of N_opt(C), D_opt(C), D_opt/N_opt over the bootstrap
-    laws (those with alpha, beta > 0; `n_undefined` others). loss: a prediction interval for the
-    loss of the recommended run (the fitted law's N_opt, D_opt): the bootstrap laws' predictions
-    for it, each times exp(noise * z) with z standard normal, so both the parameters' uncertainty
-    and the runs' own scatter (the fit's residual RMS) are in it.
+    laws; where any of the `n_resamples` has no allocation (alpha or beta <= 0, or a constant
+    beyond a float: `n_undefined` of them) there is no interval (NaN), the rule fit.json's
+    intervals follow (`bootstrap.percentile_intervals`), so both give one interval or none. loss:
+    a prediction interval for the loss of the recommended run (the fitted law's N_opt, D_opt): the
+    bootstrap laws' predictions for it, each times exp(noise * z) with z standard normal, so both
+    the parameters' uncertainty and the runs' own scatter (the fit's residual RMS) are in it.
     """
 
     compute: float
@@ -187,9 +201,55 @@ class OptimumIntervals:
     tokens_per_param: tuple
     loss: tuple
     n_undefined: int
+    n_resamples: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to train at C FLOPs: the law's optimum N, D and its predicted loss, with their
+    intervals from the bootstrap (`OptimumIntervals`; None for a fit without bootstrap samples)."""
+
+    compute: float
+    n: float
+    d: float
+    loss: float
+    intervals: OptimumIntervals | None = None
+
+    @property
+    def tokens_per_param(self) -> float:
+        return self.d / self.n
+
+    def __repr__(self) -> str:
+        iv = self.intervals
+
+        def show(name: str, value: float, fmt: str) -> str:
+            bounds = "" if iv is None else " [{:{f}}, {:{f}}]".format(*getattr(iv, name), f=fmt)
+            return f"{name}={value:{fmt}}{bounds}"
+
+        return (f"Plan(C={self.compute:.3g}: " + ", ".join((
+            show("n", self.n, ".3g"), show("d", self.d, ".3g"),
+            show("tokens_per_param", self.tokens_per_param, ".3g"), show("loss", self.loss, ".4f")))
+            + ("" if iv is None else f"; {100 * iv.level:g}% intervals") + ")")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The loss a law predicts for one run of N parameters on D tokens, with a prediction interval
+    (`loss_interval`; None for a fit without bootstrap samples) at `level`."""
+
+    n: float
+    d: float
+    loss: float
+    interval: tuple | None = None
+    level: float | None = None
+
+    def __repr__(self) -> str:
+        bounds = "" if self.interval is None else \
+            " [{:.4f}, {:.4f}] ({:g}% prediction interval)".format(*self.interval, 100 * self.level)
+        return f"Prediction(N={self.n:.3g}, D={self.d:.3g}: loss {self.loss:.4f}{bounds})"
 
 
 def loss_interval(resampled, n, d, *, level: float = 0.95, noise: float = 0.0, seed: int = 0) -> tuple:
@@ -227,5 +287,7 @@ def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, nois
     d_opt = law.flops.tokens(c, n_opt)
     best = plan(law, c)
     loss = loss_interval(resampled, best.n, best.d, level=level, noise=noise, seed=seed)
-    return OptimumIntervals(c, level, _percentiles(n_opt, level), _percentiles(d_opt, level),
-                            _percentiles(d_opt / n_opt, level), loss, int((~ok).sum()))
+    undefined = int((~ok).sum())
+    n, d, tpp = ((math.nan, math.nan),) * 3 if undefined else \
+        (_percentiles(n_opt, level), _percentiles(d_opt, level), _percentiles(d_opt / n_opt, level))
+    return OptimumIntervals(c, level, n, d, tpp, loss, undefined, int(ok.size))

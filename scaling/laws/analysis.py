@@ -17,7 +17,7 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe
-from scaling.laws import approaches, diagnostics, kaplan, notes, vpnls
+from scaling.laws import approaches, curve_fit, diagnostics, kaplan, notes, vpnls
 from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
 from scaling.laws.fitdata import FitData
@@ -171,3 +171,15 @@ def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None, seed: int = 
     })
 
 
+def with_curves(fit: LawFit, runs: curve_fit.CurveRuns, *, resamples: int = curve_fit.RESAMPLES,
+                seed: int = 0) -> LawFit:
+    """The fit with its "curves" section: the law fitted to the training curves of the runs it was
+    fitted to (and the WSD stable runs they branch from), at the same reference compute and
+    compute count, with at most curve_fit.RESAMPLES resamples of whole runs; the final-loss fit's
+    a and tokens per parameter (with their intervals) are repeated beside its own."""
+    kept = [r for r in runs.schedules if r in set(fit.points.ids) or r not in runs.final]
+    curves = curve_fit.fit_curves(runs.only(kept), resamples=min(int(resamples), curve_fit.RESAMPLES), seed=seed,
+                                  reference_compute=fit.reference_compute, flops=fit.law.flops)
+    beside = {"a": fit.a, "a_ci": fit.interval("a"), "tokens_per_param": fit.tokens_per_param,
+              "tokens_per_param_ci": fit.interval("tokens_per_param")}
+    return replace(fit, curves={**curves.to_json(), "final_loss_fit": json_safe(beside)})

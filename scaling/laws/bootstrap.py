@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scaling.errors import UsageError
-from scaling.train.compute import FlopsPerToken
 from scaling.laws.fit import TIGHT_FTOL, TIGHT_GTOL, FitResult, check_fit_inputs, fit_law, free_mask, log_points
 from scaling.laws.lbfgs import lbfgs_batched
 from scaling.laws.objective import DEFAULT_DELTA, Workspace, batch_rows, objective_batched
+from scaling.train.compute import FlopsPerToken
 
 MAX_RESAMPLES = 100_000
+LOG_FLOAT_MAX = math.log(np.finfo(float).max)
 CI_NAMES = ("E", "A", "B", "alpha", "beta", "a", "b", "G", "tokens_per_param")
 
 
@@ -53,7 +54,9 @@ def derived_quantities(theta: np.ndarray, reference_compute: float, flops: Flops
     log_c6 = math.log(reference_compute / (6.0 * flops.kappa))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         # G and the allocation exist only for alpha, beta > 0 (NaN otherwise).
-        ok = (alpha > 0) & (beta > 0)
+        # ... and only where A and B are floats: a resample whose A overflowed is stored as inf
+        # (fit.bootstrap.csv), and `scaling plan` could not place its optimum: undefined for both.
+        ok = (alpha > 0) & (beta > 0) & (la < LOG_FLOAT_MAX) & (lb < LOG_FLOAT_MAX)
         log_g = np.where(ok, (np.log(np.where(ok, alpha, 1.0)) + la - np.log(np.where(ok, gamma_beta, 1.0)) - lb)
                          / s, np.nan)
         a_exp = np.where(ok, a_exp, np.nan)

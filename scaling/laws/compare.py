@@ -151,9 +151,12 @@ def compare_approaches(approaches: dict, law: Law | None = None,
 
     `approaches` is fit.json's "approaches": {"approach_1": {"a": .., "a_ci": [lo, hi]}, ...}
     (the interval may be missing). When it has no approach_3, the fit's own law and its interval of a
-    stand for it. Two approaches disagree when both have intervals and these do not overlap,
-    or when only one has an interval and the other's a lies outside it; with no intervals at
-    all nothing can be said and no warning is given.
+    stand for it. Two approaches disagree when both have intervals and their difference exceeds
+    the two half-widths that face each other combined in quadrature, sqrt(h_x^2 + h_y^2) (a test
+    of the difference at the intervals' level, treating the two as independent; mere overlap,
+    h_x + h_y, lets a systematic gap of 0.05-0.09 in a pass), or when only one has an interval and
+    the other's a lies outside it; with no intervals at all nothing can be said and no warning is
+    given.
     """
     entries = {k: dict(v) for k, v in (approaches or {}).items()
                if isinstance(v, dict) and v.get("a") is not None}
@@ -166,7 +169,7 @@ def compare_approaches(approaches: dict, law: Law | None = None,
         for y in rows[i + 1:]:
             ix, iy = x["a_ci"], y["a_ci"]
             if ix and iy:
-                clash = ix[1] < iy[0] or iy[1] < ix[0]
+                clash = _apart(x["a"], ix, y["a"], iy)
             elif ix or iy:
                 inner, point = (ix, y["a"]) if ix else (iy, x["a"])
                 clash = not (inner[0] <= point <= inner[1])
@@ -179,6 +182,13 @@ def compare_approaches(approaches: dict, law: Law | None = None,
                     "the sweep's coverage of N at each budget and the fit's residuals before "
                     "trusting either.")
     return rows, warnings
+
+
+def _apart(ax: float, ix, ay: float, iy) -> bool:
+    """Whether a_x and a_y differ by more than their facing half-widths combined in quadrature."""
+    (lo_a, lo_i), (hi_a, hi_i) = sorted([(ax, ix), (ay, iy)], key=lambda t: t[0])
+    facing = math.hypot(lo_i[1] - lo_a, hi_a - hi_i[0])
+    return hi_a - lo_a > facing
 
 
 def _fmt_a(row: dict) -> str:

@@ -104,7 +104,7 @@ class Diagnostics:
                 "verdict": {"verdict": self.verdict, "reasons": list(self.reasons)}}
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Diagnostics":
+    def from_json(cls, obj: dict) -> Diagnostics:
         """From a fit.json dict holding "diagnostics" and "verdict"."""
         keys = ("name", "value", "threshold", "status", "reason", "margin")
         checks = tuple(Check(**{k: c.get(k) for k in keys}) for c in obj["diagnostics"])
@@ -451,7 +451,8 @@ def diagnose(data: FitData, result: fitting.FitResult, boot: resampling.Bootstra
     further Checks made by the caller (e.g. the agreement of Approaches 1-3, the parameter
     convention), judged with the rest."""
     checks = [*design_checks(data), bracketing_check(data, result.law), *optimiser_checks(data, result),
-              *residual_checks(data, result.law), lack_of_fit_check(lof), *interval_checks(boot, float(data.loss.min())),
+              *residual_checks(data, result.law), lack_of_fit_check(lof),
+              *interval_checks(boot, float(data.loss.min())),
               extrapolation_check(data, reference_compute), holdout_check(data, result, boot, reference_compute),
               rollout_check(data, result), *extra]
     name, reasons = verdict(checks)

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from scaling.errors import UsageError
+from scaling.laws import tasks
 from scaling.runs import store
 from scaling.train.compute import SIX_N, FlopsPerToken, fit_flops_per_token
 from scaling.train.counts import COMPUTE_MEASURES
@@ -164,7 +165,7 @@ class FitData:
             return None
         return "total" if self.param_convention == "non_embedding" else "non_embedding"
 
-    def counted_other_way(self) -> "FitData | None":
+    def counted_other_way(self) -> FitData | None:
         """The same points with N by the other convention (None where the source gave one only);
         the same compute, so c(N) is fitted again in that N."""
         if self.n_other is None or self.param_convention is None:
@@ -173,7 +174,7 @@ class FitData:
             fit_flops_per_token(self.n_other, self.spent / self.d, self.flops.measure)
         return replace(self, n=self.n_other, n_other=self.n, param_convention=self.other_convention, flops=flops)
 
-    def take(self, idx, **changes) -> "FitData":
+    def take(self, idx, **changes) -> FitData:
         """The points at positions `idx`, in that order, every per-point array with them."""
         idx = np.asarray(idx, dtype=int)
         per_point = {k: None if getattr(self, k) is None else getattr(self, k)[idx]
@@ -181,7 +182,7 @@ class FitData:
         return replace(self, n=self.n[idx], d=self.d[idx], loss=self.loss[idx],
                        ids=tuple(self.ids[i] for i in idx), **per_point, **changes)
 
-    def canonical(self) -> "FitData":
+    def canonical(self) -> FitData:
         """The points sorted by (N, D, loss): a table's row order then changes nothing a fit
         computes, its bootstrap draws included (resamples index points by position)."""
         return self.take(np.lexsort((self.loss, self.d, self.n)))
@@ -246,7 +247,7 @@ def _describe_id(identifier) -> str:
 
 
 def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: str = "exact",
-              drop_unmeasured: bool = False) -> FitData:
+              drop_unmeasured: bool = False, metric: str = "loss") -> FitData:
     """Finished runs of a run store runs/<sweep>/: N (by `param_convention`, Chinchilla's total
     count by default), tokens, final val loss, and each run's training FLOPs in `compute_measure`
     (the exact count by default: what the run spent), with c(N) fitted to them.
@@ -255,12 +256,16 @@ def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: st
     their status and the reason the store gives. A finished run whose summary lacks a positive,
     finite N, D or loss is an error (the store is damaged), unless `drop_unmeasured`: then it is
     left out too, with the missing numbers as its reason (a report still shows such a store).
+
+    `metric` puts another of the run's numbers in the place of the loss (scaling.laws.tasks.FIT_METRICS,
+    e.g. token_error = 1 - per-token accuracy); UsageError for one the law does not describe.
     """
     if param_convention not in PARAM_CONVENTIONS:
         raise UsageError(f"the parameter convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
                          f"got {param_convention!r}")
     if compute_measure not in COMPUTE_MEASURES:
         raise UsageError(f"the compute measure must be one of {', '.join(COMPUTE_MEASURES)}; got {compute_measure!r}")
+    fitted = tasks.fit_metric(metric)
     sweep_dir = Path(sweep_dir)
     table = store.read_runs(sweep_dir)
     if table.empty:
@@ -269,8 +274,13 @@ def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: st
     if not finished.any():
         raise UsageError(f"{sweep_dir}: none of its {len(table)} runs finished "
                          f"({_status_counts(table)}); nothing to fit")
-    columns = {"n": RUN_COLUMNS[param_convention], "d": "tokens", "loss": "final_val_loss"}
+    columns = {"n": RUN_COLUMNS[param_convention], "d": "tokens", "loss": fitted.column}
     values = {key: pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float) for key, col in columns.items()}
+    if metric != "loss" and not np.isfinite(values["loss"][finished]).any():
+        raise UsageError(f"{sweep_dir}: no finished run recorded {fitted.column!r} (runs trained before it was "
+                         f"recorded); retrain them, or fit another metric")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values["loss"] = fitted.transform(values["loss"])
     unmeasured = {col: finished & (~np.isfinite(values[key]) | (values[key] <= 0)) for key, col in columns.items()}
     if not drop_unmeasured:
         for col, bad in unmeasured.items():

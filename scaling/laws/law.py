@@ -36,7 +36,7 @@ class Law:
     flops: FlopsPerToken = FlopsPerToken()
 
     @classmethod
-    def from_dict(cls, params: dict) -> "Law":
+    def from_dict(cls, params: dict) -> Law:
         return cls(**{k: float(params[k]) for k in PARAM_NAMES})
 
     def to_dict(self) -> dict:

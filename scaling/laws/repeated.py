@@ -60,7 +60,7 @@ class Repeated:
                           "residual_rms": self.residual_rms, "message": self.message, "ci": self.ci})
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Repeated":
+    def from_json(cls, obj: dict) -> Repeated:
         law = ConstrainedLaw(Law(**{k: float(obj["params"][k]) for k in PARAM_NAMES}), obj.get("r_d_star"))
         return cls(law, int(obj["n_repeated"]), float(obj["max_epochs"]), list(obj["unique_range"]),
                    float(obj["objective"]), float(obj["residual_rms"]), obj.get("message") or "", obj.get("ci"))

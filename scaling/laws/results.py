@@ -38,7 +38,11 @@ Schema (version 1):
     only where runs repeat data: {"params", "r_d_star", "n_repeated", "max_epochs", "unique_range",
     "objective", "residual_rms", "message", "ci"}; and "lack_of_fit" (scaling.laws.lack_of_fit):
     {"tests": [{"by", "F", "df", "p_value", "offenders"}], "residual_rms", "pure_error_rms",
-    "replicated_cells"}, with its check "lack_of_fit" among the diagnostics)
+    "replicated_cells"}, with its check "lack_of_fit" among the diagnostics; and "curves", only
+    from `scaling fit --curves`: the law fitted to every size's training curves
+    (scaling.laws.curve_fit.CurvesFit.to_json: "params", "allocation", "tokens_per_param_at_reference",
+    "ci" from resampling whole runs, "sizes" with each curve law and its points,
+    "leave_one_run_out", and "final_loss_fit": this fit's a and tokens per parameter beside them))
 """
 
 from __future__ import annotations
@@ -89,7 +93,7 @@ class DataSummary:
     store: dict | None = None                # a run store's absolute path and run-table digest
 
     @classmethod
-    def of(cls, data: FitData) -> "DataSummary":
+    def of(cls, data: FitData) -> DataSummary:
         r = data.ranges()
         return cls(source=data.source, n_points=len(data), digest=data.digest,
                    param_convention=data.param_convention, dropped=tuple(d.to_dict() for d in data.dropped),
@@ -139,7 +143,7 @@ class Intervals:
         return {"level": self.level, "n_resamples": self.n_resamples, **self.bounds}
 
     @classmethod
-    def from_json(cls, ci: dict) -> "Intervals":
+    def from_json(cls, ci: dict) -> Intervals:
         """From fit.json's "ci": {"level", "n_resamples", name: [lo, hi], ...}."""
         bounds = {k: v for k, v in ci.items() if k not in ("level", "n_resamples")}
         return cls(ci.get("level", 0.95), ci.get("n_resamples"), bounds)
@@ -193,6 +197,7 @@ class LawFit:
     param_conventions: dict | None = None    # the fit with N counted each way, where both are known
     repeated: Repeated | None = None         # the data-constrained fit, where runs repeat data
     lack_of_fit: dict | None = None          # the F-tests of residual structure (scaling.laws.lack_of_fit)
+    curves: dict | None = None               # the law fitted to the training curves (scaling fit --curves)
     resampled: np.ndarray | None = field(default=None, repr=False, compare=False)  # (R, 5): E, A, B, alpha, beta
     points: FitData | None = field(default=None, repr=False, compare=False)
     optimum: fitting.FitResult | None = field(default=None, repr=False, compare=False)
@@ -201,6 +206,65 @@ class LawFit:
     def interval(self, name: str) -> tuple[float, float] | None:
         """The bootstrap interval of `name` (a constant, a, b, G or tokens_per_param), or None."""
         return self.ci.get(name) if self.ci is not None else None
+
+    # The notebook's view (docs/api.md): the constants, verdict and intervals by name, a
+    # prediction, a plan and the CLI's summary, each a call away from `scaling.fit`.
+
+    E = property(lambda self: self.law.E, doc="the irreducible loss E")
+    A = property(lambda self: self.law.A, doc="the parameter term's coefficient A")
+    B = property(lambda self: self.law.B, doc="the data term's coefficient B")
+    alpha = property(lambda self: self.law.alpha, doc="the parameter exponent alpha")
+    beta = property(lambda self: self.law.beta, doc="the data exponent beta")
+
+    @property
+    def verdict(self) -> str | None:
+        """"trustworthy", "use with caution" or "not identified" (docs/diagnostics.md); None for a
+        fit.json written before the diagnostics."""
+        return None if self.diagnostics is None else self.diagnostics.verdict
+
+    @property
+    def reasons(self) -> tuple:
+        """Why the verdict is what it is, one sentence each (empty for a trustworthy fit)."""
+        return () if self.diagnostics is None else tuple(self.diagnostics.reasons)
+
+    @property
+    def intervals(self) -> dict:
+        """{name: (lo, hi)}: the bootstrap intervals of the constants, a, b, G and tokens per
+        parameter at the reference compute, for those that have one (empty without bootstrap)."""
+        if self.ci is None:
+            return {}
+        return {name: bounds for name in self.ci.bounds if (bounds := self.ci.get(name)) is not None}
+
+    def predict(self, n, d, seed: int = 0) -> allocation.Prediction:
+        """The loss the law predicts for N parameters trained on D tokens, with a prediction
+        interval that holds the constants' uncertainty and the runs' scatter (`loss_interval`)."""
+        n, d = allocation.check_size(n, "N (parameters)"), allocation.check_size(d, "D (tokens)")
+        interval = self.loss_interval(n, d, seed)
+        return allocation.Prediction(n, d, float(self.law.loss(n, d)), interval,
+                                     None if interval is None else self.ci.level)
+
+    def plan(self, compute, seed: int = 0) -> allocation.Plan:
+        """The compute-optimal N, D at `compute` FLOPs and the loss they reach, with intervals
+        (`optimum_at`); UsageError for a law with no optimum (alpha or beta not positive)."""
+        if not (self.law.alpha > 0 and self.law.beta > 0):
+            raise UsageError(f"this law has no compute-optimal allocation: alpha {self.law.alpha:.4g} and beta "
+                             f"{self.law.beta:.4g} must both be positive")
+        best = allocation.plan(self.law, compute)
+        return allocation.Plan(best.compute, best.n, best.d, best.loss, self.optimum_at(best.compute, seed))
+
+    def summary(self) -> str:
+        """What `scaling fit` prints: the constants with intervals, the allocation, the verdict."""
+        from scaling.laws.summary import format_summary  # summary formats a LawFit: imported late
+        return format_summary(self)
+
+    def __repr__(self) -> str:
+        law = self.law
+        head = (f"LawFit(L = {law.E:.4g} + {law.A:.4g}/N^{law.alpha:.4f} + {law.B:.4g}/D^{law.beta:.4f}"
+                + (f"; {self.data.n_points} points" if self.data.n_points is not None else ""))
+        tail = (f"a = {'undefined' if self.a is None else format(self.a, '.4f')}"
+                + ("" if self.ci is None else f", {100 * self.ci.level:g}% intervals from {self.ci.n_resamples} "
+                   "resamples") + f"; verdict: {self.verdict or 'none recorded'})")
+        return f"{head};\n       {tail}"
 
     def to_json(self) -> dict:
         """fit.json's dict (strict JSON types)."""
@@ -221,10 +285,11 @@ class LawFit:
             **({} if self.param_conventions is None else {"param_conventions": self.param_conventions}),
             **({} if self.repeated is None else {"repeated": self.repeated.to_json()}),
             **({} if self.lack_of_fit is None else {"lack_of_fit": self.lack_of_fit}),
+            **({} if self.curves is None else {"curves": self.curves}),
         }
 
     @classmethod
-    def from_json(cls, obj, where: str = "fit.json") -> "LawFit":
+    def from_json(cls, obj, where: str = "fit.json") -> LawFit:
         """The LawFit of a fit.json dict; UsageError naming `where` and the bad section."""
         return _from_json(obj, where)
 
@@ -320,7 +385,7 @@ def _from_json(obj, where: str) -> LawFit:
     ci = _section(obj, "ci", where, (dict,))
     for key in ("dropped", "evidence", "limitations"):
         _section(data if key == "dropped" else obj, key, where, (list,))
-    for key in ("approaches", "kaplan", "verdict", "param_conventions", "repeated", "lack_of_fit"):
+    for key in ("approaches", "kaplan", "verdict", "param_conventions", "repeated", "lack_of_fit", "curves"):
         _section(obj, key, where, (dict,))
     checks = _section(obj, "diagnostics", where, (list,))
     if checks is not None and not (all(isinstance(c, dict) for c in checks) and isinstance(obj.get("verdict"), dict)):
@@ -349,7 +414,7 @@ def _from_json(obj, where: str) -> LawFit:
         approaches=obj.get("approaches"), kaplan=obj.get("kaplan"),
         diagnostics=None if checks is None else Diagnostics.from_json(obj),
         param_conventions=obj.get("param_conventions"), repeated=_repeated(obj, where),
-        lack_of_fit=obj.get("lack_of_fit"))
+        lack_of_fit=obj.get("lack_of_fit"), curves=obj.get("curves"))
 
 
 def _repeated(obj: dict, where: str) -> Repeated | None:

@@ -4,12 +4,17 @@ intervals, the plan's rows with theirs, and the verdict with its reasons.
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING
+
 from scaling.formats import plain_table, sci
 from scaling.laws.allocation import Allocation, OptimumIntervals
 from scaling.laws.diagnostics import PASS
 from scaling.laws.law import PARAM_NAMES
 from scaling.laws.repeated import RepeatedPlan
-from scaling.laws.results import LawFit
+
+if TYPE_CHECKING:   # for annotations only: LawFit.summary() calls format_summary, so no import at run time
+    from scaling.laws.results import LawFit
 
 FORMATS = {"E": ".4f", "A": ".4g", "B": ".4g", "alpha": ".4f", "beta": ".4f", "a": ".4f", "b": ".4f",
            "G": ".4g", "tokens_per_param": ".4g"}
@@ -46,6 +51,7 @@ def format_summary(fit: LawFit) -> str:
         out.append(format_lack_of_fit(fit.lack_of_fit))
     out += format_conventions(fit)
     out += format_repeated(fit)
+    out += format_curves(fit)
     out += format_verdict(fit)
     return "\n".join(out)
 
@@ -56,8 +62,8 @@ def format_lack_of_fit(lof: dict) -> str:
     tests = ", ".join(f"by {t['by']} p = {t['p_value']:.2g}" for t in lof["tests"] if t.get("p_value") is not None)
     line = f"lack of fit: {tests or 'no grouping of two points or more to test'}"
     if lof.get("pure_error_rms") is not None:
-        line += (f"; scatter between replicates {lof['pure_error_rms']:.4g} over {lof['replicated_cells']} "
-                 f"replicated runs, against the residual RMS {lof['residual_rms']:.4g}")
+        line += (f"; scatter between replicates {lof['pure_error_rms']:.4g} at {lof['replicated_cells']} (N, D) "
+                 f"points trained more than once, against the residual RMS {lof['residual_rms']:.4g}")
     return line
 
 
@@ -79,6 +85,36 @@ def format_repeated(fit: LawFit) -> list[str]:
                                        for k in ("alpha", "beta")) + f"; residual RMS {r.residual_rms:.4g}")
     if r.message:
         out.append(f"  note: {r.message}")
+    return out
+
+
+def format_curves(fit: LawFit) -> list[str]:
+    """The law fitted to the training curves (`scaling fit --curves`) beside the final-loss fit, and
+    the curve law's leave-one-run-out error of final losses."""
+    c = fit.curves
+    if c is None:
+        return []
+    ci = c["ci"] or {}
+    out = [f"fitted to the training curves (Tissue et al.'s curve law per size, {len(c['sizes'])} sizes; "
+           + (f"{100 * ci['level']:g}% intervals from {ci['n_resamples']} resamples of whole runs):"
+              if ci else "no resamples):")]
+    for name, key, f in (("a", "a", ".4f"), ("tokens per parameter", "tokens_per_param", ".4g")):
+        mine = c["allocation"]["a"] if key == "a" else c["tokens_per_param_at_reference"]
+        final = fit.a if key == "a" else fit.tokens_per_param
+        out.append(f"  {name:<20} curves {_with_interval(mine, ci.get(key), f)}   "
+                   f"final losses {_with_interval(final, fit.interval(key), f)}")
+    rms = [size["law"]["rms"] for size in c["sizes"]]
+    out.append(f"  curve laws: {sum(size['law']['n_points'] for size in c['sizes'])} evaluations past the warmup, "
+               f"residual RMS {min(rms):.3g} to {max(rms):.3g} (loss) by size; L(N, D) to their final losses "
+               f"residual RMS {c['residual_rms']:.4g} (log loss)")
+    loo = c["leave_one_run_out"]
+    if loo["n_runs"]:
+        out.append(f"  leave one run out: final loss predicted from its size's other runs within "
+                   f"{100 * loo['mean_abs_error']:.2f}% on average (median {100 * loo['median_abs_error']:.2f}%, "
+                   f"bias {100 * loo['mean_error']:+.2f}%, "
+                   f"worst {100 * loo['max_abs_error']:.2f}%, {loo['n_runs']} runs)")
+    else:
+        out.append("  leave one run out: no size has two runs with curves")
     return out
 
 
@@ -141,7 +177,8 @@ def allocation_row(a: Allocation, iv: OptimumIntervals | None) -> list[str]:
         text = "-" if value is None else format(value, fmt)
         if own:
             lo, hi = getattr(iv, bounds_of)
-            text += f" [{lo:{bounds_fmt}}, {hi:{bounds_fmt}}]"
+            text += f" [{lo:{bounds_fmt}}, {hi:{bounds_fmt}}]" if math.isfinite(lo) else \
+                f" [no interval: {iv.n_undefined} of {iv.n_resamples} resamples have no allocation]"
         return text
 
     return [sci(a.compute), "law optimum" if a.method == "law" else a.method,

@@ -50,7 +50,7 @@ def loss_curves(curves, colours: SizeColours, *, n_label: str = "parameters") ->
     ax = axes[0, 0]
     sizes = []
     unfinished = stable = False
-    for run_id, g in curves.groupby("run_id", sort=True):
+    for _, g in curves.groupby("run_id", sort=True):
         g = g[np.isfinite(g.loss) & (g.tokens > 0)].sort_values("tokens")
         if g.empty:
             continue

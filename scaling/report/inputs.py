@@ -213,6 +213,7 @@ def _use_points(inputs: Inputs, data: fitdata.FitData, bootstrap: int | None) ->
         data = selection.apply_filters(data, drop_highest_loss=int(filters.get("drop_highest_loss") or 0),
                                      min_tokens_per_param=filters.get("min_tokens_per_param"),
                                      min_tokens=filters.get("min_tokens"))
+    data = data.canonical()                 # the order the fit took them in (analysis.fit_data)
     inputs.data = data
     recorded = inputs.fit.data
     if recorded.digest and recorded.digest != data.digest:

@@ -44,6 +44,7 @@ FIGURE_TITLES = {
     "bootstrap": "Bootstrap distributions of alpha, beta, a and tokens per parameter",
     "validation": "The validation: the recommended model and its neighbours against the law's prediction",
     "repeated": "Repeated data: the loss against epochs at fixed compute, and the fitted decay",
+    "task_metrics": "Beyond the loss: smooth and exact-match metrics against compute, and predicted from the loss",
 }
 
 
@@ -67,7 +68,7 @@ class Report:
         return self.inputs.fit
 
     @classmethod
-    def start(cls, inputs: Inputs, holdout_fraction: float) -> "Report":
+    def start(cls, inputs: Inputs, holdout_fraction: float) -> Report:
         """An empty document, the colours, and the hold-out check (run first: the summary quotes it)."""
         fit, data = inputs.fit, inputs.data
         all_n = []

@@ -48,6 +48,10 @@ STATUSES = ("finished", "diverged", "failed", "stable")
 # The role of a run that checks a fit's prediction (scaling.validate): never a fit point.
 VALIDATION_ROLE = "validation"
 
+# The exact-match lengths k with a column of runs.csv (scaling.train.metrics scores every k to 16),
+# and the number of validation prompts each run's final evaluation scores them on.
+TASK_KS = (1, 4, 16)
+TASK_PROMPTS = 256
 # Columns of runs.csv, in order. Shape columns first, then sizes, then outcomes.
 TABLE_COLUMNS = (
     "run_id", "status", "d_model", "n_layers", "n_heads", "lr",
@@ -62,6 +66,10 @@ TABLE_COLUMNS = (
     "budget", "budget_measure",
     # A run that is not a fit point: "validation" (it checks a fit's prediction; never fitted).
     "role",
+    # Beyond the loss (scaling.train.metrics), at the final evaluation: per-token top-1 accuracy and
+    # exact match of 1-, 4- and 16-token greedy continuations of fixed validation prompts, and the mean
+    # log-probability (nats) of a 16-token continuation. Empty in stores from before they were recorded.
+    "final_token_accuracy", *(f"final_exact_match_{k}" for k in TASK_KS), "final_continuation_logprob",
 )
 # Types of metrics.jsonl fields; a record with another type is skipped on read.
 METRIC_TYPES = {"step": int, "tokens": int, "lr": float, "train_loss": float, "val_loss": float,

@@ -11,8 +11,7 @@ import pandas as pd
 
 from scaling.config import SweepConfig
 from scaling.runs import store
-from scaling.sweep.executor import LocalExecutor
-from scaling.sweep.packing import ASSUMED_FLOPS
+from scaling.sweep.packing import ASSUMED_FLOPS, workers_and_threads
 from scaling.sweep.plan import PlannedRun
 
 
@@ -58,4 +57,4 @@ def makespan(walls: list[float], workers: int) -> float:
 def sweep_workers(cfg: SweepConfig, planned: list[PlannedRun]) -> tuple[int, int]:
     """(runs at once, threads per run) the local executor would use for these runs on this machine."""
     ex = cfg.executor
-    return LocalExecutor(ex.workers, ex.threads_per_run, ex.runs_per_gpu).plan(planned) if planned else (1, 1)
+    return workers_and_threads(planned, ex.workers, ex.threads_per_run, ex.runs_per_gpu) if planned else (1, 1)

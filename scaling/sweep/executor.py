@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 
 from scaling.sweep.job import WAIT, WAIT_POLL_S, Job, Reporter, _Wait, execute, first_job
-from scaling.sweep.packing import default_workers, run_device, too_small_for_workers, visible_gpus
+from scaling.sweep.packing import run_device, visible_gpus, workers_and_threads
 from scaling.sweep.worker import unpickle_error, warning_category, worker_main
 from scaling.train.loop import STOP
 
@@ -50,15 +50,10 @@ class LocalExecutor:
         self.expected = expected
 
     def plan(self, runs: list, bounded: bool = True) -> tuple[int, int]:
-        """(workers, threads per run) for these runs (Jobs or anything with a `.spec`). Unless
-        `bounded` is False (more runs may come), a sweep too small for workers gets one."""
-        train = runs[0].spec.train
-        threads = self.threads_per_run or train.threads or 1
-        workers = self.workers
-        if workers is None:
-            small = bounded and too_small_for_workers(runs)
-            workers = 1 if small else default_workers(run_device(train.device), threads, self.runs_per_gpu)
-        return max(1, min(workers, len(runs)) if bounded else workers), threads
+        """(workers, threads per run) for these runs (Jobs or anything with a `.spec`): the rule of
+        scaling.sweep.packing. Unless `bounded` is False (more runs may come), a sweep too small
+        for workers gets one."""
+        return workers_and_threads(runs, self.workers, self.threads_per_run, self.runs_per_gpu, bounded)
 
     def run(self, jobs: Iterable[Job], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
         if isinstance(jobs, (list, tuple)):

@@ -22,7 +22,9 @@ the same thread count, the same seed and the same batches.
 
 from __future__ import annotations
 
+import glob
 import os
+import sys
 
 # Starting a worker costs seconds (it imports torch), so with `workers` left to the rule a sweep
 # estimated (at ASSUMED_FLOPS, one core) to take less than POOL_MIN_SECONDS trains in this process.
@@ -49,12 +51,23 @@ def visible_gpus() -> list[str]:
     return [str(i) for i in range(torch.cuda.device_count())]
 
 
-def run_device(device: str) -> str:
-    """The device kind `train.device` resolves to in this process (auto: cuda, else mps, else cpu)."""
-    import torch
+# Device files without which Linux has no GPU for torch: NVIDIA's, ROCm's, WSL's.
+GPU_DEVICE_FILES = ("/dev/nvidia[0-9]*", "/dev/kfd", "/dev/dxg")
 
+
+def run_device(device: str) -> str:
+    """The device kind `train.device` resolves to in this process (auto: cuda, else mps, else cpu).
+
+    Where torch is not loaded yet (a dry run's estimate) and Linux shows no GPU device file, auto
+    is cpu without importing torch, which takes seconds; a process that trains has torch loaded
+    and asks it."""
     if device != "auto":
         return device
+    if "torch" not in sys.modules and sys.platform.startswith("linux") and \
+            not any(glob.glob(pattern) for pattern in GPU_DEVICE_FILES):
+        return "cpu"
+    import torch
+
     if torch.cuda.is_available():
         return "cuda"
     return "mps" if torch.backends.mps.is_available() else "cpu"
@@ -69,6 +82,19 @@ def default_workers(device: str, threads_per_run: int, runs_per_gpu: int, cores:
     if device == "mps":
         return max(1, min(runs_per_gpu, cpu_slots))
     return cpu_slots
+
+
+def workers_and_threads(runs: list, workers: int | None = None, threads_per_run: int | None = None,
+                        runs_per_gpu: int = 4, bounded: bool = True) -> tuple[int, int]:
+    """(workers, threads per run) for these runs (anything with a `.spec`), by the rule in the
+    module docstring; `workers`, `threads_per_run`: the executor's settings (None: the rule's).
+    Unless `bounded` is False (more runs may come), a sweep too small for workers gets one."""
+    train = runs[0].spec.train
+    threads = threads_per_run or train.threads or 1
+    if workers is None:
+        small = bounded and too_small_for_workers(runs)
+        workers = 1 if small else default_workers(run_device(train.device), threads, runs_per_gpu)
+    return max(1, min(workers, len(runs)) if bounded else workers), threads
 
 
 def too_small_for_workers(runs: list) -> bool:

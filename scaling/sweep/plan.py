@@ -26,8 +26,8 @@ from scaling.config import Shape, SweepConfig, run_lr
 from scaling.errors import UsageError
 from scaling.train.compute import FlopsPerToken, expected_optimum, fit_flops_per_token
 from scaling.train.counts import MEASURE_CONVENTION
-from scaling.train.model import GPTConfig, flops_by_measure, flops_per_token, param_counts
 from scaling.train.schedule import cooldown_steps, schedule_bounds
+from scaling.train.shape import GPTConfig, flops_by_measure, flops_per_token, param_counts
 from scaling.train.spec import RunSpec
 
 # Settings that change how a run is logged or scheduled, where and how fast it runs (the same
@@ -194,7 +194,7 @@ def isoflop_runs(cfg: SweepConfig, shapes: list[Shape], seed: int | None = None)
             raise UsageError(f"grid.isoflop: budget {c:.3g} FLOPs has {len(near)} model(s) within a factor "
                              f"{design.span:g} of its expected optimum N = {n_opt:.3g}; a parabola needs 3: add "
                              "shapes near that size, or widen span")
-        for _, n, per_token, shape in sorted(near[:design.per_budget], key=lambda t: t[1]):
+        for _, _n, per_token, shape in sorted(near[:design.per_budget], key=lambda t: t[1]):
             runs.append(planned_run(cfg, shape, budget_tokens(c, per_token, batch), run_lr(cfg.train, shape),
                                     budget=float(c), budget_measure=design.measure, seed=seed))
     return runs

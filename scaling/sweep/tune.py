@@ -26,7 +26,6 @@ from scaling.config import SweepConfig, parse_config, run_lr
 from scaling.errors import UsageError
 from scaling.formats import positive
 from scaling.runs import store
-from scaling.sweep.driver import run_sweep
 from scaling.sweep.plan import plan
 
 # 7 rates from 1e-3 to 3e-2, x1.76 apart: brackets the optima of the tiny shapes measured by
@@ -150,6 +149,8 @@ def tune(cfg: SweepConfig, lrs=DEFAULT_LRS, tokens=None, runs_dir: Path | str = 
          cache_dir: Path | None = None, reporter=None) -> Tuning:
     """Train the runs of the tuning sweep not yet ended (budget: the grid's smallest by default),
     and choose each shape's rate from the store."""
+    from scaling.sweep.driver import run_sweep  # training loads torch; planning a tuning does not
+
     tune_cfg = tuning_config(cfg, lrs, tokens)
     result = run_sweep(tune_cfg, runs_dir, cache_dir, reporter)
     return Tuning(tune_cfg, result.sweep_dir, tune_cfg.grid.tokens[0], learning_rates(lrs),

@@ -107,7 +107,7 @@ def worker_main(index: int, threads: int, gpu: str | None, inbox, events, parent
         events.put(("started", index, i))
         last = [0.0]
 
-        def progress(done, total, rate, i=i):
+        def progress(done, total, rate, i=i, last=last):   # this job's i and clock, bound now
             now = time.monotonic()
             if now - last[0] >= PROGRESS_EVERY_S or done >= total:
                 last[0] = now

@@ -68,7 +68,7 @@ class FlopsPerToken:
         return {"measure": self.measure, "kappa": self.kappa, "gamma": self.gamma, "max_error": self.max_error}
 
     @classmethod
-    def from_dict(cls, obj: dict) -> "FlopsPerToken":
+    def from_dict(cls, obj: dict) -> FlopsPerToken:
         kappa, gamma, error = (float(obj[k]) for k in ("kappa", "gamma", "max_error"))
         if not all(math.isfinite(v) for v in (kappa, gamma, error)) or kappa <= 0 or gamma <= 0 or error < 0:
             raise UsageError(f"the compute count needs positive, finite kappa and gamma; got {obj!r}")

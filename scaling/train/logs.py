@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from scaling.errors import UsageError
-from scaling.train.model import param_counts
+from scaling.train.shape import param_counts
 from scaling.train.spec import RunSpec
 
 # metrics.jsonl field -> TensorBoard tag.

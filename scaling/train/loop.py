@@ -36,8 +36,10 @@ from scaling.runs.store import CHECKPOINT, METRICS, append_jsonl, branch_checkpo
 from scaling.train.batches import TokenData, check_data, evaluate, get_batch, val_windows
 from scaling.train.checkpoint import restore, save_at
 from scaling.train.logs import run_logs
-from scaling.train.model import GPT, flops_per_token, param_counts
+from scaling.train.metrics import TASK_FIELDS, evaluate_tasks, task_prompts
+from scaling.train.model import GPT
 from scaling.train.schedule import lr_at
+from scaling.train.shape import flops_per_token, param_counts
 from scaling.train.spec import RunSpec
 
 # Set to stop the run in progress after its current step, with a checkpoint (see request_stop).
@@ -176,6 +178,7 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress, log) -> dict
     optimizer = make_optimizer(model, train, spec.lr)
     step_model = compiled(model, train)
     windows = val_windows(data, train.eval_tokens, cfg.context_length, device)
+    prompts = task_prompts(data.val, cfg.context_length, device)
     state = restore(spec, run_dir, model, optimizer, device)
     branch_points, metrics_path = set(spec.branch_points), run_dir / METRICS
 
@@ -209,6 +212,8 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress, log) -> dict
                 status = "diverged"
             elif do_eval:
                 record["val_loss"], record["val_bpb"] = evaluate(model, windows, n_seqs, autocast)
+                if step == steps:  # beyond the loss, once a run: accuracy and exact match (train.metrics)
+                    record.update(evaluate_tasks(model, prompts, n_seqs, autocast))
             append_jsonl(metrics_path, record)
             log(record)
             if progress is not None:
@@ -275,6 +280,7 @@ def summarize(spec: RunSpec, data: TokenData, status: str, reason: str | None, s
         "flops_exact": float(flops_per_token(cfg)["exact"]) * tokens,
         "flops_6n_total": 6.0 * n_total * tokens,
         "final_val_loss": final.get("val_loss"), "final_val_bpb": final.get("val_bpb"),
+        **{key: final.get(key) for key in TASK_FIELDS},
         "wall_s": wall_s, "tokens_per_s": trained / wall_s if wall_s > 0 else 0.0,
         "budget": spec.budget, "budget_measure": spec.budget_measure, "role": spec.role,
     }

@@ -3,39 +3,20 @@
     tokens -> token + position embedding -> n_layers x [x + attn(ln(x)); x + mlp(ln(x))] -> ln -> logits
 
 Linear layers have no biases (as in nanoGPT's bias=False: slightly faster, no worse); LayerNorms
-keep their weight and bias. `param_counts` and `flops_per_token` are those of
-`scaling.train.counts` (derived there, from the shape alone), checked against this module and
-against torch's FLOP counter in tests/train/test_model.py.
+keep their weight and bias. The shape (`GPTConfig`) and its parameter and FLOP counts live in
+`scaling.train.shape`, without torch, so planning a sweep never loads it; the counts are checked
+against this module and against torch's FLOP counter in tests/train/test_model.py.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from scaling.config import ModelConfig, Shape
-from scaling.train import counts
-
-
-@dataclass(frozen=True)
-class GPTConfig:
-    vocab_size: int
-    context_length: int
-    d_model: int
-    n_layers: int
-    n_heads: int
-    mlp_ratio: int = 4
-    tied_embeddings: bool = True
-
-    @classmethod
-    def from_config(cls, model: ModelConfig, shape: Shape, vocab_size: int) -> "GPTConfig":
-        return cls(vocab_size=vocab_size, context_length=model.context_length, d_model=shape.d_model,
-                   n_layers=shape.n_layers, n_heads=shape.n_heads, mlp_ratio=model.mlp_ratio,
-                   tied_embeddings=model.tied_embeddings)
+from scaling.train.shape import GPTConfig
 
 
 class CausalSelfAttention(nn.Module):
@@ -112,25 +93,3 @@ class GPT(nn.Module):
         if targets is None:
             return logits, None
         return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
-
-
-def param_counts(cfg: GPTConfig) -> tuple[int, int]:
-    """(total, non-embedding) parameter counts, without building the model: `scaling.train.counts`,
-    where the derivation is (Kaplan's non-embedding N, LayerNorms included; an untied output layer
-    counts as an embedding)."""
-    return counts.param_counts(cfg.n_layers, cfg.d_model, cfg.context_length, cfg.vocab_size,
-                               cfg.mlp_ratio, cfg.tied_embeddings)
-
-
-def flops_per_token(cfg: GPTConfig) -> dict:
-    """Training FLOPs per token, {"flops_6n": 6 N, "exact": 3 x every forward matmul}, from
-    `scaling.train.counts` (attention over the full window, as the math kernel computes it)."""
-    flops = counts.flops_per_token(cfg.n_layers, cfg.d_model, cfg.context_length, cfg.vocab_size,
-                                   cfg.mlp_ratio, cfg.tied_embeddings)
-    return {"flops_6n": flops["flops_6n"], "exact": flops["exact"]}
-
-
-def flops_by_measure(cfg: GPTConfig) -> dict:
-    """Training FLOPs per token in each measure of `scaling.train.counts.COMPUTE_MEASURES`."""
-    return counts.flops_by_measure(cfg.n_layers, cfg.d_model, cfg.context_length, cfg.vocab_size,
-                                   cfg.mlp_ratio, cfg.tied_embeddings)

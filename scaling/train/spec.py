@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass
 
 from scaling.config import TrainConfig
-from scaling.train.model import GPTConfig, flops_per_token
 from scaling.train.schedule import schedule_bounds
+from scaling.train.shape import GPTConfig, flops_per_token
 
 
 @dataclass(frozen=True)

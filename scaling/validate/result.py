@@ -102,7 +102,7 @@ class Validation:
         return out
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Validation":
+    def from_json(cls, obj: dict) -> Validation:
         """From validate.json's dict; ValueError naming the first entry of the wrong type or range."""
         _check_schema(obj)
         runs = tuple(ValidationRun(**{**{k: v for k, v in r.items() if k != "inside"},

@@ -47,6 +47,15 @@ def fit_store(fit: LawFit) -> Path | None:
     return Path(source[len(STORE_PREFIX):]) if source.startswith(STORE_PREFIX) else None
 
 
+def runs_root(fit: LawFit, runs_dir: str | Path | None = None) -> Path:
+    """Where the validation's store goes: `runs_dir`, else the root holding the fit's own store
+    (so the two sit side by side), else runs."""
+    if runs_dir is not None:
+        return Path(runs_dir)
+    store_dir = fit_store(fit)
+    return store_dir.parent if store_dir is not None else Path("runs")
+
+
 def recipe(fit: LawFit, config: str | Path | None) -> SweepConfig:
     """The sweep config to validate with: `config` when given, else read back from the runs of
     the fit's store (their config.yaml holds every setting, and each shape's learning rate)."""

@@ -19,7 +19,7 @@ from tests.conftest import MICRO_RUNS
 SCHEMA = {
     "kind", "version", "seed", "data", "options", "params", "allocation", "reference_compute",
     "tokens_per_param_at_reference", "ci", "objective", "n_starts_at_optimum", "residual_rms",
-    "evidence", "limitations", "approaches", "kaplan", "diagnostics", "verdict", "compute",
+    "evidence", "limitations", "approaches", "kaplan", "diagnostics", "verdict", "compute", "lack_of_fit",
 }
 DATA_KEYS = {"source", "n_points", "digest", "param_convention", "dropped", "filters", "n_range",
              "d_range", "c_range"}
@@ -61,8 +61,9 @@ def test_chinchilla_fit_json_has_the_schema(chinchilla_cli):
     assert {c["status"] for c in fit["diagnostics"]} == {"pass", "caution"}
     assert fit["data"]["n_points"] == 240 and len(fit["data"]["dropped"]) == 5
     assert all(set(d) == {"id", "reason"} for d in fit["data"]["dropped"])
+    # the digest of the points in the canonical order the fit takes them in (row order changes nothing)
     assert fit["data"]["digest"] == selection.apply_filters(fitdata.from_dataset("chinchilla"),
-                                                          drop_highest_loss=5).digest
+                                                          drop_highest_loss=5).canonical().digest
     assert fit["data"]["param_convention"] == "total"
     assert fit["options"] == {"delta": 1e-3, "grid": "hoffmann", "n_starts": 4500, "fixed_E": None,
                               "bootstrap": 1000}

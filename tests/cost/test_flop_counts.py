@@ -1,6 +1,6 @@
 """`scaling cost train` and runs.csv count the same FLOPs per token for every shape the configs train.
 
-Both come from `scaling.train.counts`: the sweep through `scaling.train.model.flops_per_token` (runs.csv's
+Both come from `scaling.train.counts`: the sweep through `scaling.train.shape.flops_per_token` (runs.csv's
 `flops_exact`), the cost command through `scaling.cost.flops_per_token`, which takes the total N and the
 shape. Given the N the sweep records for a run, the two must agree to the last FLOP.
 """
@@ -18,7 +18,7 @@ from scaling.cli import main
 from scaling.config import load_config
 from scaling.sweep.plan import plan
 from scaling.train import counts
-from scaling.train.model import flops_per_token
+from scaling.train.shape import flops_per_token
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
 

@@ -17,7 +17,10 @@ LAWS = pytest.mark.parametrize("law", [CHINCHILLA.law, BESIROGLU.law], ids=["chi
 HOFFMANN_BUDGETS = (6e18, 1e19, 3e19, 6e19, 1e20, 3e20, 6e20, 1e21, 3e21)
 
 
-def budget_grid(law, budgets=np.logspace(18, 21, 7), sizes=np.logspace(6, 11, 26), span=6.0):
+BUDGETS, SIZES = np.logspace(18, 21, 7), np.logspace(6, 11, 26)
+
+
+def budget_grid(law, budgets=BUDGETS, sizes=SIZES, span=6.0):
     """A sweep laid out on budgets: a fixed ladder of model sizes, at each budget those within
     a factor `span` of the law's optimum, trained on D = C / (6 N)."""
     n, d = [], []
@@ -181,7 +184,10 @@ def test_isoflop_recovers_a_exactly_from_parabolic_profiles():
         assert m.n_opt == pytest.approx(np.exp(a_true * np.log(m.compute) + k), rel=1e-8)
 
 
-def law_curves(law, sizes=np.logspace(7, 10, 31), tokens=np.logspace(8, 12.5, 80)):
+CURVE_SIZES, CURVE_TOKENS = np.logspace(7, 10, 31), np.logspace(8, 12.5, 80)
+
+
+def law_curves(law, sizes=CURVE_SIZES, tokens=CURVE_TOKENS):
     rows = [(f"r{i}", size, t, float(law.loss(size, t)))
             for i, size in enumerate(sizes) for t in tokens]
     return pd.DataFrame(rows, columns=["run_id", "n", "tokens", "loss"])

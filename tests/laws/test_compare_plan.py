@@ -149,6 +149,12 @@ def test_compare_approaches_agreement_rules():
     apart = {"approach_1": {"a": 0.62, "a_ci": [0.58, 0.66]}, "approach_2": {"a": 0.50, "a_ci": [0.47, 0.53]}}
     _, warnings = compare_approaches(apart, law, Intervals.from_json(CI))
     assert len(warnings) == 2 and all("Approach 1" in w for w in warnings)
+    # Overlapping intervals are not agreement: a gap beyond the facing half-widths in quadrature
+    # (0.04 and 0.033 here) is a systematic difference, as on tables where Approach 3 sits 0.05 off.
+    gap = law.a - 0.46
+    assert 0.04 < gap < 0.054
+    _, warnings = compare_approaches({"approach_2": {"a": 0.46, "a_ci": [0.42, 0.50]}}, law, Intervals.from_json(CI))
+    assert len(warnings) == 1 and "Approach 2" in warnings[0]
     # One interval: the other's point estimate must fall inside it.
     _, warnings = compare_approaches({"approach_1": {"a": 0.6}}, law, Intervals.from_json(CI))
     assert len(warnings) == 1 and "no interval" in warnings[0]

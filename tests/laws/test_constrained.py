@@ -133,7 +133,7 @@ def test_objective_gradient_matches_finite_differences():
     pts = constrained_points(n, d, u, noisy(MUENNIGHOFF_2023.loss(n, d, u)))
     x = np.array([0.6, 6.0, 7.5, 0.34, 0.36, math.log(12.0), math.log(4.0)])
     for excess in (False, True):
-        def f(z):
+        def f(z, excess=excess):
             return constrained_objective(z, pts, delta=0.05, excess=excess)[0][0]
         g = constrained_objective(x, pts, delta=0.05, excess=excess)[1][0]
         assert g == pytest.approx(approx_fprime(x, f, 1e-7), rel=1e-4, abs=1e-6)

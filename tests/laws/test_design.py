@@ -44,3 +44,23 @@ def test_scaling_design_sets_two_configs_side_by_side(tmp_path, capsys):
     assert wide["compute"] > micro["compute"] and 0 <= micro["not_identified_share"] <= 1
     assert main(["design", str(paths[0]), "--sims", "0"]) == 2
     assert "--sims must be a whole number >= 1" in capsys.readouterr().err
+
+
+def test_an_uncertain_prior_predicts_wider_intervals_than_its_point_law():
+    """Truths drawn from a prior's bootstrap laws, and its scatter drawn as measured on few degrees
+    of freedom, spread the simulated sweeps: the point law alone is the optimistic limit."""
+    law = BESIROGLU.law
+    runs = isoflop_grid(np.geomspace(1e18, 1e20, 4), law, per_budget=5)
+    rng = np.random.default_rng(0)
+    spread = np.column_stack([law.E * np.exp(0.05 * rng.standard_normal(40)),
+                              law.A * np.exp(0.3 * rng.standard_normal(40)),
+                              law.B * np.exp(0.3 * rng.standard_normal(40)),
+                              law.alpha + 0.03 * rng.standard_normal(40),
+                              law.beta + 0.03 * rng.standard_normal(40)])
+    spread[0, 3] = -0.1                                    # a law without an allocation: never drawn
+    point = expected_precision(runs, law, noise=0.01, n_sims=6, bootstrap=30)
+    drawn = expected_precision(runs, law, noise=0.01, n_sims=6, bootstrap=30, laws=spread, noise_df=5)
+    assert (point.prior_laws, drawn.prior_laws, drawn.noise_df) == (0, 39, 5)
+    assert drawn.tpp_ratio > point.tpp_ratio
+    with pytest.raises(UsageError, match="alpha, beta > 0"):
+        expected_precision(runs, law, laws=spread[:1])

@@ -13,7 +13,8 @@ import pytest
 
 from scaling.cli import main
 from scaling.cost.result import sci
-from scaling.laws import allocation, analysis, fitdata, results, selection
+from scaling.laws import allocation, analysis, fitdata, results, selection, summary
+from scaling.laws import bootstrap as resampling
 from scaling.laws import diagnostics as dg
 from scaling.laws import fit as fitting
 from scaling.laws.bootstrap import bootstrap
@@ -273,13 +274,23 @@ def test_a_flat_valley_and_a_floor_at_zero_are_flagged(narrow):
     assert lower.status == dg.CAUTION
 
 
-def test_a_resample_whose_constants_overflowed_is_undefined_not_a_nan_interval(good, tmp_path):
+def test_a_resample_whose_constants_overflowed_leaves_no_interval_in_fit_json_and_plan_alike(good, tmp_path):
     # A resample where alpha ran off has A = inf (e^log A past a float): it predicts no loss and
-    # has no allocation. It must count as undefined, and a fit.bootstrap.csv holding it must load.
+    # has no allocation. fit.json (theta arithmetic) and the plan (laws rebuilt from the stored
+    # constants) follow one rule: a quantity undefined in any resample has no interval, and both
+    # say in how many; a fit.bootstrap.csv holding such a row must load.
     _, fit = good
     broken = fit.resampled.copy()
     broken[0, 1], broken[0, 3] = np.inf, 120.0
     iv = allocation.optimum_intervals(fit.law, broken, fit.reference_compute, noise=0.01)
-    assert iv.n_undefined == 1 and all(np.isfinite(iv.loss)) and all(np.isfinite(iv.tokens_per_param))
+    assert (iv.n_undefined, iv.n_resamples) == (1, len(broken)) and all(np.isfinite(iv.loss))
+    assert all(np.isnan(iv.tokens_per_param)) and all(np.isnan(iv.n))
+    theta = np.column_stack([np.log(broken[:, 0]), np.log(broken[:, 1]).clip(max=800.0), np.log(broken[:, 2]),
+                             broken[:, 3], broken[:, 4]])
+    intervals, undefined = resampling.percentile_intervals(
+        resampling.derived_quantities(theta, fit.reference_compute, fit.law.flops), 0.95)
+    assert undefined["tokens_per_param"] == 1 and all(np.isnan(intervals["tokens_per_param"]))
+    row = summary.allocation_row(allocation.plan(fit.law, fit.reference_compute), iv)
+    assert "no interval: 1 of" in row[2]
     path = results.write_fit(tmp_path, dataclasses.replace(fit, resampled=broken))
     assert np.array_equal(results.load_fit(path).resampled, broken)

@@ -1,7 +1,6 @@
 """IsoFLOP designs: the sweep picks, per compute budget, the shapes near the expected optimum and
 trains each on the D that spends C (exact FLOPs by default); the budgets are recorded and Approach 2 groups by them."""
 
-import math
 
 import pytest
 import yaml

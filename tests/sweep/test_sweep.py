@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
+import scaling as scaling_api
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep
 from scaling.sweep.estimates import estimate_walls, makespan
@@ -57,6 +58,7 @@ def test_second_invocation_trains_nothing(micro_sweep, cache_dir):
     summaries = {p: p.read_bytes() for p in first.sweep_dir.glob("*/summary.json")}
     again = run_sweep(cfg, first.sweep_dir.parent, cache_dir)
     assert again.trained == [] and len(again.skipped) == MICRO_RUNS
+    assert scaling_api.sweep(cfg, first.sweep_dir.parent, cache_dir=cache_dir).trained == []   # the same call
     assert {p: p.read_bytes() for p in first.sweep_dir.glob("*/summary.json")} == summaries
 
 

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from scaling.cli import main
-from scaling.cli.tune import lr_law
 from scaling.config import load_config
+from scaling.laws.lr_law import lr_law
 from scaling.runs import store
 from scaling.sweep.plan import plan
 from scaling.sweep.tune import Choice, ShapeTuning, choose, read_tuning, tune, tuning_config
@@ -121,11 +121,13 @@ def shape(n, lr, method="parabola"):
 
 def test_lr_law_fits_the_inside_optima_only():
     shapes = [shape(n, 0.3 * n ** -0.4 * (1 + e)) for n, e in ((1e4, 0.01), (1e5, -0.01), (1e6, 0.02))]
-    law, inside, why = lr_law(shapes + [shape(1e7, 1.0, "edge")])
-    assert why is None and len(inside) == 3 and law.n_points == 3
+    fitted = lr_law(shapes + [shape(1e7, 1.0, "edge")])
+    law = fitted.power
+    assert fitted.why is None and len(fitted.inside) == 3 and law.n_points == 3
     assert law.exponent == pytest.approx(-0.4, abs=0.01) and law.ci[0] < -0.4 < law.ci[1]
-    law, inside, why = lr_law(shapes[:1] + [shape(1e7, 1.0, "edge")])
-    assert law is None and "a law needs 2 sizes" in why
+    assert fitted.to_json()["shapes"] == [s.name for s in fitted.inside] and "from 3 shapes" in fitted.describe()
+    fitted = lr_law(shapes[:1] + [shape(1e7, 1.0, "edge")])
+    assert fitted.power is None and "a law needs 2 sizes" in fitted.why and fitted.to_json() is None
 
 
 def test_dry_run_lists_the_runs_and_writes_nothing(tmp_path, capsys):

@@ -7,7 +7,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from scaling.config import ModelConfig, Shape
 from scaling.train import counts
-from scaling.train.model import GPT, GPTConfig, flops_per_token, param_counts
+from scaling.train.model import GPT
+from scaling.train.shape import GPTConfig, flops_per_token, param_counts
 
 SHAPES = [
     GPTConfig(vocab_size=256, context_length=16, d_model=32, n_layers=2, n_heads=2),

@@ -19,8 +19,8 @@ from scaling.errors import UsageError
 from scaling.runs.store import CHECKPOINT, METRICS, TABLE_COLUMNS, read_jsonl
 from scaling.train.batches import TokenData
 from scaling.train.loop import train_run
-from scaling.train.model import GPTConfig
 from scaling.train.schedule import lr_at, warmup_steps
+from scaling.train.shape import GPTConfig
 from scaling.train.spec import RunSpec
 
 TIMING = ("elapsed_s", "tokens_per_s")
@@ -205,7 +205,8 @@ import resource, sys
 from contextlib import nullcontext
 import torch
 from scaling.config import TrainConfig
-from scaling.train.model import GPT, GPTConfig
+from scaling.train.model import GPT
+from scaling.train.shape import GPTConfig
 from scaling.train.loop import keep_freed_memory, make_optimizer, train_step
 if sys.argv[1] == "keep":
     keep_freed_memory()

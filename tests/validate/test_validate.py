@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
+import scaling
 from scaling.cli import main
 from scaling.errors import UsageError
 from scaling.laws import analysis, fitdata, simulate
@@ -83,6 +84,9 @@ def test_validate_trains_three_runs_stores_them_and_resumes(known_fit, tmp_path,
     stamps = {p: p.stat().st_mtime_ns for p in sweep_dir.glob("*/summary.json")}
     again = validate(fit, micro_config(), COMPUTE, runs_dir=tmp_path, cache_dir=cache_dir, fit_path=str(fit_path))
     assert again.to_json() == result.to_json()
+    # scaling.validate, given the fit's folder, is the same call.
+    same = scaling.validate(fit_path.parent, COMPUTE, config=config, runs_dir=tmp_path, cache_dir=cache_dir)
+    assert same.to_json() == result.to_json()
     assert {p: p.stat().st_mtime_ns for p in sweep_dir.glob("*/summary.json")} == stamps
 
     # Never fitted: a validation run copied into a sweep's store is left out, and says why.

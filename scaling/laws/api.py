@@ -1,0 +1,122 @@
+"""The way in from a notebook: `scaling.fit` (points in, a `LawFit` out) and `scaling.load`.
+
+    f = scaling.fit("points.csv", n="N", d="D", loss="loss", drop_highest_loss=5)
+    f.alpha, f.verdict, f.intervals["a"], f.plan(1e24), f.predict(1e9, 2e10)
+    print(f.summary())                       # what `scaling fit` prints
+    f = scaling.load("fits/points")          # a fit directory (fit.json and its bootstrap)
+
+`scaling fit` is this function too: the command checks its flags, calls `fit` and writes the
+result (`results.write_fit`). The steps are those of docs/architecture.md: a `fitdata` loader,
+`selection.apply_filters`, the training curves of a run store (Approach 1), `analysis.fit_data`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+from scaling.errors import UsageError
+from scaling.laws import analysis, fitdata, results, selection, tasks
+from scaling.laws.curve_store import read_curve_runs
+from scaling.laws.curves import curves_from_store
+from scaling.laws.fit import DEFAULT_DELTA
+
+KINDS = ("store", "table", "dataset", "frame")
+# The column options, by the name `fit` takes and `fitdata.from_frame`'s.
+COLUMNS = {"n": "n_col", "d": "d_col", "c": "c_col", "loss": "loss_col", "embedding": "embedding_col",
+           "budget": "budget_col", "unique": "unique_col"}
+
+
+def kind_of(source) -> str:
+    """What `source` is: a DataFrame ("frame"), a run store's folder ("store"), a packaged
+    dataset's name ("dataset", where no file of that name exists) or a CSV/parquet file ("table")."""
+    if isinstance(source, pd.DataFrame):
+        return "frame"
+    if not isinstance(source, (str, Path)):
+        raise UsageError(f"the points must be a DataFrame, a table's path, a run store or a dataset name; "
+                         f"got {type(source).__name__}")
+    path = Path(source)
+    if path.is_dir():
+        return "store"
+    if not path.exists() and str(source) in fitdata.DATASETS:
+        return "dataset"
+    return "table"
+
+
+def points(source, *, kind: str | None = None, param_convention: str | None = None,
+           compute_measure: str | None = None, metric: str = "loss", unique_tokens: float | None = None,
+           **columns) -> fitdata.FitData:
+    """The points of `source` (see `kind_of`; `kind` says it instead of guessing). Columns, for a
+    table or a DataFrame: n, loss and d or c (default: the Chinchilla table's), embedding, budget,
+    unique (`fitdata.from_frame`). param_convention: what a table's N counts, or how to count a run
+    store's (default total); compute_measure: a run store's count of compute (default exact);
+    metric: a run store's number to fit in place of the loss (`tasks.FIT_METRICS`)."""
+    kind = kind or kind_of(source)
+    if kind not in KINDS:
+        raise UsageError(f"the kind of source must be one of {', '.join(KINDS)}; got {kind!r}")
+    tasks.fit_metric(metric)            # a metric the law does not describe: refused before any reading
+    if metric != "loss" and kind != "store":
+        raise UsageError("the metric applies to a run store; a table or dataset has only its loss column")
+    unknown = sorted(set(columns) - set(COLUMNS))
+    if unknown:
+        raise UsageError(f"unknown option(s) {', '.join(unknown)}; the columns are named by {', '.join(COLUMNS)}")
+    given = {COLUMNS[k]: v for k, v in columns.items() if v is not None}
+    if unique_tokens is not None:
+        given["unique_tokens"] = unique_tokens
+    if given and kind in ("store", "dataset"):
+        raise UsageError(f"column options ({', '.join(sorted(given))}) apply to a table or a DataFrame; "
+                         f"a {'run store' if kind == 'store' else 'packaged dataset'} names its own")
+    if compute_measure is not None and kind != "store":
+        raise UsageError("the compute measure applies to a run store; a table's C is 6 N D of its own N")
+    if kind == "store":
+        return fitdata.from_runs(source, param_convention or "total", compute_measure=compute_measure or "exact",
+                                 metric=metric)
+    if kind == "dataset":
+        if param_convention is not None:
+            raise UsageError("a packaged dataset records its own parameter convention")
+        return fitdata.from_dataset(source)
+    if kind == "frame":
+        return fitdata.from_frame(source, source="a DataFrame", param_convention=param_convention, **given)
+    return fitdata.from_table(source, param_convention=param_convention, **given)
+
+
+def fit(source, *, kind: str | None = None, drop_highest_loss: int = 0, min_tokens_per_param: float | None = None,
+        min_tokens: float | None = None, delta: float = DEFAULT_DELTA, fixed_E: float | None = None,
+        bootstrap: int = results.DEFAULT_BOOTSTRAP, seed: int = 0, reference_compute: float | None = None,
+        data_constrained: bool = False, metric: str = "loss", curves: bool = False, **where) -> results.LawFit:
+    """Fit L(N, D) = E + A/N^alpha + B/D^beta to `source`, as `scaling fit` does.
+
+    source: a DataFrame, a CSV or parquet file, a run store runs/<sweep> or a packaged dataset
+    ("chinchilla"); `where` names its columns and conventions (`points`: n, d, c, loss, ...).
+    drop_highest_loss, min_tokens_per_param, min_tokens: leave points out (`selection`).
+    delta, fixed_E, bootstrap, seed, reference_compute, data_constrained: as `analysis.fit_data`.
+    A run store's training curves give Approach 1 too. metric: fit a run store's `metric` (see
+    `tasks.FIT_METRICS`) in place of the loss; fit.json's limitations then say so first. curves: also
+    fit the law to the store's whole training curves (`curve_fit`, fit.json's 'curves' section).
+    """
+    kind = kind or kind_of(source)
+    if curves and (kind != "store" or metric != "loss"):
+        raise UsageError("--curves needs a run store (RUNS_DIR) and the loss (no --metric): the curves are "
+                         "the runs' validation losses")
+    data = points(source, kind=kind, metric=metric, **where)
+    data = selection.apply_filters(data, drop_highest_loss=drop_highest_loss,
+                                   min_tokens_per_param=min_tokens_per_param, min_tokens=min_tokens)
+    envelope = None
+    if kind == "store" and metric == "loss":   # the curves are of the loss: Approach 1's envelope
+        envelope = curves_from_store(source, param_convention=data.param_convention)
+    fit = analysis.fit_data(data, delta=delta, fixed_E=fixed_E, bootstrap=bootstrap, seed=seed,
+                            reference_compute=reference_compute, curves=envelope, data_constrained=data_constrained)
+    if curves:
+        fit = analysis.with_curves(fit, read_curve_runs(source, data.param_convention), resamples=bootstrap, seed=seed)
+    if metric != "loss":   # fit.json says what its "loss" is, where the report and a reader see it
+        what = f"fitted to {metric} = {tasks.FIT_METRICS[metric].meaning}, in place of the validation loss"
+        fit = replace(fit, limitations=(f"{what}: L is this metric", *fit.limitations))
+    return fit
+
+
+def load(path) -> results.LawFit:
+    """The fit in a fit directory (or its fit.json), with its bootstrap samples where they were
+    written beside it, so `plan` and `predict` give intervals as the fit that wrote it did."""
+    return results.load_fit(path)

@@ -1,0 +1,101 @@
+"""The learning-rate law of a tuning sweep, lr_opt = c N^k, and the files `scaling tune` writes.
+
+    tuning = scaling.sweep.tune.tune(cfg, lrs, tokens, "runs")   # each shape's rate, chosen
+    law = lr_law(tuning.shapes)                                  # fitted over the inside optima
+    print(format_table(tuning.shapes)); print(law.describe())
+    write_tuning("fits/tiny-tune", "configs/tiny.yaml", tuning, law)   # tune.json, tiny-tuned.yaml
+
+A shape whose best rate lies at the edge of its grid gives only a bound on its optimum, so the law
+is fitted over the shapes whose optimum lies inside (`scaling.sweep.tune.choose`), by least
+squares in log-log (`approaches.fit_power_law`, with a 95% interval from 3 shapes on). The
+figure of the tuning is the report's (`scaling.report.tuning`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from scaling.config import parse_yaml
+from scaling.formats import json_safe, plain_table, sci
+from scaling.laws.approaches import PowerLaw, fit_power_law
+from scaling.runs.store import write_atomic
+from scaling.sweep.tune import ShapeTuning, Tuning, tuned_config
+
+INSIDE = ("parabola", "grid point")   # choices that place the optimum inside the grid
+
+
+@dataclass(frozen=True)
+class LRLaw:
+    """lr_opt = c N^k (`power`, None when it could not be fitted, and `why` not), and the shapes
+    it was fitted over."""
+
+    power: PowerLaw | None
+    inside: tuple
+    why: str | None = None
+
+    def describe(self) -> str:
+        if self.power is None:
+            return f"lr_opt(N): not fitted ({self.why})"
+        law = self.power
+        ci = f" [{law.ci[0]:.3f}, {law.ci[1]:.3f}] (95%)" if law.ci else " (no interval from 2 points)"
+        return (f"lr_opt = {sci(law.coefficient)} * N^{law.exponent:.3f}; exponent {law.exponent:.3f}{ci}, "
+                f"from {law.n_points} shapes ({', '.join(s.name for s in self.inside)})")
+
+    def to_json(self) -> dict | None:
+        law = self.power
+        if law is None:
+            return None
+        return {"exponent": law.exponent, "coefficient": law.coefficient, "exponent_ci95": law.ci,
+                "exponent_stderr": law.stderr, "n_points": law.n_points, "shapes": [s.name for s in self.inside]}
+
+
+def lr_law(shapes: list[ShapeTuning]) -> LRLaw:
+    """lr_opt = c N^k over the shapes whose optimum is inside their grid (an edge is only a bound)."""
+    inside = tuple(s for s in shapes if s.choice.method in INSIDE)
+    if len({s.n_params for s in inside}) < 2:
+        return LRLaw(None, inside, f"{len(inside)} shape(s) with an optimum inside the grid; a law needs 2 sizes")
+    return LRLaw(fit_power_law([s.n_params for s in inside], [s.choice.lr for s in inside]), inside)
+
+
+def format_table(shapes: list[ShapeTuning]) -> str:
+    """One row per shape, one column per rate tried (every shape tries the same rates)."""
+    rows = []
+    for s in shapes:
+        losses = [f"{v:.3f}" if st == "finished" else st for v, st in zip(s.losses, s.statuses)]
+        note = {"edge": f"at the {s.choice.edge} rate: widen the grid", "none": "no run finished"}
+        rows.append([s.name, sci(s.n_params), *losses, sci(s.config_lr), sci(s.choice.lr),
+                     note.get(s.choice.method, s.choice.method)])
+    header = ["shape", "N", *(f"lr {sci(x)}" for x in shapes[0].lrs), "config lr", "chosen", "how"]
+    return "final validation loss at each learning rate tried:\n" + plain_table(header, rows)
+
+
+def tune_record(tuning: Tuning, law: LRLaw) -> dict:
+    """tune.json's content: where the runs are, the budget, each shape's table and choice, the law."""
+    shapes = [{"shape": s.name, **{k: v for k, v in vars(s).items() if k != "choice"}, "lr_opt": s.choice.lr,
+               "loss_opt": s.choice.loss, "method": s.choice.method, "edge": s.choice.edge} for s in tuning.shapes]
+    return {"tuning_sweep": tuning.config.name, "run_store": str(tuning.sweep_dir), "tokens": tuning.tokens,
+            "learning_rates": tuning.lrs, "lr_law": law.to_json(), "lr_law_note": law.why, "shapes": shapes}
+
+
+def write_tuning(out, config_path, tuning: Tuning, law: LRLaw) -> tuple[Path, Path]:
+    """Write into `out` tune.json and `<name>-tuned.yaml`, the config at `config_path` with each
+    shape's chosen rate (and a header saying where they came from); return the two paths."""
+    out, config_path = Path(out), Path(config_path)
+    out.mkdir(parents=True, exist_ok=True)
+    data = parse_yaml(config_path.read_text(encoding="utf-8"), str(config_path))
+    tuned_path, record_path = out / f"{data['name']}-tuned.yaml", out / "tune.json"
+    header = (f"# Learning rates from `scaling tune {config_path}`: each shape's rate chosen from the runs in "
+              f"{tuning.sweep_dir}\n# ({len(tuning.lrs)} rates, {tuning.tokens:,} tokens each); "
+              f"the table and the fit are in {record_path}.\n")
+    edges = [s.name for s in tuning.shapes if s.choice.method == "edge"]
+    if edges:
+        header += f"# At the grid's edge (the optimum lies beyond: widen --lrs, tune again): {', '.join(edges)}\n"
+    tuned = tuned_config(data, tuning.shapes)
+    write_atomic(tuned_path, header + yaml.safe_dump(tuned, sort_keys=False, default_flow_style=None))
+    record = {"config": str(config_path), "tuned_config": str(tuned_path), **tune_record(tuning, law)}
+    write_atomic(record_path, json.dumps(json_safe(record), indent=2) + "\n")
+    return record_path, tuned_path

@@ -1,0 +1,43 @@
+"""The command line's own text: `scaling --version`, and every command's help in one style."""
+
+import argparse
+import re
+from importlib import metadata
+
+import pytest
+
+import scaling
+from scaling.cli import build_parser, main
+
+
+def test_version_prints_the_package_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out == f"scaling {scaling.__version__}\n"
+    assert scaling.__version__ == metadata.version("scaling")     # the installed metadata agrees
+
+
+def parsers(parser=None):
+    """The top-level parser and every subcommand's, nested ones included."""
+    parser = parser or build_parser()
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from parsers(sub)
+
+
+def test_every_metavar_is_one_style_and_no_help_shows_a_doubled_percent():
+    seen = 0
+    for parser in parsers():
+        text = parser.format_help()
+        assert "%%" not in text, parser.prog            # "95%%": a literal % escaped where it is not formatted
+        for action in parser._actions:
+            if action.option_strings and action.nargs == 0:
+                continue                                # a switch takes no value: no metavar
+            shown = action.metavar or (action.dest.upper() if action.option_strings else action.dest)
+            if isinstance(action, argparse._SubParsersAction) or action.choices:
+                continue                                # {a,b} lists its choices
+            assert re.fullmatch(r"[A-Z][A-Z0-9_]*", shown), f"{parser.prog}: {shown!r}"
+            seen += 1
+    assert seen > 50

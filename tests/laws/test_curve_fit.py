@@ -1,0 +1,107 @@
+"""The curve law (Tissue et al. 2024) and the law fitted from training curves (`scaling fit --curves`):
+on curves simulated from a known law and schedule effect, and on a real micro sweep's store."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from scaling.cli import main
+from scaling.config import TrainConfig
+from scaling.laws import bootstrap as resampling
+from scaling.laws import results
+from scaling.laws.curve_fit import fit_curves, leave_one_run_out
+from scaling.laws.curve_law import RunSchedule, areas, fit_curve_law
+from scaling.laws.curve_simulate import simulate_curves
+from scaling.laws.fit import fit_law
+from scaling.laws.law import Law
+from scaling.laws.simulate import cross_grid
+from tests.conftest import MICRO
+
+LAW = Law(E=1.8, A=400.0, B=2000.0, alpha=0.34, beta=0.37)
+TRAIN = TrainConfig(batch_tokens=16384)
+SIM = {"train": TRAIN, "lr": 1e-3, "anneal": 1.0, "decay": 0.99}
+GRID = {"e": (0.0, 0.5), "a": (5.0, 10.0), "b": (5.0, 10.0), "alpha": (0.3, 0.6), "beta": (0.3, 0.6)}
+SIZES, TOKENS = np.geomspace(1e6, 1.6e7, 5), (2e7, 8e7, 3.2e8)
+
+
+def test_areas_follow_tissue_et_al_definitions():
+    lrs = np.array([0.5, 1.0, 1.0, 0.6, 0.2])           # a warmup step, then two drops of 0.4
+    s1, s2 = areas(lrs, decay=0.5)
+    assert s1 == pytest.approx(np.cumsum(lrs))
+    # momentum m: 0, 0, 0, 0.4, 0.5 * 0.4 + 0.4 = 0.6: the warmup's rise is no annealing
+    assert s2 == pytest.approx([0.0, 0.0, 0.0, 0.4, 1.0])
+    cosine = RunSchedule(steps=1000, lr=1e-3, train=TRAIN).lrs()
+    assert cosine[-1] == pytest.approx(1e-4) and cosine.max() == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize("schedule", ["cosine", "wsd"])
+def test_the_curve_law_of_noiseless_curves_predicts_another_budget_exactly(schedule):
+    """Two runs of one size: the fitted law has the truth's exponent and annealing weight, and
+    predicts the final loss of a third budget it never saw (the schedule re-scaled to it)."""
+    sim = {**SIM, "train": TrainConfig(batch_tokens=16384, schedule=schedule)}
+    runs = simulate_curves(LAW, cross_grid([4e6], [2e7, 8e7]), noise=0.0, **sim)
+    sched = {r: s.areas(SIM["decay"]) for r, s in runs.schedules.items()}
+    ev = runs.evaluations
+    s1 = np.array([sched[r][0][s - 1] for r, s in zip(ev.run_id, ev.step)])
+    s2 = np.array([sched[r][1][s - 1] for r, s in zip(ev.run_id, ev.step)])
+    law = fit_curve_law(s1, s2, ev.loss, decay=SIM["decay"])
+    assert law.alpha == pytest.approx(LAW.beta, rel=1e-3) and law.C == pytest.approx(1.0, rel=1e-3)
+    other = simulate_curves(LAW, cross_grid([4e6], [4.5e7]), noise=0.0, **sim)
+    (_, d, truth), = other.final.values()
+    assert law.final_loss(next(iter(runs.schedules.values())).rescaled(d)) == pytest.approx(truth, rel=1e-6)
+    assert leave_one_run_out(runs, decay=SIM["decay"])["max_abs_error"] < 1e-6
+
+
+def test_curve_fit_recovers_a_and_is_tighter_than_the_final_loss_fit():
+    """One simulated sweep (5 sizes x 3 budgets, per-evaluation and per-run scatter), fitted both ways
+    at equal FLOPs; bench/bench_curve_fit.py repeats this 50 times for the coverage rate."""
+    runs = simulate_curves(LAW, cross_grid(SIZES, TOKENS), noise=0.005, run_noise=0.003, seed=0, **SIM)
+    points = runs.final_points()
+    reference = float((6.0 * points.n * points.d).max())
+    curves = fit_curves(runs, resamples=20, seed=0, reference_compute=reference, decay=SIM["decay"], grid=GRID)
+    lo, hi = curves.ci["a"]
+    assert lo <= LAW.a <= hi and hi - lo < 0.3
+    final = fit_law(points.n, points.d, points.loss, grid=GRID)
+    boot = resampling.bootstrap(points.n, points.d, points.loss, n_resamples=20, seed=0,
+                                reference_compute=reference, full_fit=final)
+    width = {k: ci[1] / ci[0] for k, ci in (("curves", curves.ci["tokens_per_param"]),
+                                           ("final", boot.intervals["tokens_per_param"]))}
+    assert width["curves"] < width["final"], width
+    loo = curves.leave_one_out
+    assert loo["n_runs"] == 15 and loo["mean_abs_error"] < 0.01        # the scatter is 0.6%
+    assert curves.n_resamples + curves.n_failed == 20
+
+
+def test_the_curve_law_module_does_not_load_torch():
+    code = "import sys, scaling.laws.curve_fit, scaling.train.schedule; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_fit_curves_of_a_real_micro_sweep(micro_sweep, tmp_path, capsys):
+    _, sweep = micro_sweep
+    out = tmp_path / "fit"
+    assert main(["fit", str(sweep.sweep_dir), "--curves", "--bootstrap", "10", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "fitted to the training curves" in printed and "leave one run out" in printed
+    fit = json.loads((out / "fit.json").read_text())
+    section = fit["curves"]
+    sizes = len(MICRO["grid"]["models"])
+    assert len(section["sizes"]) == sizes and all(len(s["runs"]) == 3 for s in section["sizes"])
+    assert section["ci"]["resampled"] == "whole runs" and section["reference_compute"] == fit["reference_compute"]
+    assert section["leave_one_run_out"]["n_runs"] == 6
+    assert section["final_loss_fit"]["a_ci"] == fit["ci"]["a"]
+    assert results.load_fit(out / "fit.json").curves == section
+    # Without --curves there is no such section: tests/cli/test_cli_fit.py holds fit.json to its schema.
+    assert "curves" not in results.LawFit.from_json({k: v for k, v in fit.items() if k != "curves"}).to_json()
+
+
+@pytest.mark.parametrize("argv", [["fit", "--dataset", "chinchilla", "--curves"],
+                                  ["fit", "runs/x", "--curves", "--metric", "accuracy"]])
+def test_curves_need_a_store_and_the_loss(argv, tmp_path, capsys):
+    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+    assert "--curves needs a run store (RUNS_DIR) and the loss" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
