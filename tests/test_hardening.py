@@ -244,7 +244,9 @@ def test_a_side_file_that_is_a_device_or_fifo_is_refused(fitted, tmp_path, capsy
 def test_a_config_or_fit_that_is_a_fifo_is_refused(tmp_path, capsys):
     os.mkfifo(tmp_path / "sweep.yaml")
     os.mkfifo(tmp_path / "fit.json")
+    os.mkfifo(tmp_path / "points.csv")
     with deadline(30):
+        refused(["fit", "--csv", tmp_path / "points.csv", "--out", tmp_path / "fit"], capsys, "not a regular file")
         refused(["sweep", tmp_path / "sweep.yaml", "--dry-run", "--runs-dir", tmp_path / "runs"], capsys,
                 "not a regular file")
         refused(["design", "--prior", tmp_path / "fit.json", TINY], capsys, "not a regular file")

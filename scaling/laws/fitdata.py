@@ -376,6 +376,8 @@ def read_table(path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise UsageError(f"table {path} does not exist")
+    if not path.is_file():    # a FIFO or a device (/dev/zero) would be read forever
+        raise UsageError(f"cannot read table {path}: not a regular file (a FIFO, a device or a folder)")
     suffix = path.suffix.lower()
     try:
         if suffix in (".parquet", ".pq"):
