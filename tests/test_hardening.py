@@ -290,7 +290,8 @@ def test_validate_beyond_the_familys_shape_limits_is_refused(fitted, capsys):
 
 
 def test_cost_inference_aware_with_extreme_constants_is_refused(fitted, tmp_path, capsys):
-    fit = edit_fit(copy_fit(fitted, "plain", tmp_path), params={"E": 1.0, "A": 1e300, "B": 1e300, "alpha": 1e-3, "beta": 1e-3})
+    extreme = {"E": 1.0, "A": 1e300, "B": 1e300, "alpha": 1e-3, "beta": 1e-3}
+    fit = edit_fit(copy_fit(fitted, "plain", tmp_path), params=extreme)
     refused(["cost", "inference-aware", "--fit", fit, "--compute", "1e21", "--inference-tokens", "1e12"], capsys,
             "lies beyond a float's range")
 
@@ -352,3 +353,17 @@ def test_a_figure_replaces_a_symlink_and_a_full_disk_leaves_the_old_file(tmp_pat
     with pytest.raises(OSError, match="tune.svg"):
         save(fig, tmp_path, "tune")
     assert (tmp_path / "tune.svg").read_bytes() == before
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("sweep: micro\nseed: 0\n", "is not a run's config (no corpus, tokenizer, model"),
+    (b"sweep: caf\xe9\n", "not UTF-8 text"),
+])
+def test_validate_refuses_a_hand_edited_run_config_in_one_line(tmp_path, micro_sweep, capsys, content, expected):
+    _, result = micro_sweep
+    runs = tmp_path / "runs" / "micro"
+    shutil.copytree(result.sweep_dir, runs, ignore=shutil.ignore_patterns(store.LOCK, store.TABLE_LOCK))
+    assert main(["fit", str(runs), "--bootstrap", "0", "--out", str(tmp_path / "fit")]) == 0
+    config = next(runs.glob(f"*/{store.CONFIG}"))
+    config.write_bytes(content if isinstance(content, bytes) else content.encode())
+    refused(["validate", tmp_path / "fit" / "fit.json", "--compute", "1e12", "--dry-run"], capsys, expected)

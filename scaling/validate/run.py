@@ -83,10 +83,10 @@ def recipe(fit: LawFit, config: str | Path | None) -> SweepConfig:
     try:
         shapes = {tuple(r["model"][k] for k in shape_keys): r["lr"] for r in runs}
         model = {k: v for k, v in first["model"].items() if k not in (*shape_keys, "vocab_size")}
+        models = [dict(zip(shape_keys, key), lr=lr) for key, lr in sorted(shapes.items())]
         return parse_config({"name": first["sweep"], "seed": first["seed"], "corpus": first["corpus"],
                              "tokenizer": first["tokenizer"], "model": model, "train": first["train"],
-                             "grid": {"models": [dict(zip(shape_keys, key), lr=lr) for key, lr in sorted(shapes.items())],
-                                      "tokens": [first["tokens"]]}},
+                             "grid": {"models": models, "tokens": [first["tokens"]]}},
                             f"the settings of the runs in {sweep_dir}")
     except TypeError as exc:                # an unhashable or unorderable value where a number belongs
         raise UsageError(f"the run configs in {sweep_dir} hold a malformed shape ({exc})") from None
