@@ -1,66 +1,79 @@
-"""Time and peak memory of a fit on large tables (issue 15, case 9): 10k, 30k and 100k rows.
+"""Time and peak memory of the whole `scaling fit` command on large tables (issues 15 and 29).
 
 Public tables are this size (a learning-rate/batch study has about 1,900 runs; training-curve
-tables 9,000+ points). The grid fit's memory is bounded by chunking the starts
-(`scaling.laws.objective.batch_rows`), the bootstrap's by streaming its resamples. Each size runs
-in a fresh process, so the peak (ru_maxrss) is that size's own.
+tables 9,000+ points), and a careless export can be a million rows. Each size writes a CSV of a
+simulated cross grid (Chinchilla's law, 1% noise), then runs `python -m scaling fit --csv ...` as
+a child process and reads that child's own peak RSS from wait4: the command as a user runs it
+(loading, the fit, the bootstrap, every diagnostic, writing fit.json), imports included.
 
-    .venv/bin/python bench/bench_fit_memory.py [--rows 10000 30000 100000] [--bootstrap 0]
+    .venv/bin/python bench/bench_fit_memory.py [--rows 10000 1000000] [--bootstrap 0]
+
+Targets (issue 29): 10k rows under 500 MB; 1e6 rows under 2 GB, or refused in one line (exit 2).
+Measured (2 shared cores, after bracketed_share lost its n x n matrix; before: 10k rows 1.77 GB,
+1e6 rows a traceback asking for 7.28 TiB):
+
+         rows  boot  seconds  peak MB
+        10000     0      7.0      272
+        10000  1000    523        356
+      1000000     0    129        505    (an earlier run on a busier machine: 273 s, 539 MB)
+
+The bootstrap fits its resamples a chunk at a time (scaling.laws.objective.batch_rows), so its
+memory does not grow with the resamples; 1e6 rows with the default 1,000 resamples is bounded the
+same way but takes hours of CPU, and was not run.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import resource
+import os
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 
-def one(rows: int, n_boot: int) -> dict:
-    """Fit a simulated cross grid of about `rows` points (Chinchilla's law, 1% noise)."""
+def write_table(rows: int, path: Path) -> None:
     import numpy as np
+    import pandas as pd
 
-    from scaling.laws.bootstrap import bootstrap
-    from scaling.laws.fit import fit_law
     from scaling.laws.references import reference
     from scaling.laws.simulate import cross_grid, simulate
 
     side = int(round(rows ** 0.5))
     grid = cross_grid(np.geomspace(1e6, 1e10, side), np.geomspace(1e8, 1e12, rows // side))
     data = simulate(reference("chinchilla").law, grid, noise=0.01, seed=0)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    pd.DataFrame({"N": data.n, "D": data.d, "loss": data.loss}).to_csv(path, index=False)
+
+
+def run_fit(table: Path, out: Path, n_boot: int) -> dict:
+    """`scaling fit` on `table` in a child process: seconds, its peak RSS, exit code, last line."""
+    cmd = [sys.executable, "-m", "scaling", "fit", "--csv", str(table), "--n-col", "N", "--d-col", "D",
+           "--loss-col", "loss", "--bootstrap", str(n_boot), "--out", str(out)]
     start = time.perf_counter()
-    fit = fit_law(data.n, data.d, data.loss)
-    fit_s = time.perf_counter() - start
-    boot_s = None
-    if n_boot:
-        start = time.perf_counter()
-        bootstrap(data.n, data.d, data.loss, n_resamples=n_boot, full_fit=fit)
-        boot_s = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"rows": len(data), "fit_s": fit_s, "bootstrap_s": boot_s, "peak_mb": peak / 1024,
-            "before_fit_mb": base / 1024, "alpha": fit.law.alpha, "beta": fit.law.beta}
+    with tempfile.TemporaryFile() as log:
+        child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(child.pid, 0)   # this child's own peak, not the largest so far
+        child.returncode = os.waitstatus_to_exitcode(status)
+        log.seek(0)
+        lines = log.read().decode(errors="replace").strip().splitlines()
+    return {"seconds": time.perf_counter() - start, "peak_mb": usage.ru_maxrss / 1024,
+            "rc": child.returncode, "last": lines[-1] if lines else ""}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 30_000, 100_000])
-    parser.add_argument("--bootstrap", type=int, default=0, help="resamples after the fit (default 0)")
-    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 1_000_000])
+    parser.add_argument("--bootstrap", type=int, default=0, help="resamples (default 0: the fit alone)")
     args = parser.parse_args()
-    if args.one:
-        print(json.dumps(one(args.one, args.bootstrap)))
-        return
-    print(f"{'rows':>7} {'fit s':>7} {'boot s':>7} {'peak MB':>8}  (process peak, imports included)")
-    for rows in args.rows:
-        out = subprocess.run([sys.executable, __file__, "--one", str(rows), "--bootstrap", str(args.bootstrap)],
-                             capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout.strip().splitlines()[-1])
-        boot = "-" if r["bootstrap_s"] is None else f"{r['bootstrap_s']:.1f}"
-        print(f"{r['rows']:>7} {r['fit_s']:>7.1f} {boot:>7} {r['peak_mb']:>8.0f}  "
-              f"(alpha {r['alpha']:.3f}, beta {r['beta']:.3f})")
+    print(f"{'rows':>9} {'boot':>5} {'seconds':>8} {'peak MB':>8} {'rc':>3}  last line")
+    with tempfile.TemporaryDirectory() as tmp:
+        for rows in args.rows:
+            table = Path(tmp) / f"points-{rows}.csv"
+            write_table(rows, table)
+            r = run_fit(table, Path(tmp) / f"fit-{rows}", args.bootstrap)
+            print(f"{rows:>9} {args.bootstrap:>5} {r['seconds']:>8.1f} {r['peak_mb']:>8.0f} {r['rc']:>3}  "
+                  f"{r['last'][:100]}", flush=True)
 
 
 if __name__ == "__main__":

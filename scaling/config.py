@@ -15,7 +15,9 @@ from __future__ import annotations
 import codecs
 import json
 import math
+import os
 import reprlib
+import stat
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -38,6 +40,9 @@ from scaling.errors import UsageError
 # holds hundreds of values; the value limit counts YAML aliases expanded, as a consumer walks them.
 MAX_DEPTH = 64
 MAX_VALUES = 1_000_000
+# The largest file a bounded reader reads whole: fit.json, its side CSVs, validate.json, configs.
+# The largest written by this package (a fit of 1e6 rows with every row dropped) is well under.
+MAX_FILE_BYTES = 256 * 2**20
 
 
 _REPR = reprlib.Repr()
@@ -83,10 +88,34 @@ def parse_json(text: str, source: str):
     return obj
 
 
-def read_json(path: str | Path):
-    """A JSON file (UTF-8) through `parse_json`."""
+def read_bounded(path: str | Path, limit: int = MAX_FILE_BYTES, what: str = "file") -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. A FIFO, a device (/dev/zero), a folder
+    or a larger file is a UsageError naming it, never a hang or gigabytes read; a missing file is
+    FileNotFoundError, as from open()."""
+    # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever before fstat could refuse it.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise UsageError(f"cannot read {what} {path}: not a regular file (a FIFO, a device or a folder)")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise UsageError(f"cannot read {what} {path}: larger than {limit // 2**20} MiB, not a file of this package")
+    return data
+
+
+def read_text(path: str | Path, what: str = "file") -> str:
+    """A bounded regular file as UTF-8 text (`read_bounded`); UsageError naming `path` otherwise."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return read_bounded(path, what=what).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"cannot read {what} {path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def read_json(path: str | Path):
+    """A JSON file (UTF-8, regular, at most MAX_FILE_BYTES) through `parse_json`."""
+    try:
+        text = read_bounded(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path} is not valid JSON (not UTF-8 text at byte {exc.start})") from None
     return parse_json(text, str(path))
@@ -441,7 +470,7 @@ def load_config(path: str | Path) -> SweepConfig:
     """Read and validate a sweep YAML file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, what="config").decode("utf-8")
     except FileNotFoundError:
         raise UsageError(f"config file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -69,6 +69,7 @@ def parse_computes(values: list[str]) -> list[float]:
 
 def cmd_compare(args) -> int:
     fit = load_fit(args.fit)
+    allocation.check_allocatable(fit.law, f"fit {args.fit}")   # a, b and G divide by alpha + beta
     c = fit.reference_compute
     rows = compare.compare(fit.law, fit.ci, c)
     approach_rows, warnings = ([], [])
@@ -101,6 +102,8 @@ def cmd_plan(args) -> int:
     computes = parse_computes(args.compute)
     choice = choose_law(args.fit, args.law)
     law, label = choice.law, choice.label
+    if law is not None:
+        allocation.check_allocatable(law, choice.name)
     plans = [allocation.compare_allocations(law, c) for c in computes]
     notes = []
     if law is None:

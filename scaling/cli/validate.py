@@ -14,6 +14,7 @@ from pathlib import Path
 
 from scaling.cli.sweep import RichReporter, console, progress_bars, stop_on_signals
 from scaling.formats import json_safe, positive
+from scaling.laws.allocation import check_allocatable
 from scaling.laws.results import FILENAME, load_fit
 
 
@@ -57,6 +58,7 @@ def cmd_validate(args) -> int:
 
     fit_path = args.fit / FILENAME if args.fit.is_dir() else args.fit
     fit = load_fit(fit_path)
+    check_allocatable(fit.law, f"fit {fit_path}")    # no optimum to validate without one
     compute = positive(args.compute, "--compute (FLOPs, e.g. 1e13)")
     cfg = recipe(fit, args.config)
     store = fit_store(fit)

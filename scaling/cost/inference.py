@@ -146,7 +146,20 @@ def _check_target(law: Law, target_loss) -> float:
     return loss
 
 
-def _sardana_point(law: Law, target: float, d_inf: float) -> tuple[float, float, float]:
+def _sardana_point(law: Law, target: float, d_inf: float, law_label: str = "") -> tuple[float, float, float]:
+    """`_solve_sardana`, with a UsageError where the law's constants put N or D past a float."""
+    try:
+        n, d, check = _solve_sardana(law, target, d_inf)
+    except (OverflowError, ZeroDivisionError, ValueError):
+        n = d = math.inf
+    if not (math.isfinite(n) and math.isfinite(d) and n > 0 and d > 0):
+        raise UsageError(f"law {law_label or 'given'}: the inference-aware optimum for loss {target:g} at "
+                         f"D_inf = {d_inf:g} lies beyond a float's range (N or D above 1.8e308, or below "
+                         "its smallest): these constants cannot be planned with")
+    return n, d, check
+
+
+def _solve_sardana(law: Law, target: float, d_inf: float) -> tuple[float, float, float]:
     """(N, D, relative disagreement of the two solvers) minimising 6 N D + 2 N D_inf
     subject to L(N, D) = target.
 
@@ -204,10 +217,10 @@ def inference_aware_optimum(law: Law, target_loss, inference_tokens: Sequence, *
     demands = [non_negative(x, "inference tokens") for x in inference_tokens]
     if not demands:
         raise UsageError("give at least one inference-token count (0 for training only)")
-    n0, d0, _ = _sardana_point(law, target, 0.0)
+    n0, d0, _ = _sardana_point(law, target, 0.0, law_label)
     points = []
     for d_inf in demands:
-        n, d, check = _sardana_point(law, target, d_inf)
+        n, d, check = _sardana_point(law, target, d_inf, law_label)
         if check > 1e-5:  # pragma: no cover - the two solvers disagreeing is a bug
             raise RuntimeError(f"inference-aware solvers disagree by {check:.1e} at "
                                f"D_inf = {d_inf:g}")

@@ -13,6 +13,7 @@ import math
 from scaling import formats
 from scaling.errors import UsageError
 from scaling.formats import json_safe
+from scaling.laws import allocation
 
 SIX_ND = ("C = 6 N D: 2 N forward + 4 N backward FLOPs per parameter and training token; "
           "ignores attention over the context and counts every parameter (embeddings included) "
@@ -20,19 +21,9 @@ SIX_ND = ("C = 6 N D: 2 N forward + 4 N backward FLOPs per parameter and trainin
 
 
 def check_allocation(law, law_label: str | None = None):
-    """`law`, when it has a compute-optimal allocation; else a UsageError saying why not.
-
-    N_opt and D_opt (and the inference-aware optimum) exist only for finite A, B > 0 and
-    alpha, beta > 0: with an exponent at or below zero more parameters or tokens never lower
-    the loss, and the closed forms divide by alpha + beta. A fit can end there (fit.json
-    records what the points gave), so every allocation checks first."""
-    values = {"A": law.A, "B": law.B, "alpha": law.alpha, "beta": law.beta, "E": law.E}
-    bad = [f"{name} = {formats.sci(v)}" for name, v in values.items()
-           if not (math.isfinite(v) and (v > 0 or (name == "E" and v >= 0)))]
-    if bad:
-        raise UsageError(f"law {law_label or 'given'} has {', '.join(bad)}; a compute-optimal allocation "
-                         "needs A, B, alpha and beta positive and finite (and E >= 0): choose another law")
-    return law
+    """`law`, when it has a compute-optimal allocation; else a UsageError saying why not
+    (`scaling.laws.allocation.check_allocatable`)."""
+    return allocation.check_allocatable(law, law_label)
 
 
 class Result:

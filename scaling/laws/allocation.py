@@ -30,6 +30,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from scaling.errors import UsageError
+from scaling.formats import sci
 from scaling.laws.law import Law
 from scaling.train.compute import FlopsPerToken, expected_optimum
 
@@ -70,6 +71,22 @@ def check_compute(compute) -> float:
     return c
 
 
+def check_allocatable(law: Law, law_label: str | None = None) -> Law:
+    """`law`, when it has a compute-optimal allocation; else a UsageError saying why not.
+
+    N_opt and D_opt (and the inference-aware optimum) exist only for finite A, B > 0 and
+    alpha, beta > 0: with an exponent at or below zero more parameters or tokens never lower
+    the loss, and the closed forms divide by alpha + beta. A fit can end there (fit.json
+    records what the points gave), so every allocation checks first."""
+    values = {"A": law.A, "B": law.B, "alpha": law.alpha, "beta": law.beta, "E": law.E}
+    bad = [f"{name} = {sci(v)}" for name, v in values.items()
+           if not (math.isfinite(v) and (v > 0 or (name == "E" and v >= 0)))]
+    if bad:
+        raise UsageError(f"law {law_label or 'given'} has {', '.join(bad)}; a compute-optimal allocation "
+                         "needs A, B, alpha and beta positive and finite (and E >= 0): choose another law")
+    return law
+
+
 def check_size(value, what: str) -> float:
     """A number of parameters or tokens as a float; UsageError naming `what` unless it is positive
     and finite."""
@@ -85,6 +102,7 @@ def check_size(value, what: str) -> float:
 def plan(law: Law, compute) -> Allocation:
     """The compute-optimal N, D of `law` at C FLOPs (closed form) and the loss it predicts."""
     c = check_compute(compute)
+    check_allocatable(law)
     n, d = float(law.n_opt(c)), float(law.d_opt(c))
     return Allocation("law", c, n, d, float(law.loss(n, d)))
 

@@ -73,6 +73,8 @@ def constrained_plan(law: ConstrainedLaw, compute, unique, *, xatol: float = 1e-
     near 3e-7 relative.
     """
     c, u = check_compute(compute), positive(unique, "unique tokens")
+    if u < 1.0:   # a fraction of a token: the law's U_D, (U / N) terms run off to inf
+        raise UsageError(f"unique tokens must be at least 1 (a count of tokens), got {unique!r}")
     if c <= 6.0:
         raise UsageError(f"compute {c:g} FLOPs cannot train even one parameter on one token (C = 6 N D)")
     log_c6 = math.log(c / 6.0)

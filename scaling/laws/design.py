@@ -27,6 +27,8 @@ import numpy as np
 
 from scaling.errors import UsageError
 from scaling.laws import analysis, results
+from scaling.laws.allocation import check_allocatable
+from scaling.laws.bootstrap import MAX_RESAMPLES
 from scaling.laws.law import Law
 from scaling.laws.simulate import simulate
 
@@ -92,10 +94,13 @@ def expected_precision(runs, prior: Law, *, noise: float = 0.01, n_sims: int = 2
     runs = np.asarray(runs, dtype=float)
     if runs.ndim != 2 or runs.shape[1] != 2 or len(runs) < 6:
         raise UsageError(f"a design needs at least 6 runs of (N, D); got {len(runs)}")
-    if n_sims < 1 or bootstrap < 10:
-        raise UsageError("a design's outlook needs at least 1 simulation and 10 bootstrap resamples")
+    if n_sims < 1 or not 10 <= bootstrap <= MAX_RESAMPLES:
+        raise UsageError("a design's outlook needs at least 1 simulation and from 10 to "
+                         f"{MAX_RESAMPLES:,} bootstrap resamples; got {n_sims} and {bootstrap}")
     if noise_df is not None and noise_df < 1:
         raise UsageError(f"the scatter's degrees of freedom must be >= 1; got {noise_df}")
+    # Checked here, not per simulation: each refit's refusal would count as "not identified".
+    check_allocatable(prior, "the prior")
     truths = None if laws is None else usable_laws(laws)
     if truths is not None and not len(truths):
         raise UsageError("none of the prior's bootstrap laws has alpha, beta > 0: no allocation to simulate")

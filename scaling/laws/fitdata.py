@@ -76,6 +76,8 @@ class FitData:
     tokens each run drew its D from, where the source gives them (a run store records them; a table
     with --unique-col or --unique-tokens): D > U repeats data, which the data-constrained fit
     discounts. table: how a table was read (its path and columns), so a report can read it again.
+    store: the run store's absolute path and the digest of its run table (`store.table_digest`),
+    so a later command finds the same store from any folder and refuses one that has changed.
     flops: the FLOPs a token costs as a function of N, c(N) = 6 kappa N^gamma, fitted to the
     points (6 N for a table); spent: each point's training compute in `flops.measure` where the
     source counts it (a run store), else C = c(N) D. budget_measure: what `budgets` count.
@@ -94,6 +96,7 @@ class FitData:
     budgets: np.ndarray | None = None
     unique: np.ndarray | None = None
     table: dict | None = None
+    store: dict | None = None
     flops: FlopsPerToken = FlopsPerToken()
     spent: np.ndarray | None = None
     budget_measure: str | None = None
@@ -317,6 +320,7 @@ def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: st
     spent, measure = _spent(table, keep, compute_measure, param_convention)
     budget_measure = None if budgets is None else _budget_measure(table, keep)
     return FitData(n=n, d=d, loss=values["loss"][keep], source=f"runs {sweep_dir}",
+                   store={"path": str(sweep_dir.resolve()), "digest": store.table_digest(table)},
                    ids=tuple(str(table["run_id"].iloc[i]) for i in keep), dropped=tuple(dropped),
                    param_convention=param_convention, n_other=n_other, unique=unique,
                    budgets=budgets if budget_measure else None, budget_measure=budget_measure,
@@ -372,6 +376,8 @@ def read_table(path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise UsageError(f"table {path} does not exist")
+    if not path.is_file():    # a FIFO or a device (/dev/zero) would be read forever
+        raise UsageError(f"cannot read table {path}: not a regular file (a FIFO, a device or a folder)")
     suffix = path.suffix.lower()
     try:
         if suffix in (".parquet", ".pq"):

@@ -16,7 +16,9 @@ Schema (version 1):
 
     {"kind": "scaling.fit", "version": 1, "seed": int,
      "data": {"source", "n_points", "digest", "param_convention", "dropped": [{"id", "reason"}],
-              "filters", "n_range", "d_range", "c_range"},
+              "filters", "n_range", "d_range", "c_range"} (added: "table", a table's path and
+              columns; "store", a run store's {"path": absolute, "digest": sha256 of its run
+              table as runs.csv holds it}, which `validate` and `report` find and check),
      "options": {"delta", "grid", "n_starts", "fixed_E", "bootstrap"},
      "params": {"E", "A", "B", "alpha", "beta"}, "allocation": {"a", "b", "G"},
      "reference_compute", "tokens_per_param_at_reference",
@@ -45,6 +47,8 @@ Schema (version 1):
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import math
 from dataclasses import dataclass, field, replace
@@ -53,7 +57,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scaling.config import read_json
+from scaling.config import excerpt, parse_json, read_bounded, read_text
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws import allocation
@@ -86,6 +90,7 @@ class DataSummary:
     d_range: list | None = None
     c_range: list | None = None
     table: dict | None = None                # a table's path and columns, to read it again
+    store: dict | None = None                # a run store's absolute path and run-table digest
 
     @classmethod
     def of(cls, data: FitData) -> DataSummary:
@@ -93,13 +98,14 @@ class DataSummary:
         return cls(source=data.source, n_points=len(data), digest=data.digest,
                    param_convention=data.param_convention, dropped=tuple(d.to_dict() for d in data.dropped),
                    filters=dict(data.filters), n_range=r["n_range"], d_range=r["d_range"], c_range=r["c_range"],
-                   table=data.table)
+                   table=data.table, store=data.store)
 
     def to_json(self) -> dict:
         return {"source": self.source, "n_points": self.n_points, "digest": self.digest,
                 "param_convention": self.param_convention, "dropped": list(self.dropped),
                 "filters": dict(self.filters), "n_range": self.n_range, "d_range": self.d_range,
-                "c_range": self.c_range, **({"table": self.table} if self.table is not None else {})}
+                "c_range": self.c_range, **({"table": self.table} if self.table is not None else {}),
+                **({"store": self.store} if self.store is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -313,6 +319,43 @@ def _number(section: dict, key: str, where: str, label: str = ""):
     return value
 
 
+def _is_number(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _check_intervals(ci: dict, where: str, label: str) -> None:
+    """A "ci" section: a level in (0, 1), a whole number of resamples (either may be absent), each bound pair a list of
+    two numbers (or nulls, where undefined); UsageError naming the entry otherwise."""
+    level, count = ci.get("level"), ci.get("n_resamples")
+    if level is not None and not (_is_number(level) and 0 < level < 1):
+        raise UsageError(f"{where}: '{label}.level' must be a number in (0, 1), got {excerpt(level)}")
+    if count is not None and not (isinstance(count, int) and not isinstance(count, bool) and count >= 1):
+        raise UsageError(f"{where}: '{label}.n_resamples' must be a whole number >= 1, got {excerpt(count)}")
+    for name, pair in ci.items():
+        if name not in ("level", "n_resamples") and not (
+                isinstance(pair, list) and len(pair) == 2 and all(v is None or _is_number(v) for v in pair)):
+            raise UsageError(f"{where}: '{label}.{name}' must be a list [lo, hi] of numbers or nulls, "
+                             f"got {excerpt(pair)}")
+
+
+# The data section's entries: the type each must have when present (None is always allowed).
+_DATA_TYPES = {"source": str, "n_points": int, "digest": str, "param_convention": str, "filters": dict,
+               "table": dict, "store": dict}
+
+
+def _check_data(data: dict, where: str) -> None:
+    for key, kind in _DATA_TYPES.items():
+        value = data.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise UsageError(f"{where}: 'data.{key}' must be {kind.__name__} or null, got {excerpt(value)}")
+    for key in ("n_range", "d_range", "c_range"):
+        pair = data.get(key)
+        if pair is not None and not (isinstance(pair, list) and len(pair) == 2
+                                     and all(_is_number(v) and v > 0 for v in pair)):
+            raise UsageError(f"{where}: 'data.{key}' must be a list [lo, hi] of positive numbers, "
+                             f"got {excerpt(pair)}")
+
+
 def _law(obj: dict, where: str) -> Law:
     params = _section(obj, "params", where, (dict,))
     if params is None or any(k not in params for k in PARAM_NAMES):
@@ -348,7 +391,14 @@ def _from_json(obj, where: str) -> LawFit:
     if checks is not None and not (all(isinstance(c, dict) for c in checks) and isinstance(obj.get("verdict"), dict)):
         raise UsageError(f"{where}: 'diagnostics' must be a list of checks, with a 'verdict'")
     if ci is not None:
-        _number(ci, "level", where, "ci")
+        _check_intervals(ci, where, "ci")
+    _check_data(data, where)
+    rms = _number(obj, "residual_rms", where)
+    if rms is not None and rms < 0:
+        raise UsageError(f"{where}: 'residual_rms' must be >= 0 (a root mean square), got {rms!r}")
+    bootstrap = options.get("bootstrap", 0)
+    if not (isinstance(bootstrap, int) and not isinstance(bootstrap, bool) and bootstrap >= 0):
+        raise UsageError(f"{where}: 'options.bootstrap' must be a whole number >= 0, got {excerpt(bootstrap)}")
     return LawFit(
         law=law, seed=obj.get("seed", 0),
         data=DataSummary(**{k: data[k] for k in DataSummary.__dataclass_fields__ if k in data}),
@@ -359,7 +409,7 @@ def _from_json(obj, where: str) -> LawFit:
         tokens_per_param=_number(obj, "tokens_per_param_at_reference", where),
         ci=None if ci is None else Intervals.from_json(ci), objective=obj.get("objective"),
         n_starts_at_optimum=obj.get("n_starts_at_optimum"),
-        residual_rms=_number(obj, "residual_rms", where),
+        residual_rms=rms,
         evidence=tuple(obj.get("evidence") or ()), limitations=tuple(obj.get("limitations") or ()),
         approaches=obj.get("approaches"), kaplan=obj.get("kaplan"),
         diagnostics=None if checks is None else Diagnostics.from_json(obj),
@@ -371,6 +421,10 @@ def _repeated(obj: dict, where: str) -> Repeated | None:
     section = obj.get("repeated")
     if section is None:
         return None
+    if isinstance(section.get("ci"), dict):
+        _check_intervals(section["ci"], where, "repeated.ci")
+    elif section.get("ci") is not None:
+        raise UsageError(f"{where}: 'repeated.ci' must be a section of intervals or null, got {excerpt(section['ci'])}")
     try:
         return Repeated.from_json(section)
     except (KeyError, TypeError, ValueError, UsageError) as exc:
@@ -392,14 +446,28 @@ def samples_path(path: Path, kind: str = "bootstrap") -> Path:
     return path.with_name(f"{path.stem}.{kind}.csv")
 
 
-def _write_samples(path: Path, names, rows: np.ndarray) -> None:
-    lines = [",".join(names)] + [",".join(repr(float(v)) for v in row) for row in rows]
+# The side CSVs' first line: the sha256 of the fit.json text they belong to. A fit's files are
+# written side files first, fit.json last, each atomically; a write cut short (a full disk, a
+# kill) leaves a side file whose digest is not its fit.json's, and the reader refuses it rather
+# than pair one fit's numbers with another's intervals.
+DIGEST_LINE = "# fit.json sha256 "
+SIDE_KINDS = ("bootstrap", "repeated")
+
+
+def fit_digest(text: str | bytes) -> str:
+    """The sha256 of fit.json's text, as its side files record it."""
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+
+
+def _write_samples(path: Path, names, rows: np.ndarray, digest: str) -> None:
+    lines = [DIGEST_LINE + digest, ",".join(names)] + [",".join(repr(float(v)) for v in row) for row in rows]
     write_atomic(path, "\n".join(lines) + "\n")
 
 
 def write_fit(path, fit: LawFit) -> Path:
     """Write fit.json atomically (a folder path gets fit.json inside it), and the bootstrap's
-    constants beside it when there are any; return the fit.json path."""
+    constants beside it when there are any (each stamped with fit.json's digest, and written
+    before it); a side file the new fit has none of is removed. Return the fit.json path."""
     path = Path(path)
     if path.is_dir() or path.suffix != ".json":
         path = path / FILENAME
@@ -407,24 +475,58 @@ def write_fit(path, fit: LawFit) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create {path.parent}: {exc}") from None
-    write_atomic(path, dumps_fit(fit))
-    if fit.resampled is not None:
-        _write_samples(samples_path(path), PARAM_NAMES, fit.resampled)
-    if fit.repeated is not None and fit.repeated.samples is not None:
-        _write_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.samples)
+    text = dumps_fit(fit)
+    digest = fit_digest(text)
+    sides = {"bootstrap": (PARAM_NAMES, fit.resampled),
+             "repeated": (SAMPLE_NAMES, None if fit.repeated is None else fit.repeated.samples)}
+    for kind, (names, rows) in sides.items():
+        if rows is not None:
+            _write_samples(samples_path(path, kind), names, rows, digest)
+    write_atomic(path, text)
+    for kind, (_, rows) in sides.items():
+        if rows is None:
+            samples_path(path, kind).unlink(missing_ok=True)   # an older fit's: it would never match
     return path
 
 
-def _read_samples(path: Path, names, count) -> np.ndarray | None:
-    """Bootstrap constants from `path`, if they are there, with these columns and `count` rows."""
+# Constants no fit can have: a sample is finite or +inf (A or B run off with its exponent), E, A
+# and B are >= 0 (E's bound; A and B are exponentials, 0 where one underflowed), and an exponent
+# may take any sign in a resample. NaN, -inf or a negative E, A or B is a corrupted file.
+def _check_samples(values: np.ndarray, names, path: Path) -> None:
+    least = np.array([0.0 if n in ("E", "A", "B") else -np.inf for n in names])
+    bad = np.isnan(values) | np.isneginf(values) | (values < least)
+    if bad.any():
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        raise UsageError(f"{path}: row {row + 1} holds {names[col]} = {float(values[row, col])!r}; bootstrap "
+                         "constants are numbers, E, A and B not negative (rerun `scaling fit`)")
+
+
+def _read_samples(path: Path, names, count, digest: str) -> np.ndarray | None:
+    """Bootstrap constants from `path` (None when there is no such file), with these columns,
+    `count` rows and fit.json's `digest`; UsageError for a file that is not theirs."""
     try:
-        table = pd.read_csv(path)
+        text = read_text(path, "bootstrap samples")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    first, _, rest = text.partition("\n")
+    if not first.startswith(DIGEST_LINE):
+        raise UsageError(f"{path} does not name the fit.json it belongs to (written by an older scaling, or "
+                         "edited); rerun `scaling fit` to write the fit's files together")
+    if first[len(DIGEST_LINE):].strip() != digest:
+        raise UsageError(f"{path} belongs to another fit than {path.with_name(FILENAME)} (its fit.json digest "
+                         "differs: a write was cut short, or one file was replaced); rerun `scaling fit`")
+    try:
+        table = pd.read_csv(io.StringIO(rest))
         values = table.to_numpy(dtype=float)            # text where a number should be: ValueError
-    except (OSError, ValueError):
-        return None
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise UsageError(f"{path} is not a table of bootstrap constants ({exc})") from None
     if list(table.columns) != list(names) or len(table) != count:
-        return None
-    return None if np.isnan(values).any() else values      # inf is a real sample: A when alpha ran off
+        raise UsageError(f"{path}: expected {count} rows of {', '.join(names)}; found {len(table)} rows of "
+                         f"{', '.join(map(str, table.columns))}")
+    _check_samples(values, names, path)
+    return values
 
 
 def load_fit(path) -> LawFit:
@@ -439,15 +541,21 @@ def load_fit(path) -> LawFit:
     if path.is_dir():
         path = path / FILENAME
     try:
-        obj = read_json(path)               # bounded: a deep or huge file is refused, not recursed
+        raw = read_bounded(path)            # a regular file, size-capped: never /dev/zero or a FIFO
     except FileNotFoundError:
         raise UsageError(f"fit file {path} does not exist (write one with `scaling fit`)") from None
     except OSError as exc:
         raise UsageError(f"cannot read fit file {path}: {exc}") from None
+    try:
+        obj = parse_json(raw.decode("utf-8"), str(path))   # bounded: a deep file is refused, not recursed
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not valid JSON (not UTF-8 text at byte {exc.start})") from None
     fit = LawFit.from_json(obj, str(path))
+    digest = fit_digest(raw)
     if fit.ci is not None:
-        fit = replace(fit, resampled=_read_samples(samples_path(path), PARAM_NAMES, fit.options.bootstrap))
+        fit = replace(fit, resampled=_read_samples(samples_path(path), PARAM_NAMES, fit.options.bootstrap, digest))
     if fit.repeated is not None and fit.repeated.ci is not None:
-        samples = _read_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.ci.get("n_resamples"))
+        samples = _read_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.ci.get("n_resamples"),
+                                digest)
         fit = replace(fit, repeated=replace(fit.repeated, samples=samples))
     return fit

@@ -178,7 +178,10 @@ def _from_fit_file(path: Path, bootstrap: int | None) -> Inputs:
         inputs.notes.append(f"{fit_path} names no data source: only the law itself can be shown "
                             "(no points, residuals, hold-out check or bootstrap distributions)")
     elif source.startswith("runs "):
-        inputs.runs_dir = _find_runs(source[len("runs "):], fit_path)
+        # The absolute path and digest a newer fit records; an older one's store as typed then.
+        recorded = fit.data.store
+        inputs.runs_dir = (store.recorded_store(recorded, str(fit_path)) if recorded is not None
+                           else _find_runs(source[len("runs "):], fit_path))
         if inputs.runs_dir is None:
             inputs.notes.append(f"the run store of this fit ({source[len('runs '):]}) was not found (looked "
                                 f"relative to the current folder and to {fit_path.parent} and its parents): "

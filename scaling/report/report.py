@@ -21,6 +21,7 @@ from scaling.report.document import FIGURE_DIR
 from scaling.report.inputs import Inputs, load_inputs
 from scaling.report.sections import Report
 from scaling.report.style import save
+from scaling.runs.store import write_atomic
 
 FORMATS = ("md", "html")
 # The report's sections in reading order: what was fitted and how far to trust it, then what to train.
@@ -59,10 +60,10 @@ def write_report(report: Report, out, fmt: str = "md") -> list[Path]:
         images[name] = (out / FIGURE_DIR / f"{name}.png").read_bytes()
     if report.inputs.fitted_here:
         paths.append(results.write_fit(out / results.FILENAME, report.inputs.fit))
-    # Plain writes (not store.write_atomic, whose temporary file is private to the user): a
-    # report is meant to be shared, and nothing reads it back.
+    # Atomic, as every file this package writes: a full disk or a kill leaves the old report,
+    # and a symlink at the path is replaced, not written through (the file gets the umask's mode).
     path = out / f"report.{fmt}"
-    path.write_text(report.doc.markdown() if fmt == "md" else report.doc.html(report.title, images))
+    write_atomic(path, report.doc.markdown() if fmt == "md" else report.doc.html(report.title, images))
     return paths + [path]
 
 

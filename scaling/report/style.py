@@ -30,6 +30,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from scaling.formats import sci
+from scaling.runs.store import write_atomic
 
 SIZE_CMAP = "viridis"
 OTHER_CMAP = "plasma"
@@ -175,7 +176,7 @@ def save(fig: Figure, directory, name: str) -> list[Path]:
     fig.set_layout_engine("none")
     for fmt, data in (("png", png), ("svg", svg_bytes(fig))):
         path = directory / f"{name}.{fmt}"
-        path.write_bytes(data)
+        write_atomic(path, data)         # a full disk leaves the old figure, not half an SVG
         paths.append(path)
     return paths
 

@@ -23,6 +23,7 @@ the file it was writing, not its temporary name.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -252,6 +253,27 @@ def read_runs(sweep_dir: Path) -> pd.DataFrame:
                                             "reason": "no summary.json: interrupted or running"}
         rows.append({col: summary.get(col) for col in TABLE_COLUMNS})
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+def table_digest(table: pd.DataFrame) -> str:
+    """sha256 of a run table as runs.csv holds it: what a fit records of the store it read, so a
+    later command can tell the store has changed since (runs added, retrained or removed)."""
+    return hashlib.sha256(table.to_csv(index=False).encode()).hexdigest()
+
+
+def recorded_store(record, where: str) -> Path | None:
+    """The run store a fit recorded ({"path": absolute, "digest": `table_digest`}), or None when
+    that folder is gone; UsageError when the record is malformed or the store's runs have changed
+    since the fit (its numbers would describe other runs)."""
+    if not (isinstance(record, dict) and isinstance(record.get("path"), str) and isinstance(record.get("digest"), str)):
+        raise UsageError(f"{where}: 'data.store' must be {{\"path\": str, \"digest\": str}}, got {excerpt(record)}")
+    path = Path(record["path"])
+    if not path.is_dir():
+        return None
+    if table_digest(read_runs(path)) != record["digest"]:
+        raise UsageError(f"{where}: the run store {path} has changed since the fit (runs added, retrained or "
+                         f"removed; its run table's digest differs): refit with `scaling fit {path}`")
+    return path
 
 
 def write_table(sweep_dir: Path) -> pd.DataFrame:

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pydantic import ValidationError
+
 from scaling.config import Shape, SweepConfig, run_lr
 from scaling.errors import UsageError
 from scaling.train import counts
@@ -64,7 +66,14 @@ class Family:
         while not shapes or self.n_params(shapes[-1]) <= largest_n:
             depth = width / self.aspect
             for layers in sorted({max(1, math.floor(depth)), max(1, math.ceil(depth))}):
-                shapes.append(Shape(d_model=width, n_layers=layers, n_heads=width // self.head_width))
+                try:
+                    shapes.append(Shape(d_model=width, n_layers=layers, n_heads=width // self.head_width))
+                except ValidationError as exc:      # past a shape limit (d_model, n_layers, n_heads)
+                    problem = exc.errors()[0]
+                    raise UsageError(f"the family has no model up to {largest_n:.3g} parameters: its shapes stop "
+                                     f"below d_model {width}, {layers} layers ({problem['loc'][0]} "
+                                     f"{problem['msg'].removeprefix('Value error, ')}); choose a smaller "
+                                     "compute") from None
             width += self.head_width
         return shapes
 

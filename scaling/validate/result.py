@@ -19,7 +19,7 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from scaling.config import read_json
+from scaling.config import excerpt, read_json
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.runs.store import write_atomic
@@ -103,6 +103,8 @@ class Validation:
 
     @classmethod
     def from_json(cls, obj: dict) -> Validation:
+        """From validate.json's dict; ValueError naming the first entry of the wrong type or range."""
+        _check_schema(obj)
         runs = tuple(ValidationRun(**{**{k: v for k, v in r.items() if k != "inside"},
                                       "interval": None if r["interval"] is None else tuple(r["interval"])})
                      for r in obj["runs"])
@@ -111,6 +113,61 @@ class Validation:
                 raise ValueError(f"unknown position {r.position!r}")
         fields = {k: obj[k] for k in cls.__dataclass_fields__ if k != "runs"}
         return cls(runs=runs, **fields)
+
+
+# validate.json's schema: each entry's test, and what it must be (for the message).
+def _num(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _pos(v) -> bool:
+    return _num(v) and v > 0
+
+
+def _whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+
+def _pair(v) -> bool:
+    return isinstance(v, list) and len(v) == 2 and all(_num(x) for x in v) and v[0] <= v[1]
+
+
+_FIELDS = {"compute": (_pos, "a positive number"),
+           "largest_fit_compute": (lambda v: v is None or _pos(v), "a positive number or null"),
+           "n_opt": (_pos, "a positive number"), "d_opt": (_pos, "a positive number"),
+           "level": (lambda v: _num(v) and 0 < v < 1, "a number in (0, 1)"),
+           "runs": (lambda v: isinstance(v, list) and len(v) == len(POSITIONS) and all(isinstance(r, dict) for r in v),
+                    f"a list of {len(POSITIONS)} runs"),
+           "fit_verdict": (lambda v: v is None or isinstance(v, str), "text or null"),
+           "forced": (lambda v: isinstance(v, bool), "true or false"),
+           "store": (lambda v: isinstance(v, str), "text"), "fit": (lambda v: isinstance(v, str), "text"),
+           "law": (lambda v: isinstance(v, dict) and all(_num(v.get(k)) for k in ("E", "A", "B", "alpha", "beta")),
+                   "the constants E, A, B, alpha and beta")}
+_RUN_FIELDS = {"position": (lambda v: v in POSITIONS, f"one of {', '.join(POSITIONS)}"),
+               "run_id": (lambda v: isinstance(v, str), "text"),
+               "d_model": (_whole, "a whole number > 0"), "n_layers": (_whole, "a whole number > 0"),
+               "n_heads": (_whole, "a whole number > 0"), "lr": (_pos, "a positive number"),
+               "n": (_pos, "a positive number"), "d": (_pos, "a positive number"),
+               "predicted": (_num, "a finite number"),
+               "interval": (lambda v: v is None or _pair(v), "[lo, hi] with lo <= hi, or null"),
+               "status": (lambda v: isinstance(v, str), "text"),
+               "observed": (lambda v: v is None or _num(v), "a finite number or null")}
+
+
+def _check_schema(obj) -> None:
+    if not isinstance(obj, dict):
+        raise ValueError(f"expected an object, got {type(obj).__name__}")
+    for key, (ok, what) in _FIELDS.items():
+        if not ok(obj.get(key)):
+            raise ValueError(f"'{key}' must be {what}, got {excerpt(obj.get(key))}")
+    for i, run in enumerate(obj["runs"]):
+        for key, (ok, what) in _RUN_FIELDS.items():
+            if key in ("status", "observed") and key not in run:
+                continue                            # their defaults: planned, nothing observed
+            if not ok(run.get(key)):
+                raise ValueError(f"'runs[{i}].{key}' must be {what}, got {excerpt(run.get(key))}")
+    if sorted(r["position"] for r in obj["runs"]) != sorted(POSITIONS):
+        raise ValueError(f"'runs' must hold one run at each of {', '.join(POSITIONS)}")
 
 
 def _loss(value: float | None) -> str:

@@ -20,7 +20,7 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from scaling.config import SweepConfig, load_config, parse_config, parse_yaml
+from scaling.config import SweepConfig, load_config, parse_config, parse_yaml, read_text
 from scaling.errors import UsageError
 from scaling.laws.allocation import check_compute
 from scaling.laws.results import LawFit
@@ -35,7 +35,14 @@ STORE_PREFIX = "runs "   # how a fit names the run store it read (FitData.source
 
 
 def fit_store(fit: LawFit) -> Path | None:
-    """The run store the fit read, or None when it was fitted from a table or dataset."""
+    """The run store the fit read, or None when it was fitted from a table or dataset: the absolute
+    path fit.json records, refused when gone or changed since; a fit from before that record names
+    the store as typed then."""
+    if fit.data.store is not None:
+        path = store.recorded_store(fit.data.store, "the fit")
+        if path is None:
+            raise UsageError(f"the fit's run store {fit.data.store['path']} does not exist (moved or deleted)")
+        return path
     source = fit.data.source or ""
     return Path(source[len(STORE_PREFIX):]) if source.startswith(STORE_PREFIX) else None
 
@@ -58,20 +65,31 @@ def recipe(fit: LawFit, config: str | Path | None) -> SweepConfig:
     if sweep_dir is None:
         raise UsageError(f"the fit was made from {fit.data.source or 'an unknown source'}, not a run store: "
                          "give the sweep's config with --config")
-    runs = [parse_yaml(p.read_text(encoding="utf-8"), str(p)) for p in sorted(sweep_dir.glob(f"*/{store.CONFIG}"))]
+    paths = sorted(sweep_dir.glob(f"*/{store.CONFIG}"))
+    runs = [(p, parse_yaml(read_text(p, "run config"), str(p))) for p in paths]
     # A run's own settings: not a validation's, nor a retry's (trained at a lower rate than the recipe's).
-    runs = [r for r in runs if isinstance(r, dict) and r.get("role") is None and r.get("retry_of") is None]
+    runs = [(p, r) for p, r in runs if isinstance(r, dict) and r.get("role") is None and r.get("retry_of") is None]
     if not runs:
         raise UsageError(f"{sweep_dir} has no run with a {store.CONFIG}: give the sweep's config with --config")
-    first = runs[0]
     shape_keys = ("d_model", "n_layers", "n_heads")
-    shapes = {tuple(r["model"][k] for k in shape_keys): r["lr"] for r in runs}
-    model = {k: v for k, v in first["model"].items() if k not in (*shape_keys, "vocab_size")}
-    return parse_config({"name": first["sweep"], "seed": first["seed"], "corpus": first["corpus"],
-                         "tokenizer": first["tokenizer"], "model": model, "train": first["train"],
-                         "grid": {"models": [dict(zip(shape_keys, key), lr=lr) for key, lr in sorted(shapes.items())],
-                                  "tokens": [first["tokens"]]}},
-                        f"the settings of the runs in {sweep_dir}")
+    for path, run in runs:                  # a hand-edited config.yaml: one line naming it, not a KeyError
+        missing = [k for k in ("sweep", "seed", "corpus", "tokenizer", "model", "train", "tokens", "lr")
+                   if k not in run]
+        if missing or not isinstance(run["model"], dict) or any(k not in run["model"] for k in shape_keys):
+            raise UsageError(f"{path} is not a run's config (no {', '.join(missing) or 'model shape'}): "
+                             "give the sweep's config with --config")
+    runs = [r for _, r in runs]
+    first = runs[0]
+    try:
+        shapes = {tuple(r["model"][k] for k in shape_keys): r["lr"] for r in runs}
+        model = {k: v for k, v in first["model"].items() if k not in (*shape_keys, "vocab_size")}
+        models = [dict(zip(shape_keys, key), lr=lr) for key, lr in sorted(shapes.items())]
+        return parse_config({"name": first["sweep"], "seed": first["seed"], "corpus": first["corpus"],
+                             "tokenizer": first["tokenizer"], "model": model, "train": first["train"],
+                             "grid": {"models": models, "tokens": [first["tokens"]]}},
+                            f"the settings of the runs in {sweep_dir}")
+    except TypeError as exc:                # an unhashable or unorderable value where a number belongs
+        raise UsageError(f"the run configs in {sweep_dir} hold a malformed shape ({exc})") from None
 
 
 def validation_config(cfg: SweepConfig) -> SweepConfig:

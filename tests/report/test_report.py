@@ -278,6 +278,7 @@ def test_finished_run_without_a_final_loss_is_left_out(micro_sweep, tmp_path):
 def test_fit_whose_runs_are_gone_renders_the_law(fit_dir, tmp_path):
     fit = json.loads((fit_dir / "fit.json").read_text())
     fit["data"]["source"] = f"runs {tmp_path / 'gone'}"
+    fit["data"]["store"]["path"] = str(tmp_path / "gone")      # the absolute record is what is followed
     path = tmp_path / "fit.json"
     path.write_text(json.dumps(fit))
     rep = build_report(load_inputs(path))
