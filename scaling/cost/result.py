@@ -8,10 +8,7 @@ separated from what it assumed. `to_dict()` gives the JSON form (`scaling.format
 
 from __future__ import annotations
 
-import math
-
 from scaling import formats
-from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws import allocation
 

@@ -24,7 +24,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-
 from pydantic import ValidationError
 
 from scaling.config import Shape, SweepConfig, run_lr
