@@ -79,3 +79,14 @@ def plain_table(header: list[str], rows: list[list[str]], n_left: int = 1) -> st
         if j == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)
+
+
+def flatten(config: dict, prefix: str = "") -> dict:
+    """Nested settings as dotted keys: {"model": {"n_params": 1}} -> {"model.n_params": 1}."""
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out

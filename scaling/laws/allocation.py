@@ -62,13 +62,7 @@ class Allocation:
 
 def check_compute(compute) -> float:
     """A compute budget as a float; UsageError unless it is positive and finite."""
-    try:
-        c = float(compute)
-    except (TypeError, ValueError):
-        raise UsageError(f"compute {compute!r} is not a number") from None
-    if not math.isfinite(c) or c <= 0:
-        raise UsageError(f"compute must be a positive, finite number of FLOPs, got {compute!r}")
-    return c
+    return check_size(compute, "compute", unit=" of FLOPs")
 
 
 def check_allocatable(law: Law, law_label: str | None = None) -> Law:
@@ -87,16 +81,23 @@ def check_allocatable(law: Law, law_label: str | None = None) -> Law:
     return law
 
 
-def check_size(value, what: str) -> float:
-    """A number of parameters or tokens as a float; UsageError naming `what` unless it is positive
-    and finite."""
+def check_size(value, what: str, unit: str = "") -> float:
+    """A number of parameters, tokens (or, with `unit`, FLOPs) as a float; UsageError naming `what`
+    unless it is positive and finite."""
     try:
         x = float(value)
     except (TypeError, ValueError):
         raise UsageError(f"{what} {value!r} is not a number") from None
     if not math.isfinite(x) or x <= 0:
-        raise UsageError(f"{what} must be a positive, finite number, got {value!r}")
+        raise UsageError(f"{what} must be a positive, finite number{unit}, got {value!r}")
     return x
+
+
+def has_allocation(resampled) -> np.ndarray:
+    """Which rows of (R, 5) bootstrap constants E, A, B, alpha, beta make a law with a compute-optimal
+    allocation: every constant a float, alpha and beta > 0."""
+    resampled = np.asarray(resampled, dtype=float)
+    return np.isfinite(resampled).all(axis=1) & (resampled[:, 3] > 0) & (resampled[:, 4] > 0)
 
 
 def plan(law: Law, compute) -> Allocation:
@@ -281,7 +282,7 @@ def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, nois
     c = check_compute(compute)
     resampled = np.asarray(resampled, dtype=float)
     laws = Law(*resampled.T, flops=law.flops)             # one law per resample: Law broadcasts
-    ok = np.isfinite(resampled).all(axis=1) & (laws.alpha > 0) & (laws.beta > 0)
+    ok = has_allocation(resampled)
     with np.errstate(invalid="ignore", divide="ignore"):
         n_opt = np.asarray(laws.n_opt(c))[ok]
     d_opt = law.flops.tokens(c, n_opt)

@@ -27,7 +27,7 @@ import numpy as np
 
 from scaling.errors import UsageError
 from scaling.laws import analysis, results
-from scaling.laws.allocation import check_allocatable
+from scaling.laws.allocation import check_allocatable, has_allocation
 from scaling.laws.bootstrap import MAX_RESAMPLES
 from scaling.laws.law import Law
 from scaling.laws.simulate import simulate
@@ -63,9 +63,9 @@ def _widths(fit: results.LawFit) -> tuple[float, float, float]:
 
 
 def usable_laws(resampled) -> np.ndarray:
-    """The rows of (R, 5) bootstrap constants that make a law with an allocation: finite, alpha, beta > 0."""
+    """The rows of (R, 5) bootstrap constants that make a law with an allocation."""
     resampled = np.asarray(resampled, dtype=float)
-    return resampled[np.isfinite(resampled).all(axis=1) & (resampled[:, 3] > 0) & (resampled[:, 4] > 0)]
+    return resampled[has_allocation(resampled)]
 
 
 def measured_scatter(fit: results.LawFit | None) -> tuple[float, int | None]:

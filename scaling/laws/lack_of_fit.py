@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from scaling.formats import json_safe
+
 SAME = 1e-3      # values within 0.1% (relative) are one group: a size, a budget, a token count
 
 
@@ -44,8 +46,9 @@ class GroupTest:
     offenders: tuple = ()
 
     def to_json(self) -> dict:
-        return {"by": self.by, "F": _finite(self.statistic), "df": list(self.df), "p_value": _finite(self.p_value),
-                "offenders": [{"value": v, "points": k, "mean_residual_pct": m} for v, k, m in self.offenders]}
+        return json_safe({"by": self.by, "F": self.statistic, "df": self.df, "p_value": self.p_value,
+                          "offenders": [{"value": v, "points": k, "mean_residual_pct": m}
+                                        for v, k, m in self.offenders]})
 
 
 @dataclass(frozen=True)
@@ -63,13 +66,9 @@ class LackOfFit:
         return min(self.tests, key=lambda t: t.p_value, default=None)
 
     def to_json(self) -> dict:
-        return {"tests": [t.to_json() for t in self.tests], "residual_rms": _finite(self.residual_rms),
-                "pure_error_rms": None if self.pure_error_rms is None else _finite(self.pure_error_rms),
-                "replicated_cells": self.replicated_cells}
-
-
-def _finite(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
+        return {"tests": [t.to_json() for t in self.tests],
+                **json_safe({"residual_rms": self.residual_rms, "pure_error_rms": self.pure_error_rms,
+                             "replicated_cells": self.replicated_cells})}
 
 
 def group_labels(values: np.ndarray) -> np.ndarray:

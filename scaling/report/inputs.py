@@ -35,6 +35,7 @@ import pandas as pd
 
 from scaling.config import parse_yaml
 from scaling.errors import UsageError
+from scaling.formats import flatten
 from scaling.laws import analysis, fitdata, results, selection
 from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
@@ -297,16 +298,6 @@ def _read_store(inputs: Inputs) -> None:
     inputs.settings = sweep_settings(inputs.runs_dir)
 
 
-def _flatten(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def sweep_settings(runs_dir) -> dict:
     """The settings every run shares ("common", in file order) and the keys that vary between runs."""
     configs = []
@@ -317,7 +308,7 @@ def sweep_settings(runs_dir) -> dict:
         except (OSError, UnicodeDecodeError, UsageError):
             continue
         if isinstance(cfg, dict):
-            configs.append(_flatten(cfg))
+            configs.append(flatten(cfg))
     if not configs:
         return {"common": {}, "varying": []}
     keys = list(configs[0])

@@ -37,17 +37,6 @@ def needs(module: str, kind: str):
         raise UsageError(f"reading {kind} logs needs the {kind} extra: pip install 'scaling[{kind}]'") from None
 
 
-def flatten(config: dict, prefix: str = "") -> dict:
-    """{"model": {"n_params": 1}} -> {"model.n_params": 1}."""
-    out = {}
-    for key, value in config.items():
-        if isinstance(value, dict):
-            out.update(flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
 def number(value) -> float | None:
     """A hyperparameter as a number (MLflow keeps them as text); None when it is not one."""
     if isinstance(value, bool):

@@ -24,7 +24,8 @@ from pathlib import Path
 import pandas as pd
 
 from scaling.errors import UsageError
-from scaling.runs.imports.source import SourceRun, flatten, needs
+from scaling.formats import flatten
+from scaling.runs.imports.source import SourceRun, needs
 
 HEADER = struct.Struct("<4sHB")          # ":W&B", magic 0xBEE1, version
 CHUNK = struct.Struct("<IHB")            # crc32 (seeded with the type byte), length, type
