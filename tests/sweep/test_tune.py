@@ -158,3 +158,16 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, flags, grid, message)
     assert grid is not None or err.count("\n") == 1  # a config's own errors list each key on a line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["micro.yaml"]
 
+
+
+def test_tune_replaces_its_own_tuned_config_and_a_users_only_with_force(tuned, cache_dir, tmp_path, capsys):
+    config, runs, out = tuned
+    argv = ["tune", str(config), "--lrs", ",".join(map(str, LRS)), "--tokens", str(TOKENS), "--runs-dir", str(runs),
+            "--cache-dir", str(cache_dir)]
+    assert main([*argv, "--out", str(out)]) == 0           # the file its last call wrote: replaced
+    mine = tmp_path / "micro-tuned.yaml"
+    mine.write_text("name: mine\n")
+    assert main([*argv, "--out", str(tmp_path)]) == 2 and mine.read_text() == "name: mine\n"
+    assert "pass --force" in capsys.readouterr().err
+    assert main([*argv, "--out", str(tmp_path), "--force"]) == 0
+    assert yaml.safe_load(mine.read_text())["name"] == "micro-tuned"
