@@ -391,8 +391,11 @@ class ExecutorConfig(Strict):
         return self
 
 
+NAME_MAX = 100   # characters of a sweep's name (a folder of the run store)
+
+
 class SweepConfig(Strict):
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=100)]
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=NAME_MAX)]
     seed: Seed = 0
     corpus: CorpusConfig = CorpusConfig()
     tokenizer: TokenizerConfig = TokenizerConfig()
@@ -476,6 +479,16 @@ def load_config(path: str | Path) -> SweepConfig:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read config {path}: {exc}") from None
     return parse_config(parse_yaml(text, str(path)), str(path))
+
+
+def derived_name(name: str, suffix: str, what: str) -> str:
+    """`name + suffix`, the name of a sweep or config a command derives from the user's (`what`
+    says which), refused in one line before any work when it would be longer than a name may be:
+    found later, it is a config that `sweep` refuses, or training done for nothing."""
+    if len(name) + len(suffix) > NAME_MAX:
+        raise UsageError(f"config name {name[:20]}... is {len(name)} characters: {what} is named "
+                         f"'<name>{suffix}', so the name must be at most {NAME_MAX - len(suffix)} characters")
+    return name + suffix
 
 
 def run_lr(train: TrainConfig, shape: Shape) -> float:

@@ -53,7 +53,7 @@ def planned_points(config: Path, param_convention: str) -> np.ndarray:
 def cmd_design(args) -> int:
     from scaling.laws.design import expected_precision, measured_scatter  # the fitter: after the arguments
 
-    choice = choose_law(args.prior, args.law, parametric=True)
+    choice = choose_law(args.prior, args.law, parametric=True, fit_flag="--prior")
     fit = choice.fit
     noise, noise_df = measured_scatter(fit)
     if args.noise is not None:

@@ -1,8 +1,9 @@
 """Which law a command uses: the user's fit.json (--fit), a published one (--law), or the default.
 
-One rule for `scaling plan` and `scaling cost`: --fit and --law exclude each other; without either
-the published Chinchilla law is used and the label says so. A command that needs L(N, D) asks for
-a parametric law, and Kaplan's (which has none) is refused with the laws that have one.
+One rule for `scaling plan`, `scaling cost` and `scaling design` (whose --fit is --prior): --fit
+and --law exclude each other; without either the published Chinchilla law is used and the label
+says so. A command that needs L(N, D) asks for a parametric law, and Kaplan's (which has none) is
+refused with the laws that have one.
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ class LawChoice:
     is_default: bool = False
 
 
-def choose_law(fit_path: Path | None, name: str | None, *, parametric: bool = False) -> LawChoice:
+def choose_law(fit_path: Path | None, name: str | None, *, parametric: bool = False,
+               fit_flag: str = "--fit") -> LawChoice:
+    """`fit_flag`: the flag that gave `fit_path` (design's is --prior), so that messages name it."""
     if fit_path is not None and name is not None:
-        raise UsageError("give --fit or --law, not both")
+        raise UsageError(f"give {fit_flag} or --law, not both")
     if fit_path is not None:
         from scaling.laws.results import load_fit  # late: `--law` alone need not load the fitter
 
@@ -41,8 +44,8 @@ def choose_law(fit_path: Path | None, name: str | None, *, parametric: bool = Fa
     ref = reference(key)  # UsageError naming the known laws
     if parametric and ref.law is None:
         with_law = [k for k, r in REFERENCES.items() if r.law is not None]
-        raise UsageError(f"{key!r} publishes no parametric L(N, D); use one of {', '.join(with_law)} or --fit")
+        raise UsageError(f"{key!r} publishes no parametric L(N, D); use one of {', '.join(with_law)} or {fit_flag}")
     label = f"{key} ({ref.citation})"
     if name is None:
-        label += " [default; pass --fit FIT_JSON for your own law]"
+        label += f" [default; pass {fit_flag} FIT_JSON for your own law]"
     return LawChoice(ref.law, key, label, None, is_default=name is None)

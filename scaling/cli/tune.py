@@ -8,7 +8,9 @@ their final losses and the rate chosen, fits lr_opt = c N^k over the shapes whos
 inside their grid (scaling.laws.lr_law, with a 95% interval), and writes into --out: tune.json
 (the table, the fit, the budget and where they came from) and `<name>-tuned.yaml` (the config at
 the chosen rates), both by scaling.laws.lr_law.write_tuning, and tune.png/.svg (loss against lr
-per shape; lr_opt against N: scaling.report.tuning). This module parses, calls and prints.
+per shape; lr_opt against N: scaling.report.tuning). --out is checked before any training
+(lr_law.check_tuning_output): a `<name>-tuned.yaml` that tune did not write is replaced only with
+--force, the input config never. This module parses, calls and prints.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ def register(subparsers) -> None:
     p.add_argument("--cache-dir", type=Path, default=None,
                    help="token cache root (default: $SCALING_CACHE_DIR or ~/.cache/scaling)")
     p.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: fits/<name>-tune)")
+    p.add_argument("--force", action="store_true",
+                   help="replace a <name>-tuned.yaml in --out that tune did not write (never the input config)")
     p.add_argument("--dry-run", action="store_true", help="print the tuning runs; train and write nothing")
     p.set_defaults(func=cmd_tune)
 
@@ -69,9 +73,12 @@ class LineReporter:
 
 
 def cmd_tune(args) -> int:
+    from scaling.laws.lr_law import check_tuning_output
     from scaling.sweep.tune import tune, tuning_config
 
     cfg, lrs, tokens = parse_flags(args)
+    out = args.out or Path("fits") / f"{cfg.name}-tune"
+    check_tuning_output(out, args.config, cfg.name, args.force)   # before any training, not after
     if args.dry_run:
         tune_cfg = tuning_config(cfg, lrs, tokens)
         console.print(f"tune {cfg.name}: {len(tune_cfg.grid.models) // len(lrs)} shapes x {len(lrs)} learning rates "
@@ -94,8 +101,7 @@ def cmd_tune(args) -> int:
                   f"{tuning.tokens:,} tokens per run")
     print(format_table(tuning.shapes))
     print(law.describe())
-    out = args.out or Path("fits") / f"{cfg.name}-tune"
-    record, tuned = write_tuning(out, args.config, tuning, law)
+    record, tuned = write_tuning(out, args.config, tuning, law, args.force)
     png, _ = save_figure(out, tuning.shapes, law.power)
     print(f"wrote {record}, {tuned}, {png}")
     return 1 if any("failed" in s.statuses for s in tuning.shapes) else 0

@@ -16,6 +16,7 @@ from scaling.cli.sweep import RichReporter, console, progress_bars, stop_on_sign
 from scaling.formats import json_safe, positive
 from scaling.laws.allocation import check_allocatable
 from scaling.laws.results import FILENAME, load_fit
+from scaling.runs.store import check_output
 
 
 def register(subparsers) -> None:
@@ -53,13 +54,15 @@ def print_estimate(vcfg, runs, timed: Path) -> None:
 
 def cmd_validate(args) -> int:
     from scaling.train.loop import Interrupted
-    from scaling.validate.result import format_validation, write_validation
+    from scaling.validate.result import format_validation, validation_path, write_validation
     from scaling.validate.run import fit_store, prepare, recipe, runs_root, validate
 
     fit_path = args.fit / FILENAME if args.fit.is_dir() else args.fit
     fit = load_fit(fit_path)
     check_allocatable(fit.law, f"fit {fit_path}")    # no optimum to validate without one
     compute = positive(args.compute, "--compute (FLOPs, e.g. 1e13)")
+    out = validation_path(args.out or fit_path.parent)
+    check_output(out.parent, [out.name])             # before the training, not after it
     cfg = recipe(fit, args.config)
     store = fit_store(fit)
     runs_dir = runs_root(fit, args.runs_dir)
@@ -77,7 +80,7 @@ def cmd_validate(args) -> int:
         except Interrupted:
             console.print("stopped; finished runs are kept: the same `scaling validate` command resumes")
             return 128 + received[0] if received else 130
-    path = write_validation(args.out or fit_path.parent, result)
+    path = write_validation(out, result)
     if args.json:
         print(json.dumps(json_safe(result.to_json()), indent=2))
         return 0

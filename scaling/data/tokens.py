@@ -8,7 +8,8 @@ key, reuses it. A cache is written to a temporary folder and renamed into place 
 so a kill while tokenizing leaves no half cache behind. A cache is built under a lock on its key:
 a second sweep wanting the same cache waits and then uses it, and the builder removes what a
 killed build left. A cache found on disk is checked against its settings and the sizes of its
-files before it is used.
+files before it is used; a cache folder without meta.json (damaged after it was renamed into
+place) is rebuilt. Cache folders get the mode the umask gives, as a plain mkdir would.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from scaling.config import SweepConfig, excerpt, read_json
 from scaling.data.corpus import Split, load_split
 from scaling.errors import UsageError
-from scaling.runs import faults, locks
+from scaling.runs import faults, locks, store
 
 EOS = "<|endoftext|>"
 CACHE_VERSION = 1
@@ -148,6 +149,7 @@ def build_cache(cfg: SweepConfig, split: Split, path: Path) -> TokenCache:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
     try:
+        os.chmod(tmp, store.dir_mode())   # a cache others may share gets the umask's mode, not mkdtemp's 0700
         tokenizer.save(str(tmp / "tokenizer.json"))
         n_train = _write_tokens(tokenizer, split.train, tmp / "train.bin", dtype)
         n_val = _write_tokens(tokenizer, split.val, tmp / "val.bin", dtype)
@@ -218,6 +220,17 @@ def _open_cache(path: Path, key: str, cfg: SweepConfig) -> TokenCache | None:
     return TokenCache(path, meta)
 
 
+def _clear_incomplete(path: Path) -> None:
+    """Remove a cache folder without meta.json, so that it is rebuilt: a build renames only complete
+    folders into place, so this one was damaged since, and a rename onto it would fail on every
+    call. Anything else in its place (a file, a link) is not ours to delete: refused, named."""
+    if not (path.exists() or path.is_symlink()):
+        return
+    if not path.is_dir() or path.is_symlink():
+        raise UsageError(f"{path} is not a token cache folder (a file or link is in its place); move or delete it")
+    shutil.rmtree(path)
+
+
 def known_train_tokens(cfg: SweepConfig, cache_dir: Path | None = None) -> int | None:
     """The training tokens of a token cache already built with cfg's corpus, tokenizer and seed, or
     None: what a dry run can say about epochs without reading (or downloading) the corpus. A local
@@ -249,5 +262,6 @@ def prepare_tokens(cfg: SweepConfig, cache_dir: Path | None = None) -> TokenCach
             for stale in path.parent.glob(f".{key}.*"):
                 if stale.is_dir():  # the temporary folder of a build that was killed
                     shutil.rmtree(stale)
+            _clear_incomplete(path)
             cache = build_cache(cfg, split, path)
     return cache

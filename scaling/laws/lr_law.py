@@ -20,12 +20,15 @@ from pathlib import Path
 import yaml
 
 from scaling.config import parse_yaml
+from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, sci
 from scaling.laws.approaches import PowerLaw, fit_power_law
-from scaling.runs.store import write_atomic
-from scaling.sweep.tune import ShapeTuning, Tuning, tuned_config
+from scaling.runs.store import check_output, write_atomic
+from scaling.sweep.tune import TUNED, ShapeTuning, Tuning, tuned_config
 
 INSIDE = ("parabola", "grid point")   # choices that place the optimum inside the grid
+TUNE_FILES = ("tune.json", "tune.png", "tune.svg")   # what tune writes beside the tuned config
+TUNED_HEADER = "# Learning rates from `scaling tune "   # a tuned config's first line begins so
 
 
 @dataclass(frozen=True)
@@ -81,14 +84,39 @@ def tune_record(tuning: Tuning, law: LRLaw) -> dict:
             "learning_rates": tuning.lrs, "lr_law": law.to_json(), "lr_law_note": law.why, "shapes": shapes}
 
 
-def write_tuning(out, config_path, tuning: Tuning, law: LRLaw) -> tuple[Path, Path]:
-    """Write into `out` tune.json and `<name>-tuned.yaml`, the config at `config_path` with each
-    shape's chosen rate (and a header saying where they came from); return the two paths."""
+def written_by_tune(path: Path) -> bool:
+    """Whether `path` is a regular file that opens with the header of a tuned config."""
+    if not path.is_file():      # not a FIFO to wait on, nor a folder
+        return False
+    with open(path, "rb") as f:
+        return f.read(len(TUNED_HEADER)) == TUNED_HEADER.encode()
+
+
+def check_tuning_output(out, config_path, name: str, force: bool = False) -> None:
+    """Refuse, before any training, an `out` that cannot take tune's files, a tuned config that
+    would replace the input config (never done), or a file of that name tune did not write
+    (replaced only with `force`); tune's own earlier output is replaced, as a rerun should."""
     out, config_path = Path(out), Path(config_path)
-    out.mkdir(parents=True, exist_ok=True)
+    tuned = out / f"{name}{TUNED}.yaml"
+    check_output(out, [tuned.name, *TUNE_FILES])
+    for path in (tuned, *(out / f for f in TUNE_FILES)):
+        if path.exists() and config_path.exists() and path.samefile(config_path):
+            raise UsageError(f"{path} would replace its input config {config_path}: give --out another folder")
+    if (tuned.exists() or tuned.is_symlink()) and not force and not written_by_tune(tuned):
+        raise UsageError(f"{tuned} exists and was not written by `scaling tune`; pass --force to replace it, "
+                         "or give --out another folder")
+
+
+def write_tuning(out, config_path, tuning: Tuning, law: LRLaw, force: bool = False) -> tuple[Path, Path]:
+    """Write into `out` tune.json and `<name>-tuned.yaml`, the config at `config_path` with each
+    shape's chosen rate (and a header saying where they came from); return the two paths.
+    `force`: replace a `<name>-tuned.yaml` that tune did not write (check_tuning_output)."""
+    out, config_path = Path(out), Path(config_path)
     data = parse_yaml(config_path.read_text(encoding="utf-8"), str(config_path))
-    tuned_path, record_path = out / f"{data['name']}-tuned.yaml", out / "tune.json"
-    header = (f"# Learning rates from `scaling tune {config_path}`: each shape's rate chosen from the runs in "
+    check_tuning_output(out, config_path, data["name"], force)
+    out.mkdir(parents=True, exist_ok=True)
+    tuned_path, record_path = out / f"{data['name']}{TUNED}.yaml", out / "tune.json"
+    header = (f"{TUNED_HEADER}{config_path}`: each shape's rate chosen from the runs in "
               f"{tuning.sweep_dir}\n# ({len(tuning.lrs)} rates, {tuning.tokens:,} tokens each); "
               f"the table and the fit are in {record_path}.\n")
     edges = [s.name for s in tuning.shapes if s.choice.method == "edge"]

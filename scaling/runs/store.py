@@ -102,6 +102,11 @@ TEMP_SUFFIX = ".scaling-tmp"
 FILE_MODE = 0o666 & ~_umask()
 
 
+def dir_mode() -> int:
+    """What mkdir would give a folder (0777 less the umask): mkdtemp's folders are 0700."""
+    return 0o777 & ~_umask()
+
+
 def write_atomic(path: Path, data: bytes | str) -> None:
     """Replace `path` with `data` so that readers see the old or the new file, never a mix."""
     path = Path(path)
@@ -124,6 +129,28 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+
+
+def check_output(folder: Path | str, names=()) -> None:
+    """Refuse, before any work, a folder a command could not write its files `names` into: a file
+    or a link to nothing where the folder (or one above it) belongs, a folder not writable, or a
+    folder where one of the files goes (a file cannot replace it). Found after the training, each
+    is hours lost; checked here, nothing is created."""
+    folder = Path(folder)
+    existing = folder
+    while not existing.exists():
+        if existing.is_symlink():
+            raise UsageError(f"{folder} is a link to nothing, not a folder" if existing == folder else
+                             f"{folder} cannot be made: {existing} is a link to nothing")
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"{folder} is not a folder" if existing == folder else
+                         f"{folder} cannot be made: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{existing} is not writable: {folder} cannot be written")
+    for name in names:
+        if (folder / name).is_dir() and not (folder / name).is_symlink():
+            raise UsageError(f"{folder / name} is a folder: the file {name} cannot replace it")
 
 
 def remove_temps(folder: Path) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scaling.config import SweepConfig, parse_config, run_lr
+from scaling.config import SweepConfig, derived_name, parse_config, run_lr
 from scaling.errors import UsageError
 from scaling.formats import positive
 from scaling.runs import store
@@ -31,6 +31,7 @@ from scaling.sweep.plan import plan
 # 7 rates from 1e-3 to 3e-2, x1.76 apart: brackets the optima of the tiny shapes measured by
 # hand (1.25e-3 to 1e-2 at 500K tokens) with room on both sides.
 DEFAULT_LRS = tuple(float(f"{x:.3g}") for x in np.geomspace(1e-3, 3e-2, 7))
+TUNED = "-tuned"   # the tuned config's name: the config's, and this
 
 
 def shape_key(shape) -> tuple[int, int, int]:
@@ -55,8 +56,9 @@ def tuning_config(cfg: SweepConfig, lrs, tokens=None) -> SweepConfig:
     if tokens is None:   # the smallest budget a run of the sweep trains on (an IsoFLOP design has no grid.tokens)
         tokens = min(cfg.grid.tokens) if cfg.grid.tokens else min(run.spec.tokens for run in plan(cfg))
     tokens = positive(tokens, "the tuning token budget", integer=True)
+    derived_name(cfg.name, TUNED, "the tuned config tune writes")   # checked before any training
     data = cfg.model_dump()
-    data.update(name=f"{cfg.name}-tune", train={**data["train"], "retries": 0},
+    data.update(name=derived_name(cfg.name, "-tune", "the tuning sweep"), train={**data["train"], "retries": 0},
                 grid={"models": [{**s.model_dump(), "lr": lr} for s in shapes.values() for lr in learning_rates(lrs)],
                       "tokens": [tokens]})
     return parse_config(data, f"the tuning sweep of {cfg.name}")
@@ -166,4 +168,5 @@ def tuned_config(data: dict, shapes: list[ShapeTuning]) -> dict:
     parsed = parse_config(data).grid.models  # the entries as typed values, in the YAML's order
     models = [{**entry, "lr": chosen[shape_key(shape)]} if shape_key(shape) in chosen else entry
               for entry, shape in zip(data["grid"]["models"], parsed)]
-    return {**data, "name": f"{data['name']}-tuned", "grid": {**data["grid"], "models": models}}
+    return {**data, "name": derived_name(data["name"], TUNED, "the tuned config"),
+            "grid": {**data["grid"], "models": models}}

@@ -213,10 +213,15 @@ def format_validation(v: Validation) -> list[str]:
     return lines
 
 
+def validation_path(path: Path | str) -> Path:
+    """validate.json in `path` (a folder), or `path` itself when it names a .json file."""
+    path = Path(path)
+    return path / FILENAME if path.suffix != ".json" else path
+
+
 def write_validation(path: Path, result: Validation) -> Path:
     """validate.json in `path` (a folder, or the file itself)."""
-    path = Path(path)
-    path = path / FILENAME if path.suffix != ".json" else path
+    path = validation_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(json_safe(result.to_json()), indent=2, sort_keys=True) + "\n")
     return path

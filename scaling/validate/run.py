@@ -20,7 +20,7 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from scaling.config import SweepConfig, load_config, parse_config, parse_yaml, read_text
+from scaling.config import SweepConfig, derived_name, load_config, parse_config, parse_yaml, read_text
 from scaling.errors import UsageError
 from scaling.laws.allocation import check_compute
 from scaling.laws.results import LawFit
@@ -96,7 +96,7 @@ def validation_config(cfg: SweepConfig) -> SweepConfig:
     """The sweep `<name>-validate`, with `cfg`'s recipe. Retries are off: a retry at a lower rate
     would not be the recipe's run."""
     data = cfg.model_dump()
-    data.update(name=f"{cfg.name}-validate", train={**data["train"], "retries": 0})
+    data.update(name=derived_name(cfg.name, "-validate", "the validation sweep"), train={**data["train"], "retries": 0})
     return parse_config(data, f"the validation sweep of {cfg.name}")
 
 
