@@ -88,16 +88,23 @@ def parse_json(text: str, source: str):
     return obj
 
 
-def read_bounded(path: str | Path, limit: int = MAX_FILE_BYTES, what: str = "file") -> bytes:
-    """The bytes of a regular file of at most `limit` bytes. A FIFO, a device (/dev/zero), a folder
-    or a larger file is a UsageError naming it, never a hang or gigabytes read; a missing file is
+def open_regular(path: str | Path, what: str = "file"):
+    """`path` opened for reading in binary, when it is a regular file: a FIFO, a device (/dev/zero)
+    or a folder is a UsageError naming it, never a read that hangs or never ends; a missing file is
     FileNotFoundError, as from open()."""
     # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever before fstat could refuse it.
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise UsageError(f"cannot read {what} {path}: not a regular file (a FIFO, a device or a folder)")
+    f = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        f.close()
+        raise UsageError(f"cannot read {what} {path}: not a regular file (a FIFO, a device or a folder)")
+    return f
+
+
+def read_bounded(path: str | Path, limit: int = MAX_FILE_BYTES, what: str = "file") -> bytes:
+    """The bytes of a regular file (`open_regular`) of at most `limit` bytes; a larger file is a
+    UsageError naming it, never gigabytes read."""
+    with open_regular(path, what) as f:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise UsageError(f"cannot read {what} {path}: larger than {limit // 2**20} MiB, not a file of this package")

@@ -253,6 +253,24 @@ def test_a_config_or_fit_that_is_a_fifo_is_refused(tmp_path, capsys):
         refused(["validate", tmp_path / "fit.json", "--compute", "1e15", "--dry-run"], capsys, "not a regular file")
 
 
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo"])
+def test_a_runs_metrics_or_a_validate_json_that_is_a_device_or_fifo_is_refused(fitted, tmp_path, micro_sweep,
+                                                                                capsys, kind):
+    # A run's metrics.jsonl (the fit reads the store's curves) hung `fit` as a FIFO and raised a
+    # MemoryError as /dev/zero; a validate.json that was not a regular file was left out of the
+    # report without a word.
+    _, result = micro_sweep
+    runs = tmp_path / "runs" / "micro"
+    shutil.copytree(result.sweep_dir, runs, ignore=shutil.ignore_patterns(store.LOCK, store.TABLE_LOCK))
+    validation = copy_fit(fitted, "plain", tmp_path).with_name("validate.json")
+    for side in (next(runs.glob(f"*/{store.METRICS}")), validation):
+        side.unlink(missing_ok=True)
+        os.symlink("/dev/zero", side) if kind == "/dev/zero" else os.mkfifo(side)
+    with deadline(60):
+        refused(["fit", runs, "--bootstrap", "0", "--out", tmp_path / "fit"], capsys, "not a regular file")
+        refused(["report", validation.parent, "--out", tmp_path / "report"], capsys, "not a regular file")
+
+
 # --------------------------------------------------------------------------------------------
 # 5 and 7. Tracebacks and garbage: one line, exit 2
 

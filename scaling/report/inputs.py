@@ -129,9 +129,10 @@ def _is_fit(path: Path) -> bool:
 
 
 def _with_validation(inputs: Inputs) -> Inputs:
-    """The validation beside the fit.json (`scaling validate`'s validate.json), if there is one."""
+    """The validation beside the fit.json (`scaling validate`'s validate.json), if there is one.
+    One that is there but not a regular file is refused (by the reader), not left out unsaid."""
     path = inputs.fit_path.parent / VALIDATION_FILE
-    if path.is_file():
+    if path.exists():
         inputs.validation = load_validation(path)
     return inputs
 

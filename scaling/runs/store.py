@@ -24,6 +24,7 @@ the file it was writing, not its temporary name.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import tempfile
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from scaling.config import excerpt, parse_json, read_json
+from scaling.config import excerpt, open_regular, parse_json, read_json
 from scaling.errors import UsageError
 from scaling.runs import faults, locks
 
@@ -203,9 +204,10 @@ def _well_formed(record) -> bool:
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    """Records of a metrics.jsonl; a torn, corrupt or ill-typed line is skipped with a warning naming it."""
+    """Records of a metrics.jsonl (a regular file: `config.open_regular`); a torn, corrupt or ill-typed
+    line is skipped with a warning naming it."""
     records = []
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with io.TextIOWrapper(open_regular(path, "metrics"), encoding="utf-8", errors="replace") as f:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue
