@@ -86,6 +86,15 @@ def test_a_file_where_the_cache_folder_belongs_is_refused_naming_it(tmp_path):
         prepare_tokens(micro_config(), tmp_path)
 
 
+def test_a_full_disk_while_tokenizing_names_the_cache_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SCALING_FAULT", "oserror_at=rename:tokens:1,errno=ENOSPC")
+    assert main(["sweep", str(write_config(tmp_path)), "--runs-dir", str(tmp_path / "runs"),
+                 "--cache-dir", str(tmp_path / "cache")]) == 2
+    err = capsys.readouterr().err
+    assert f"No space left on device: {tmp_path / 'cache' / 'tokens'}/" in err, err
+    assert [p for p in (tmp_path / "cache" / "tokens").iterdir() if p.is_dir()] == []   # no half cache left
+
+
 @pytest.mark.parametrize("mask", [0o022, 0o002, 0o077])
 def test_cache_folders_follow_the_umask(tmp_path, mask):
     old = os.umask(mask)

@@ -174,8 +174,10 @@ def build_cache(cfg: SweepConfig, split: Split, path: Path) -> TokenCache:
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
         faults.point("rename:tokens")
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):   # a full disk names the cache being built, not nothing or its temporary twin
+            raise store.naming(exc, path) from exc
         raise
     return TokenCache(path, meta)
 

@@ -77,8 +77,8 @@ METRIC_TYPES = {"step": int, "tokens": int, "lr": float, "train_loss": float, "v
                 "val_bpb": float, "elapsed_s": float, "tokens_per_s": float}
 
 
-def _naming(exc: OSError, path: Path) -> OSError:
-    """The same error, naming the file being written rather than its temporary twin."""
+def naming(exc: OSError, path: Path) -> OSError:
+    """The same error, naming the file being written rather than its temporary twin (or nothing)."""
     return OSError(exc.errno, exc.strerror, str(path)) if exc.errno else exc
 
 
@@ -126,7 +126,7 @@ def write_atomic(path: Path, data: bytes | str) -> None:
         faults.point(f"renamed:{path.name}", path)
         sync_dir(path.parent)
     except OSError as exc:
-        raise _naming(exc, path) from exc
+        raise naming(exc, path) from exc
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
@@ -180,7 +180,7 @@ def append_jsonl(path: Path, record: dict) -> None:
             faults.write(f"append:{path.name}", f, json.dumps(record, sort_keys=True) + "\n", path)
             f.flush()
     except OSError as exc:
-        raise _naming(exc, path) from exc
+        raise naming(exc, path) from exc
 
 
 def sync_file(path: Path) -> None:
