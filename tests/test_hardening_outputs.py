@@ -189,3 +189,11 @@ def test_validate_refuses_an_output_it_cannot_write_before_training(known_fit, t
     refused(["validate", known_fit, "--compute", "5e9", "--config", config, "--runs-dir", tmp_path / "runs",
              "--cache-dir", tmp_path / "cache", "--out", tmp_path / "o"], capsys, expected)
     assert not (tmp_path / "runs").exists()
+
+
+def test_validate_never_writes_over_its_fit(known_fit, tmp_path, capsys):
+    before = known_fit.read_bytes()
+    refused(["validate", known_fit, "--compute", "5e9", "--config", write_config(tmp_path), "--runs-dir",
+             tmp_path / "runs", "--cache-dir", tmp_path / "cache", "--out", known_fit], capsys,
+            "would replace the fit it validates")
+    assert known_fit.read_bytes() == before and not (tmp_path / "runs").exists()

@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 
 from scaling.cli.sweep import RichReporter, console, progress_bars, stop_on_signals
+from scaling.errors import UsageError
 from scaling.formats import json_safe, positive
 from scaling.laws.allocation import check_allocatable
 from scaling.laws.results import FILENAME, load_fit
@@ -63,6 +64,8 @@ def cmd_validate(args) -> int:
     compute = positive(args.compute, "--compute (FLOPs, e.g. 1e13)")
     out = validation_path(args.out or fit_path.parent)
     check_output(out.parent, [out.name])             # before the training, not after it
+    if out.exists() and out.samefile(fit_path):
+        raise UsageError(f"--out {args.out}: validate.json would replace the fit it validates, {fit_path}")
     cfg = recipe(fit, args.config)
     store = fit_store(fit)
     runs_dir = runs_root(fit, args.runs_dir)
