@@ -35,6 +35,13 @@ def register(subparsers) -> None:
     p.add_argument("--cache-dir", type=Path, default=None,
                    help="token cache root (default: $SCALING_CACHE_DIR or ~/.cache/scaling)")
     p.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: fits/<name>-tune)")
+    p.add_argument("--budgets", action="store_true",
+                   help="tune at the sweep's own cells (shape and D) instead of one token budget, and fit "
+                        "lr_opt = c N^p D^q (scaling.sweep.tune_budgets)")
+    p.add_argument("--cells", default="corners", choices=("corners", "all"),
+                   help="with --budgets: the 3 cells spanning the plan's N and D (default), or every cell")
+    p.add_argument("--seeds", help="with --budgets: comma-separated training seeds; each rate is trained once "
+                                   "per seed and judged by its mean loss (default: the config's seed alone)")
     p.add_argument("--dry-run", action="store_true", help="print the tuning runs; train and write nothing")
     p.set_defaults(func=cmd_tune)
 
@@ -68,9 +75,53 @@ class LineReporter:
                       + (f", val loss {loss:.4f}" if loss is not None else "") + f", {summary.get('wall_s', 0):.0f} s")
 
 
+def parse_seeds(text: str) -> list[int]:
+    try:
+        seeds = [int(s) for s in text.split(",")]
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise UsageError(f"--seeds {text!r}: give distinct non-negative integers, comma-separated")
+    return seeds
+
+
+def cmd_tune_budgets(args) -> int:
+    from scaling.sweep.tune_budgets import select_cells, sweep_cells
+
+    cfg = load_config(args.config)
+    seeds = None if args.seeds is None else parse_seeds(args.seeds)
+    cells = select_cells(sweep_cells(cfg), args.cells)
+    if args.dry_run:
+        console.print(f"tune {cfg.name} at its budgets: {len(cells)} cells x 3 rates (0.71, 1 and 1.41 x each cell's "
+                      "rate; one rung further, twice at most, where the best is at an edge), into "
+                      f"{args.runs_dir / (cfg.name + '-tune-budgets')}")
+        for run in cells:
+            console.print(f"  {run.run_id}  lr {sci(run.spec.lr)}  {sci(run.flops('exact'))} FLOPs each")
+        return 0
+    from scaling.laws.lr_law import format_cells, write_budget_tuning
+    from scaling.sweep.tune_budgets import tune_budgets
+    from scaling.train.loop import Interrupted
+
+    with stop_on_signals() as received:
+        try:
+            tuning = tune_budgets(cfg, args.runs_dir, args.cache_dir, args.cells, seeds)
+        except Interrupted:
+            console.print("stopped; finished runs are kept: the same `scaling tune` command resumes")
+            return 128 + received[0] if received else 130
+    print(format_cells(tuning))
+    print(tuning.law.describe() if tuning.law else f"lr law not fitted: {tuning.why}")
+    print(f"cost: {sci(tuning.tuning_flops)} FLOPs trained, {100 * tuning.tuning_flops / tuning.sweep_flops:.0f}% "
+          f"of the sweep's {sci(tuning.sweep_flops)} (the sweep's own finished runs reused)")
+    record, tuned = write_budget_tuning(args.out or Path("fits") / f"{cfg.name}-tune", args.config, tuning)
+    print(f"wrote {record}" + (f", {tuned}" if tuned else ""))
+    return 0 if tuning.law else 1
+
+
 def cmd_tune(args) -> int:
     from scaling.sweep.tune import tune, tuning_config
 
+    if args.budgets:
+        return cmd_tune_budgets(args)
     cfg, lrs, tokens = parse_flags(args)
     if args.dry_run:
         tune_cfg = tuning_config(cfg, lrs, tokens)
