@@ -76,7 +76,7 @@ def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap:
     source: a run store folder, a fit folder (holding fit.json) or a fit.json file; or None
     with `dataset`. fit: a fit.json to use with a run store instead of fitting here. bootstrap
     (default 1000, as `scaling fit`), seed, the filters and the parameter convention: the options
-    of a fit made here; a fit.json records its own.
+    of a fit made here; a fit.json records its own, and they are refused with one.
     """
     if bootstrap is not None:
         bootstrap = _count("the number of bootstrap resamples", bootstrap)
@@ -92,24 +92,32 @@ def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap:
     source = Path(source)
     if not source.exists():
         raise UsageError(f"{source} does not exist (expected a run store runs/<sweep>, a fit folder or a fit.json)")
-    options_here = {"the filters": drop_highest_loss, "the parameter convention": param_convention is not None,
-                    "the number of bootstrap resamples": bootstrap is not None, "the seed": seed}
-    read = fit is not None or _is_fit(source)
-    if read and (given := [name for name, value in options_here.items() if value]):
+    is_fit = _is_fit(source)
+    if fit is None and not is_fit:
+        return _store_here(source, bootstrap, seed, drop_highest_loss, param_convention)
+    given = [what for what, value in (("the filters", drop_highest_loss),
+                                      ("the parameter convention", param_convention is not None),
+                                      ("the number of bootstrap resamples", bootstrap is not None),
+                                      ("the seed", seed)) if value]
+    if given:
         raise UsageError(f"{', '.join(given)} apply to a fit made here from a run store; a fit.json records its "
                          "own (its resamples are in fit.bootstrap.csv): refit with `scaling fit` to change them")
-    if _is_fit(source):
-        if fit is not None:
-            raise UsageError(f"an existing fit applies to a run store; {source} is a fit already")
+    if fit is None:
         return _with_validation(_from_fit_file(source))
-    if fit is not None:
-        return _with_validation(_store_with_fit(source, fit))
-    data = selection.apply_filters(_store_points(source, param_convention or DEFAULT_CONVENTION),
+    if is_fit:
+        raise UsageError(f"an existing fit applies to a run store; {source} is a fit already")
+    return _with_validation(_store_with_fit(source, fit))
+
+
+def _store_here(runs_dir: Path, bootstrap: int | None, seed: int, drop_highest_loss: int,
+                param_convention: str | None) -> Inputs:
+    """A run store fitted here, once, as `scaling fit` fits it; its run table, curves and settings."""
+    data = selection.apply_filters(_store_points(runs_dir, param_convention or DEFAULT_CONVENTION),
                                    drop_highest_loss=drop_highest_loss)
-    curves = curves_from_store(source, param_convention=data.param_convention)
+    curves = curves_from_store(runs_dir, param_convention=data.param_convention)
     flag = f" --param-convention {param_convention}" if param_convention else ""
-    inputs = _fit_here(source.resolve().name, f"{source}{flag}", data, curves, bootstrap, seed)
-    inputs.runs_dir = source
+    inputs = _fit_here(runs_dir.resolve().name, f"{runs_dir}{flag}", data, curves, bootstrap, seed)
+    inputs.runs_dir = runs_dir
     _read_store(inputs)
     return inputs
 

@@ -189,6 +189,10 @@ def test_report_of_a_fit_refits_nothing_and_draws_fit_jsons_numbers(fit_dir, tmp
     lo, hi = np.percentile(samples["a"], [2.5, 97.5])
     assert (lo, hi) == pytest.approx(tuple(fit["ci"]["a"]), rel=1e-12)
     assert not rep.inputs.notes and set(rep.figures) >= {"bootstrap", "residuals"}
+    # Another hold-out fraction, asked for, is the one refit: the hold-out's, not the law's or the bootstrap's.
+    other = build_report(load_inputs(fit_dir), holdout_fraction=0.1).holdout
+    assert dict(calls) == {"scaling.laws.fit.fit_law": 1, "scaling.laws.fit.lbfgs_in_chunks": 1}
+    assert other.fraction == 0.1 and other.n_train == fit["data"]["n_points"] - 1 and other.law is not None
 
 
 def test_report_of_a_run_store_fits_once_as_scaling_fit_does(micro_sweep, tmp_path, monkeypatch):
