@@ -130,7 +130,8 @@ def pct(x) -> str:
 def format_holdout(check: Holdout | None) -> str:
     """The hold-out check as plain text: one line per held-out run, then the mean."""
     if check is None:
-        return "hold-out check: not possible, the points of this fit were not found (see the report's first section)"
+        return ("hold-out check: not possible, the fit records none or its points were not found (see the report's "
+                "first section)")
     head = (f"hold-out check: refit on the {check.n_train} of {check.n_points} points with the smallest C, "
             f"predict the {check.n_points - check.n_train} with the largest (top {100 * check.fraction:g}%)")
     if check.reason:

@@ -265,7 +265,8 @@ def holdout_check(r: Report) -> None:
     check, law = r.holdout, r.fit.law
     r.doc.h(2, "Hold-out check: does the law predict runs it has not seen?")
     if check is None:
-        r.doc.p("Not possible without the points (see above).")
+        r.doc.p("None here: this fit.json records no hold-out check, or its points were not found to refit at "
+                "the fraction asked for (see the notes above).")
         return
     r.doc.p(notes.holdout_intro(check))
     if check.reason:
