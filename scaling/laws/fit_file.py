@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -24,6 +25,7 @@ from scaling.config import excerpt, read_text
 from scaling.errors import UsageError
 from scaling.laws.holdout import Holdout
 from scaling.laws.law import PARAM_NAMES, Law
+from scaling.laws.provenance import KINDS, Provenance
 from scaling.laws.repeated import Repeated
 from scaling.train.compute import FlopsPerToken
 
@@ -112,6 +114,11 @@ def _check_data(data: dict, where: str) -> None:
                                      and all(_is_number(v) and v > 0 for v in pair)):
             raise UsageError(f"{where}: 'data.{key}' must be a list [lo, hi] of positive numbers, "
                              f"got {excerpt(pair)}")
+    origin = data.get("provenance")
+    if origin is not None and Provenance.from_json(origin) is None:
+        kinds = " | ".join(map(json.dumps, KINDS))
+        raise UsageError(f"{where}: 'data.provenance' must be {{\"kind\": {kinds}, \"location\": text}}, got "
+                         f"{excerpt(origin)}")
 
 
 def _law(obj: dict, where: str) -> Law:

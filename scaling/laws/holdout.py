@@ -90,7 +90,7 @@ def holdout(data: fitdata.FitData, law: Law, *, fraction: float = DEFAULT_FRACTI
     """Refit without the top-compute points; predict them; absolute relative error of each.
 
     The refit is the same Approach-3 fit (Huber `delta`, `fixed_E`) from `starts`: the full fit's
-    distinct end points (`fitting.end_points`, as `analysis.fit_data` does: the subset's optimum
+    distinct end points (`FitResult.end_points`, as `analysis.fit_data` does: the subset's optimum
     lies near the full one's), or None for Hoffmann's 4,500 starts. `law` is the full fit, whose
     (in-sample) errors on the same points are given beside. When too few points are left to
     refit, or they do not bound the constants, `reason` says so and there are no rows.

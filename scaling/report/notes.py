@@ -222,7 +222,7 @@ def provenance(inputs: Inputs, check: Holdout | None, fraction: float | None) ->
     """Where each part of the report comes from: the fit, its bootstrap, its hold-out check."""
     fit = inputs.fit
     out = [f"fitted here; `{inputs.fit_command}` writes the same fit.json" if inputs.fitted_here
-           else f"fit read from `{inputs.fit_path}`: every number is the file's, nothing is refitted"]
+           else f"fit read from `{inputs.fit_path}`: its numbers are the file's"]
     if fit.resampled is not None:
         where = "this fit's" if inputs.fitted_here else f"`{results.samples_path(inputs.fit_path).name}`'s"
         out.append(f"bootstrap distributions: {where} {len(fit.resampled)} resamples (seed {fit.seed})")
