@@ -19,7 +19,8 @@ unimodal in ln lr), so a cell whose best rate is inside its first three costs th
 rate at an edge extends the grid one rung that way, at most `max_extensions` times. A cell's 1x
 run is the sweep's own run (the same id: a sweep's name is not in a run id), read from the
 sweep's store when it has finished there. The law is fitted by least squares in ln lr over the cells whose optimum lies
-inside their grid.
+inside their grid. With several AdamW beta2 values (Porian et al. 2024: 0.95 costs loss at small
+batches), the cells are tuned at each, and the beta2 whose cells reach the lowest mean loss wins.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ class LRFit:
 
 @dataclass(frozen=True)
 class BudgetTuning:
+    beta2: float                        # AdamW's beta2 of every tuning run
     cells: list[CellTuning]
     law: LRFit | None
     why: str | None                     # why no law, when law is None
@@ -103,12 +105,12 @@ def select_cells(runs: list[PlannedRun], which: str) -> list[PlannedRun]:
     return list({r.run_id: r for r in corners}.values())
 
 
-def cell_config(cfg: SweepConfig, run: PlannedRun, lrs, seeds=None) -> SweepConfig:
+def cell_config(cfg: SweepConfig, run: PlannedRun, lrs, seeds=None, beta2: float | None = None) -> SweepConfig:
     """The sweep `<name>-tune-budgets` of one cell: its shape at each rate, on its D, once per
-    training seed (None: the config's seed alone)."""
+    training seed (None: the config's seed alone), at AdamW beta2 `beta2` (None: the config's)."""
     data = cfg.model_dump()
-    data.update(name=f"{cfg.name}-tune-budgets", train={**data["train"], "retries": 0,
-                                                         "seeds": list(seeds) if seeds else None},
+    train = {**data["train"], "retries": 0, "seeds": list(seeds) if seeds else None}
+    data.update(name=f"{cfg.name}-tune-budgets", train={**train, "beta2": train["beta2"] if beta2 is None else beta2},
                 grid={"models": [{**run.shape.model_dump(), "lr": lr} for lr in lrs], "tokens": [run.spec.tokens]})
     return parse_config(data, f"the budget tuning of {cfg.name}")
 
@@ -148,11 +150,11 @@ def rate_losses(config: SweepConfig, known: dict[str, float]) -> list[float | No
 
 
 def tune_budgets(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path | None = None,
-                 cells: str = "corners", seeds=None, max_extensions: int = 2,
+                 cells: str = "corners", seeds=None, beta2: float | None = None, max_extensions: int = 2,
                  train: Callable | None = None) -> BudgetTuning:
     """Train each chosen cell's rates (in rounds: the grid, then extensions past an edge) once per
-    seed in `seeds` (None: the config's seed), reusing the sweep's finished runs, and fit the law.
-    `train(config)` trains a sweep config (default: the sweep driver)."""
+    seed in `seeds` (None: the config's seed) at `beta2` (None: the config's), reusing the sweep's
+    finished runs, and fit the law. `train(config)` trains a sweep config (default: the sweep driver)."""
     if train is None:
         from scaling.sweep.driver import run_sweep  # training loads torch; planning does not
 
@@ -166,16 +168,16 @@ def tune_budgets(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Pat
     for round_ in range(1 + max_extensions):
         known = {**own, **finished_losses(tune_dir)}
         for r in chosen:
-            missing = [p for p in plan(cell_config(cfg, r, cell_rates(r, rungs[r.run_id]), seeds))
+            missing = [p for p in plan(cell_config(cfg, r, cell_rates(r, rungs[r.run_id]), seeds, beta2))
                        if p.run_id not in known and p.run_id not in tried]
             tried |= {p.run_id for p in missing}
             for seed in sorted({p.spec.seed for p in missing}):   # only what no store holds yet
-                train(cell_config(cfg, r, [p.spec.lr for p in missing if p.spec.seed == seed], [seed]))
+                train(cell_config(cfg, r, [p.spec.lr for p in missing if p.spec.seed == seed], [seed], beta2))
             trained_flops += sum(p.flops("exact") for p in missing)
         known = {**own, **finished_losses(tune_dir)}
         grew = False
         for r in chosen:
-            losses = rate_losses(cell_config(cfg, r, cell_rates(r, rungs[r.run_id]), seeds), known)
+            losses = rate_losses(cell_config(cfg, r, cell_rates(r, rungs[r.run_id]), seeds, beta2), known)
             wider = extend(rungs[r.run_id], losses) if round_ < max_extensions else rungs[r.run_id]
             grew |= wider != rungs[r.run_id]
             rungs[r.run_id] = wider
@@ -184,10 +186,20 @@ def tune_budgets(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Pat
     results = []
     for r in chosen:
         lrs = cell_rates(r, rungs[r.run_id])
-        losses = tuple(rate_losses(cell_config(cfg, r, lrs, seeds), known))
+        losses = tuple(rate_losses(cell_config(cfg, r, lrs, seeds, beta2), known))
         results.append(CellTuning(r, tuple(lrs), losses, choose(lrs, losses)))
     law, why = fit_lr_law(results)
-    return BudgetTuning(results, law, why, trained_flops, sum(r.flops("exact") for r in plan(cfg)))
+    return BudgetTuning(cfg.train.beta2 if beta2 is None else beta2, results, law, why, trained_flops,
+                        sum(r.flops("exact") for r in plan(cfg)))
+
+
+def best_beta2(tunings: list[BudgetTuning]) -> BudgetTuning:
+    """The tuning whose cells reach the lowest mean loss at their chosen rates (the same cells in
+    each); one without a loss in every cell loses."""
+    def mean_loss(t: BudgetTuning) -> float:
+        losses = [c.choice.loss for c in t.cells]
+        return float(np.mean(losses)) if None not in losses else float("inf")
+    return min(tunings, key=mean_loss)
 
 
 def fit_lr_law(cells: list[CellTuning]) -> tuple[LRFit | None, str | None]:
@@ -207,11 +219,12 @@ def fit_lr_law(cells: list[CellTuning]) -> tuple[LRFit | None, str | None]:
     return LRFit(float(np.exp(coef[0])), float(coef[1]), float(coef[2]), len(inside), sd), None
 
 
-def budget_tuned_config(data: dict, law: LRFit) -> dict:
-    """The config as read from its YAML, named `<name>-tuned`, its shapes' own rates removed and the
-    law in train.lr_law, so that every run takes the law's rate at its N and D."""
+def budget_tuned_config(data: dict, law: LRFit, beta2: float) -> dict:
+    """The config as read from its YAML, named `<name>-tuned`, its shapes' own rates removed, the
+    law in train.lr_law (every run takes the law's rate at its N and D) and train.beta2 set."""
     models = [{k: v for k, v in entry.items() if k != "lr"} for entry in data["grid"]["models"]]
     lr_law = {"coefficient": float(f"{law.coefficient:.4g}"), "n_exponent": round(law.n_exponent, 4),
               "d_exponent": round(law.d_exponent, 4)}
-    return {**data, "name": f"{data['name']}-tuned", "train": {**data.get("train", {}), "lr_law": lr_law},
+    train = {**data.get("train", {}), "lr_law": lr_law, "beta2": beta2}
+    return {**data, "name": f"{data['name']}-tuned", "train": train,
             "grid": {**data["grid"], "models": models}}

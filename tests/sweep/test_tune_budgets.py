@@ -55,12 +55,13 @@ def test_corners_span_the_plans_n_and_d():
 
 @pytest.fixture(scope="module")
 def budget_tuned(tmp_path_factory, cache_dir):
-    """The micro sweep trained, then `scaling tune --budgets --cells all`: (config, runs, out, sweep)."""
+    """The micro sweep trained, then `scaling tune --budgets` at beta2 0.95 (the config's) and 0.99:
+    (config, runs, out, sweep, exit code)."""
     root = tmp_path_factory.mktemp("tune-budgets")
     config, runs, out = root / "micro.yaml", root / "runs", root / "out"
     config.write_text(yaml.safe_dump(MICRO))
     sweep = run_sweep(micro_config(), runs, cache_dir)
-    code = main(["tune", str(config), "--budgets", "--cells", "all", "--runs-dir", str(runs),
+    code = main(["tune", str(config), "--budgets", "--beta2", "0.95,0.99", "--runs-dir", str(runs),
                  "--cache-dir", str(cache_dir), "--out", str(out)])
     return config, runs, out, sweep, code
 
@@ -70,8 +71,15 @@ def test_every_cell_is_trained_at_its_rates_and_its_own_run_is_reused(budget_tun
     record = json.loads((out / "tune.json").read_text())
     tuned = store.read_runs(runs / "micro-tune-budgets")
     own = store.read_runs(runs / "micro")
-    assert len(record["cells"]) == len(own) == 6
-    for cell in record["cells"]:
+    tried = {t["beta2"]: t for t in record["beta2_tried"]}
+    assert sorted(tried) == [0.95, 0.99]
+    beta2 = {yaml.safe_load((runs / "micro-tune-budgets" / r / "config.yaml").read_text())["train"]["beta2"]
+             for r in tuned.run_id}
+    assert beta2 == {0.95, 0.99}
+    corners = select_cells(sweep_cells(micro_config()), "corners")
+    for t in tried.values():
+        assert [c["tokens"] for c in t["cells"]] == [r.spec.tokens for r in corners]
+    for cell in (c for t in tried.values() for c in t["cells"]):
         assert cell["config_lr"] in cell["lrs"] and len(cell["lrs"]) >= 3
         ratios = np.array(cell["lrs"]) / cell["config_lr"]
         assert np.allclose(ratios, [m for m in LADDER if any(abs(m - r) < 0.01 for r in ratios)], rtol=0.01)
@@ -79,12 +87,21 @@ def test_every_cell_is_trained_at_its_rates_and_its_own_run_is_reused(budget_tun
         assert cell["method"] == choose(cell["lrs"], cell["losses"]).method
         if cell["method"] == "parabola":
             assert cell["lrs"][best - 1] < cell["lr_opt"] < cell["lrs"][best + 1]
-    # the sweep's own runs (1x) were not trained again: its ids are in the sweep's store only
+    # the sweep's own runs (1x at the config's beta2) were not trained again
     assert not set(tuned.run_id) & set(own.run_id)
-    trained = sum(len(c["lrs"]) - 1 for c in record["cells"])
+    trained = sum(len(c["lrs"]) - (t["beta2"] == 0.95) for t in tried.values() for c in t["cells"])
     assert len(tuned) == trained
     assert record["tuning_flops_exact"] == pytest.approx(tuned.flops_exact.sum(), rel=1e-9)
     assert record["cost_share"] == pytest.approx(tuned.flops_exact.sum() / own.flops_exact.sum(), rel=1e-9)
+
+
+def test_the_beta2_of_lowest_mean_loss_is_chosen(budget_tuned):
+    _, _, out, _, _ = budget_tuned
+    record = json.loads((out / "tune.json").read_text())
+    means = {t["beta2"]: np.mean([c["loss_opt"] for c in t["cells"]]) for t in record["beta2_tried"]}
+    assert record["beta2"] == min(means, key=means.get)
+    if (out / "micro-tuned.yaml").exists():
+        assert load_config(out / "micro-tuned.yaml").train.beta2 == record["beta2"]
 
 
 def test_the_law_and_the_tuned_config(budget_tuned):
