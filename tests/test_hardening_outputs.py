@@ -60,6 +60,14 @@ def test_tune_refuses_up_front_a_name_its_tuned_config_could_not_carry(tmp_path,
     assert parse_config(tuned_config({**MICRO, "name": "n" * 94}, [])).name == "n" * 94 + "-tuned"
 
 
+def test_tune_budgets_refuses_up_front_a_name_its_sweep_could_not_carry(tmp_path, capsys):
+    config = write_config(tmp_path, name="b" * 88)     # `<name>-tune-budgets`: 101 characters
+    for dry in ([], ["--dry-run"]):
+        refused(["tune", config, "--budgets", "--runs-dir", tmp_path / "runs", "--out", tmp_path / "o", *dry], capsys,
+                "at most 87 characters")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "o").exists()
+
+
 def test_validate_refuses_a_name_its_validation_sweep_could_not_carry(known_fit, tmp_path, capsys):
     refused(["validate", known_fit, "--compute", "5e9", "--dry-run", "--config",
              write_config(tmp_path, name="v" * 92)], capsys, "at most 91 characters")
@@ -153,6 +161,14 @@ def test_tune_refuses_an_out_it_cannot_write_before_training(tmp_path, capsys):
     config = write_config(tmp_path)
     (tmp_path / "o").write_text("a file, not a folder")
     refused(["tune", config, *TUNE, "--runs-dir", tmp_path / "runs", "--out", tmp_path / "o"], capsys,
+            f"{tmp_path / 'o'} is not a folder")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_tune_budgets_checks_its_output_before_training(tmp_path, capsys):
+    config = write_config(tmp_path)
+    (tmp_path / "o").write_text("a file, not a folder")
+    refused(["tune", config, "--budgets", "--runs-dir", tmp_path / "runs", "--out", tmp_path / "o"], capsys,
             f"{tmp_path / 'o'} is not a folder")
     assert not (tmp_path / "runs").exists()
 
