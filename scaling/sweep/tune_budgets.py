@@ -2,7 +2,7 @@
 
     tuning = tune_budgets(cfg, runs_dir="runs")     # 3 corner cells, 0.71x / 1x / 1.41x their rates
     tuning.law                                      # lr_opt = c N^p D^q (None when not fitted)
-    tuned = budget_tuned_config(raw_yaml_dict, tuning.law)
+    tuned = budget_tuned_config(raw_yaml_dict, tuning.law, tuning.beta2)
 
 Why at the budgets: a rate measured on one short run does not carry to the sweep's. Measured on the
 demo's 15 cells at 0.5-2x their configured rates (bench/bench_scatter.py), the optimum moves with D
@@ -18,9 +18,10 @@ the rule: a rate beyond one that lost to its inner neighbour is never trained (t
 unimodal in ln lr), so a cell whose best rate is inside its first three costs those three; a best
 rate at an edge extends the grid one rung that way, at most `max_extensions` times. A cell's 1x
 run is the sweep's own run (the same id: a sweep's name is not in a run id), read from the
-sweep's store when it has finished there. The law is fitted by least squares in ln lr over the cells whose optimum lies
-inside their grid. With several AdamW beta2 values (Porian et al. 2024: 0.95 costs loss at small
-batches), the cells are tuned at each, and the beta2 whose cells reach the lowest mean loss wins.
+sweep's store when it has finished there. The law is fitted by least squares in ln lr over the
+cells whose optimum lies inside their grid. With several AdamW beta2 values (Porian et al. 2024:
+0.95 costs loss at small batches), the cells are tuned at each, and the beta2 whose cells reach
+the lowest mean loss wins.
 """
 
 from __future__ import annotations
@@ -168,32 +169,29 @@ def tune_budgets(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Pat
             run_sweep(config, runs_dir, cache_dir)
     chosen = select_cells(sweep_cells(cfg), cells)
     rungs = {r.run_id: START for r in chosen}
-    own = finished_losses(Path(runs_dir) / cfg.name)
-    tune_dir = Path(runs_dir) / budget_sweep_name(cfg)
+    own, tune_dir = finished_losses(Path(runs_dir) / cfg.name), Path(runs_dir) / budget_sweep_name(cfg)
+
+    def config_of(r: PlannedRun, lrs=None) -> SweepConfig:
+        return cell_config(cfg, r, cell_rates(r, rungs[r.run_id]) if lrs is None else lrs, seeds, beta2)
+
     trained_flops, tried = 0.0, set()
     for round_ in range(1 + max_extensions):
         known = {**own, **finished_losses(tune_dir)}
-        for r in chosen:
-            missing = [p for p in plan(cell_config(cfg, r, cell_rates(r, rungs[r.run_id]), seeds, beta2))
-                       if p.run_id not in known and p.run_id not in tried]
+        for r in chosen:   # only what no store holds yet, one seed at a time
+            missing = [p for p in plan(config_of(r)) if p.run_id not in known and p.run_id not in tried]
             tried |= {p.run_id for p in missing}
-            for seed in sorted({p.spec.seed for p in missing}):   # only what no store holds yet
+            for seed in sorted({p.spec.seed for p in missing}):
                 train(cell_config(cfg, r, [p.spec.lr for p in missing if p.spec.seed == seed], [seed], beta2))
             trained_flops += sum(p.flops("exact") for p in missing)
         known = {**own, **finished_losses(tune_dir)}
-        grew = False
-        for r in chosen:
-            losses = rate_losses(cell_config(cfg, r, cell_rates(r, rungs[r.run_id]), seeds, beta2), known)
-            wider = extend(rungs[r.run_id], losses) if round_ < max_extensions else rungs[r.run_id]
-            grew |= wider != rungs[r.run_id]
-            rungs[r.run_id] = wider
-        if not grew:
+        wider = {r.run_id: extend(rungs[r.run_id], rate_losses(config_of(r), known)) for r in chosen}
+        if round_ == max_extensions or wider == rungs:
             break
+        rungs = wider
     results = []
     for r in chosen:
-        lrs = cell_rates(r, rungs[r.run_id])
-        losses = tuple(rate_losses(cell_config(cfg, r, lrs, seeds, beta2), known))
-        results.append(CellTuning(r, tuple(lrs), losses, choose(lrs, losses)))
+        lrs, losses = cell_rates(r, rungs[r.run_id]), rate_losses(config_of(r), known)
+        results.append(CellTuning(r, tuple(lrs), tuple(losses), choose(lrs, losses)))
     law, why = fit_lr_law(results)
     return BudgetTuning(cfg.train.beta2 if beta2 is None else beta2, results, law, why, trained_flops,
                         sum(r.flops("exact") for r in plan(cfg)))
