@@ -17,6 +17,7 @@ from scaling.errors import UsageError
 from scaling.laws import results
 from scaling.laws.holdout import DEFAULT_FRACTION
 from scaling.report import decisions, sections, tasks
+from scaling.report.curves import curves_section
 from scaling.report.document import FIGURE_DIR
 from scaling.report.inputs import Inputs, load_inputs
 from scaling.report.sections import Report
@@ -26,8 +27,9 @@ from scaling.runs.store import write_atomic
 FORMATS = ("md", "html")
 # The report's sections in reading order: what was fitted and how far to trust it, then what to train.
 SECTIONS = (sections.summary, sections.left_out, sections.sweep, sections.fitted_law, sections.diagnostics,
-            sections.holdout_check, tasks.task_metrics, sections.allocation_exponents, sections.kaplan_laws,
-            sections.published_laws, decisions.plan, decisions.repeated_data, decisions.validation, sections.closing)
+            sections.holdout_check, curves_section, tasks.task_metrics, sections.allocation_exponents,
+            sections.kaplan_laws, sections.published_laws, decisions.plan, decisions.repeated_data,
+            decisions.validation, sections.closing)
 
 
 def build_report(inputs: Inputs, *, holdout_fraction: float = DEFAULT_FRACTION) -> Report:

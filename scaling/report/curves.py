@@ -1,0 +1,135 @@
+"""The report's section on the law fitted to the training curves (`scaling fit --curves`, Tissue
+et al. 2024): every size's curves with its fitted curve law, the leave-one-run-out check of the
+curve laws, and the curve-based law beside the final-loss law.
+
+    curves_section(report)      # in scaling.report.report.SECTIONS, after the hold-out check
+
+The numbers are the fit's "curves" section where it has one. A fit without one, whose run store
+has curves, gets the curve fit made here, seeded, as `scaling fit --curves` with the fit's
+resamples and seed would make it: for the report only, so a fit.json written beside the report
+stays the one `scaling fit` writes. The figures need the store: its evaluations and each run's
+schedule (`curve_store.read_curve_runs`), to draw each curve law along each run's own schedule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from scaling.errors import UsageError
+from scaling.formats import sci
+from scaling.laws import analysis
+from scaling.laws.curve_fit import RESAMPLES
+from scaling.laws.curve_law import CurveLaw
+from scaling.laws.curve_store import read_curve_runs
+from scaling.laws.law import Law
+from scaling.report import curve_figures
+from scaling.report.notes import bounds, number
+from scaling.report.sections import Report
+
+COMPARED = (("alpha", "alpha", ".4f"), ("beta", "beta", ".4f"), ("a", "a", ".4f"), ("b", "b", ".4f"),
+            ("tokens per parameter", "tokens_per_param", ".4g"))
+
+
+def _curves_of(r: Report):
+    """(the fit's "curves" section or one made here, the store's CurveRuns or None, a note or None)."""
+    fit, inputs = r.fit, r.inputs
+    convention = fit.data.param_convention or "total"
+    runs = None
+    if inputs.runs_dir is not None:
+        try:
+            runs = read_curve_runs(inputs.runs_dir, convention)
+        except UsageError as exc:
+            return fit.curves, None, f"the run store's curves cannot be read ({exc})"
+    if fit.curves is not None or runs is None:
+        return fit.curves, runs, None
+    if inputs.data is None:
+        return None, runs, "the fit's points are not in the run store any more"
+    resamples = min(fit.ci.n_resamples if fit.ci is not None else 0, RESAMPLES)
+    try:
+        made = analysis.with_curves(replace(fit, points=inputs.data), runs, resamples=resamples, seed=fit.seed)
+    except UsageError as exc:
+        return None, runs, f"the curve fit failed: {exc}"
+    return made.curves, runs, (f"made for this report ({resamples} resamples of whole runs, seed {fit.seed}); "
+                               "`scaling fit RUNS_DIR --curves` records it in fit.json")
+
+
+def curves_section(r: Report) -> None:
+    curves, runs, note = _curves_of(r)
+    if curves is None:
+        why = note or ("no training curves: a packaged dataset or table has only final losses"
+                       if r.inputs.runs_dir is None else "the fit has no curve fit and its run store was not found")
+        for name in ("curve_laws", "two_fits"):
+            r.missing_figures[name] = why
+        return
+    r.doc.h(2, "The law from the training curves")
+    ci = curves.get("ci") or {}
+    r.doc.p("Every evaluation of every run, not only its last: each model size's curves (all its runs, past their "
+            "warmup) fix that size's curve law L = L0 + A S1^-alpha - C S2 (Tissue et al. 2024; S1 the summed "
+            f"learning rate, S2 the annealing area with momentum {curves['decay']:g}); the law L(N, D) is then fitted "
+            "to the final losses the curve laws give at each size's D's of interest under the sweep's schedule. "
+            + (f"{100 * ci['level']:g}% intervals from {ci['n_resamples']} resamples of whole runs (a curve's "
+               "points share its run's seed, so they are not resampled one by one)."
+               if ci else "No resamples, so no intervals.") + (f" The curve fit was {note}." if note else ""))
+    _side_by_side(r, curves)
+    _size_table(r, curves)
+    _leave_one_out(r, curves)
+    _figures(r, curves, runs)
+
+
+def _side_by_side(r: Report, curves: dict) -> None:
+    fit, ci = r.fit, curves.get("ci") or {}
+    mine = {**curves["params"], **curves["allocation"], "tokens_per_param": curves["tokens_per_param_at_reference"]}
+    rows = []
+    for label, key, f in COMPARED:
+        theirs = getattr(fit.law, key) if key in ("alpha", "beta") else \
+            fit.tokens_per_param if key == "tokens_per_param" else getattr(fit, key)
+        rows.append((label, f"{number(theirs, f)} {bounds(fit.interval(key), f)}",
+                     f"{number(mine[key], f)} {bounds(ci.get(key), f)}"))
+    r.doc.table(["", "fitted to final losses", "fitted to the curves"], rows, align=["l", "r", "r"])
+    r.doc.p(f"Tokens per parameter at C = {sci(curves['reference_compute'])} FLOPs, as the fit's. L(N, D) to the "
+            f"curve laws' final losses: residual RMS {curves['residual_rms']:.4g} in log loss.")
+
+
+def _size_table(r: Report, curves: dict) -> None:
+    rows = [(f"{s['n']:.4g}", str(len(s["runs"])), str(s["law"]["n_points"]), f"{s['law']['L0']:.4g}",
+             f"{s['law']['A']:.4g}", f"{s['law']['alpha']:.3f}", f"{s['law']['C']:.4g}", f"{s['law']['rms']:.3g}")
+            for s in curves["sizes"]]
+    r.doc.table(["N", "runs", "evaluations", "L0", "A", "alpha", "C", "residual RMS"], rows)
+
+
+def _leave_one_out(r: Report, curves: dict) -> None:
+    loo = curves["leave_one_run_out"]
+    if not loo["n_runs"]:
+        r.doc.p("Leave one run out: no size has two runs with curves, so no final loss can be predicted from "
+                "its size's other runs.")
+        return
+    r.doc.p(f"Leave one run out: each run's final loss predicted by its size's curve law fitted without it, within "
+            f"{100 * loo['mean_abs_error']:.2f}% on average (median {100 * loo['median_abs_error']:.2f}%, bias "
+            f"{100 * loo['mean_error']:+.2f}%, worst {100 * loo['max_abs_error']:.2f}%, {loo['n_runs']} runs). A run "
+            "longer than its size's others is an extrapolation of their curves.")
+    r.doc.table(["run", "N", "D", "final loss", "predicted", "error"],
+                [(row["run_id"], f"{row['n']:.4g}", f"{row['d']:.4g}", f"{row['loss']:.4f}",
+                  f"{row['predicted']:.4f}", f"{100 * row['error']:+.2f}%") for row in loo["runs"]])
+
+
+def _figures(r: Report, curves: dict, runs) -> None:
+    if runs is None:
+        why = "the fit's run store was not found: its curves and schedules are not at hand"
+        for name in ("curve_laws", "two_fits"):
+            r.missing_figures[name] = why
+        return
+    laws = {float(s["n"]): CurveLaw(**s["law"]) for s in curves["sizes"]}
+    runs = runs.only([run_id for s in curves["sizes"] for run_id in s["runs"]])
+    r.figure("curve_laws", curve_figures.curve_laws(runs, laws, r.colours, n_label=r.n_label),
+             "Each size's validation curves (dots; hollow: in the warmup, which the curve law leaves out) and its "
+             "fitted curve law along each run's own learning-rate schedule (lines). Where a size's runs sit apart "
+             "at equal S1, one law cannot pass through all of them: see the leave-one-run-out table above.")
+    finals = np.array([runs.final[run_id] for run_id in runs.final]).T
+    sizes = {float(s["n"]): tuple(np.array(s["points"]).T) for s in curves["sizes"]}
+    r.figure("two_fits", curve_figures.two_fits(finals, sizes, r.fit.law, Law.from_dict(curves["params"]),
+                                                r.colours, n_label=r.n_label),
+             "Final loss against tokens at each size: the runs' final losses (dots) and the law fitted to them "
+             "(solid); the curve laws' final losses at each size's D's of interest (crosses) and the law fitted to "
+             "those (dashed).")
