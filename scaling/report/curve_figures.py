@@ -28,7 +28,7 @@ def curve_laws(runs, laws: dict, colours: SizeColours, *, n_label: str = "parame
     sizes = sorted(laws)
     ncols = min(MAX_COLUMNS, len(sizes))
     nrows = math.ceil(len(sizes) / ncols)
-    fig, axes = new_figure(nrows, ncols, size=(3.1 * ncols, 2.7 * nrows), sharey=True)
+    fig, axes = new_figure(nrows, ncols, size=(max(7.5, 3.1 * ncols), max(4.6, 2.7 * nrows + 1.0)), sharey=True)
     ev = runs.evaluations[runs.evaluations.n.isin(sizes)]
     stable = False
     for ax, n in zip(axes.flat, sizes):

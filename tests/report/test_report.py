@@ -28,7 +28,8 @@ from scaling.report.style import DPI
 from scaling.runs import store
 from tests.conftest import MICRO_RUNS
 
-FIGURES = ("loss_curves", "final_loss", "isoflop", "frontiers", "residuals", "bootstrap", "task_metrics")
+FIGURES = ("loss_curves", "final_loss", "isoflop", "frontiers", "residuals", "bootstrap", "task_metrics", "curve_laws",
+           "two_fits")
 BOOT = "12"
 
 
