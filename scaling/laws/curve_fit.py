@@ -168,7 +168,9 @@ def _points(prep: _Prepared, laws: dict, weights: np.ndarray):
 
 def leave_one_run_out(runs: CurveRuns, decay: float = DECAY, prep: _Prepared | None = None) -> dict:
     """Each fit run's final loss predicted by its size's curve law fitted without it: the relative
-    errors (predicted / observed - 1) of the runs whose size has another run to fit on."""
+    errors (predicted / observed - 1) of the runs whose size has another run to fit on. A run longer
+    than the other runs' curves reach ("beyond_reach") is an extrapolation of them: its error is
+    summarised apart ("by_reach"), as it answers another question than a run within their reach."""
     prep = _prepare(runs, decay) if prep is None else prep
     rows = []
     for run_id, (n, d, observed) in runs.final.items():
@@ -181,16 +183,20 @@ def leave_one_run_out(runs: CurveRuns, decay: float = DECAY, prep: _Prepared | N
             continue
         predicted = float(law.loss(*prep.ends[run_id]))
         rows.append({"run_id": run_id, "n": n, "d": d, "loss": observed, "predicted": predicted,
-                     "error": predicted / observed - 1.0})
+                     "error": predicted / observed - 1.0, "beyond_reach": bool(d > others.tokens.max())})
     errors = np.array([r["error"] for r in rows])
     summary = {"n_runs": len(rows), "mean_error": None, "mean_abs_error": None, "median_abs_error": None,
                "max_abs_error": None}
     if rows:
+        beyond = np.array([r["beyond_reach"] for r in rows])
         summary.update(mean_error=float(errors.mean()), mean_abs_error=float(np.abs(errors).mean()),
                        median_abs_error=float(np.median(np.abs(errors))),
                        max_abs_error=float(np.abs(errors).max()),
                        quantiles={q: float(v) for q, v in zip(("5%", "50%", "95%"),
-                                                              np.percentile(errors, [5, 50, 95]))})
+                                                              np.percentile(errors, [5, 50, 95]))},
+                       by_reach={name: {"n_runs": int(m.sum()),
+                                        "mean_abs_error": float(np.abs(errors[m]).mean()) if m.any() else None}
+                                 for name, m in (("within", ~beyond), ("beyond", beyond))})
     return json_safe({**summary, "runs": rows})
 
 

@@ -113,6 +113,10 @@ def format_curves(fit: LawFit) -> list[str]:
                    f"{100 * loo['mean_abs_error']:.2f}% on average (median {100 * loo['median_abs_error']:.2f}%, "
                    f"bias {100 * loo['mean_error']:+.2f}%, "
                    f"worst {100 * loo['max_abs_error']:.2f}%, {loo['n_runs']} runs)")
+        out.append("  " + "; ".join(f"{part['n_runs']} runs {where} their size's other runs' reach: "
+                                    + ("-" if part["mean_abs_error"] is None else
+                                       f"{100 * part['mean_abs_error']:.2f}% on average")
+                                    for where, part in loo["by_reach"].items()))
     else:
         out.append("  leave one run out: no size has two runs with curves")
     return out

@@ -108,10 +108,14 @@ def _leave_one_out(r: Report, curves: dict) -> None:
     r.doc.p(f"Leave one run out: each run's final loss predicted by its size's curve law fitted without it, within "
             f"{100 * loo['mean_abs_error']:.2f}% on average (median {100 * loo['median_abs_error']:.2f}%, bias "
             f"{100 * loo['mean_error']:+.2f}%, worst {100 * loo['max_abs_error']:.2f}%, {loo['n_runs']} runs). A run "
-            "longer than its size's others is an extrapolation of their curves.")
-    r.doc.table(["run", "N", "D", "final loss", "predicted", "error"],
+            "longer than its size's other runs is an extrapolation of their curves: "
+            + "; ".join(f"{part['n_runs']} runs {where} their reach, "
+                        + ("-" if part["mean_abs_error"] is None else f"{100 * part['mean_abs_error']:.2f}% on average")
+                        for where, part in loo["by_reach"].items()) + ".")
+    r.doc.table(["run", "N", "D", "final loss", "predicted", "error", "beyond the others' reach"],
                 [(row["run_id"], f"{row['n']:.4g}", f"{row['d']:.4g}", f"{row['loss']:.4f}",
-                  f"{row['predicted']:.4f}", f"{100 * row['error']:+.2f}%") for row in loo["runs"]])
+                  f"{row['predicted']:.4f}", f"{100 * row['error']:+.2f}%", "yes" if row["beyond_reach"] else "no")
+                 for row in loo["runs"]], align=["l"] + ["r"] * 5 + ["l"])
 
 
 def _figures(r: Report, curves: dict, runs) -> None:

@@ -72,6 +72,9 @@ def test_curve_fit_recovers_a_and_is_tighter_than_the_final_loss_fit():
     assert width["curves"] < width["final"], width
     loo = curves.leave_one_out
     assert loo["n_runs"] == 15 and loo["mean_abs_error"] < 0.01        # the scatter is 0.6%
+    # Each size's longest run is predicted beyond the reach of its other two runs' curves.
+    assert [r["beyond_reach"] for r in loo["runs"]] == [False, False, True] * 5
+    assert (loo["by_reach"]["within"]["n_runs"], loo["by_reach"]["beyond"]["n_runs"]) == (10, 5)
     assert curves.n_resamples + curves.n_failed == 20
 
 
