@@ -9,6 +9,11 @@ schedule re-scaled to D (the schedule of the size's longest run). The Chinchilla
 fitted (`fit.fit_law`) to those final losses at the D's of interest: the sweep's D values and
 PER_SIZE D's evenly spaced in log D, from the size's longest curve down to 1/SPAN of it.
 
+The curve law sees a warmup only through S1: it assumes a size's runs share their early training.
+Runs that warm up over a fraction of their own steps do not (the demo's short runs reach their
+peak in 32-63 steps, its long ones in 101-321, and pay for it: bench/bench_curve_warmup.py), so
+each size records the range of its runs' warmups, and the summary warns where they differ.
+
 The intervals resample whole runs (with replacement, across the sweep), never points within a
 curve: a curve's points share its run's seed and data order, so they are not independent, and
 a resample of points would make the intervals too narrow. A resampled run counts as many times
@@ -71,7 +76,7 @@ class CurvesFit:
     law: Law
     optimum: FitResult
     reference_compute: float
-    sizes: dict                      # N -> {"law": CurveLaw, "runs": [run_id], "d": [D], "loss": [L]}
+    sizes: dict                      # N -> {"law": CurveLaw, "runs": [run_id], "warmup_steps": [lo, hi], "d", "loss"}
     leave_one_out: dict
     ci: dict = field(default_factory=dict)    # name -> (lo, hi) for bootstrap.CI_NAMES
     n_resamples: int = 0
@@ -95,7 +100,7 @@ class CurvesFit:
             "ci": None if not self.n_resamples else {
                 "level": LEVEL, "resampled": "whole runs", "n_resamples": self.n_resamples,
                 "n_failed": self.n_failed, **{k: list(v) for k, v in self.ci.items()}},
-            "sizes": [{"n": n, "runs": s["runs"], "law": s["law"].to_dict(),
+            "sizes": [{"n": n, "runs": s["runs"], "warmup_steps": s["warmup_steps"], "law": s["law"].to_dict(),
                        "points": [[d, loss] for d, loss in zip(s["d"], s["loss"])]}
                       for n, s in sorted(self.sizes.items())],
             "leave_one_run_out": self.leave_one_out,
@@ -217,9 +222,12 @@ def fit_curves(runs: CurveRuns, *, resamples: int = RESAMPLES, seed: int = 0, re
     law = replace(full.law, flops=flops)
     if reference_compute is None:
         reference_compute = float(max(flops.per_token(fn) * fd for fn, fd, _ in runs.final.values()))
-    sizes = {size: {"law": laws[size], "runs": sorted(set(prep.evals.run_id[prep.evals.n == size])),
-                    "d": list(prep.grids[size][0]), "loss": list(laws[size].loss(*prep.grids[size][1:]))}
-             for size in laws}
+    sizes = {}
+    for size in laws:
+        ids = sorted(set(prep.evals.run_id[prep.evals.n == size]))
+        warmups = [runs.schedules[r].first_decay_step() for r in ids]
+        sizes[size] = {"law": laws[size], "runs": ids, "warmup_steps": [min(warmups), max(warmups)],
+                       "d": list(prep.grids[size][0]), "loss": list(laws[size].loss(*prep.grids[size][1:]))}
     fit = CurvesFit(law=law, optimum=full, reference_compute=reference_compute, sizes=sizes,
                     leave_one_out=leave_one_run_out(runs, decay, prep), decay=decay)
     if not resamples:

@@ -107,6 +107,11 @@ def format_curves(fit: LawFit) -> list[str]:
     out.append(f"  curve laws: {sum(size['law']['n_points'] for size in c['sizes'])} evaluations past the warmup, "
                f"residual RMS {min(rms):.3g} to {max(rms):.3g} (loss) by size; L(N, D) to their final losses "
                f"residual RMS {c['residual_rms']:.4g} (log loss)")
+    differ = [s for s in c["sizes"] if s.get("warmup_steps") and s["warmup_steps"][0] != s["warmup_steps"][1]]
+    if differ:
+        out.append(f"  warning: {len(differ)} of {len(c['sizes'])} sizes' runs warm up over different numbers of steps "
+                   f"(" + ", ".join(f"{s['warmup_steps'][0]}-{s['warmup_steps'][1]}" for s in differ)
+                   + "); the curve law assumes a size's runs share their early training (one warmup, as WSD's)")
     loo = c["leave_one_run_out"]
     if loo["n_runs"]:
         out.append(f"  leave one run out: final loss predicted from its size's other runs within "

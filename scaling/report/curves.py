@@ -93,10 +93,19 @@ def _side_by_side(r: Report, curves: dict) -> None:
 
 
 def _size_table(r: Report, curves: dict) -> None:
-    rows = [(f"{s['n']:.4g}", str(len(s["runs"])), str(s["law"]["n_points"]), f"{s['law']['L0']:.4g}",
+    def warmups(size: dict) -> str:
+        lo, hi = size.get("warmup_steps") or ("-", "-")
+        return str(lo) if lo == hi else f"{lo}-{hi}"
+
+    rows = [(f"{s['n']:.4g}", str(len(s["runs"])), warmups(s), str(s["law"]["n_points"]), f"{s['law']['L0']:.4g}",
              f"{s['law']['A']:.4g}", f"{s['law']['alpha']:.3f}", f"{s['law']['C']:.4g}", f"{s['law']['rms']:.3g}")
             for s in curves["sizes"]]
-    r.doc.table(["N", "runs", "evaluations", "L0", "A", "alpha", "C", "residual RMS"], rows)
+    r.doc.table(["N", "runs", "warmup (steps)", "evaluations", "L0", "A", "alpha", "C", "residual RMS"], rows)
+    if any(len(set(s.get("warmup_steps") or ())) > 1 for s in curves["sizes"]):
+        r.doc.p("A size whose runs warm up over different numbers of steps (a warmup that is a fraction of each "
+                "run) does not give its curve law one early history: the law sees a warmup only through S1, and a "
+                "short warmup at a high rate costs a run more than that (on the demo, up to 8.5% of its final loss; "
+                "bench/bench_curve_warmup.py). One warmup per size, as a WSD sweep shares, fits it better.")
 
 
 def _leave_one_out(r: Report, curves: dict) -> None:
