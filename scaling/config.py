@@ -313,11 +313,27 @@ class GridConfig(Strict):
 Seed = Annotated[int, Field(ge=0), at_most(2**32 - 1, "random generators are seeded with 32 bits")]
 
 
+class LRLaw(Strict):
+    """lr = coefficient * N^n_exponent * D^d_exponent, N the run's non-embedding parameters and D its
+    tokens: the learning-rate law `scaling tune --budgets` fits over the sweep's own cells. It sets
+    the rate of every shape without one of its own."""
+
+    coefficient: Annotated[Number, Field(gt=0)]
+    n_exponent: Annotated[Number, Field(ge=-3, le=3)]
+    d_exponent: Annotated[Number, Field(ge=-3, le=3)] = 0.0
+
+    def lr(self, n_non_embedding: int, tokens: int) -> float:
+        return float(f"{self.coefficient * n_non_embedding ** self.n_exponent * tokens ** self.d_exponent:.3g}")
+
+
 class TrainConfig(Strict):
     batch_tokens: Count = 1024
     lr: Annotated[Number, Field(gt=0)] = 1e-2
     lr_rule: Literal["constant", "inverse_width"] = "inverse_width"
     lr_base_width: Count = 64
+    # Set by `scaling tune --budgets`; before the width rule, after a shape's own lr. Dumped only
+    # when set, so that runs' config.yaml files keep their bytes.
+    lr_law: LRLaw | None = None
     warmup_fraction: Annotated[Number, Field(ge=0, lt=1)] = 0.05
     schedule: Literal["cosine", "linear", "wsd"] = "cosine"
     min_lr_ratio: Annotated[Number, Field(ge=0, le=1)] = 0.1
@@ -360,10 +376,11 @@ class TrainConfig(Strict):
         return value
 
     @model_serializer(mode="wrap")
-    def _dump_log_to_when_set(self, handler):
+    def _dump_optional_when_set(self, handler):
         data = handler(self)
-        if not data.get("log_to"):
-            data.pop("log_to", None)
+        for key in ("log_to", "lr_law"):
+            if not data.get(key):
+                data.pop(key, None)
         return data
 
     @field_validator("seeds")
@@ -478,10 +495,15 @@ def load_config(path: str | Path) -> SweepConfig:
     return parse_config(parse_yaml(text, str(path)), str(path))
 
 
-def run_lr(train: TrainConfig, shape: Shape) -> float:
-    """The learning rate of one run: the shape's own, or the sweep's scaled by the width rule."""
+def run_lr(train: TrainConfig, shape: Shape, n_non_embedding: int | None = None, tokens: int | None = None) -> float:
+    """The learning rate of one run: the shape's own, else the lr law's at the run's N and D (which
+    it then needs), else the sweep's scaled by the width rule."""
     if shape.lr is not None:
         return shape.lr
+    if train.lr_law is not None:
+        if n_non_embedding is None or tokens is None:
+            raise ValueError("train.lr_law needs the run's N and D")
+        return train.lr_law.lr(n_non_embedding, tokens)
     if train.lr_rule == "inverse_width":
         # Wider models take smaller steps (muP-style 1/width scaling of Adam's lr).
         return train.lr * train.lr_base_width / shape.d_model

@@ -276,6 +276,8 @@ def test_a_law_without_an_allocation_is_refused_by_every_command(fitted, tmp_pat
     ({"data.source": 5}, "'data.source' must be str or null, got 5"),
     ({"repeated": {"ci": [1, 2]}}, "'repeated.ci' must be a section of intervals or null"),
     ({"data.store": {"path": 3}}, "'data.store' must be"),
+    ({"data.provenance": {"kind": "web", "location": "x"}}, "'data.provenance' must be {\"kind\": \"runs\""),
+    ({"holdout": {"fraction": 0.2}}, "'holdout' is not a hold-out check (KeyError"),
 ])
 def test_a_malformed_fit_json_is_refused_in_one_line(fitted, tmp_path, capsys, changes, expected):
     fit = edit_fit(copy_fit(fitted, "plain", tmp_path), **changes)

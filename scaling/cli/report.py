@@ -37,13 +37,17 @@ def register(subparsers) -> None:
     p.add_argument("--format", default="md", choices=("md", "html"),
                    help="md (default; figures beside it) or html (one self-contained file, figures embedded)")
     p.add_argument("--bootstrap", type=int, metavar="K",
-                   help="bootstrap resamples: for a fit made here (default 1000, as `scaling fit`), or to "
-                        "redo a fit.json's distribution (default: its own number)")
+                   help="bootstrap resamples of a fit made here (default 1000, as `scaling fit`); a fit.json "
+                        "has its own, in fit.bootstrap.csv")
     p.add_argument("--seed", type=int, default=0, help="seed of a fit made here (default 0)")
-    p.add_argument("--holdout-fraction", type=float, default=0.2, metavar="F",
-                   help="share of points, by largest compute, held out of the refit (default 0.2)")
+    p.add_argument("--holdout-fraction", type=float, metavar="F",
+                   help="share of points, by largest compute, held out of a hold-out refit made here (default: "
+                        "the fit's own check, top 0.2, which its verdict judged; another F refits)")
     p.add_argument("--drop-highest-loss", type=int, default=0, metavar="K",
                    help="for a fit made here: leave out the K highest losses (Besiroglu et al.: 5)")
+    p.add_argument("--curves", action="store_true",
+                   help="a run store fitted here: also fit the law to its training curves, as `scaling fit --curves` "
+                        "(a fit.json shows its own curve fit, if it was made with --curves)")
     p.add_argument("--param-convention", choices=fitdata.PARAM_CONVENTIONS,
                    help="for a run store fitted here: count N as non_embedding (default) or total")
     p.set_defaults(func=cmd_report)
@@ -67,7 +71,7 @@ def cmd_report(args) -> int:
     from scaling.report.report import make_report
 
     f = args.holdout_fraction
-    if not (math.isfinite(f) and 0 < f < 1):
+    if f is not None and not (math.isfinite(f) and 0 < f < 1):
         raise UsageError(f"--holdout-fraction must be between 0 and 1 (exclusive); got {f!r}")
     if args.source is not None and not args.source.exists():
         raise UsageError(f"{args.source} does not exist (expected a run store runs/<sweep>, a fit folder or a "
@@ -79,7 +83,7 @@ def cmd_report(args) -> int:
     rep, paths = make_report(args.source, out=out, fmt=args.format, dataset=args.dataset, fit=args.fit,
                                     bootstrap=args.bootstrap, seed=args.seed, holdout_fraction=f,
                                     drop_highest_loss=args.drop_highest_loss,
-                                    param_convention=args.param_convention)
+                                    param_convention=args.param_convention, curves=args.curves)
     elapsed = time.perf_counter() - start
     print(format_holdout(rep.holdout))
     left = len(rep.left_out)

@@ -21,6 +21,7 @@ from scaling.laws import approaches, curve_fit, diagnostics, kaplan, notes, vpnl
 from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
 from scaling.laws.fitdata import FitData
+from scaling.laws.holdout import holdout
 from scaling.laws.lack_of_fit import lack_of_fit
 from scaling.laws.law import PARAM_NAMES
 from scaling.laws.repeated import RESAMPLES as REPEATED_RESAMPLES
@@ -96,9 +97,12 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
                                              delta=delta, grid=grid, force=data_constrained))
     lof = lack_of_fit(data.n, data.d, data.loss, law.loss(data.n, data.d), compute=data.compute,
                       budgets=data.budgets, n_params=4 if result.fixed_E is not None else 5)
-    return replace(fit, lack_of_fit=json_safe(lof.to_json()),
+    # The one hold-out refit: judged by the diagnostics, kept in fit.json, printed by the report.
+    check = holdout(data, law, fraction=diagnostics.THRESHOLDS["holdout_fraction"], delta=result.delta,
+                    fixed_E=result.fixed_E, starts=result.end_points)
+    return replace(fit, lack_of_fit=json_safe(lof.to_json()), holdout=check,
                    diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
-                                                    lof=lof, extra=tuple(extra)))
+                                                    lof=lof, holdout=check, extra=tuple(extra)))
 
 
 def _planned_with(result: fitting.FitResult, data: FitData) -> fitting.FitResult:

@@ -32,7 +32,7 @@ from scaling.laws import bootstrap as resampling
 from scaling.laws import compare
 from scaling.laws import fit as fitting
 from scaling.laws.fitdata import FitData
-from scaling.laws.holdout import DEFAULT_FRACTION, holdout_split
+from scaling.laws.holdout import DEFAULT_FRACTION, Holdout
 from scaling.laws.lack_of_fit import LackOfFit
 from scaling.laws.law import Law
 
@@ -64,6 +64,7 @@ THRESHOLDS = {
     "holdout_fraction": DEFAULT_FRACTION,
 }
 ROLLOUT_SPLITS = 4     # at most: fit the smaller half, ..., all but the largest size
+MIN_REFIT_POINTS = 6   # a refit of a subset on fewer points than this is not judged (5 constants)
 
 
 @dataclass(frozen=True)
@@ -318,28 +319,24 @@ def extrapolation_check(data: FitData, reference_compute: float) -> Check:
 def refit(data: FitData, keep: np.ndarray, result: fitting.FitResult) -> fitting.FitResult | None:
     """The fit of the kept points, from the full fit's distinct end points; None if they are too
     few, or if the refit runs off to constants too large for a float (the subset does not bound them)."""
-    if keep.sum() < 6 or np.unique(data.n[keep]).size < 2 or np.unique(data.d[keep]).size < 2:
+    if keep.sum() < MIN_REFIT_POINTS or np.unique(data.n[keep]).size < 2 or np.unique(data.d[keep]).size < 2:
         return None
-    starts = np.array(result.local_optima or (result.theta,))
     try:
         return fitting.fit_law(data.n[keep], data.d[keep], data.loss[keep], delta=result.delta,
-                               grid=starts, fixed_E=result.fixed_E)
+                               grid=result.end_points, fixed_E=result.fixed_E)
     except UsageError:          # the subset does not bound the constants
         return None
 
 
-def holdout_check(data: FitData, result: fitting.FitResult, boot, reference_compute: float) -> Check:
-    """Refit without the top ~20% by compute: do alpha, a and tokens per parameter stay inside the
-    full fit's intervals?"""
-    keep = np.zeros(len(data), dtype=bool)
-    keep[holdout_split(data.compute, THRESHOLDS["holdout_fraction"])[0]] = True
-    part = refit(data, keep, result)
+def holdout_check(check: Holdout, boot, reference_compute: float) -> Check:
+    """Judge the hold-out refit (`holdout.holdout`, without the top ~20% by compute): do alpha, a
+    and tokens per parameter stay inside the full fit's intervals?"""
     threshold = "alpha, a, tokens per parameter inside the full fit's 95% intervals"
-    if part is None or boot is None:
+    if check.law is None or check.n_train < MIN_REFIT_POINTS or boot is None:
         why = ("no bootstrap intervals" if boot is None
                else "the points below the top 20% by compute are too few, or do not bound the constants")
         return Check("holdout_stability", None, threshold, CAUTION, "cannot be judged: " + why)
-    law = part.law
+    law = check.law
     if not (law.alpha > 0 and law.beta > 0):
         return Check("holdout_stability", None, threshold, CAUTION,
                      f"without the top 20% by compute the refit has alpha = {law.alpha:.3g}, beta = {law.beta:.3g}: "
@@ -446,14 +443,15 @@ def verdict(checks) -> tuple[str, tuple]:
 
 
 def diagnose(data: FitData, result: fitting.FitResult, boot: resampling.BootstrapResult | None, *,
-             reference_compute: float, lof: LackOfFit, extra: tuple = ()) -> Diagnostics:
-    """All checks and the verdict. `lof`: the lack-of-fit tests of the fit's residuals. `extra`:
-    further Checks made by the caller (e.g. the agreement of Approaches 1-3, the parameter
-    convention), judged with the rest."""
+             reference_compute: float, lof: LackOfFit, holdout: Holdout, extra: tuple = ()) -> Diagnostics:
+    """All checks and the verdict. `lof`: the lack-of-fit tests of the fit's residuals. `holdout`:
+    the refit without the top THRESHOLDS["holdout_fraction"] by compute (`holdout.holdout`).
+    `extra`: further Checks made by the caller (e.g. the agreement of Approaches 1-3, the
+    parameter convention), judged with the rest."""
     checks = [*design_checks(data), bracketing_check(data, result.law), *optimiser_checks(data, result),
               *residual_checks(data, result.law), lack_of_fit_check(lof),
               *interval_checks(boot, float(data.loss.min())),
-              extrapolation_check(data, reference_compute), holdout_check(data, result, boot, reference_compute),
+              extrapolation_check(data, reference_compute), holdout_check(holdout, boot, reference_compute),
               rollout_check(data, result), *extra]
     name, reasons = verdict(checks)
     return Diagnostics(tuple(checks), name, reasons)

@@ -105,6 +105,12 @@ class FitResult:
     local_optima: tuple = field(default=(), repr=False)  # distinct end points, best first (theta tuples)
 
     @property
+    def end_points(self) -> np.ndarray:
+        """The distinct end points (the optimum alone where they were not kept), as starts for a
+        refit of nearby data: a resample, or the points less the largest (scaling.laws.holdout)."""
+        return np.array(self.local_optima or (self.theta,), dtype=float)
+
+    @property
     def a(self) -> float:
         return self.law.a
 

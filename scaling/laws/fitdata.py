@@ -28,6 +28,7 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.laws import tasks
+from scaling.laws.provenance import Provenance
 from scaling.runs import store
 from scaling.train.compute import SIX_N, FlopsPerToken, fit_flops_per_token
 from scaling.train.counts import COMPUTE_MEASURES
@@ -100,6 +101,7 @@ class FitData:
     flops: FlopsPerToken = FlopsPerToken()
     spent: np.ndarray | None = None
     budget_measure: str | None = None
+    provenance: Provenance | None = None     # where the points came from, typed (fit.json's data.provenance)
     digest: str = field(init=False, default="")
 
     def __post_init__(self):
@@ -320,6 +322,7 @@ def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: st
     spent, measure = _spent(table, keep, compute_measure, param_convention)
     budget_measure = None if budgets is None else _budget_measure(table, keep)
     return FitData(n=n, d=d, loss=values["loss"][keep], source=f"runs {sweep_dir}",
+                   provenance=Provenance("runs", str(sweep_dir)),
                    store={"path": str(sweep_dir.resolve()), "digest": store.table_digest(table)},
                    ids=tuple(str(table["run_id"].iloc[i]) for i in keep), dropped=tuple(dropped),
                    param_convention=param_convention, n_other=n_other, unique=unique,
@@ -463,7 +466,7 @@ def from_table(path, n_col: str = CHINCHILLA_COLUMNS["n_col"], loss_col: str = C
                    embedding_col=embedding_col, budget_col=budget_col, unique_col=unique_col,
                    unique_tokens=unique_tokens)
     data = from_frame(frame, source=f"table {path}", **columns)
-    return replace(data, table={"path": str(path), **columns})
+    return replace(data, table={"path": str(path), **columns}, provenance=Provenance("table", str(path)))
 
 
 def _data_file(filename: str):
@@ -487,6 +490,6 @@ def from_dataset(name: str = "chinchilla") -> FitData:
     spec = DATASETS[name]
     with _data_file(spec["file"]).open("r") as f:
         frame = pd.read_csv(f)
-    return from_frame(frame, source=f"dataset {name}: {spec['description']}", n_col=spec["n_col"],
-                      loss_col=spec["loss_col"], c_col=spec["c_col"],
-                      param_convention=spec["param_convention"])
+    data = from_frame(frame, source=f"dataset {name}: {spec['description']}", n_col=spec["n_col"],
+                      loss_col=spec["loss_col"], c_col=spec["c_col"], param_convention=spec["param_convention"])
+    return replace(data, provenance=Provenance("dataset", name))

@@ -9,16 +9,20 @@ Pure: arrays in, numbers out. The points with the largest compute C = 6ND are he
 held-out loss is predicted; the absolute relative error |L_pred - L_obs| / L_obs of each and their
 mean say how well a fit extrapolates as far as the held-out points reach. The full fit's errors on
 the same points (which it saw) are given for scale.
+
+This is the one hold-out refit: `analysis.fit_data` makes it (from the full fit's end points),
+the diagnostics judge its law (`diagnostics.holdout_check`), fit.json keeps it ("holdout",
+`Holdout.to_json`) and the report prints it, so the verdict and the report's table cannot disagree.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from scaling.errors import UsageError
-from scaling.formats import plain_table
+from scaling.formats import json_safe, plain_table
 from scaling.laws import fit as fitting
 from scaling.laws import fitdata, selection
 from scaling.laws.law import Law
@@ -38,6 +42,9 @@ class HoldoutRow:
     full_predicted: float       # by the full fit, which saw these points
 
 
+_ROW_NUMBERS = ("n", "d", "compute", "loss", "predicted", "abs_rel_error", "full_predicted")
+
+
 @dataclass(frozen=True)
 class Holdout:
     fraction: float
@@ -49,6 +56,23 @@ class Holdout:
     train_max_compute: float | None = None
     law: Law | None = None      # the refit
     reason: str | None = None   # why there is no refit
+
+    def to_json(self) -> dict:
+        """fit.json's "holdout" section: these fields, the refit's law as "params" (or null)."""
+        fields = {k: v for k, v in asdict(self).items() if k not in ("law", "rows")}
+        return json_safe({**fields, "rows": [asdict(r) for r in self.rows],
+                          "params": None if self.law is None else self.law.to_dict()})
+
+    @classmethod
+    def from_json(cls, obj: dict) -> Holdout:
+        """From fit.json's "holdout" section (KeyError, TypeError or ValueError when malformed)."""
+        params = obj["params"]
+        rows = tuple(HoldoutRow(str(row["id"]), *(float(row[k]) for k in _ROW_NUMBERS)) for row in obj["rows"])
+        return cls(fraction=float(obj["fraction"]), n_points=int(obj["n_points"]), n_train=int(obj["n_train"]),
+                   rows=rows, mean_abs_rel_error=obj.get("mean_abs_rel_error"),
+                   full_mean_abs_rel_error=obj.get("full_mean_abs_rel_error"),
+                   train_max_compute=obj.get("train_max_compute"), reason=obj.get("reason"),
+                   law=None if params is None else Law.from_dict(params))
 
 
 def holdout_split(compute, fraction: float = DEFAULT_FRACTION) -> tuple[np.ndarray, np.ndarray]:
@@ -62,12 +86,14 @@ def holdout_split(compute, fraction: float = DEFAULT_FRACTION) -> tuple[np.ndarr
 
 
 def holdout(data: fitdata.FitData, law: Law, *, fraction: float = DEFAULT_FRACTION,
-            delta: float = fitting.DEFAULT_DELTA, fixed_E: float | None = None) -> Holdout:
+            delta: float = fitting.DEFAULT_DELTA, fixed_E: float | None = None, starts=None) -> Holdout:
     """Refit without the top-compute points; predict them; absolute relative error of each.
 
-    The refit is the same Approach-3 fit (Hoffmann's 4,500 starts, Huber `delta`, `fixed_E`).
-    `law` is the full fit, whose (in-sample) errors on the same points are given beside. When too
-    few points are left to refit, `reason` says so and there are no rows.
+    The refit is the same Approach-3 fit (Huber `delta`, `fixed_E`) from `starts`: the full fit's
+    distinct end points (`FitResult.end_points`, as `analysis.fit_data` does: the subset's optimum
+    lies near the full one's), or None for Hoffmann's 4,500 starts. `law` is the full fit, whose
+    (in-sample) errors on the same points are given beside. When too few points are left to
+    refit, or they do not bound the constants, `reason` says so and there are no rows.
     """
     if not (isinstance(fraction, (int, float)) and 0 < fraction < 1):
         raise UsageError(f"the hold-out fraction must be between 0 and 1 (exclusive); got {fraction!r}")
@@ -79,7 +105,10 @@ def holdout(data: fitdata.FitData, law: Law, *, fraction: float = DEFAULT_FRACTI
         selection.check_fittable(sub, fixed_E)
     except UsageError as exc:
         return Holdout(**common, reason=f"too few points are left to refit without the top {held.size}: {exc}")
-    refit = fitting.fit_law(sub.n, sub.d, sub.loss, delta=delta, fixed_E=fixed_E).law
+    try:
+        refit = fitting.fit_law(sub.n, sub.d, sub.loss, delta=delta, grid=starts, fixed_E=fixed_E).law
+    except UsageError as exc:
+        return Holdout(**common, reason=f"the points below the top {held.size} do not bound the constants: {exc}")
     pred = refit.loss(data.n[held], data.d[held])
     full = law.loss(data.n[held], data.d[held])
     obs = data.loss[held]
@@ -101,7 +130,8 @@ def pct(x) -> str:
 def format_holdout(check: Holdout | None) -> str:
     """The hold-out check as plain text: one line per held-out run, then the mean."""
     if check is None:
-        return "hold-out check: not possible, the points of this fit were not found (see the report's first section)"
+        return ("hold-out check: not possible, the fit records none or its points were not found (see the report's "
+                "first section)")
     head = (f"hold-out check: refit on the {check.n_train} of {check.n_points} points with the smallest C, "
             f"predict the {check.n_points - check.n_train} with the largest (top {100 * check.fraction:g}%)")
     if check.reason:

@@ -99,3 +99,52 @@ def write_tuning(out, config_path, tuning: Tuning, law: LRLaw) -> tuple[Path, Pa
     record = {"config": str(config_path), "tuned_config": str(tuned_path), **tune_record(tuning, law)}
     write_atomic(record_path, json.dumps(json_safe(record), indent=2) + "\n")
     return record_path, tuned_path
+
+
+def format_cells(tuning) -> str:
+    """One row per tuned cell (scaling.sweep.tune_budgets): its rates, their losses and the choice."""
+    title = f"the cells tuned at their own D, beta2 {tuning.beta2:g}:\n"
+    rows = []
+    for c in tuning.cells:
+        tried = ", ".join(f"{sci(lr)}: {'-' if loss is None else f'{loss:.3f}'}" for lr, loss in zip(c.lrs, c.losses))
+        rows.append([c.name, sci(c.run.n_params_non_embedding), sci(c.run.spec.lr), tried,
+                     "-" if c.choice.lr is None else sci(c.choice.lr), c.choice.method])
+    header = ["cell", "N non-emb", "config lr", "final loss at each rate", "chosen", "how"]
+    return title + plain_table(header, rows)
+
+
+def tuning_record(tuning) -> dict:
+    """One beta2's budget tuning as tune.json holds it: the cells, the law, the cost."""
+    cells = [{"cell": c.name, "shape": c.run.shape.model_dump(exclude={"lr"}), "tokens": c.run.spec.tokens,
+              "budget": c.run.spec.budget, "n_params_non_embedding": c.run.n_params_non_embedding,
+              "config_lr": c.run.spec.lr, "lrs": c.lrs, "losses": c.losses, "lr_opt": c.choice.lr,
+              "loss_opt": c.choice.loss, "method": c.choice.method, "edge": c.choice.edge} for c in tuning.cells]
+    law = tuning.law
+    return {"beta2": tuning.beta2, "cells": cells, "lr_law": None if law is None else vars(law),
+            "lr_law_note": tuning.why, "tuning_flops_exact": tuning.tuning_flops}
+
+
+def write_budget_tuning(out, config_path, tunings: list, chosen) -> tuple[Path, Path | None]:
+    """Write into `out` tune.json (each beta2's cells, law and cost; the one chosen) and, when the
+    chosen one has a law, `<name>-tuned.yaml`: the config with train.lr_law in place of its shapes'
+    own rates, and the chosen beta2."""
+    from scaling.sweep.tune_budgets import budget_tuned_config
+
+    out, config_path = Path(out), Path(config_path)
+    out.mkdir(parents=True, exist_ok=True)
+    data = parse_yaml(config_path.read_text(encoding="utf-8"), str(config_path))
+    record_path, tuned_path, law = out / "tune.json", None, chosen.law
+    spent = sum(t.tuning_flops for t in tunings)
+    record = {"config": str(config_path), **tuning_record(chosen), "beta2_tried": [tuning_record(t) for t in tunings],
+              "tuning_flops_exact": spent, "sweep_flops_exact": chosen.sweep_flops,
+              "cost_share": spent / chosen.sweep_flops}
+    if law is not None:
+        tuned_path = out / f"{data['name']}-tuned.yaml"
+        header = (f"# Learning rates from `scaling tune {config_path} --budgets`: {law.describe()}; "
+                  f"beta2 {chosen.beta2:g}.\n"
+                  f"# The cells, their losses and the fit are in {record_path}.\n")
+        tuned = budget_tuned_config(data, law, chosen.beta2)
+        write_atomic(tuned_path, header + yaml.safe_dump(tuned, sort_keys=False, default_flow_style=None))
+        record["tuned_config"] = str(tuned_path)
+    write_atomic(record_path, json.dumps(json_safe(record), indent=2) + "\n")
+    return record_path, tuned_path

@@ -42,38 +42,58 @@ Schema (version 1):
     from `scaling fit --curves`: the law fitted to every size's training curves
     (scaling.laws.curve_fit.CurvesFit.to_json: "params", "allocation", "tokens_per_param_at_reference",
     "ci" from resampling whole runs, "sizes" with each curve law and its points,
-    "leave_one_run_out" (each run's error, whether it lies beyond its size's other runs, and the
-    errors "by_reach"), and "final_loss_fit": this fit's a and tokens per parameter beside them))
+    "warmup_steps" of its runs, "leave_one_run_out" (each run's error, whether it lies beyond its size's
+    other runs, and the errors "by_reach"), and "final_loss_fit": this fit's a and tokens per parameter
+    beside them);
+    and, added so that `scaling report` draws everything from the file and never refits:
+    "holdout" (scaling.laws.holdout.Holdout.to_json): the one refit without the top 20% of points
+    by compute that the verdict's holdout_stability check judges, {"fraction", "n_points",
+    "n_train", "train_max_compute", "mean_abs_rel_error", "full_mean_abs_rel_error", "reason",
+    "params": the refit's constants or null, "rows": [{"id", "n", "d", "compute", "loss",
+    "predicted", "abs_rel_error", "full_predicted"}]}; and "data.provenance"
+    (scaling.laws.provenance): {"kind": "runs" | "dataset" | "table", "location"}, read from the
+    source's words for an older file)
+
+Reading a fit.json back, with its schema checks and its side files' (fit.bootstrap.csv,
+fit.repeated.csv: the resamples' constants, first line the fit.json's sha256), is
+`scaling.laws.fit_file`; this module holds the LawFit and writes the files.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from scaling.config import excerpt, parse_json, read_bounded, read_text
+from scaling.config import parse_json, read_bounded
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws import allocation
 from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
 from scaling.laws.diagnostics import Diagnostics
+from scaling.laws.fit_file import (
+    DIGEST_LINE,
+    FILENAME,
+    KIND,
+    VERSION,
+    check_fit,
+    fit_digest,
+    holdout_of,
+    read_samples,
+    repeated_of,
+    samples_path,
+)
 from scaling.laws.fitdata import FitData
+from scaling.laws.holdout import Holdout
 from scaling.laws.law import PARAM_NAMES, Law
+from scaling.laws.provenance import Provenance
 from scaling.laws.repeated import SAMPLE_NAMES, Repeated
 from scaling.runs.store import write_atomic
-from scaling.train.compute import FlopsPerToken
 
-KIND = "scaling.fit"
-VERSION = 1
-FILENAME = "fit.json"
 DEFAULT_BOOTSTRAP = 1000
 
 
@@ -92,6 +112,7 @@ class DataSummary:
     c_range: list | None = None
     table: dict | None = None                # a table's path and columns, to read it again
     store: dict | None = None                # a run store's absolute path and run-table digest
+    provenance: Provenance | None = None     # where the points came from, typed
 
     @classmethod
     def of(cls, data: FitData) -> DataSummary:
@@ -99,14 +120,23 @@ class DataSummary:
         return cls(source=data.source, n_points=len(data), digest=data.digest,
                    param_convention=data.param_convention, dropped=tuple(d.to_dict() for d in data.dropped),
                    filters=dict(data.filters), n_range=r["n_range"], d_range=r["d_range"], c_range=r["c_range"],
-                   table=data.table, store=data.store)
+                   table=data.table, store=data.store, provenance=data.provenance)
+
+    @classmethod
+    def from_json(cls, data: dict) -> DataSummary:
+        """From a checked "data" section; a file from before provenance was recorded has it read
+        from its source's words (`Provenance.from_source`)."""
+        fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "provenance"}
+        recorded = Provenance.from_json(data.get("provenance"))
+        return cls(**fields, provenance=recorded or Provenance.from_source(data.get("source")))
 
     def to_json(self) -> dict:
         return {"source": self.source, "n_points": self.n_points, "digest": self.digest,
                 "param_convention": self.param_convention, "dropped": list(self.dropped),
                 "filters": dict(self.filters), "n_range": self.n_range, "d_range": self.d_range,
                 "c_range": self.c_range, **({"table": self.table} if self.table is not None else {}),
-                **({"store": self.store} if self.store is not None else {})}
+                **({"store": self.store} if self.store is not None else {}),
+                **({"provenance": self.provenance.to_json()} if self.provenance is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -156,9 +186,10 @@ class LawFit:
 
     The attributes are fit.json's sections, and `resampled`: the bootstrap's constants, one row
     per resample (stored beside fit.json in a CSV, see `samples_path`), from which the plan draws
-    intervals at any compute. `points`, `optimum` and `boot` (the FitData, the `fit.FitResult` and
-    the `bootstrap.BootstrapResult`) exist only in the process that made the fit; a LawFit read
-    from a file has them as None.
+    intervals at any compute and the report its bootstrap distributions (`bootstrap_samples`).
+    `points`, `optimum` and `boot` (the FitData, the `fit.FitResult` and the
+    `bootstrap.BootstrapResult`) exist only in the process that made the fit; a LawFit read from
+    a file has them as None, and nothing downstream needs them: what they gave is in the file.
     """
 
     def optimum_at(self, compute, seed: int = 0) -> allocation.OptimumIntervals | None:
@@ -168,6 +199,15 @@ class LawFit:
             return None
         return allocation.optimum_intervals(self.law, self.resampled, compute, level=self.ci.level,
                                             noise=self.residual_rms or 0.0, seed=seed)
+
+    def bootstrap_samples(self) -> dict | None:
+        """{name: (R,) array} of CI_NAMES over the resamples (`resampled`, at the reference compute;
+        the distributions behind `ci`), or None without bootstrap samples."""
+        if self.resampled is None:
+            return None
+        with np.errstate(divide="ignore"):          # E, A or B stored as 0 (an underflow): log -inf
+            theta = np.column_stack([np.log(self.resampled[:, :3]), self.resampled[:, 3:]])
+        return resampling.derived_quantities(theta, self.reference_compute, self.law.flops)
 
     def loss_interval(self, n, d, seed: int = 0) -> tuple | None:
         """A prediction interval for the final loss of one run of N parameters on D tokens (None
@@ -199,6 +239,7 @@ class LawFit:
     repeated: Repeated | None = None         # the data-constrained fit, where runs repeat data
     lack_of_fit: dict | None = None          # the F-tests of residual structure (scaling.laws.lack_of_fit)
     curves: dict | None = None               # the law fitted to the training curves (scaling fit --curves)
+    holdout: Holdout | None = None           # the refit without the top 20% by compute (scaling.laws.holdout)
     resampled: np.ndarray | None = field(default=None, repr=False, compare=False)  # (R, 5): E, A, B, alpha, beta
     points: FitData | None = field(default=None, repr=False, compare=False)
     optimum: fitting.FitResult | None = field(default=None, repr=False, compare=False)
@@ -287,149 +328,27 @@ class LawFit:
             **({} if self.repeated is None else {"repeated": self.repeated.to_json()}),
             **({} if self.lack_of_fit is None else {"lack_of_fit": self.lack_of_fit}),
             **({} if self.curves is None else {"curves": self.curves}),
+            **({} if self.holdout is None else {"holdout": self.holdout.to_json()}),
         }
 
     @classmethod
     def from_json(cls, obj, where: str = "fit.json") -> LawFit:
-        """The LawFit of a fit.json dict; UsageError naming `where` and the bad section."""
-        return _from_json(obj, where)
-
-
-# --------------------------------------------------------------------------------------------
-# Reading a fit.json back
-
-
-def _section(obj: dict, key: str, where: str, kinds: tuple, *, required: bool = False):
-    value = obj.get(key)
-    if value is None and not required:
-        return None
-    if not isinstance(value, kinds):
-        raise UsageError(f"{where}: '{key}' must be {' or '.join(k.__name__ for k in kinds)}, "
-                         f"not {type(value).__name__}")
-    return value
-
-
-def _number(section: dict, key: str, where: str, label: str = ""):
-    """A finite number or None from `section`; UsageError for anything else."""
-    value = section.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise UsageError(f"{where}: {label + ' ' if label else ''}'{key}' must be a finite number or null, "
-                         f"got {value!r}")
-    return value
-
-
-def _is_number(value) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-
-
-def _check_intervals(ci: dict, where: str, label: str) -> None:
-    """A "ci" section: a level in (0, 1), a whole number of resamples (either may be absent), each bound pair a list of
-    two numbers (or nulls, where undefined); UsageError naming the entry otherwise."""
-    level, count = ci.get("level"), ci.get("n_resamples")
-    if level is not None and not (_is_number(level) and 0 < level < 1):
-        raise UsageError(f"{where}: '{label}.level' must be a number in (0, 1), got {excerpt(level)}")
-    if count is not None and not (isinstance(count, int) and not isinstance(count, bool) and count >= 1):
-        raise UsageError(f"{where}: '{label}.n_resamples' must be a whole number >= 1, got {excerpt(count)}")
-    for name, pair in ci.items():
-        if name not in ("level", "n_resamples") and not (
-                isinstance(pair, list) and len(pair) == 2 and all(v is None or _is_number(v) for v in pair)):
-            raise UsageError(f"{where}: '{label}.{name}' must be a list [lo, hi] of numbers or nulls, "
-                             f"got {excerpt(pair)}")
-
-
-# The data section's entries: the type each must have when present (None is always allowed).
-_DATA_TYPES = {"source": str, "n_points": int, "digest": str, "param_convention": str, "filters": dict,
-               "table": dict, "store": dict}
-
-
-def _check_data(data: dict, where: str) -> None:
-    for key, kind in _DATA_TYPES.items():
-        value = data.get(key)
-        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-            raise UsageError(f"{where}: 'data.{key}' must be {kind.__name__} or null, got {excerpt(value)}")
-    for key in ("n_range", "d_range", "c_range"):
-        pair = data.get(key)
-        if pair is not None and not (isinstance(pair, list) and len(pair) == 2
-                                     and all(_is_number(v) and v > 0 for v in pair)):
-            raise UsageError(f"{where}: 'data.{key}' must be a list [lo, hi] of positive numbers, "
-                             f"got {excerpt(pair)}")
-
-
-def _law(obj: dict, where: str) -> Law:
-    params = _section(obj, "params", where, (dict,))
-    if params is None or any(k not in params for k in PARAM_NAMES):
-        raise UsageError(f"{where} has no 'params' with all of {', '.join(PARAM_NAMES)}")
-    values = [_number(params, k, where, "params") for k in PARAM_NAMES]
-    if None in values or min(params["E"], params["A"], params["B"]) <= 0:
-        raise UsageError(f"{where}: 'params' must be finite with E, A, B > 0 ({params!r})")
-    counted = _section(obj, "compute", where, (dict,))
-    try:
-        flops = FlopsPerToken() if counted is None else FlopsPerToken.from_dict(counted)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{where}: 'compute' must hold measure, kappa, gamma and max_error ({exc})") from None
-    return replace(Law.from_dict(params), flops=flops)
-
-
-def _from_json(obj, where: str) -> LawFit:
-    if not isinstance(obj, dict) or ("kind" not in obj and "params" not in obj):
-        raise UsageError(f"{where} is not a fit.json (no \"kind\": \"{KIND}\" and no 'params')")
-    if "kind" in obj and obj["kind"] != KIND:
-        raise UsageError(f"{where} is not a fit.json (\"kind\" is {obj['kind']!r}, not \"{KIND}\")")
-    if "kind" in obj and obj.get("version") != VERSION:
-        raise UsageError(f"{where} has fit.json version {obj.get('version')!r}; this scaling reads version {VERSION}")
-    law = _law(obj, where)
-    data = _section(obj, "data", where, (dict,)) or {}
-    options = _section(obj, "options", where, (dict,)) or {}
-    allocation = _section(obj, "allocation", where, (dict,)) or {}
-    ci = _section(obj, "ci", where, (dict,))
-    for key in ("dropped", "evidence", "limitations"):
-        _section(data if key == "dropped" else obj, key, where, (list,))
-    for key in ("approaches", "kaplan", "verdict", "param_conventions", "repeated", "lack_of_fit", "curves"):
-        _section(obj, key, where, (dict,))
-    checks = _section(obj, "diagnostics", where, (list,))
-    if checks is not None and not (all(isinstance(c, dict) for c in checks) and isinstance(obj.get("verdict"), dict)):
-        raise UsageError(f"{where}: 'diagnostics' must be a list of checks, with a 'verdict'")
-    if ci is not None:
-        _check_intervals(ci, where, "ci")
-    _check_data(data, where)
-    rms = _number(obj, "residual_rms", where)
-    if rms is not None and rms < 0:
-        raise UsageError(f"{where}: 'residual_rms' must be >= 0 (a root mean square), got {rms!r}")
-    bootstrap = options.get("bootstrap", 0)
-    if not (isinstance(bootstrap, int) and not isinstance(bootstrap, bool) and bootstrap >= 0):
-        raise UsageError(f"{where}: 'options.bootstrap' must be a whole number >= 0, got {excerpt(bootstrap)}")
-    return LawFit(
-        law=law, seed=obj.get("seed", 0),
-        data=DataSummary(**{k: data[k] for k in DataSummary.__dataclass_fields__ if k in data}),
-        options=FitOptions(**{k: options[k] for k in FitOptions.__dataclass_fields__ if k in options}),
-        a=_number(allocation, "a", where, "allocation"), b=_number(allocation, "b", where, "allocation"),
-        G=_number(allocation, "G", where, "allocation"),
-        reference_compute=_number(obj, "reference_compute", where),
-        tokens_per_param=_number(obj, "tokens_per_param_at_reference", where),
-        ci=None if ci is None else Intervals.from_json(ci), objective=obj.get("objective"),
-        n_starts_at_optimum=obj.get("n_starts_at_optimum"),
-        residual_rms=rms,
-        evidence=tuple(obj.get("evidence") or ()), limitations=tuple(obj.get("limitations") or ()),
-        approaches=obj.get("approaches"), kaplan=obj.get("kaplan"),
-        diagnostics=None if checks is None else Diagnostics.from_json(obj),
-        param_conventions=obj.get("param_conventions"), repeated=_repeated(obj, where),
-        lack_of_fit=obj.get("lack_of_fit"), curves=obj.get("curves"))
-
-
-def _repeated(obj: dict, where: str) -> Repeated | None:
-    section = obj.get("repeated")
-    if section is None:
-        return None
-    if isinstance(section.get("ci"), dict):
-        _check_intervals(section["ci"], where, "repeated.ci")
-    elif section.get("ci") is not None:
-        raise UsageError(f"{where}: 'repeated.ci' must be a section of intervals or null, got {excerpt(section['ci'])}")
-    try:
-        return Repeated.from_json(section)
-    except (KeyError, TypeError, ValueError, UsageError) as exc:
-        raise UsageError(f"{where}: 'repeated' is not a data-constrained fit ({exc})") from None
+        """The LawFit of a fit.json dict; UsageError naming `where` and the bad section
+        (`fit_file.check_fit`). Sections an older file lacks read as none."""
+        law = check_fit(obj, where)
+        data, options, split = obj.get("data") or {}, obj.get("options") or {}, obj.get("allocation") or {}
+        return cls(
+            law=law, seed=obj.get("seed", 0), data=DataSummary.from_json(data),
+            options=FitOptions(**{k: options[k] for k in FitOptions.__dataclass_fields__ if k in options}),
+            a=split.get("a"), b=split.get("b"), G=split.get("G"), reference_compute=obj.get("reference_compute"),
+            tokens_per_param=obj.get("tokens_per_param_at_reference"),
+            ci=None if obj.get("ci") is None else Intervals.from_json(obj["ci"]), objective=obj.get("objective"),
+            n_starts_at_optimum=obj.get("n_starts_at_optimum"), residual_rms=obj.get("residual_rms"),
+            evidence=tuple(obj.get("evidence") or ()), limitations=tuple(obj.get("limitations") or ()),
+            approaches=obj.get("approaches"), kaplan=obj.get("kaplan"),
+            diagnostics=None if obj.get("diagnostics") is None else Diagnostics.from_json(obj),
+            param_conventions=obj.get("param_conventions"), repeated=repeated_of(obj, where),
+            lack_of_fit=obj.get("lack_of_fit"), curves=obj.get("curves"), holdout=holdout_of(obj, where))
 
 
 # --------------------------------------------------------------------------------------------
@@ -439,25 +358,6 @@ def _repeated(obj: dict, where: str) -> Repeated | None:
 def dumps_fit(fit: LawFit) -> str:
     """fit.json text: sorted keys, 2-space indent, floats in full, a final newline."""
     return json.dumps(fit.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n"
-
-
-def samples_path(path: Path, kind: str = "bootstrap") -> Path:
-    """Where the bootstrap's constants go beside a fit.json: fit.json -> fit.bootstrap.csv (the
-    law's), fit.repeated.csv (the data-constrained law's)."""
-    return path.with_name(f"{path.stem}.{kind}.csv")
-
-
-# The side CSVs' first line: the sha256 of the fit.json text they belong to. A fit's files are
-# written side files first, fit.json last, each atomically; a write cut short (a full disk, a
-# kill) leaves a side file whose digest is not its fit.json's, and the reader refuses it rather
-# than pair one fit's numbers with another's intervals.
-DIGEST_LINE = "# fit.json sha256 "
-SIDE_KINDS = ("bootstrap", "repeated")
-
-
-def fit_digest(text: str | bytes) -> str:
-    """The sha256 of fit.json's text, as its side files record it."""
-    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
 
 
 def _write_samples(path: Path, names, rows: np.ndarray, digest: str) -> None:
@@ -490,46 +390,6 @@ def write_fit(path, fit: LawFit) -> Path:
     return path
 
 
-# Constants no fit can have: a sample is finite or +inf (A or B run off with its exponent), E, A
-# and B are >= 0 (E's bound; A and B are exponentials, 0 where one underflowed), and an exponent
-# may take any sign in a resample. NaN, -inf or a negative E, A or B is a corrupted file.
-def _check_samples(values: np.ndarray, names, path: Path) -> None:
-    least = np.array([0.0 if n in ("E", "A", "B") else -np.inf for n in names])
-    bad = np.isnan(values) | np.isneginf(values) | (values < least)
-    if bad.any():
-        row, col = (int(i) for i in np.argwhere(bad)[0])
-        raise UsageError(f"{path}: row {row + 1} holds {names[col]} = {float(values[row, col])!r}; bootstrap "
-                         "constants are numbers, E, A and B not negative (rerun `scaling fit`)")
-
-
-def _read_samples(path: Path, names, count, digest: str) -> np.ndarray | None:
-    """Bootstrap constants from `path` (None when there is no such file), with these columns,
-    `count` rows and fit.json's `digest`; UsageError for a file that is not theirs."""
-    try:
-        text = read_text(path, "bootstrap samples")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
-    first, _, rest = text.partition("\n")
-    if not first.startswith(DIGEST_LINE):
-        raise UsageError(f"{path} does not name the fit.json it belongs to (written by an older scaling, or "
-                         "edited); rerun `scaling fit` to write the fit's files together")
-    if first[len(DIGEST_LINE):].strip() != digest:
-        raise UsageError(f"{path} belongs to another fit than {path.with_name(FILENAME)} (its fit.json digest "
-                         "differs: a write was cut short, or one file was replaced); rerun `scaling fit`")
-    try:
-        table = pd.read_csv(io.StringIO(rest))
-        values = table.to_numpy(dtype=float)            # text where a number should be: ValueError
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise UsageError(f"{path} is not a table of bootstrap constants ({exc})") from None
-    if list(table.columns) != list(names) or len(table) != count:
-        raise UsageError(f"{path}: expected {count} rows of {', '.join(names)}; found {len(table)} rows of "
-                         f"{', '.join(map(str, table.columns))}")
-    _check_samples(values, names, path)
-    return values
-
-
 def load_fit(path) -> LawFit:
     """The LawFit in a fit.json (or a folder holding one). UsageError for a missing, unreadable or
     invalid file.
@@ -554,9 +414,9 @@ def load_fit(path) -> LawFit:
     fit = LawFit.from_json(obj, str(path))
     digest = fit_digest(raw)
     if fit.ci is not None:
-        fit = replace(fit, resampled=_read_samples(samples_path(path), PARAM_NAMES, fit.options.bootstrap, digest))
+        fit = replace(fit, resampled=read_samples(samples_path(path), PARAM_NAMES, fit.options.bootstrap, digest))
     if fit.repeated is not None and fit.repeated.ci is not None:
-        samples = _read_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.ci.get("n_resamples"),
-                                digest)
+        samples = read_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.ci.get("n_resamples"),
+                               digest)
         fit = replace(fit, repeated=replace(fit.repeated, samples=samples))
     return fit

@@ -4,23 +4,19 @@ curve laws, and the curve-based law beside the final-loss law.
 
     curves_section(report)      # in scaling.report.report.SECTIONS, after the hold-out check
 
-The numbers are the fit's "curves" section where it has one. A fit without one, whose run store
-has curves, gets the curve fit made here, seeded, as `scaling fit --curves` with the fit's
-resamples and seed would make it: for the report only, so a fit.json written beside the report
-stays the one `scaling fit` writes. The figures need the store: its evaluations and each run's
-schedule (`curve_store.read_curve_runs`), to draw each curve law along each run's own schedule.
+Drawn when the fit has a "curves" section: a fit.json made with `scaling fit --curves`, or a run
+store fitted here with `scaling report RUNS_DIR --curves` (the same fit, made once). Every number
+is the section's; nothing is refitted. The figures need the run store too: its evaluations and
+each run's schedule (`curve_store.read_curve_runs`), to draw each curve law along each run's own
+schedule.
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import numpy as np
 
 from scaling.errors import UsageError
 from scaling.formats import sci
-from scaling.laws import analysis
-from scaling.laws.curve_fit import RESAMPLES
 from scaling.laws.curve_law import CurveLaw
 from scaling.laws.curve_store import read_curve_runs
 from scaling.laws.law import Law
@@ -32,37 +28,10 @@ COMPARED = (("alpha", "alpha", ".4f"), ("beta", "beta", ".4f"), ("a", "a", ".4f"
             ("tokens per parameter", "tokens_per_param", ".4g"))
 
 
-def _curves_of(r: Report):
-    """(the fit's "curves" section or one made here, the store's CurveRuns or None, a note or None)."""
-    fit, inputs = r.fit, r.inputs
-    convention = fit.data.param_convention or "total"
-    runs = None
-    if inputs.runs_dir is not None:
-        try:
-            runs = read_curve_runs(inputs.runs_dir, convention)
-        except UsageError as exc:
-            return fit.curves, None, f"the run store's curves cannot be read ({exc})"
-    if fit.curves is not None or runs is None:
-        return fit.curves, runs, None
-    if inputs.data is None:
-        return None, runs, "the fit's points are not in the run store any more"
-    resamples = min(fit.ci.n_resamples if fit.ci is not None else 0, RESAMPLES)
-    try:
-        made = analysis.with_curves(replace(fit, points=inputs.data), runs, resamples=resamples, seed=fit.seed)
-    except UsageError as exc:
-        return None, runs, f"the curve fit failed: {exc}"
-    return made.curves, runs, (f"made for this report ({resamples} resamples of whole runs, seed {fit.seed}); "
-                               "`scaling fit RUNS_DIR --curves` records it in fit.json")
-
-
 def curves_section(r: Report) -> None:
-    curves, runs, note = _curves_of(r)
+    curves = r.fit.curves
     if curves is None:
-        why = note or ("no training curves: a packaged dataset or table has only final losses"
-                       if r.inputs.runs_dir is None else "the fit has no curve fit and its run store was not found")
-        for name in ("curve_laws", "two_fits"):
-            r.missing_figures[name] = why
-        return
+        return                    # a fit made without --curves: nothing to show, nothing refitted
     r.doc.h(2, "The law from the training curves")
     ci = curves.get("ci") or {}
     r.doc.p("Every evaluation of every run, not only its last: each model size's curves (all its runs, past their "
@@ -71,11 +40,11 @@ def curves_section(r: Report) -> None:
             "to the final losses the curve laws give at each size's D's of interest under the sweep's schedule. "
             + (f"{100 * ci['level']:g}% intervals from {ci['n_resamples']} resamples of whole runs (a curve's "
                "points share its run's seed, so they are not resampled one by one)."
-               if ci else "No resamples, so no intervals.") + (f" The curve fit was {note}." if note else ""))
+               if ci else "No resamples, so no intervals."))
     _side_by_side(r, curves)
     _size_table(r, curves)
     _leave_one_out(r, curves)
-    _figures(r, curves, runs)
+    _figures(r, curves)
 
 
 def _side_by_side(r: Report, curves: dict) -> None:
@@ -127,9 +96,15 @@ def _leave_one_out(r: Report, curves: dict) -> None:
                  for row in loo["runs"]], align=["l"] + ["r"] * 5 + ["l"])
 
 
-def _figures(r: Report, curves: dict, runs) -> None:
+def _figures(r: Report, curves: dict) -> None:
+    why = "the fit's run store was not found: its curves and schedules are not at hand"
+    runs = None
+    if r.inputs.runs_dir is not None:
+        try:
+            runs = read_curve_runs(r.inputs.runs_dir, r.fit.data.param_convention or "total")
+        except UsageError as exc:
+            why = f"the run store's curves cannot be read ({exc})"
     if runs is None:
-        why = "the fit's run store was not found: its curves and schedules are not at hand"
         for name in ("curve_laws", "two_fits"):
             r.missing_figures[name] = why
         return

@@ -13,6 +13,7 @@ import pandas as pd
 from scaling.formats import sci
 from scaling.laws import fitdata, results
 from scaling.laws.holdout import Holdout, pct
+from scaling.laws.provenance import Provenance
 from scaling.report.inputs import Inputs
 from scaling.report.style import human
 
@@ -132,7 +133,7 @@ def points_summary(data: fitdata.FitData, listed: bool) -> str:
 
 def holdout_intro(check: Holdout) -> str:
     k = check.n_points - check.n_train
-    text = (f"The law is refitted (same method, same options) on the {check.n_train} of {check.n_points} points "
+    text = (f"The law is refitted (same method and options) on the {check.n_train} of {check.n_points} points "
             f"with the smallest compute, leaving out the {k} with the largest C (the top {100 * check.fraction:g}%), "
             "and then predicts the loss of those.")
     if check.rows:
@@ -205,7 +206,7 @@ def _setup_limitations(inputs: Inputs) -> list[str]:
         if ctx := settings.get("model.context_length"):
             out.append(f"context length {ctx} tokens: loss per token at a short context is higher than at a long "
                        "one, and the gap need not scale the same way")
-    elif (inputs.fit.data.source or "").startswith("dataset chinchilla"):
+    elif inputs.fit.data.provenance == Provenance("dataset", "chinchilla"):
         out.append("the points were read off a figure of Hoffmann et al. (Besiroglu et al.'s extraction): their "
                    "precision is that of the plot, and Hoffmann et al.'s runs are not all in it")
     runs = inputs.runs
@@ -217,13 +218,18 @@ def _setup_limitations(inputs: Inputs) -> list[str]:
     return out
 
 
-def provenance(inputs: Inputs, fraction: float) -> list[str]:
+def provenance(inputs: Inputs, check: Holdout | None, fraction: float | None) -> list[str]:
+    """Where each part of the report comes from: the fit, its bootstrap, its hold-out check."""
+    fit = inputs.fit
     out = [f"fitted here; `{inputs.fit_command}` writes the same fit.json" if inputs.fitted_here
-           else f"fit read from `{inputs.fit_path}`"]
-    if inputs.fit.boot is not None and not inputs.fitted_here:
-        out.append(f"bootstrap distributions recomputed here: {inputs.fit.boot.n_resamples} resamples, seed "
-                   f"{inputs.fit.boot.seed}")
-    out.append(f"hold-out: the top {100 * fraction:g}% of points by C = 6ND (at least one), refitted with Hoffmann's "
-               "4,500 starts")
+           else f"fit read from `{inputs.fit_path}`: its numbers are the file's"]
+    if fit.resampled is not None:
+        where = "this fit's" if inputs.fitted_here else f"`{results.samples_path(inputs.fit_path).name}`'s"
+        out.append(f"bootstrap distributions: {where} {len(fit.resampled)} resamples (seed {fit.seed})")
+    if check is not None:
+        top = f"the top {100 * check.fraction:g}% of points by compute (at least one)"
+        out.append(f"hold-out: the fit's own, the refit its verdict judged: {top}, refitted from the full fit's "
+                   "end points" if check is fit.holdout else
+                   f"hold-out: {top} (--holdout-fraction {fraction:g}), refitted here from Hoffmann's 4,500 starts")
     out.append("figures: PNG and SVG beside this report in figures/; the same inputs give byte-identical files")
     return out

@@ -6,7 +6,8 @@
     report, paths = make_report("runs/tiny", out="fits/tiny/report")   # all three
 
 Same inputs, same bytes: no timestamps, seeded resampling, sorted tables, and figures saved
-without dates or random ids (`scaling.report.style.save`).
+without dates or random ids (`scaling.report.style.save`). A report of a fit.json refits nothing:
+its numbers, resamples and hold-out check are the file's (`scaling.report.inputs`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from pathlib import Path
 
 from scaling.errors import UsageError
 from scaling.laws import results
-from scaling.laws.holdout import DEFAULT_FRACTION
 from scaling.report import decisions, sections, tasks
 from scaling.report.curves import curves_section
 from scaling.report.document import FIGURE_DIR
@@ -32,8 +32,9 @@ SECTIONS = (sections.summary, sections.left_out, sections.sweep, sections.fitted
             decisions.validation, sections.closing)
 
 
-def build_report(inputs: Inputs, *, holdout_fraction: float = DEFAULT_FRACTION) -> Report:
-    """Analyses, figures and the document, section by section (nothing is written; see `write_report`)."""
+def build_report(inputs: Inputs, *, holdout_fraction: float | None = None) -> Report:
+    """Analyses, figures and the document, section by section (nothing is written; see `write_report`).
+    holdout_fraction: None for the fit's own hold-out check (fit.json's), else one refitted here."""
     report = Report.start(inputs, holdout_fraction)
     for section in SECTIONS:
         section(report)
@@ -70,11 +71,12 @@ def write_report(report: Report, out, fmt: str = "md") -> list[Path]:
 
 
 def make_report(source=None, *, out, fmt: str = "md", dataset: str | None = None, fit=None,
-                bootstrap: int | None = None, seed: int = 0, holdout_fraction: float = DEFAULT_FRACTION,
-                drop_highest_loss: int = 0, param_convention: str | None = None) -> tuple[Report, list[Path]]:
+                bootstrap: int | None = None, seed: int = 0, holdout_fraction: float | None = None,
+                drop_highest_loss: int = 0, param_convention: str | None = None,
+                curves: bool = False) -> tuple[Report, list[Path]]:
     """load_inputs + build_report + write_report: what `scaling report` does."""
     _check_format(fmt)
     inputs = load_inputs(source, dataset=dataset, fit=fit, bootstrap=bootstrap, seed=seed,
-                         drop_highest_loss=drop_highest_loss, param_convention=param_convention)
+                         drop_highest_loss=drop_highest_loss, param_convention=param_convention, curves=curves)
     report = build_report(inputs, holdout_fraction=holdout_fraction)
     return report, write_report(report, out, fmt)

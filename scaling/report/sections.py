@@ -2,7 +2,7 @@
 those on what to train (the plan, with repeated data, the validation) are in
 `scaling.report.decisions`, and the reading order is `scaling.report.report.SECTIONS`:
 
-    report = Report.start(inputs, holdout_fraction=0.2)
+    report = Report.start(inputs)                 # the fit's own hold-out check
     for section in SECTIONS:
         section(report)
 
@@ -60,7 +60,7 @@ class Report:
     colours: SizeColours                 # one colour per model size, the same in every figure
     n_label: str                         # what N counts, in words
     holdout: Holdout | None
-    holdout_fraction: float
+    holdout_fraction: float | None       # asked for; None: the fit's own check
     figures: dict = field(default_factory=dict)           # name -> matplotlib Figure
     missing_figures: dict = field(default_factory=dict)   # name -> why it is not drawn
     left_out: list = field(default_factory=list)          # (run or point, why), one row each
@@ -70,8 +70,8 @@ class Report:
         return self.inputs.fit
 
     @classmethod
-    def start(cls, inputs: Inputs, holdout_fraction: float) -> Report:
-        """An empty document, the colours, and the hold-out check (run first: the summary quotes it)."""
+    def start(cls, inputs: Inputs, holdout_fraction: float | None = None) -> Report:
+        """An empty document, the colours, and the hold-out check (first: the summary quotes it)."""
         fit, data = inputs.fit, inputs.data
         all_n = []
         if inputs.curves is not None:
@@ -79,17 +79,26 @@ class Report:
         if data is not None:
             all_n += list(data.n)
         n_label = notes.n_label(fit.data.param_convention or (data.param_convention if data is not None else None))
-        check = None
-        if data is not None:
-            check = holdout(data, fit.law, fraction=holdout_fraction, fixed_E=fit.options.fixed_E,
-                            delta=float(fit.options.delta or fitting.DEFAULT_DELTA))
         return cls(inputs=inputs, title=f"Scaling-law report: {inputs.name}", doc=Doc(),
-                   colours=SizeColours(all_n, f"N ({n_label})"), n_label=n_label, holdout=check,
-                   holdout_fraction=holdout_fraction)
+                   colours=SizeColours(all_n, f"N ({n_label})"), n_label=n_label,
+                   holdout=_holdout(inputs, holdout_fraction), holdout_fraction=holdout_fraction)
 
     def figure(self, name: str, fig, caption: str) -> None:
         self.figures[name] = fig
         self.doc.figure(name, len(self.figures), FIGURE_TITLES[name], caption)
+
+
+def _holdout(inputs: Inputs, fraction: float | None) -> Holdout | None:
+    """The fit's own hold-out check (the refit its verdict judged); at another fraction, asked
+    for, a refit here from Hoffmann's grid (a fit read from fit.json keeps no end points to start
+    from, so both paths start alike), on the points found now."""
+    fit, data = inputs.fit, inputs.data
+    if fraction is None or (fit.holdout is not None and fraction == fit.holdout.fraction):
+        return fit.holdout
+    if data is None:
+        return None
+    return holdout(data, fit.law, fraction=fraction, fixed_E=fit.options.fixed_E,
+                   delta=float(fit.options.delta or fitting.DEFAULT_DELTA))
 
 
 def summary(r: Report) -> None:
@@ -234,23 +243,23 @@ def _points_figures(r: Report) -> None:
 
 
 def _bootstrap_figure(r: Report) -> None:
-    fit, boot = r.fit, r.fit.boot
-    if boot is None:
+    fit = r.fit
+    samples = fit.bootstrap_samples()           # fit.bootstrap.csv's resamples (or this fit's, in memory)
+    if samples is None:
         r.missing_figures["bootstrap"] = "no bootstrap resamples (see above)"
         return
-    law = fit.law
+    law, ci = fit.law, fit.ci
     estimates = {"alpha": law.alpha, "beta": law.beta, "a": law.a, "tokens_per_param": fit.tokens_per_param}
     intervals = {key: fit.interval(key) for key in ("alpha", "beta", "a", "tokens_per_param")}
     refs = {"chinchilla": {"alpha": CHINCHILLA.law.alpha, "beta": CHINCHILLA.law.beta, "a": CHINCHILLA.law.a},
             "besiroglu": {"alpha": BESIROGLU.law.alpha, "beta": BESIROGLU.law.beta, "a": BESIROGLU.law.a},
             "kaplan": {"a": KAPLAN.a["kaplan"]}}
-    level = fit.ci.level if fit.ci is not None else 0.95
     r.figure("bootstrap", figs.bootstrap_distributions(
-        boot.samples, estimates, intervals, references=refs, reference_compute=boot.reference_compute,
-        n_resamples=boot.n_resamples, level=boot.level),
-        f"Bootstrap distributions over {boot.n_resamples} resamples of the points (seed {boot.seed}), each "
-        f"refitted: alpha, beta, a and tokens per parameter at C = {boot.reference_compute:.3g} FLOPs. Solid "
-        f"black: the full fit; dashed: the {100 * level:g}% interval; coloured lines: published values (E, A, B "
+        samples, estimates, intervals, references=refs, reference_compute=fit.reference_compute,
+        n_resamples=ci.n_resamples, level=ci.level),
+        f"Bootstrap distributions over {ci.n_resamples} resamples of the points (seed {fit.seed}), each "
+        f"refitted: alpha, beta, a and tokens per parameter at C = {fit.reference_compute:.3g} FLOPs. Solid "
+        f"black: the full fit; dashed: the {100 * ci.level:g}% interval; coloured lines: published values (E, A, B "
         "and tokens per parameter depend on the setup and are not compared).")
 
 
@@ -258,7 +267,8 @@ def holdout_check(r: Report) -> None:
     check, law = r.holdout, r.fit.law
     r.doc.h(2, "Hold-out check: does the law predict runs it has not seen?")
     if check is None:
-        r.doc.p("Not possible without the points (see above).")
+        r.doc.p("None here: this fit.json records no hold-out check, or its points were not found to refit at "
+                "the fraction asked for (see the notes above).")
         return
     r.doc.p(notes.holdout_intro(check))
     if check.reason:
@@ -376,5 +386,5 @@ def closing(r: Report) -> None:
         r.doc.h(2, "Figures not drawn")
         r.doc.ul(f"{FIGURE_TITLES[name]}: {why}" for name, why in r.missing_figures.items())
     r.doc.h(2, "How this report was made")
-    r.doc.ul(notes.provenance(r.inputs, r.holdout_fraction))
+    r.doc.ul(notes.provenance(r.inputs, r.holdout, r.holdout_fraction))
 

@@ -33,8 +33,9 @@ from scaling.train.spec import RunSpec
 # Settings that change how a run is logged or scheduled, where and how fast it runs (the same
 # computation, up to the last bits of floating point), or what happens after it diverges, not
 # what it computes.
+# lr_law: the rate it gives a run is in the id already.
 NOT_IN_RUN_ID = ("log_interval", "checkpoint_interval", "eval_interval", "threads", "device", "compile",
-                 "divergence_factor", "retries", "retry_lr_factor", "seeds", "log_to")
+                 "divergence_factor", "retries", "retry_lr_factor", "seeds", "log_to", "lr_law")
 # Keys of the WSD schedule: in the run id only when train.schedule is wsd, so that cosine and
 # linear runs keep the ids they had before WSD existed.
 WSD_KEYS = ("cooldown_fraction", "cooldown_shape")
@@ -112,6 +113,12 @@ def run_id(cfg: SweepConfig, shape, tokens: int, lr: float, extra: dict | None =
     return f"d{shape.d_model}-l{shape.n_layers}-h{shape.n_heads}-{label or 'D' + _compact(tokens)}-{digest}{suffix}"
 
 
+def shape_lr(cfg: SweepConfig, shape: Shape, tokens: int) -> float:
+    """The rate `shape` trains at for `tokens` tokens (scaling.config.run_lr)."""
+    n_non_embedding = param_counts(GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size))[1]
+    return run_lr(cfg.train, shape, n_non_embedding, tokens)
+
+
 def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmup: int | None = None,
                 branch_points: tuple[int, ...] = (), branch_of: str | None = None,
                 branch_step: int | None = None, budget: float | None = None,
@@ -153,7 +160,7 @@ def _plan_one_seed(cfg: SweepConfig, seed: int) -> list[PlannedRun]:
         return isoflop_runs(cfg, shapes, seed)
     budgets = sorted(set(cfg.grid.tokens))
     if cfg.train.schedule != "wsd":
-        return [planned_run(cfg, shape, tokens, run_lr(cfg.train, shape), seed=seed)
+        return [planned_run(cfg, shape, tokens, shape_lr(cfg, shape, tokens), seed=seed)
                 for shape in shapes for tokens in budgets]
     return [run for shape in shapes for run in wsd_runs(cfg, shape, budgets, seed)]
 
@@ -195,7 +202,8 @@ def isoflop_runs(cfg: SweepConfig, shapes: list[Shape], seed: int | None = None)
                              f"{design.span:g} of its expected optimum N = {n_opt:.3g}; a parabola needs 3: add "
                              "shapes near that size, or widen span")
         for _, _n, per_token, shape in sorted(near[:design.per_budget], key=lambda t: t[1]):
-            runs.append(planned_run(cfg, shape, budget_tokens(c, per_token, batch), run_lr(cfg.train, shape),
+            tokens = budget_tokens(c, per_token, batch)
+            runs.append(planned_run(cfg, shape, tokens, shape_lr(cfg, shape, tokens),
                                     budget=float(c), budget_measure=design.measure, seed=seed))
     return runs
 
@@ -205,7 +213,8 @@ def wsd_runs(cfg: SweepConfig, shape: Shape, budgets: list[int], seed: int | Non
     down over the last round(f * steps) of them, from branch point s_k; the warmup is that of
     the smallest budget (warmup_fraction of its steps), shared so that every budget's run follows
     the same lr up to its branch point. The stable run trains to the largest branch point."""
-    train, lr = cfg.train, run_lr(cfg.train, shape)
+    # one rate for every budget (their runs share the stable phase): the lr law's at the largest
+    train, lr = cfg.train, shape_lr(cfg, shape, max(budgets))
     steps = [math.ceil(d / train.batch_tokens) for d in budgets]
     points = [n - cooldown_steps(n, train) for n in steps]
     warmup, _ = schedule_bounds(steps[0], train)

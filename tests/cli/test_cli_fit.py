@@ -20,9 +20,10 @@ SCHEMA = {
     "kind", "version", "seed", "data", "options", "params", "allocation", "reference_compute",
     "tokens_per_param_at_reference", "ci", "objective", "n_starts_at_optimum", "residual_rms",
     "evidence", "limitations", "approaches", "kaplan", "diagnostics", "verdict", "compute", "lack_of_fit",
+    "holdout",
 }
 DATA_KEYS = {"source", "n_points", "digest", "param_convention", "dropped", "filters", "n_range",
-             "d_range", "c_range"}
+             "d_range", "c_range", "provenance"}
 OPTION_KEYS = {"delta", "grid", "n_starts", "fixed_E", "bootstrap"}
 CI_KEYS = {"level", "n_resamples", "E", "A", "B", "alpha", "beta", "a", "b", "G", "tokens_per_param"}
 REFERENCE = {"A": 477.8, "B": 2143.0, "E": 1.8172, "alpha": 0.3473, "beta": 0.3672}
@@ -48,6 +49,8 @@ def test_chinchilla_fit_json_has_the_schema(chinchilla_cli):
     assert set(fit["data"]) == DATA_KEYS and set(fit["options"]) == OPTION_KEYS
     assert set(fit["ci"]) == CI_KEYS and set(fit["params"]) == {"E", "A", "B", "alpha", "beta"}
     assert set(fit["allocation"]) == {"a", "b", "G"}
+    assert fit["data"]["provenance"] == {"kind": "dataset", "location": "chinchilla"}
+    assert fit["holdout"]["fraction"] == 0.2 and len(fit["holdout"]["rows"]) == 48
     # A table carries one count: C = 6 N D of its own N, exactly Chinchilla's constraint.
     assert fit["compute"] == {"measure": "6N", "kappa": 1.0, "gamma": 1.0, "max_error": 0.0}
     # Hoffmann et al.'s Table 2 side by side: a table has no curves, so no Approach 1.

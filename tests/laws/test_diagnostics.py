@@ -18,6 +18,7 @@ from scaling.laws import bootstrap as resampling
 from scaling.laws import diagnostics as dg
 from scaling.laws import fit as fitting
 from scaling.laws.bootstrap import bootstrap
+from scaling.laws.holdout import holdout
 from scaling.laws.law import Law
 from scaling.laws.simulate import cross_grid, isoflop_grid, simulate
 
@@ -121,7 +122,8 @@ def test_holdout_and_rollout_on_exact_data_and_on_a_broken_top():
     data = simulate(LAW, isoflop_grid(BUDGETS, LAW, per_budget=5, span=4.0), noise=0)
     result = fitting.fit_law(data.n, data.d, data.loss)
     boot = bootstrap(data.n, data.d, data.loss, n_resamples=50, full_fit=result)
-    assert dg.holdout_check(data, result, boot, float(data.compute.max())).status == dg.PASS
+    check = holdout(data, result.law, delta=result.delta, starts=result.end_points)
+    assert dg.holdout_check(check, boot, float(data.compute.max())).status == dg.PASS
     splits = dg.rollout(data, result)
     assert splits and max(s["median_abs_rel_error"] for s in splits) < 1e-4
     # The largest sizes lose 8% more than the law says (a regime change at scale): the smaller
@@ -136,7 +138,7 @@ def test_holdout_moves_a_on_the_chinchilla_points():
     # Known from the issue: without the top 20% by compute, a leaves the full fit's interval.
     data = selection.apply_filters(fitdata.from_dataset("chinchilla"), drop_highest_loss=5)
     fit = analysis.fit_data(data, bootstrap=200)
-    check = dg.holdout_check(data, fit.optimum, fit.boot, fit.reference_compute)
+    check = dg.holdout_check(fit.holdout, fit.boot, fit.reference_compute)
     assert check.status == dg.CAUTION and "a 0.57" in check.reason
     assert fit.diagnostics.verdict == "use with caution"
     assert fit.diagnostics.reasons and all(r.startswith("caution: ") for r in fit.diagnostics.reasons)

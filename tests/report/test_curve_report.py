@@ -1,6 +1,6 @@
 """`scaling report`'s curve section: the micro sweep fitted with `scaling fit --curves`, reported
-from its fit.json (the numbers are fit.json's "curves"), and the same store reported from a fit
-without curves (the curve fit is made for the report: the same numbers, fit.json untouched)."""
+from its fit.json (the numbers are fit.json's "curves"), and the store reported with `--curves`
+(the same fit made once: the fit.json beside the report is `scaling fit --curves`'s)."""
 
 from __future__ import annotations
 
@@ -60,12 +60,19 @@ def test_report_of_a_curve_fit_shows_its_curves_beside_the_final_loss_fit(curve_
     assert "made for this report" not in md
 
 
-def test_a_store_report_makes_the_curve_fit_and_leaves_fit_json_as_scaling_fit_writes_it(micro_sweep, curve_fit_dir,
-                                                                                        tmp_path):
+def test_a_store_reported_with_curves_is_fitted_once_as_scaling_fit_curves_fits_it(micro_sweep, curve_fit_dir,
+                                                                                   tmp_path):
     _, sweep = micro_sweep
     out = tmp_path / "report"
-    assert _run(["report", str(sweep.sweep_dir), "--bootstrap", BOOT, "--out", str(out)]) == 0
+    assert _run(["report", str(sweep.sweep_dir), "--curves", "--bootstrap", BOOT, "--out", str(out)]) == 0
+    assert (out / "fit.json").read_bytes() == (curve_fit_dir / "fit.json").read_bytes()
     md = (out / "report.md").read_text()
-    assert "made for this report (12 resamples of whole runs, seed 0)" in md
     _curve_rows(md, json.loads((curve_fit_dir / "fit.json").read_text())["curves"])
-    assert "curves" not in json.loads((out / "fit.json").read_text())
+    assert f"scaling fit {sweep.sweep_dir} --bootstrap {BOOT} --seed 0 --curves" in md
+
+
+def test_curves_apply_to_a_store_fitted_here(curve_fit_dir, tmp_path, capsys):
+    assert main(["report", str(curve_fit_dir), "--curves", "--out", str(tmp_path / "r")]) == 2
+    assert "the curves apply to a fit made here from a run store" in capsys.readouterr().err
+    assert main(["report", "--dataset", "chinchilla", "--curves", "--out", str(tmp_path / "r")]) == 2
+    assert "the curves apply to a run store" in capsys.readouterr().err

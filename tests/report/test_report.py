@@ -9,7 +9,9 @@ of bootstrap resamples to stay fast.
 from __future__ import annotations
 
 import base64
+import collections
 import contextlib
+import importlib
 import io
 import json
 import re
@@ -28,8 +30,7 @@ from scaling.report.style import DPI
 from scaling.runs import store
 from tests.conftest import MICRO_RUNS
 
-FIGURES = ("loss_curves", "final_loss", "isoflop", "frontiers", "residuals", "bootstrap", "task_metrics", "curve_laws",
-           "two_fits")
+FIGURES = ("loss_curves", "final_loss", "isoflop", "frontiers", "residuals", "bootstrap", "task_metrics")
 BOOT = "12"
 
 
@@ -150,6 +151,60 @@ def test_holdout_predicts_the_largest_runs_of_the_store(from_fit, micro_sweep):
     mean = re.search(r"Mean absolute relative error of the held-out predictions: ([0-9.]+)%", md).group(1)
     assert float(mean) / 100 == pytest.approx(np.mean(errors), abs=1e-4)
     assert f"mean absolute relative error: {mean}%" in stdout
+
+
+# The law optimiser and the bootstrap, from the outside in: a whole fit, one fit of the law, one
+# bootstrap, and the two L-BFGS loops everything above runs on (each module holds its own name).
+OPTIMISERS = (("scaling.laws.analysis", "fit_data"), ("scaling.laws.fit", "fit_law"),
+              ("scaling.laws.bootstrap", "bootstrap"), ("scaling.laws.fit", "lbfgs_in_chunks"),
+              ("scaling.laws.bootstrap", "lbfgs_batched"))
+
+
+def _count_optimiser_calls(monkeypatch) -> collections.Counter:
+    """Wrap each of OPTIMISERS in a counter that still calls the real function (instrumentation:
+    every number is still computed)."""
+    calls = collections.Counter()
+    for module, name in OPTIMISERS:
+        real = getattr(importlib.import_module(module), name)
+
+        def counted(*args, _real=real, _key=f"{module}.{name}", **kwargs):
+            calls[_key] += 1
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(f"{module}.{name}", counted)
+    return calls
+
+
+def test_report_of_a_fit_refits_nothing_and_draws_fit_jsons_numbers(fit_dir, tmp_path, monkeypatch):
+    """`scaling report FIT_DIR` calls no optimiser and no bootstrap: its bootstrap histograms are
+    fit.bootstrap.csv's resamples, its hold-out table fit.json's "holdout", both to the last bit."""
+    calls = _count_optimiser_calls(monkeypatch)
+    rep = build_report(load_inputs(fit_dir))
+    assert sum(calls.values()) == 0, dict(calls)
+    fit = json.loads((fit_dir / "fit.json").read_text())
+    assert rep.holdout.to_json() == fit["holdout"]
+    csv = np.loadtxt(fit_dir / "fit.bootstrap.csv", delimiter=",", skiprows=2)
+    samples = rep.fit.bootstrap_samples()
+    assert samples["alpha"].tolist() == csv[:, 3].tolist() and samples["beta"].tolist() == csv[:, 4].tolist()
+    assert len(csv) == fit["ci"]["n_resamples"] == int(BOOT)
+    lo, hi = np.percentile(samples["a"], [2.5, 97.5])
+    assert (lo, hi) == pytest.approx(tuple(fit["ci"]["a"]), rel=1e-12)
+    assert not rep.inputs.notes and set(rep.figures) >= {"bootstrap", "residuals"}
+    # Another hold-out fraction, asked for, is the one refit: the hold-out's, not the law's or the bootstrap's.
+    other = build_report(load_inputs(fit_dir), holdout_fraction=0.1).holdout
+    assert dict(calls) == {"scaling.laws.fit.fit_law": 1, "scaling.laws.fit.lbfgs_in_chunks": 1}
+    assert other.fraction == 0.1 and other.n_train == fit["data"]["n_points"] - 1 and other.law is not None
+
+
+def test_report_of_a_run_store_fits_once_as_scaling_fit_does(micro_sweep, tmp_path, monkeypatch):
+    """Fitted here, the report makes exactly the calls `scaling fit` makes, and the same fit.json."""
+    _, sweep = micro_sweep
+    calls = _count_optimiser_calls(monkeypatch)
+    assert _run(["fit", str(sweep.sweep_dir), "--bootstrap", BOOT, "--out", str(tmp_path / "fit")])[0] == 0
+    by_fit = dict(calls)
+    calls.clear()
+    assert _run(["report", str(sweep.sweep_dir), "--bootstrap", BOOT, "--out", str(tmp_path / "report")])[0] == 0
+    assert dict(calls) == by_fit and by_fit["scaling.laws.analysis.fit_data"] == 1
+    assert (tmp_path / "report" / "fit.json").read_bytes() == (tmp_path / "fit" / "fit.json").read_bytes()
 
 
 def test_same_inputs_give_identical_files(from_fit, fit_dir, tmp_path):
@@ -277,6 +332,7 @@ def test_finished_run_without_a_final_loss_is_left_out(micro_sweep, tmp_path):
 
 
 def test_fit_whose_runs_are_gone_renders_the_law(fit_dir, tmp_path):
+    """Without its runs, a fit still shows its law and its hold-out check, both fit.json's."""
     fit = json.loads((fit_dir / "fit.json").read_text())
     fit["data"]["source"] = f"runs {tmp_path / 'gone'}"
     fit["data"]["store"]["path"] = str(tmp_path / "gone")      # the absolute record is what is followed
@@ -285,7 +341,7 @@ def test_fit_whose_runs_are_gone_renders_the_law(fit_dir, tmp_path):
     rep = build_report(load_inputs(path))
     md = rep.doc.markdown()
     assert "was not found" in md and set(rep.figures) == {"frontiers"}
-    assert rep.holdout is None
+    assert rep.holdout.to_json() == fit["holdout"]
     _number(_table_row(md, "alpha")[1], fit["params"]["alpha"])
 
 
