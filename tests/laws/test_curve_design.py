@@ -65,3 +65,16 @@ def test_scaling_design_curves_refuses_a_missing_or_bad_schedule_effect(extra, m
 def test_the_curve_flags_need_curves(capsys):
     assert main(["design", "configs/tiny.yaml", "--law", "chinchilla", "--anneal", "0.03"]) == 2
     assert "apply to --curves" in capsys.readouterr().err
+
+
+def test_a_prior_fitted_with_curves_gives_the_schedule_effect(micro_sweep, tmp_path, capsys):
+    """The annealing weight and momentum are the prior's curve laws' (median C), not a flag's."""
+    _, sweep = micro_sweep
+    assert main(["fit", str(sweep.sweep_dir), "--curves", "--bootstrap", "10", "--out", str(tmp_path)]) == 0
+    curves = json.loads((tmp_path / "fit.json").read_text())["curves"]
+    capsys.readouterr()
+    assert main(["design", "configs/tiny.yaml", "--prior", str(tmp_path), "--curves", "--sims", "1",
+                 "--bootstrap", "10", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["anneal"] == pytest.approx(max(np.median([s["law"]["C"] for s in curves["sizes"]]), 0.0))
+    assert out["decay"] == curves["decay"] and out["run_noise"] == pytest.approx(out["noise"] / np.sqrt(2))
