@@ -17,7 +17,16 @@ runs; beyond it 4.14% -> 2.43%, 5 runs). The shared warmup lowers the short runs
 losses by up to 8.5% (d48-l2 at 646K tokens: 4.5351 with its 32-step warmup, 4.1487 with 126
 steps; d48-l3 at 986K 4.2033 -> 4.0749; d32 at 1.13M 4.1544 -> 4.0969). What is left is
 extrapolation: a size's longest run predicted from its shorter ones comes out low in all 5 sizes
-(-0.87% to -6.86%; worst for d48-l3, whose law is then fitted to one 963-step curve).
+(-0.87% to -6.86%; worst for d48-l3, whose law is then fitted to one 963-step curve). The swapped
+store's fits (`scaling fit WORK/store --curves`): a 0.377 [0.184, 0.681] from final losses (0.694
+[0.373, 0.849] before), 0.465 [0.239, 0.631] from the curves (0.470 [0.196, 0.624]); tokens per
+parameter at 2e12 24.3 and 25.1 (20.4 and 39.1 before).
+
+Tried on the same store without retraining, none near 1%: evaluations only after 2, 3 or 4 times
+the warmup, or after the size's longest warmup (2.06-2.29%); the annealing momentum from 0.99 to
+0.9995 (2.33-2.68%; the curve laws' squared error is least at 0.995, 2.38%); the areas from the
+logged learning rates (identical to the rebuilt schedule); one exponent alpha for every size, as
+L(N, D) has one beta (2.23%; 1.62% against 1.53% on the swapped store, so not adopted).
 """
 
 from __future__ import annotations
