@@ -7,9 +7,9 @@ Each sweep is `scaling.laws.curve_simulate`'s: SIZES x TOKENS (a cross grid, 5 s
 counts, 1,200 to 20,000 steps of a cosine schedule) whose curves follow Tissue et al.'s form with
 the law LAW (a = beta / (alpha + beta)), an annealing effect worth ANNEAL * S2 (about 0.09 nats at
 the end of a run) and log-normal scatter (per evaluation and per run). The same runs are fitted
-twice, at equal training FLOPs: from their curves (`curve_fit.fit_curves`, intervals from
-resampling whole runs) and from their final losses only (`fit.fit_law` and the bootstrap of
-points, as `scaling fit` does), both from GRID's starts and with `--resamples` resamples. Prints how
+twice, at equal training FLOPs (`curve_design.both_fits`): from their curves (intervals from
+resampling whole runs) and from their final losses only (the bootstrap of points, as `scaling fit`
+does), both from GRID's starts and with `--resamples` resamples. Prints how
 often each interval of a holds the truth, and the median width (hi / lo) of each interval of
 tokens per parameter at the largest run's compute.
 
@@ -29,10 +29,8 @@ import time
 import numpy as np
 
 from scaling.config import TrainConfig
-from scaling.laws import bootstrap as resampling
-from scaling.laws.curve_fit import fit_curves
+from scaling.laws.curve_design import both_fits
 from scaling.laws.curve_simulate import simulate_curves
-from scaling.laws.fit import fit_law
 from scaling.laws.law import Law
 from scaling.laws.simulate import cross_grid
 
@@ -49,19 +47,7 @@ def one_sweep(seed: int, resamples: int, run_noise: float = RUN_NOISE) -> dict:
     """Both fits of one simulated sweep: whether a's interval holds the truth, tokens/param widths."""
     runs = simulate_curves(LAW, cross_grid(SIZES, TOKENS), train=TRAIN, lr=LR, anneal=ANNEAL, decay=DECAY,
                            noise=NOISE, run_noise=run_noise, seed=seed)
-    points = runs.final_points()
-    reference = float((6.0 * points.n * points.d).max())
-    curves = fit_curves(runs, resamples=resamples, seed=seed, reference_compute=reference, decay=DECAY, grid=GRID)
-    final = fit_law(points.n, points.d, points.loss, grid=GRID)
-    boot = resampling.bootstrap(points.n, points.d, points.loss, n_resamples=resamples, seed=seed,
-                                reference_compute=reference, full_fit=final)
-    out = {}
-    for name, a_ci, tpp_ci, a in (("curves", curves.ci["a"], curves.ci["tokens_per_param"], curves.law.a),
-                                  ("final", boot.intervals["a"], boot.intervals["tokens_per_param"], final.law.a)):
-        out[name] = {"a": a, "covers": bool(a_ci[0] <= LAW.a <= a_ci[1]), "a_ci": a_ci,
-                     "tpp_ratio": tpp_ci[1] / tpp_ci[0]}
-    out["loo"] = curves.leave_one_out["mean_abs_error"]
-    return out
+    return both_fits(runs, LAW, resamples=resamples, seed=seed, decay=DECAY, grid=GRID)
 
 
 def main() -> None:

@@ -342,6 +342,11 @@ class TrainConfig(Strict):
     # when set, so that runs' config.yaml files keep their bytes.
     lr_law: LRLaw | None = None
     warmup_fraction: Annotated[Number, Field(ge=0, lt=1)] = 0.05
+    # Warmup in tokens per (total) parameter, the same for every budget of a shape, in place of
+    # warmup_fraction: a fraction of each run's steps gives the short runs of a large shape a few
+    # dozen warmup steps, which cost them up to 8.5% of their loss on the demo (bench_curve_warmup).
+    # Dumped only when set, so that runs' config.yaml files keep their bytes.
+    warmup_tokens_per_param: Annotated[Number, Field(gt=0, le=1e6)] | None = None
     schedule: Literal["cosine", "linear", "wsd"] = "cosine"
     min_lr_ratio: Annotated[Number, Field(ge=0, le=1)] = 0.1
     # wsd (warmup-stable-decay, Hagele et al. 2024): the decay over the last cooldown_fraction of
@@ -385,7 +390,7 @@ class TrainConfig(Strict):
     @model_serializer(mode="wrap")
     def _dump_optional_when_set(self, handler):
         data = handler(self)
-        for key in ("log_to", "lr_law"):
+        for key in ("log_to", "lr_law", "warmup_tokens_per_param"):
             if not data.get(key):
                 data.pop(key, None)
         return data

@@ -45,6 +45,9 @@ def register(subparsers) -> None:
                         "the fit's own check, top 0.2, which its verdict judged; another F refits)")
     p.add_argument("--drop-highest-loss", type=int, default=0, metavar="K",
                    help="for a fit made here: leave out the K highest losses (Besiroglu et al.: 5)")
+    p.add_argument("--curves", action="store_true",
+                   help="a run store fitted here: also fit the law to its training curves, as `scaling fit --curves` "
+                        "(a fit.json shows its own curve fit, if it was made with --curves)")
     p.add_argument("--param-convention", choices=fitdata.PARAM_CONVENTIONS,
                    help="for a run store fitted here: count N as non_embedding (default) or total")
     p.set_defaults(func=cmd_report)
@@ -80,7 +83,7 @@ def cmd_report(args) -> int:
     rep, paths = make_report(args.source, out=out, fmt=args.format, dataset=args.dataset, fit=args.fit,
                                     bootstrap=args.bootstrap, seed=args.seed, holdout_fraction=f,
                                     drop_highest_loss=args.drop_highest_loss,
-                                    param_convention=args.param_convention)
+                                    param_convention=args.param_convention, curves=args.curves)
     elapsed = time.perf_counter() - start
     print(format_holdout(rep.holdout))
     left = len(rep.left_out)

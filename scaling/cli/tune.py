@@ -156,8 +156,16 @@ def cmd_tune_budgets(args) -> int:
 def cmd_tune(args) -> int:
     from scaling.sweep.tune import tune, tuning_config
 
+    one_budget, at_budgets = {"--tokens": args.tokens, "--lrs": args.lrs}, \
+        {"--seeds": args.seeds, "--beta2": args.beta2, "--cells": args.cells != "corners" or None}
     if args.budgets:
+        given = [flag for flag, value in one_budget.items() if value is not None]
+        if given:
+            raise UsageError(f"--budgets tunes each cell at its own D and rates: {', '.join(given)} cannot go with it")
         return cmd_tune_budgets(args)
+    given = [flag for flag, value in at_budgets.items() if value is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)}: only with --budgets")
     cfg, lrs, tokens = parse_flags(args)
     out = checked_out(args, cfg)
     if args.dry_run:

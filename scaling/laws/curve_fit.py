@@ -9,6 +9,11 @@ schedule re-scaled to D (the schedule of the size's longest run). The Chinchilla
 fitted (`fit.fit_law`) to those final losses at the D's of interest: the sweep's D values and
 PER_SIZE D's evenly spaced in log D, from the size's longest curve down to 1/SPAN of it.
 
+The curve law sees a warmup only through S1: it assumes a size's runs share their early training.
+Runs that warm up over a fraction of their own steps do not (the demo's short runs reach their
+peak in 32-63 steps, its long ones in 101-321, and pay for it: bench/bench_curve_warmup.py), so
+each size records the range of its runs' warmups, and the summary warns where they differ.
+
 The intervals resample whole runs (with replacement, across the sweep), never points within a
 curve: a curve's points share its run's seed and data order, so they are not independent, and
 a resample of points would make the intervals too narrow. A resampled run counts as many times
@@ -71,7 +76,7 @@ class CurvesFit:
     law: Law
     optimum: FitResult
     reference_compute: float
-    sizes: dict                      # N -> {"law": CurveLaw, "runs": [run_id], "d": [D], "loss": [L]}
+    sizes: dict                      # N -> {"law": CurveLaw, "runs": [run_id], "warmup_steps": [lo, hi], "d", "loss"}
     leave_one_out: dict
     ci: dict = field(default_factory=dict)    # name -> (lo, hi) for bootstrap.CI_NAMES
     n_resamples: int = 0
@@ -95,7 +100,7 @@ class CurvesFit:
             "ci": None if not self.n_resamples else {
                 "level": LEVEL, "resampled": "whole runs", "n_resamples": self.n_resamples,
                 "n_failed": self.n_failed, **{k: list(v) for k, v in self.ci.items()}},
-            "sizes": [{"n": n, "runs": s["runs"], "law": s["law"].to_dict(),
+            "sizes": [{"n": n, "runs": s["runs"], "warmup_steps": s["warmup_steps"], "law": s["law"].to_dict(),
                        "points": [[d, loss] for d, loss in zip(s["d"], s["loss"])]}
                       for n, s in sorted(self.sizes.items())],
             "leave_one_run_out": self.leave_one_out,
@@ -168,7 +173,9 @@ def _points(prep: _Prepared, laws: dict, weights: np.ndarray):
 
 def leave_one_run_out(runs: CurveRuns, decay: float = DECAY, prep: _Prepared | None = None) -> dict:
     """Each fit run's final loss predicted by its size's curve law fitted without it: the relative
-    errors (predicted / observed - 1) of the runs whose size has another run to fit on."""
+    errors (predicted / observed - 1) of the runs whose size has another run to fit on. A run longer
+    than the other runs' curves reach ("beyond_reach") is an extrapolation of them: its error is
+    summarised apart ("by_reach"), as it answers another question than a run within their reach."""
     prep = _prepare(runs, decay) if prep is None else prep
     rows = []
     for run_id, (n, d, observed) in runs.final.items():
@@ -181,16 +188,20 @@ def leave_one_run_out(runs: CurveRuns, decay: float = DECAY, prep: _Prepared | N
             continue
         predicted = float(law.loss(*prep.ends[run_id]))
         rows.append({"run_id": run_id, "n": n, "d": d, "loss": observed, "predicted": predicted,
-                     "error": predicted / observed - 1.0})
+                     "error": predicted / observed - 1.0, "beyond_reach": bool(d > others.tokens.max())})
     errors = np.array([r["error"] for r in rows])
     summary = {"n_runs": len(rows), "mean_error": None, "mean_abs_error": None, "median_abs_error": None,
                "max_abs_error": None}
     if rows:
+        beyond = np.array([r["beyond_reach"] for r in rows])
         summary.update(mean_error=float(errors.mean()), mean_abs_error=float(np.abs(errors).mean()),
                        median_abs_error=float(np.median(np.abs(errors))),
                        max_abs_error=float(np.abs(errors).max()),
                        quantiles={q: float(v) for q, v in zip(("5%", "50%", "95%"),
-                                                              np.percentile(errors, [5, 50, 95]))})
+                                                              np.percentile(errors, [5, 50, 95]))},
+                       by_reach={name: {"n_runs": int(m.sum()),
+                                        "mean_abs_error": float(np.abs(errors[m]).mean()) if m.any() else None}
+                                 for name, m in (("within", ~beyond), ("beyond", beyond))})
     return json_safe({**summary, "runs": rows})
 
 
@@ -211,9 +222,12 @@ def fit_curves(runs: CurveRuns, *, resamples: int = RESAMPLES, seed: int = 0, re
     law = replace(full.law, flops=flops)
     if reference_compute is None:
         reference_compute = float(max(flops.per_token(fn) * fd for fn, fd, _ in runs.final.values()))
-    sizes = {size: {"law": laws[size], "runs": sorted(set(prep.evals.run_id[prep.evals.n == size])),
-                    "d": list(prep.grids[size][0]), "loss": list(laws[size].loss(*prep.grids[size][1:]))}
-             for size in laws}
+    sizes = {}
+    for size in laws:
+        ids = sorted(set(prep.evals.run_id[prep.evals.n == size]))
+        warmups = [runs.schedules[r].first_decay_step() for r in ids]
+        sizes[size] = {"law": laws[size], "runs": ids, "warmup_steps": [min(warmups), max(warmups)],
+                       "d": list(prep.grids[size][0]), "loss": list(laws[size].loss(*prep.grids[size][1:]))}
     fit = CurvesFit(law=law, optimum=full, reference_compute=reference_compute, sizes=sizes,
                     leave_one_out=leave_one_run_out(runs, decay, prep), decay=decay)
     if not resamples:

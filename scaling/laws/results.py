@@ -42,7 +42,9 @@ Schema (version 1):
     from `scaling fit --curves`: the law fitted to every size's training curves
     (scaling.laws.curve_fit.CurvesFit.to_json: "params", "allocation", "tokens_per_param_at_reference",
     "ci" from resampling whole runs, "sizes" with each curve law and its points,
-    "leave_one_run_out", and "final_loss_fit": this fit's a and tokens per parameter beside them);
+    "warmup_steps" of its runs, "leave_one_run_out" (each run's error, whether it lies beyond its size's
+    other runs, and the errors "by_reach"), and "final_loss_fit": this fit's a and tokens per parameter
+    beside them);
     and, added so that `scaling report` draws everything from the file and never refits:
     "holdout" (scaling.laws.holdout.Holdout.to_json): the one refit without the top 20% of points
     by compute that the verdict's holdout_stability check judges, {"fraction", "n_points",

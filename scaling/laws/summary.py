@@ -107,12 +107,21 @@ def format_curves(fit: LawFit) -> list[str]:
     out.append(f"  curve laws: {sum(size['law']['n_points'] for size in c['sizes'])} evaluations past the warmup, "
                f"residual RMS {min(rms):.3g} to {max(rms):.3g} (loss) by size; L(N, D) to their final losses "
                f"residual RMS {c['residual_rms']:.4g} (log loss)")
+    differ = [s for s in c["sizes"] if s.get("warmup_steps") and s["warmup_steps"][0] != s["warmup_steps"][1]]
+    if differ:
+        out.append(f"  warning: {len(differ)} of {len(c['sizes'])} sizes' runs warm up over different numbers of steps "
+                   f"(" + ", ".join(f"{s['warmup_steps'][0]}-{s['warmup_steps'][1]}" for s in differ)
+                   + "); the curve law assumes a size's runs share their early training (one warmup, as WSD's)")
     loo = c["leave_one_run_out"]
     if loo["n_runs"]:
         out.append(f"  leave one run out: final loss predicted from its size's other runs within "
                    f"{100 * loo['mean_abs_error']:.2f}% on average (median {100 * loo['median_abs_error']:.2f}%, "
                    f"bias {100 * loo['mean_error']:+.2f}%, "
                    f"worst {100 * loo['max_abs_error']:.2f}%, {loo['n_runs']} runs)")
+        out.append("  " + "; ".join(f"{part['n_runs']} runs {where} their size's other runs' reach: "
+                                    + ("-" if part["mean_abs_error"] is None else
+                                       f"{100 * part['mean_abs_error']:.2f}% on average")
+                                    for where, part in loo["by_reach"].items()))
     else:
         out.append("  leave one run out: no size has two runs with curves")
     return out

@@ -35,6 +35,7 @@ from scaling.config import parse_yaml
 from scaling.errors import UsageError
 from scaling.formats import flatten
 from scaling.laws import analysis, fitdata, results, selection
+from scaling.laws.curve_store import read_curve_runs
 from scaling.laws.curves import curves_from_store, read_curves
 from scaling.runs import store
 from scaling.train.counts import COMPUTE_MEASURES
@@ -70,13 +71,15 @@ def _count(what: str, value) -> int:
 
 
 def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap: int | None = None,
-                seed: int = 0, drop_highest_loss: int = 0, param_convention: str | None = None) -> Inputs:
+                seed: int = 0, drop_highest_loss: int = 0, param_convention: str | None = None,
+                curves: bool = False) -> Inputs:
     """Find and load what a report needs (see the module doc). UsageError for bad inputs.
 
     source: a run store folder, a fit folder (holding fit.json) or a fit.json file; or None
     with `dataset`. fit: a fit.json to use with a run store instead of fitting here. bootstrap
     (default 1000, as `scaling fit`), seed, the filters and the parameter convention: the options
-    of a fit made here; a fit.json records its own, and they are refused with one.
+    of a fit made here; a fit.json records its own, and they are refused with one. curves: a run
+    store's fit made here also fits the law to its training curves, as `scaling fit --curves`.
     """
     if bootstrap is not None:
         bootstrap = _count("the number of bootstrap resamples", bootstrap)
@@ -85,8 +88,9 @@ def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap:
     if (source is None) == (dataset is None):
         raise UsageError("give exactly one input: a run store, a fit folder or fit.json, or a packaged dataset")
     if dataset is not None:
-        if fit is not None or param_convention is not None:
-            raise UsageError("an existing fit and a parameter convention apply to a run store, not to a dataset")
+        if fit is not None or param_convention is not None or curves:
+            raise UsageError("an existing fit, a parameter convention and the curves apply to a run store, not to a "
+                         "dataset")
         data = selection.apply_filters(fitdata.from_dataset(dataset), drop_highest_loss=drop_highest_loss)
         return _fit_here(dataset, f"--dataset {dataset}", data, None, bootstrap, seed)
     source = Path(source)
@@ -94,11 +98,11 @@ def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap:
         raise UsageError(f"{source} does not exist (expected a run store runs/<sweep>, a fit folder or a fit.json)")
     is_fit = _is_fit(source)
     if fit is None and not is_fit:
-        return _store_here(source, bootstrap, seed, drop_highest_loss, param_convention)
+        return _store_here(source, bootstrap, seed, drop_highest_loss, param_convention, curves)
     given = [what for what, value in (("the filters", drop_highest_loss),
                                       ("the parameter convention", param_convention is not None),
                                       ("the number of bootstrap resamples", bootstrap is not None),
-                                      ("the seed", seed)) if value]
+                                      ("the seed", seed), ("the curves", curves)) if value]
     if given:
         raise UsageError(f"{', '.join(given)} apply to a fit made here from a run store; a fit.json records its "
                          "own (its resamples are in fit.bootstrap.csv): refit with `scaling fit` to change them")
@@ -110,13 +114,17 @@ def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap:
 
 
 def _store_here(runs_dir: Path, bootstrap: int | None, seed: int, drop_highest_loss: int,
-                param_convention: str | None) -> Inputs:
+                param_convention: str | None, curves: bool = False) -> Inputs:
     """A run store fitted here, once, as `scaling fit` fits it; its run table, curves and settings."""
     data = selection.apply_filters(_store_points(runs_dir, param_convention or DEFAULT_CONVENTION),
                                    drop_highest_loss=drop_highest_loss)
-    curves = curves_from_store(runs_dir, param_convention=data.param_convention)
+    envelope = curves_from_store(runs_dir, param_convention=data.param_convention)
     flag = f" --param-convention {param_convention}" if param_convention else ""
-    inputs = _fit_here(runs_dir.resolve().name, f"{runs_dir}{flag}", data, curves, bootstrap, seed)
+    inputs = _fit_here(runs_dir.resolve().name, f"{runs_dir}{flag}", data, envelope, bootstrap, seed)
+    if curves:      # as `scaling fit --curves` (scaling.laws.api.fit): the same fit.json
+        inputs.fit = analysis.with_curves(inputs.fit, read_curve_runs(runs_dir, data.param_convention),
+                                          resamples=inputs.fit.options.bootstrap, seed=seed)
+        inputs.fit_command += " --curves"
     inputs.runs_dir = runs_dir
     _read_store(inputs)
     return inputs

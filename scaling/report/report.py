@@ -17,6 +17,7 @@ from pathlib import Path
 from scaling.errors import UsageError
 from scaling.laws import results
 from scaling.report import decisions, sections, tasks
+from scaling.report.curves import curves_section
 from scaling.report.document import FIGURE_DIR
 from scaling.report.inputs import Inputs, load_inputs
 from scaling.report.sections import Report
@@ -26,8 +27,9 @@ from scaling.runs.store import write_atomic
 FORMATS = ("md", "html")
 # The report's sections in reading order: what was fitted and how far to trust it, then what to train.
 SECTIONS = (sections.summary, sections.left_out, sections.sweep, sections.fitted_law, sections.diagnostics,
-            sections.holdout_check, tasks.task_metrics, sections.allocation_exponents, sections.kaplan_laws,
-            sections.published_laws, decisions.plan, decisions.repeated_data, decisions.validation, sections.closing)
+            sections.holdout_check, curves_section, tasks.task_metrics, sections.allocation_exponents,
+            sections.kaplan_laws, sections.published_laws, decisions.plan, decisions.repeated_data,
+            decisions.validation, sections.closing)
 
 
 def build_report(inputs: Inputs, *, holdout_fraction: float | None = None) -> Report:
@@ -70,10 +72,11 @@ def write_report(report: Report, out, fmt: str = "md") -> list[Path]:
 
 def make_report(source=None, *, out, fmt: str = "md", dataset: str | None = None, fit=None,
                 bootstrap: int | None = None, seed: int = 0, holdout_fraction: float | None = None,
-                drop_highest_loss: int = 0, param_convention: str | None = None) -> tuple[Report, list[Path]]:
+                drop_highest_loss: int = 0, param_convention: str | None = None,
+                curves: bool = False) -> tuple[Report, list[Path]]:
     """load_inputs + build_report + write_report: what `scaling report` does."""
     _check_format(fmt)
     inputs = load_inputs(source, dataset=dataset, fit=fit, bootstrap=bootstrap, seed=seed,
-                         drop_highest_loss=drop_highest_loss, param_convention=param_convention)
+                         drop_highest_loss=drop_highest_loss, param_convention=param_convention, curves=curves)
     report = build_report(inputs, holdout_fraction=holdout_fraction)
     return report, write_report(report, out, fmt)

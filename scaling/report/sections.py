@@ -45,6 +45,8 @@ FIGURE_TITLES = {
     "validation": "The validation: the recommended model and its neighbours against the law's prediction",
     "repeated": "Repeated data: the loss against epochs at fixed compute, and the fitted decay",
     "task_metrics": "Beyond the loss: smooth and exact-match metrics against compute, and predicted from the loss",
+    "curve_laws": "Each size's training curves with its fitted curve law (Tissue et al. 2024)",
+    "two_fits": "The law fitted to final losses beside the law fitted to the training curves",
 }
 
 

@@ -119,6 +119,11 @@ def shape_lr(cfg: SweepConfig, shape: Shape, tokens: int) -> float:
     return run_lr(cfg.train, shape, n_non_embedding, tokens)
 
 
+def shape_warmup(cfg: SweepConfig, n_total: int) -> int:
+    """Warmup steps of every run of a shape of n_total parameters: train.warmup_tokens_per_param."""
+    return math.ceil(cfg.train.warmup_tokens_per_param * n_total / cfg.train.batch_tokens)
+
+
 def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmup: int | None = None,
                 branch_points: tuple[int, ...] = (), branch_of: str | None = None,
                 branch_step: int | None = None, budget: float | None = None,
@@ -130,6 +135,8 @@ def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmu
     seed = cfg.seed if seed is None else seed
     model = GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size)
     n_total, n_non_embedding = param_counts(model)
+    if warmup is None and cfg.train.warmup_tokens_per_param is not None:
+        warmup = min(shape_warmup(cfg, n_total), math.ceil(tokens / cfg.train.batch_tokens) - 1)
     extra, label = ({} if warmup is None else {"warmup_steps": warmup}), None
     if branch_points:  # what a branch computes does not depend on its stable run: not in its id
         extra["branch_points"] = list(branch_points)
@@ -218,6 +225,9 @@ def wsd_runs(cfg: SweepConfig, shape: Shape, budgets: list[int], seed: int | Non
     steps = [math.ceil(d / train.batch_tokens) for d in budgets]
     points = [n - cooldown_steps(n, train) for n in steps]
     warmup, _ = schedule_bounds(steps[0], train)
+    if train.warmup_tokens_per_param is not None:
+        n_total = param_counts(GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size))[0]
+        warmup = min(shape_warmup(cfg, n_total), steps[0] - 1)
     kept = tuple(sorted({p for p in points if p > 0}))  # a cooldown from step 0 needs no checkpoint
     runs = []
     if kept:

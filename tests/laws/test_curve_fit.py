@@ -72,6 +72,9 @@ def test_curve_fit_recovers_a_and_is_tighter_than_the_final_loss_fit():
     assert width["curves"] < width["final"], width
     loo = curves.leave_one_out
     assert loo["n_runs"] == 15 and loo["mean_abs_error"] < 0.01        # the scatter is 0.6%
+    # Each size's longest run is predicted beyond the reach of its other two runs' curves.
+    assert [r["beyond_reach"] for r in loo["runs"]] == [False, False, True] * 5
+    assert (loo["by_reach"]["within"]["n_runs"], loo["by_reach"]["beyond"]["n_runs"]) == (10, 5)
     assert curves.n_resamples + curves.n_failed == 20
 
 
@@ -93,6 +96,9 @@ def test_fit_curves_of_a_real_micro_sweep(micro_sweep, tmp_path, capsys):
     assert len(section["sizes"]) == sizes and all(len(s["runs"]) == 3 for s in section["sizes"])
     assert section["ci"]["resampled"] == "whole runs" and section["reference_compute"] == fit["reference_compute"]
     assert section["leave_one_run_out"]["n_runs"] == 6
+    # Each run warms up over 5% of its own steps, so a size's runs do not share one warmup: said so.
+    assert all(s["warmup_steps"][0] < s["warmup_steps"][1] for s in section["sizes"])
+    assert f"warning: {sizes} of {sizes} sizes' runs warm up over different numbers of steps" in printed
     assert section["final_loss_fit"]["a_ci"] == fit["ci"]["a"]
     assert results.load_fit(out / "fit.json").curves == section
     # Without --curves there is no such section: tests/cli/test_cli_fit.py holds fit.json to its schema.

@@ -122,9 +122,25 @@ def test_run_ids_ignore_cadence_threads_and_device(section, settings):
 def test_run_ids_follow_what_a_run_computes():
     """The other side of the promise: settings that change the computation change every id."""
     ids = {r.run_id for r in plan(micro_config())}
-    for changes in ([("train", {"lr": 5e-3})], [("train", {"weight_decay": 0.0})], [("train", {"beta2": 0.99})]):
+    for changes in ([("train", {"lr": 5e-3})], [("train", {"weight_decay": 0.0})], [("train", {"beta2": 0.99})],
+                    [("train", {"warmup_tokens_per_param": 1.0})]):
         assert not {r.run_id for r in plan(with_settings(changes))} & ids, changes
     assert not {r.run_id for r in plan(micro_config(seed=1))} & ids
+
+
+def test_warmup_per_parameter_is_one_warmup_per_shape_whatever_the_budget():
+    """warmup_tokens_per_param: ceil(k N_total / batch) steps for every run of a shape (below its
+    last step), in cosine and WSD runs alike; unset, runs keep warmup_fraction and their ids."""
+    for run in plan(with_settings([("train", {"warmup_tokens_per_param": 2.0})])):
+        expect = min(-(-2 * run.n_params_total // MICRO["train"]["batch_tokens"]), run.spec.steps - 1)
+        assert run.spec.schedule()[0] == expect, run.run_id
+    wsd = {"schedule": "wsd", "cooldown_fraction": 0.25}
+    warmups = {}
+    for run in plan(with_settings([("train", {**wsd, "warmup_tokens_per_param": 2.0})], train=wsd)):
+        warmups.setdefault(run.shape.d_model, set()).add(run.spec.warmup)
+    assert all(len(w) == 1 for w in warmups.values())   # the stable run and its branches share it
+    assert "warmup_tokens_per_param" not in micro_config().train.model_dump()
+    assert all(r.spec.warmup is None for r in plan(micro_config()))
 
 
 def test_a_sweep_with_other_cadence_threads_and_device_finds_its_runs(micro_sweep, tmp_path, cache_dir):

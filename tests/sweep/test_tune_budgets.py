@@ -140,8 +140,12 @@ def test_an_lr_law_sets_each_runs_rate_and_leaves_runs_without_it_alone():
                                                  train={**MICRO["train"], "lr_law": law}))} == {3e-3}
 
 
-def test_bad_seeds_are_refused_in_one_line(tmp_path, capsys):
+@pytest.mark.parametrize("flags, message", [
+    (["--budgets", "--seeds", "0,x"], "--seeds '0,x'"), (["--budgets", "--beta2", "1"], "--beta2 '1'"),
+    (["--budgets", "--tokens", "8192"], "cannot go with it"), (["--seeds", "0,1"], "--seeds: only with --budgets")])
+def test_bad_flags_are_refused_in_one_line(tmp_path, capsys, flags, message):
     config = tmp_path / "micro.yaml"
     config.write_text(yaml.safe_dump(MICRO))
-    assert main(["tune", str(config), "--budgets", "--seeds", "0,x", "--dry-run"]) == 2
-    assert "--seeds '0,x'" in capsys.readouterr().err
+    assert main(["tune", str(config), *flags, "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
