@@ -158,3 +158,13 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, flags, grid, message)
     assert grid is not None or err.count("\n") == 1  # a config's own errors list each key on a line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["micro.yaml"]
 
+
+
+def test_tune_json_prints_tune_json_alone(tuned, cache_dir, tmp_path, capsys):
+    config, runs, _ = tuned
+    capsys.readouterr()
+    assert main(["tune", str(config), "--lrs", ",".join(map(str, LRS)), "--tokens", str(TOKENS), "--json",
+                 "--runs-dir", str(runs), "--cache-dir", str(cache_dir), "--out", str(tmp_path)]) == 0
+    shown = json.loads(capsys.readouterr().out)       # nothing but the JSON on stdout: no line per run
+    assert shown == json.loads((tmp_path / "tune.json").read_text())
+    assert [s["d_model"] for s in shown["shapes"]] == [16, 32]
