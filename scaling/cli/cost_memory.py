@@ -5,6 +5,8 @@ Thin layer over `scaling.cost.memory`: parse, call, print, each figure with its 
 
 from __future__ import annotations
 
+from typing import Any
+
 from scaling import cost
 from scaling.cli.cost_common import print_assumptions, print_json
 from scaling.errors import UsageError
@@ -34,7 +36,7 @@ def add_memory(sub) -> None:
 
 
 def cmd_memory(args) -> int:
-    sections = {}
+    sections: dict[str, Any] = {}   # one result type per section
     if args.active_params is not None and args.params is None:
         raise UsageError("--active-params needs --params (the total, all experts included)")
     if args.params is not None:
@@ -56,7 +58,7 @@ def cmd_memory(args) -> int:
     if args.json:
         print_json({k: v.to_dict() for k, v in sections.items()})
         return 0
-    assumptions = []
+    assumptions: list[str] = []
     if "weights" in sections:
         w = sections["weights"]
         print(f"weights: {cost.sci(w.total_params)} parameters x {w.bytes_per_param:g} bytes "

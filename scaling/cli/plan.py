@@ -72,7 +72,8 @@ def cmd_compare(args) -> int:
     allocation.check_allocatable(fit.law, f"fit {args.fit}")   # a, b and G divide by alpha + beta
     c = fit.reference_compute
     rows = compare.compare(fit.law, fit.ci, c)
-    approach_rows, warnings = ([], [])
+    approach_rows: list = []
+    warnings: list[str] = []
     if fit.approaches:
         approach_rows, warnings = compare.compare_approaches(fit.approaches, fit.law, fit.ci)
     if args.json:

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from scaling.config import load_config
 from scaling.errors import UsageError
@@ -139,9 +139,9 @@ class RichReporter:
 
     def __init__(self, progress: Progress):
         self.bars = progress
-        self.sweep_bar = None
-        self.run_bars = {}       # run id -> bar of a run in training
-        self.flops_running = {}  # run id -> FLOPs it has done so far
+        self.sweep_bar: TaskID   # added by begin(), which the executor calls first
+        self.run_bars: dict[str, TaskID] = {}     # run id -> bar of a run in training
+        self.flops_running: dict[str, float] = {}  # run id -> FLOPs it has done so far
         self.flops_done = 0.0    # FLOPs of the runs completed in this call
 
     def begin(self, jobs) -> None:

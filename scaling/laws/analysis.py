@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -142,7 +143,7 @@ def isoflop_of(data: FitData, window: float | None = approaches.WINDOW_DECADES) 
     """Approach 2 on the points in their compute measure, grouped by their planned budgets where
     the sweep recorded them: by value where the budgets count compute as the fit does, else as
     labels (a store planned in 6N non-embedding, whose budgets are not iso-compute in real FLOPs)."""
-    grouping = {}
+    grouping: dict[str, Any] = {}
     if data.budgets_in_measure:
         grouping["budgets"] = np.unique(data.budgets)
     elif data.budgets is not None:

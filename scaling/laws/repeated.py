@@ -15,6 +15,7 @@ not have, so the excess-parameter decay is taken as none.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,7 @@ class Repeated:
 
     @classmethod
     def from_json(cls, obj: dict) -> Repeated:
-        law = ConstrainedLaw(Law(**{k: float(obj["params"][k]) for k in PARAM_NAMES}), obj.get("r_d_star"))
+        law = ConstrainedLaw(Law.from_dict(obj["params"]), obj.get("r_d_star"))
         return cls(law, int(obj["n_repeated"]), float(obj["max_epochs"]), list(obj["unique_range"]),
                    float(obj["objective"]), float(obj["residual_rms"]), obj.get("message") or "", obj.get("ci"))
 
@@ -77,7 +78,7 @@ def fit_repeated(data: FitData, *, bootstrap: int = RESAMPLES, seed: int = 0, de
     unique tokens are known); None otherwise. grid: the starts, as `fit.fit_law` takes them."""
     if data.unique is None or not (data.repeats or force):
         return None
-    options = {} if delta is None else {"delta": delta}
+    options: dict[str, Any] = {} if delta is None else {"delta": delta}
     fit = fit_constrained(data.n, data.d, data.unique, data.loss, grid=grid, **options)
     ci, samples = None, None
     if bootstrap and fit.r_d_star_determined:

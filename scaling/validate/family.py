@@ -61,7 +61,8 @@ class Family:
 
     def candidates(self, largest_n: float) -> list[Shape]:
         """Every shape of the family up to the first whose N passes `largest_n`."""
-        shapes, width = [], self.head_width
+        shapes: list[Shape] = []
+        width = self.head_width
         while not shapes or self.n_params(shapes[-1]) <= largest_n:
             depth = width / self.aspect
             for layers in sorted({max(1, math.floor(depth)), max(1, math.ceil(depth))}):
