@@ -61,13 +61,13 @@ def cmd_memory(args) -> int:
     assumptions: list[str] = []
     if "weights" in sections:
         w = sections["weights"]
-        print(f"weights: {cost.sci(w.total_params)} parameters x {w.bytes_per_param:g} bytes "
+        print(f"weights: {cost.fixed_sci(w.total_params)} parameters x {w.bytes_per_param:g} bytes "
               f"({w.dtype}) = {cost.format_bytes(w.weight_bytes)}")
         if w.active_params != w.total_params:
-            print(f"compute: {cost.sci(w.active_params)} of {cost.sci(w.total_params)} "
+            print(f"compute: {cost.fixed_sci(w.active_params)} of {cost.fixed_sci(w.total_params)} "
                   f"parameters active per token = {100 * w.active_fraction:.0f}% of the dense "
-                  f"equivalent ({cost.sci(w.flops_per_token_active)} vs "
-                  f"{cost.sci(w.flops_per_token_dense)} FLOPs per token)")
+                  f"equivalent ({cost.fixed_sci(w.flops_per_token_active)} vs "
+                  f"{cost.fixed_sci(w.flops_per_token_dense)} FLOPs per token)")
             print("memory follows total parameters, compute follows active ones")
         assumptions += w.assumptions
     if "attention_scores" in sections:

@@ -30,8 +30,6 @@ from scaling.config import Shape, SweepConfig, run_lr
 from scaling.errors import UsageError
 from scaling.train import counts
 
-PARAM_CONVENTIONS = ("non_embedding", "total")
-
 
 @dataclass(frozen=True)
 class Family:
