@@ -33,6 +33,7 @@ from scaling.laws.provenance import Provenance
 from scaling.runs import store
 from scaling.train.compute import SIX_N, FlopsPerToken, fit_flops_per_token
 from scaling.train.counts import COMPUTE_MEASURES, PARAM_CONVENTIONS
+
 FINISHED = "finished"
 RUN_COLUMNS = {"non_embedding": "n_params_non_embedding", "total": "n_params_total"}
 # A run's training FLOPs in each measure (runs.csv), and the measure of budgets written before
