@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from scaling.config import Shape, SweepConfig, run_lr
 from scaling.errors import UsageError
 from scaling.train import counts
+from scaling.train.counts import PARAM_CONVENTIONS
 
 
 @dataclass(frozen=True)
