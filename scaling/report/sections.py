@@ -8,7 +8,7 @@ those on what to train (the plan, with repeated data, the validation) are in
 
 Every number comes from the LawFit (`report.fit`) or is computed here from the points; the text
 around it says what it means. The lists (at a glance, settings, evidence, limitations,
-provenance) are in `scaling.report.notes`.
+provenance) are in `scaling.report.prose`.
 """
 
 from __future__ import annotations
