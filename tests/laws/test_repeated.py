@@ -10,10 +10,10 @@ import pytest
 from scaling.cli import main
 from scaling.errors import UsageError
 from scaling.laws import analysis, fitdata
-from scaling.laws.constrained import ConstrainedLaw
-from scaling.laws.constrained_plan import constrained_plan
 from scaling.laws.fitdata import FitData
 from scaling.laws.law import Law
+from scaling.laws.repeated.law import ConstrainedLaw
+from scaling.laws.repeated.plan import constrained_plan
 from scaling.laws.results import load_fit
 from scaling.laws.summary import format_summary
 from scaling.report.figures import repeated_data

@@ -5,7 +5,7 @@
 
 A run that trains on more tokens than its unique ones (D > U, `FitData.unique`) sees some of
 them again; the ordinary law counts every repeated token as a fresh one. This section fits the
-data-constrained law of Muennighoff et al. 2023 (scaling.laws.constrained: L(N, D, U) = the base
+data-constrained law of Muennighoff et al. 2023 (scaling.laws.repeated.law: L(N, D, U) = the base
 law at an effective data D', with repeated tokens decaying at the rate R_D*) to the same points
 with the same Huber objective, and bootstraps its constants and R_D*. R_N* (excess parameters) is
 left out: it needs runs far above N_opt(U), which a sweep that repeats its corpus a few times does
@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 
 from scaling.formats import json_safe
-from scaling.laws.constrained import ConstrainedLaw
-from scaling.laws.constrained_fit import LOG_R_BOUNDS, at_bound, bootstrap_constrained, fit_constrained
-from scaling.laws.constrained_plan import constrained_plan, diminishing_epochs, plan_intervals
 from scaling.laws.fitdata import FitData
 from scaling.laws.law import PARAM_NAMES, Law
+from scaling.laws.repeated.fit import LOG_R_BOUNDS, at_bound, bootstrap_constrained, fit_constrained
+from scaling.laws.repeated.law import ConstrainedLaw
+from scaling.laws.repeated.plan import constrained_plan, diminishing_epochs, plan_intervals
 
 RESAMPLES = 200          # enough for R_D*'s interval; each is a local refit from the full one
 LOG_R_BOUNDS_TEXT = "{:.3g} to {:.3g}".format(*np.exp(LOG_R_BOUNDS))
@@ -104,8 +104,8 @@ class RepeatedPlan:
     law: ConstrainedLaw
     source: str
     unique: float
-    allocations: list                  # constrained_plan.ConstrainedAllocation, one per budget
-    intervals: list                    # constrained_plan.plan_intervals per budget, or None
+    allocations: list                  # plan.ConstrainedAllocation, one per budget
+    intervals: list                    # plan.plan_intervals per budget, or None
     diminishing_epochs: float          # beyond it a repeated token is worth < 1/e of a fresh one
 
     def to_json(self) -> dict:
