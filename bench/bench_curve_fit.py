@@ -40,7 +40,7 @@ TOKENS = (2e7, 8e7, 3.2e8)
 TRAIN = TrainConfig(batch_tokens=16384)
 LR, ANNEAL, DECAY = 1e-3, 1.0, 0.99
 NOISE, RUN_NOISE = 0.005, 0.003
-GRID = {"e": (0.0, 0.5), "a": (5.0, 10.0), "b": (5.0, 10.0), "alpha": (0.3, 0.6), "beta": (0.3, 0.6)}
+GRID = {"log_e": (0.0, 0.5), "log_a": (5.0, 10.0), "log_b": (5.0, 10.0), "alpha": (0.3, 0.6), "beta": (0.3, 0.6)}
 
 
 def one_sweep(seed: int, resamples: int, run_noise: float = RUN_NOISE) -> dict:

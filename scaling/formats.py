@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, is_dataclass
+from typing import Literal, overload
 
 import numpy as np
 
 from scaling.errors import UsageError
 
 
+@overload
+def positive(value, name: str, *, integer: Literal[True]) -> int: ...
+@overload
+def positive(value, name: str, *, integer: Literal[False] = False) -> float: ...
 def positive(value, name: str, *, integer: bool = False) -> float:
     """`value` (a number or its text, "1e21", "1_000") as a positive finite float, or an int when
     `integer`; UsageError saying what `name` must be."""

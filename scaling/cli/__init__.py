@@ -14,14 +14,25 @@ import sys
 from importlib import import_module
 
 from scaling import __version__
-from scaling.errors import UsageError
+from scaling.errors import UsageError, unknown_name
 
 # Command modules in the order of the data flow; each defines `register(subparsers)`.
 COMMAND_MODULES = ("sweep", "importing", "tune", "design", "fit", "report", "cost", "plan", "validate")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a misspelt command (or `cost` subcommand) answered in one line with the
+    closest name, exit code 2. Subparsers are built with the parent's class, so they inherit it."""
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        # argparse's own hook for a value outside `choices` (stable since Python 2.7).
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            self.exit(2, f"{self.prog}: error: {unknown_name('command', str(value), action.choices)}\n")
+        super()._check_value(action, value)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="scaling",
         description="Measure your own scaling laws: sweep, fit, compare, plan.",
     )

@@ -219,7 +219,7 @@ def cmd_train(args) -> int:
             print(row(r, r.compute_exact, r.gpu_hours_exact, r.days_exact, r.usd_exact)
                   + f"  ({r.compute_exact / r.compute:.3f} x 6ND)")
     g = results[0].gpus
-    units = (f"units: C in FLOPs; hours in GPU-hours at {cost.sci(tp.flops_per_s, 3)} FLOP/s "
+    units = (f"units: C in FLOPs; hours in GPU-hours at {cost.fixed_sci(tp.flops_per_s, 3)} FLOP/s "
              f"achieved per GPU; days wall-clock on {g} GPU{'s' if g != 1 else ''}")
     if results[0].price_per_gpu_hour is not None:
         units += f"; US$ at {results[0].price_per_gpu_hour:g} per GPU-hour"
@@ -235,21 +235,21 @@ def cmd_inference(args) -> int:
         print_json(res.to_dict())
         return 0
     t = res.tokens_per_request
-    print(f"inference: 2 N = 2 x {cost.sci(res.n_params)} = {cost.sci(res.flops_per_token)} "
-          f"FLOPs per generated token; {cost.sci(res.flops_per_request)} FLOPs per "
+    print(f"inference: 2 N = 2 x {cost.fixed_sci(res.n_params)} = {cost.fixed_sci(res.flops_per_token)} "
+          f"FLOPs per generated token; {cost.fixed_sci(res.flops_per_request)} FLOPs per "
           f"{t:g}-token request")
     if res.training_flops is not None:
-        print(f"training:  6 N D = 6 x {cost.sci(res.n_params)} x {cost.sci(res.training_tokens)} "
-              f"= {cost.sci(res.training_flops)} FLOPs")
-    req_w = max(len(cost.sci(r.requests, 1)) for r in res.rows)
+        print(f"training:  6 N D = 6 x {cost.fixed_sci(res.n_params)} x {cost.fixed_sci(res.training_tokens)} "
+              f"= {cost.fixed_sci(res.training_flops)} FLOPs")
+    req_w = max(len(cost.fixed_sci(r.requests, 1)) for r in res.rows)
     for r in res.rows:
-        line = f"{cost.sci(r.requests, 1):>{req_w}} requests -> {cost.sci(r.flops)} FLOPs"
+        line = f"{cost.fixed_sci(r.requests, 1):>{req_w}} requests -> {cost.fixed_sci(r.flops)} FLOPs"
         if r.ratio_to_training is not None:
             line += f"  ({cost.format_ratio(r.ratio_to_training)}x training)"
         print(line)
     if res.crossover_requests is not None:
-        print(f"inference overtakes training after {cost.sci(res.crossover_requests)} requests "
-              f"({cost.sci(res.crossover_tokens)} generated tokens = 3 D)")
+        print(f"inference overtakes training after {cost.fixed_sci(res.crossover_requests)} requests "
+              f"({cost.fixed_sci(res.crossover_tokens)} generated tokens = 3 D)")
     print("units: N in parameters, D and request lengths in tokens, compute in FLOPs")
     print_assumptions(res.assumptions)
     return 0
@@ -264,7 +264,7 @@ def cmd_inference_aware(args) -> int:
     else:
         c = positive(args.compute, "--compute")
         target = float(law.optimal_loss(c))
-        how = f"the law's best loss at C = {cost.sci(c, 3)} FLOPs, training only"
+        how = f"the law's best loss at C = {cost.fixed_sci(c, 3)} FLOPs, training only"
     res = cost.inference_aware_optimum(law, target, args.inference_tokens, law_label=label)
     if args.json:
         print_json(res.to_dict())
@@ -272,18 +272,18 @@ def cmd_inference_aware(args) -> int:
     _law_note(choice)
     print(f"inference-aware optimum (Sardana et al. 2024), law {label}, target loss "
           f"{res.target_loss:.4f} ({how})")
-    print(f"training-only optimum: N = {cost.sci(res.training_only_n, 3)}, "
-          f"D = {cost.sci(res.training_only_tokens, 3)}, "
+    print(f"training-only optimum: N = {cost.fixed_sci(res.training_only_n, 3)}, "
+          f"D = {cost.fixed_sci(res.training_only_tokens, 3)}, "
           f"{res.training_only_tokens_per_param:.1f} tokens/param, "
-          f"C = {cost.sci(res.training_only_compute, 3)} FLOPs")
+          f"C = {cost.fixed_sci(res.training_only_compute, 3)} FLOPs")
     print(f"{'D_inf':>8} {'N':>9} {'D':>9} {'D/N':>8} {'train':>9} {'infer':>9} {'total':>9} "
           f"{'saving':>7}")
     for p in res.points:
-        print(f"{cost.sci(p.inference_tokens, 2) if p.inference_tokens else '0':>8} "
-              f"{cost.sci(p.n_params, 3):>9} {cost.sci(p.tokens, 3):>9} "
-              f"{p.tokens_per_param:>8.1f} {cost.sci(p.training_flops, 3):>9} "
-              f"{cost.sci(p.inference_flops, 3) if p.inference_flops else '0':>9} "
-              f"{cost.sci(p.total_flops, 3):>9} {100 * p.saving:>6.1f}%")
+        print(f"{cost.fixed_sci(p.inference_tokens, 2) if p.inference_tokens else '0':>8} "
+              f"{cost.fixed_sci(p.n_params, 3):>9} {cost.fixed_sci(p.tokens, 3):>9} "
+              f"{p.tokens_per_param:>8.1f} {cost.fixed_sci(p.training_flops, 3):>9} "
+              f"{cost.fixed_sci(p.inference_flops, 3) if p.inference_flops else '0':>9} "
+              f"{cost.fixed_sci(p.total_flops, 3):>9} {100 * p.saving:>6.1f}%")
     print("units: D_inf generated tokens over the model's life; N parameters; D training "
           "tokens; D/N tokens per parameter; train, infer, total in FLOPs; saving against the "
           "training-only optimum serving the same D_inf")
@@ -309,14 +309,14 @@ def cmd_rules(args) -> int:
     k = res.tokens_per_param_rule
     rule = res.rows[0]
     _law_note(choice)
-    print(f"C = {cost.sci(res.compute, 3)} FLOPs (C = 6 N D)")
+    print(f"C = {cost.fixed_sci(res.compute, 3)} FLOPs (C = 6 N D)")
     if law is not None and not law.flops.is_six_n:
         print(f"note: the fit's own optimum spends C as {law.flops.describe()}; the rules below count 6 N D")
-    print(f"rule D = {k:g} N:  N* = sqrt(C/{6 * k:g}) = {cost.sci(rule.n_params)} parameters, "
-          f"D = {cost.sci(rule.tokens)} tokens")
+    print(f"rule D = {k:g} N:  N* = sqrt(C/{6 * k:g}) = {cost.fixed_sci(rule.n_params)} parameters, "
+          f"D = {cost.fixed_sci(rule.tokens)} tokens")
     if args.params is not None:
         fixed = res.rows[1]
-        print(f"Kaplan-style N = {cost.sci(fixed.n_params)}:  D = C/(6N) = {cost.sci(fixed.tokens)} "
+        print(f"Kaplan-style N = {cost.fixed_sci(fixed.n_params)}:  D = C/(6N) = {cost.fixed_sci(fixed.tokens)} "
               f"tokens, {fixed.tokens_per_param:.2g} tokens/param, "
               f"{fixed.flops_per_generated_token / rule.flops_per_generated_token:.2f}x the "
               f"rule's FLOPs per generated token")
@@ -324,16 +324,17 @@ def cmd_rules(args) -> int:
     print(f"{'allocation':<{lw}} {'N':>8} {'D':>8} {'D/N':>7} {'FLOPs/token':>11} "
           f"{'x rule':>6} {'loss':>7}")
     for r in res.rows:
-        print(f"{r.label:<{lw}} {cost.sci(r.n_params):>8} {cost.sci(r.tokens):>8} "
-              f"{r.tokens_per_param:>7.1f} {cost.sci(r.flops_per_generated_token):>11} "
+        print(f"{r.label:<{lw}} {cost.fixed_sci(r.n_params):>8} {cost.fixed_sci(r.tokens):>8} "
+              f"{r.tokens_per_param:>7.1f} {cost.fixed_sci(r.flops_per_generated_token):>11} "
               f"{r.flops_per_generated_token / rule.flops_per_generated_token:>6.2f} "
               f"{r.loss:>7.4f}")
     print("units: N parameters; D training tokens; D/N tokens per parameter; FLOPs per "
           "generated token (2 N); loss as predicted by the law")
     optimum = choice.fit.optimum_at(res.compute) if choice.fit is not None else None
     if optimum is not None:
-        print(f"the law's optimum, {100 * optimum.level:g}% bootstrap intervals: N [{cost.sci(optimum.n[0])}, "
-              f"{cost.sci(optimum.n[1])}], D [{cost.sci(optimum.d[0])}, {cost.sci(optimum.d[1])}], D/N "
+        n_lo, n_hi, d_lo, d_hi = (cost.fixed_sci(x) for x in (*optimum.n, *optimum.d))
+        print(f"the law's optimum, {100 * optimum.level:g}% bootstrap intervals: N [{n_lo}, {n_hi}], "
+              f"D [{d_lo}, {d_hi}], D/N "
               f"[{optimum.tokens_per_param[0]:.3g}, {optimum.tokens_per_param[1]:.3g}], loss "
               f"[{optimum.loss[0]:.4f}, {optimum.loss[1]:.4f}] (with the runs' scatter)")
     print_assumptions(res.assumptions)

@@ -5,6 +5,8 @@ Thin layer over `scaling.cost.memory`: parse, call, print, each figure with its 
 
 from __future__ import annotations
 
+from typing import Any
+
 from scaling import cost
 from scaling.cli.cost_common import print_assumptions, print_json
 from scaling.errors import UsageError
@@ -34,7 +36,7 @@ def add_memory(sub) -> None:
 
 
 def cmd_memory(args) -> int:
-    sections = {}
+    sections: dict[str, Any] = {}   # one result type per section
     if args.active_params is not None and args.params is None:
         raise UsageError("--active-params needs --params (the total, all experts included)")
     if args.params is not None:
@@ -56,16 +58,16 @@ def cmd_memory(args) -> int:
     if args.json:
         print_json({k: v.to_dict() for k, v in sections.items()})
         return 0
-    assumptions = []
+    assumptions: list[str] = []
     if "weights" in sections:
         w = sections["weights"]
-        print(f"weights: {cost.sci(w.total_params)} parameters x {w.bytes_per_param:g} bytes "
+        print(f"weights: {cost.fixed_sci(w.total_params)} parameters x {w.bytes_per_param:g} bytes "
               f"({w.dtype}) = {cost.format_bytes(w.weight_bytes)}")
         if w.active_params != w.total_params:
-            print(f"compute: {cost.sci(w.active_params)} of {cost.sci(w.total_params)} "
+            print(f"compute: {cost.fixed_sci(w.active_params)} of {cost.fixed_sci(w.total_params)} "
                   f"parameters active per token = {100 * w.active_fraction:.0f}% of the dense "
-                  f"equivalent ({cost.sci(w.flops_per_token_active)} vs "
-                  f"{cost.sci(w.flops_per_token_dense)} FLOPs per token)")
+                  f"equivalent ({cost.fixed_sci(w.flops_per_token_active)} vs "
+                  f"{cost.fixed_sci(w.flops_per_token_dense)} FLOPs per token)")
             print("memory follows total parameters, compute follows active ones")
         assumptions += w.assumptions
     if "attention_scores" in sections:

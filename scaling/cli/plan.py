@@ -72,7 +72,8 @@ def cmd_compare(args) -> int:
     allocation.check_allocatable(fit.law, f"fit {args.fit}")   # a, b and G divide by alpha + beta
     c = fit.reference_compute
     rows = compare.compare(fit.law, fit.ci, c)
-    approach_rows, warnings = ([], [])
+    approach_rows: list = []
+    warnings: list[str] = []
     if fit.approaches:
         approach_rows, warnings = compare.compare_approaches(fit.approaches, fit.law, fit.ci)
     if args.json:
@@ -156,8 +157,8 @@ def cmd_plan(args) -> int:
 def repeated_plan(choice, computes, unique_text):
     """The plan under the data-constrained law: your fit's R_D* where it has one (runs that repeated
     data), else Muennighoff et al.'s published R_D* and R_N* on your law."""
-    from scaling.laws.constrained import MUENNIGHOFF_2023, ConstrainedLaw
     from scaling.laws.repeated import plan_repeated
+    from scaling.laws.repeated.law import MUENNIGHOFF_2023, ConstrainedLaw
 
     unique = positive(unique_text, "--unique-tokens")
     if choice.law is None:

@@ -10,11 +10,13 @@ Thin layer over `scaling.report.report.make_report`; prints the hold-out check a
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from pathlib import Path
 
 from scaling.errors import UsageError
+from scaling.formats import json_safe
 from scaling.laws import fitdata
 
 
@@ -50,6 +52,8 @@ def register(subparsers) -> None:
                         "(a fit.json shows its own curve fit, if it was made with --curves)")
     p.add_argument("--param-convention", choices=fitdata.PARAM_CONVENTIONS,
                    help="for a run store fitted here: count N as non_embedding (default) or total")
+    p.add_argument("--json", action="store_true",
+                   help="print what was written, the hold-out check and what the report lacks, as JSON")
     p.set_defaults(func=cmd_report)
 
 
@@ -85,13 +89,25 @@ def cmd_report(args) -> int:
                                     drop_highest_loss=args.drop_highest_loss,
                                     param_convention=args.param_convention, curves=args.curves)
     elapsed = time.perf_counter() - start
+    main = paths[-1]
+    if args.json:
+        print(json.dumps(json_safe(report_json(rep, paths)), indent=2))
+        return 0
     print(format_holdout(rep.holdout))
     left = len(rep.left_out)
     if left or rep.inputs.notes or rep.missing_figures:
         print(f"note: {left} run(s)/point(s) left out, {len(rep.inputs.notes)} note(s), "
               f"{len(rep.missing_figures)} figure(s) not drawn: see the report's first section")
-    main = paths[-1]
     n_fig = sum(1 for p in paths if p.suffix == ".png")
     print(f"wrote {main} and {n_fig} figures (PNG and SVG) in {main.parent / FIGURE_DIR} "
           f"in {elapsed:.1f} s")
     return 0
+
+
+def report_json(rep, paths: list[Path]) -> dict:
+    """What `scaling report` tells, typed: the files written, the hold-out check (as fit.json holds
+    it), and what the report lacks (runs left out, notes, figures not drawn and why)."""
+    return {"report": str(paths[-1]), "files": [str(p) for p in paths[:-1]],
+            "holdout": None if rep.holdout is None else rep.holdout.to_json(),
+            "left_out": [{"what": what, "why": why} for what, why in rep.left_out],
+            "notes": list(rep.inputs.notes), "missing_figures": dict(rep.missing_figures)}

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from scaling.config import load_config
 from scaling.errors import UsageError
+from scaling.formats import json_safe
 from scaling.runs import store
+from scaling.sweep.estimates import DryRun, dry_run
 
 # scaling.sweep and scaling.train import torch (seconds to load): only the commands that need them import them.
 
@@ -26,10 +29,12 @@ def register(subparsers) -> None:
     sweep.add_argument("--cache-dir", type=Path, default=None,
                        help="token cache root (default: $SCALING_CACHE_DIR or ~/.cache/scaling)")
     sweep.add_argument("--dry-run", action="store_true", help="print the plan; train and write nothing")
+    sweep.add_argument("--json", action="store_true", help="with --dry-run: print the plan as JSON")
     sweep.set_defaults(func=cmd_sweep)
 
     runs = subparsers.add_parser("runs", help="print the table of runs in a run store")
     runs.add_argument("sweep_dir", type=Path, metavar="RUNS_DIR", help="a sweep's run store, e.g. runs/tiny")
+    runs.add_argument("--json", action="store_true", help="print the run table as JSON (one object per run)")
     runs.set_defaults(func=cmd_runs)
 
 
@@ -48,17 +53,21 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def print_plan(cfg, runs_dir: Path, cache_dir: Path | None = None) -> None:
-    from scaling.data.tokens import known_train_tokens
-    from scaling.sweep.estimates import estimate_walls, makespan, sweep_workers
-    from scaling.sweep.plan import family_flops, job_order, plan, plan_cost
+def show_plan(cfg, args) -> None:
+    """The dry run of `cfg` (sweep, tune): as a table, or with --json as DryRun.to_json()."""
+    dry = dry_run(cfg, args.runs_dir, args.cache_dir)
+    if args.json:
+        print(json.dumps(json_safe(dry.to_json()), indent=2))
+    else:
+        print_plan(dry, cfg)
+
+
+def print_plan(dry: DryRun, cfg) -> None:
+    from scaling.sweep.plan import family_flops
     from scaling.train.compute import expected_optimum
     from scaling.train.counts import MEASURE_CONVENTION
 
-    planned = plan(cfg)
-    unique = known_train_tokens(cfg, cache_dir)
-    walls, basis = estimate_walls(planned, runs_dir / cfg.name)
-    wall_of = dict(zip((r.run_id for r in planned), walls))
+    planned, unique, wall_of, basis = dry.planned, dry.unique_tokens, dry.walls, dry.basis
     wsd = cfg.train.schedule == "wsd"
     kinds = ""
     if wsd:
@@ -89,7 +98,7 @@ def print_plan(cfg, runs_dir: Path, cache_dir: Path | None = None) -> None:
                       f"{'?' if unique is None else format(run.spec.tokens / unique, '.3g'):>7} "
                       f"{run.flops_exact:>10.3g} {run.flops_6nd:>10.3g} {_duration(wall_of[run.run_id]):>10}")
     print_repeats(planned, unique)
-    cost = plan_cost(planned)
+    cost = dry.cost
     if wsd:
         console.print(f"WSD, cooldown {cfg.train.cooldown_fraction:g} of each budget "
                       f"({cfg.train.cooldown_shape}): {cost['train_flops_6nd']:.2e} FLOP against "
@@ -97,8 +106,7 @@ def print_plan(cfg, runs_dir: Path, cache_dir: Path | None = None) -> None:
                       f"({100 * cost['fraction_of_separate']:.1f}%): saves {cost['saved_flops_6nd']:.2e} FLOP "
                       f"({100 * (1 - cost['fraction_of_separate']):.1f}%)")
     total_6nd, total_exact = cost["train_flops_6nd"], cost["train_flops_exact"]
-    workers, threads = sweep_workers(cfg, planned)
-    total_wall = makespan([wall_of[r.run_id] for r in job_order(planned)], workers)
+    workers, threads, total_wall = dry.workers, dry.threads, dry.total_wall
     console.print(f"total  {len(planned)} runs  {total_exact:.2e} FLOPs counted exactly ({total_6nd:.2e} "
                   f"as 6 N_non-emb D)  est. wall {_duration(total_wall)} with {workers} run{'s' * (workers > 1)} "
                   f"at a time on {threads} thread{'s' * (threads > 1)} each")
@@ -131,9 +139,9 @@ class RichReporter:
 
     def __init__(self, progress: Progress):
         self.bars = progress
-        self.sweep_bar = None
-        self.run_bars = {}       # run id -> bar of a run in training
-        self.flops_running = {}  # run id -> FLOPs it has done so far
+        self.sweep_bar: TaskID   # added by begin(), which the executor calls first
+        self.run_bars: dict[str, TaskID] = {}     # run id -> bar of a run in training
+        self.flops_running: dict[str, float] = {}  # run id -> FLOPs it has done so far
         self.flops_done = 0.0    # FLOPs of the runs completed in this call
 
     def begin(self, jobs) -> None:
@@ -199,8 +207,10 @@ def resume_command(args) -> str:
 
 def cmd_sweep(args) -> int:
     cfg = load_config(args.config)
+    if args.json and not args.dry_run:
+        raise UsageError("--json goes with --dry-run (a sweep's result is its run store: `scaling runs --json`)")
     if args.dry_run:
-        print_plan(cfg, args.runs_dir, args.cache_dir)
+        show_plan(cfg, args)
         return 0
     from scaling.sweep.driver import run_sweep  # training loads torch: not for a dry run
     from scaling.train.loop import Interrupted
@@ -241,6 +251,10 @@ def _print_outcome(result) -> None:
 
 def cmd_runs(args) -> int:
     table = store.read_runs(args.sweep_dir)
+    if args.json:
+        # runs.parquet's own columns, NaN as null: the table `scaling fit` reads
+        print(json.dumps(json_safe(table.to_dict(orient="records")), indent=2))
+        return 0
     if table.empty:
         console.print(f"{args.sweep_dir}: no runs")
         return 0

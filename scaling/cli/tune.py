@@ -15,9 +15,10 @@ per shape; lr_opt against N: scaling.report.tuning). --out is checked before any
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from scaling.cli.sweep import console, print_plan, stop_on_signals
+from scaling.cli.sweep import console, show_plan, stop_on_signals
 from scaling.config import load_config
 from scaling.errors import UsageError
 from scaling.formats import positive, sci
@@ -50,6 +51,7 @@ def register(subparsers) -> None:
     p.add_argument("--force", action="store_true",
                    help="replace a <name>-tuned.yaml in --out that tune did not write (never the input config)")
     p.add_argument("--dry-run", action="store_true", help="print the tuning runs; train and write nothing")
+    p.add_argument("--json", action="store_true", help="print tune.json instead of the tables (no line per run)")
     p.set_defaults(func=cmd_tune)
 
 
@@ -121,6 +123,10 @@ def cmd_tune_budgets(args) -> int:
     seeds = None if args.seeds is None else parse_seeds(args.seeds)
     betas = parse_beta2(args.beta2)
     cells = select_cells(sweep_cells(cfg), args.cells)
+    if args.dry_run and args.json:
+        print(json.dumps([{"run_id": run.run_id, "lr": run.spec.lr, "flops_exact": run.flops("exact")}
+                          for run in cells], indent=2))
+        return 0
     if args.dry_run:
         console.print(f"tune {cfg.name} at its budgets: {len(cells)} cells x 3 rates (0.71, 1 and 1.41 x each cell's "
                       "rate; one rung further, twice at most, where the best is at an edge)"
@@ -139,18 +145,22 @@ def cmd_tune_budgets(args) -> int:
         except Interrupted:
             console.print("stopped; finished runs are kept: the same `scaling tune` command resumes")
             return 128 + received[0] if received else 130
+    chosen = best_beta2(tunings)
+    record, tuned = write_budget_tuning(out, args.config, tunings, chosen, args.force)
+    code = 0 if chosen.law else 1
+    if args.json:
+        print(record.read_text(), end="")   # tune.json: every cell, each beta2's law, the choice
+        return code
     for tuning in tunings:
         print(format_cells(tuning))
         print(tuning.law.describe() if tuning.law else f"lr law not fitted: {tuning.why}")
-    chosen = best_beta2(tunings)
     spent = sum(t.tuning_flops for t in tunings)
     if len(tunings) > 1:
         print(f"beta2 {chosen.beta2:g}: the lowest mean loss over the cells at their chosen rates")
     print(f"cost: {sci(spent)} FLOPs trained, {100 * spent / chosen.sweep_flops:.0f}% of the sweep's "
           f"{sci(chosen.sweep_flops)} (the sweep's own finished runs reused)")
-    record, tuned = write_budget_tuning(out, args.config, tunings, chosen, args.force)
     print(f"wrote {record}" + (f", {tuned}" if tuned else ""))
-    return 0 if chosen.law else 1
+    return code
 
 
 def cmd_tune(args) -> int:
@@ -170,10 +180,11 @@ def cmd_tune(args) -> int:
     out = checked_out(args, cfg)
     if args.dry_run:
         tune_cfg = tuning_config(cfg, lrs, tokens)
-        console.print(f"tune {cfg.name}: {len(tune_cfg.grid.models) // len(lrs)} shapes x {len(lrs)} learning rates "
-                      f"({', '.join(sci(x) for x in lrs)}) at {tune_cfg.grid.tokens[0]:,} tokens each, into "
-                      f"{args.runs_dir / tune_cfg.name}")
-        print_plan(tune_cfg, args.runs_dir, args.cache_dir)
+        if not args.json:
+            console.print(f"tune {cfg.name}: {len(tune_cfg.grid.models) // len(lrs)} shapes x {len(lrs)} learning "
+                          f"rates ({', '.join(sci(x) for x in lrs)}) at {tune_cfg.grid.tokens[0]:,} tokens each, "
+                          f"into {args.runs_dir / tune_cfg.name}")
+        show_plan(tune_cfg, args)
         return 0
     from scaling.laws.lr_law import format_table, lr_law, write_tuning
     from scaling.report.tuning import save_figure
@@ -181,16 +192,22 @@ def cmd_tune(args) -> int:
 
     with stop_on_signals() as received:
         try:
-            tuning = tune(cfg, lrs, tokens, args.runs_dir, args.cache_dir, reporter=LineReporter())
+            # --json: stdout holds the JSON alone, so no line per run
+            tuning = tune(cfg, lrs, tokens, args.runs_dir, args.cache_dir,
+                          reporter=None if args.json else LineReporter())
         except Interrupted:
             console.print("stopped; finished runs are kept: the same `scaling tune` command resumes")
             return 128 + received[0] if received else 130
     law = lr_law(tuning.shapes)
+    record, tuned = write_tuning(out, args.config, tuning, law, args.force)
+    png, _ = save_figure(out, tuning.shapes, law.power)
+    code = 1 if any("failed" in s.statuses for s in tuning.shapes) else 0
+    if args.json:
+        print(record.read_text(), end="")   # tune.json: each shape's rates and losses, the law
+        return code
     console.print(f"{tuning.sweep_dir}: trained {tuning.trained}, already done {tuning.skipped}; "
                   f"{tuning.tokens:,} tokens per run")
     print(format_table(tuning.shapes))
     print(law.describe())
-    record, tuned = write_tuning(out, args.config, tuning, law, args.force)
-    png, _ = save_figure(out, tuning.shapes, law.power)
     print(f"wrote {record}, {tuned}, {png}")
-    return 1 if any("failed" in s.statuses for s in tuning.shapes) else 0
+    return code

@@ -37,7 +37,7 @@ from scaling.cost.memory import (
                                     ssm_state_memory,
                                     weight_memory,
 )
-from scaling.cost.result import SIX_ND, Result, check_allocation, format_bytes, format_ratio, sci
+from scaling.cost.result import SIX_ND, Result, check_allocation, fixed_sci, format_bytes, format_ratio
 from scaling.cost.rules import AllocationRow, RulesCheck, rules_of_thumb
 from scaling.cost.training import (
                                     GPU_PRESETS,
@@ -56,6 +56,6 @@ __all__ = [
     "InferenceCost", "InferenceRow", "ModelShape", "Result", "RulesCheck", "SIX_ND", "SSMState",
     "Throughput", "TrainingCost", "WeightMemory", "attention_recurrence_crossover",
     "attention_scores_memory", "check_allocation", "flops_per_token", "format_bytes", "format_ratio",
-    "inference_aware_optimum", "inference_cost", "rules_of_thumb", "sci", "ssm_state_memory",
+    "inference_aware_optimum", "inference_cost", "rules_of_thumb", "fixed_sci", "ssm_state_memory",
     "throughput", "training_cost", "weight_memory",
 ]

@@ -28,8 +28,9 @@ class Result:
         return json_safe(self)
 
 
-def sci(x: float, digits: int = 2) -> str:
-    """The cost tables' numbers: `digits` significant digits, trailing zeros kept (7.0e19, 4.00e14)."""
+def fixed_sci(x: float, digits: int = 2) -> str:
+    """The cost tables' numbers: formats.sci with `digits` significant digits and trailing zeros
+    kept (7.0e19, 4.00e14), so a column reads alike."""
     return formats.sci(x, digits, fixed=True)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scaling.cost.result import SIX_ND, Result, check_allocation, sci
+from scaling.cost.result import SIX_ND, Result, check_allocation, fixed_sci
 from scaling.errors import UsageError
 from scaling.formats import positive
 from scaling.laws.allocation import rule_of_thumb
@@ -62,7 +62,7 @@ def rules_of_thumb(compute, *, fixed_params=None, tokens_per_param=20.0, law: La
         if 6.0 * nf > c:
             raise UsageError(f"N = {nf:g} leaves less than one token at C = {c:g} "
                              f"(needs C >= 6 N = {6 * nf:g})")
-        rows.append(row(f"Kaplan-style N = {sci(nf, 2)}", nf, c / (6.0 * nf)))
+        rows.append(row(f"Kaplan-style N = {fixed_sci(nf, 2)}", nf, c / (6.0 * nf)))
         assumptions.append("fixed N (Kaplan-style: big model, few tokens): D = C / (6 N)")
     if law is not None:
         check_allocation(law, law_label)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scaling.cost.result import SIX_ND, Result, sci
+from scaling.cost.result import SIX_ND, Result, fixed_sci
 from scaling.errors import UsageError
 from scaling.formats import positive
 from scaling.train import counts
@@ -165,19 +165,19 @@ def throughput(*, achieved=None, gpu: str | None = None, peak=None, mfu=None) ->
                              "achieved FLOP/s figure already includes utilisation")
         f = positive(achieved, "achieved FLOP/s per GPU")
         return Throughput(f, None, None, "achieved, given by the user", assumptions=(
-            f"achieved {sci(f, 3)} FLOP/s per GPU, as given (utilisation already included)",))
+            f"achieved {fixed_sci(f, 3)} FLOP/s per GPU, as given (utilisation already included)",))
     if mfu is None:
         raise UsageError("a peak FLOP/s figure needs an MFU, the fraction of peak actually "
                          "achieved, in (0, 1]; large dense runs typically reach 0.3 to 0.5")
     u = check_mfu(mfu)
     if gpu is not None:
         p, what = peak_of(gpu)
-        source = f"preset {str(gpu).strip().lower()}: {what}, peak {sci(p, 3)} FLOP/s"
+        source = f"preset {str(gpu).strip().lower()}: {what}, peak {fixed_sci(p, 3)} FLOP/s"
     else:
         p = positive(peak, "peak FLOP/s per GPU")
-        source = f"peak given by the user, {sci(p, 3)} FLOP/s"
+        source = f"peak given by the user, {fixed_sci(p, 3)} FLOP/s"
     return Throughput(p * u, p, u, source, assumptions=(
-        f"achieved = peak x MFU = {sci(p, 3)} x {u:g} = {sci(p * u, 3)} FLOP/s per GPU "
+        f"achieved = peak x MFU = {fixed_sci(p, 3)} x {u:g} = {fixed_sci(p * u, 3)} FLOP/s per GPU "
         f"({source}); MFU is an assumption, not a measurement",))
 
 

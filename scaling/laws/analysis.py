@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe
-from scaling.laws import approaches, curve_fit, diagnostics, kaplan, notes, vpnls
+from scaling.laws import approaches, curve_fit, diagnostics, kaplan, vpnls
 from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
+from scaling.laws.evidence import evidence, limitations
 from scaling.laws.fitdata import FitData
 from scaling.laws.holdout import holdout
 from scaling.laws.lack_of_fit import lack_of_fit
@@ -75,8 +77,8 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
         G=json_safe(law.G) if identified else None, reference_compute=float(reference_compute),
         tokens_per_param=json_safe(law.tokens_per_param(reference_compute)) if identified else None,
         ci=ci, objective=result.objective, n_starts_at_optimum=result.n_starts_at_optimum,
-        residual_rms=result.residual_rms, evidence=tuple(notes.evidence(data, result, boot)),
-        limitations=tuple(notes.limitations(data, result, boot, reference_compute)),
+        residual_rms=result.residual_rms, evidence=tuple(evidence(data, result, boot)),
+        limitations=tuple(limitations(data, result, boot, reference_compute)),
         points=data, optimum=result, boot=boot,
         resampled=None if boot is None else np.column_stack([boot.samples[k] for k in PARAM_NAMES]))
     kaplan_laws = kaplan.fit_kaplan(data.n, data.d, data.loss, param_convention=data.param_convention or "unknown")
@@ -142,7 +144,7 @@ def isoflop_of(data: FitData, window: float | None = approaches.WINDOW_DECADES) 
     """Approach 2 on the points in their compute measure, grouped by their planned budgets where
     the sweep recorded them: by value where the budgets count compute as the fit does, else as
     labels (a store planned in 6N non-embedding, whose budgets are not iso-compute in real FLOPs)."""
-    grouping = {}
+    grouping: dict[str, Any] = {}
     if data.budgets_in_measure:
         grouping["budgets"] = np.unique(data.budgets)
     elif data.budgets is not None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -179,7 +180,7 @@ def _parabola_minimum(n, loss, compute: float, flops: FlopsPerToken) -> tuple[Bu
     x = np.log(n)
     n_range = (float(n.min()), float(n.max()))
     sizes = _distinct(n)
-    common = dict(compute=float(compute), n_runs=len(n), n_sizes=sizes, n_range=n_range)
+    common: dict[str, Any] = dict(compute=float(compute), n_runs=len(n), n_sizes=sizes, n_range=n_range)
     if sizes < 3:
         return BudgetMinimum(**common, status=f"only {sizes} distinct model sizes (need 3)"), None
     centre = x.mean()  # fit in x - centre: better conditioned than in ln N ~ 20
@@ -283,9 +284,10 @@ def isoflop(n, d, loss, *, compute=None, flops: FlopsPerToken = FlopsPerToken(),
             found.append((minimum, Profile(index[np.argsort(n[index], kind="stable")], parabola)))
     found.sort(key=lambda pair: pair[0].compute)
     minima = [m for m, _ in found]
-    common = dict(budgets=minima, grouping=grouping, n_left_out_runs=left_out, profiles=tuple(p for _, p in found),
-                  window=None if window is None else f"each parabola on the sizes within {window:g} decade(s) of N "
-                                                     "of its budget's lowest loss (at least 3)")
+    common: dict[str, Any] = dict(
+        budgets=minima, grouping=grouping, n_left_out_runs=left_out, profiles=tuple(p for _, p in found),
+        window=None if window is None else f"each parabola on the sizes within {window:g} decade(s) of N "
+                                           "of its budget's lowest loss (at least 3)")
     usable = [b for b in minima if b.usable]
     if len(usable) < 2:
         return IsoFLOPResult(None, None, None, None, None, None, **common,

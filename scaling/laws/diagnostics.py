@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ VERDICTS = {PASS: "trustworthy", CAUTION: "use with caution", NOT_IDENTIFIED: "n
 _RANK = {PASS: 0, CAUTION: 1, NOT_IDENTIFIED: 2}
 
 # (caution below / above, not identified below / above): see docs/diagnostics.md for each choice.
-THRESHOLDS = {
+THRESHOLDS: dict[str, Any] = {   # a (caution, not identified) pair, or one number
     "n_decades": (1.0, 0.5),               # spread of N, decades: caution below 1, not identified below 0.5
     "d_decades": (1.0, 0.5),               # spread of D, decades
     "n_sizes": (5, 3),                     # distinct model sizes

@@ -5,8 +5,9 @@ Pure functions of numpy arrays, no I/O; loaders are in `scaling.laws.fitdata`, t
 
 The method, as in Hoffmann et al. (2022) and Besiroglu et al. (2024): minimise the summed Huber
 loss of log residuals (`scaling.laws.objective`; delta = 1e-3) with L-BFGS from every point of
-a grid of starts (Hoffmann's: alpha, beta in {0, 0.5, ..., 2}, e in {-1, -0.5, ..., 1}, a, b
-in {0, 5, ..., 25}; 4,500 starts), and keep the best.
+a grid of starts (Hoffmann's: alpha, beta in {0, 0.5, ..., 2}, log_e in {-1, -0.5, ..., 1},
+log_a, log_b in {0, 5, ..., 25}; 4,500 starts), and keep the best. (log_a, log_b: the constants
+A, B as logs, not the allocation exponents a, b of `FitResult.a`.)
 
 All starts step together in one batched L-BFGS with scipy's stopping rules
 (`scaling.laws.lbfgs`). The few best end points are then polished by
@@ -44,9 +45,9 @@ from scaling.laws.objective import (
 
 # Hoffmann et al.'s grid of starting points (Besiroglu et al.'s Appendix).
 HOFFMANN_GRID = {
-    "e": (-1.0, -0.5, 0.0, 0.5, 1.0),
-    "a": (0.0, 5.0, 10.0, 15.0, 20.0, 25.0),
-    "b": (0.0, 5.0, 10.0, 15.0, 20.0, 25.0),
+    "log_e": (-1.0, -0.5, 0.0, 0.5, 1.0),
+    "log_a": (0.0, 5.0, 10.0, 15.0, 20.0, 25.0),
+    "log_b": (0.0, 5.0, 10.0, 15.0, 20.0, 25.0),
     "alpha": (0.0, 0.5, 1.0, 1.5, 2.0),
     "beta": (0.0, 0.5, 1.0, 1.5, 2.0),
 }
@@ -65,7 +66,7 @@ OPTIMUM_PARAM_RTOL = 1e-2
 
 
 def grid_from_axes(axes: dict) -> np.ndarray:
-    """All combinations of the given values of e, a, b, alpha, beta: an (S, 5) array of starts."""
+    """All combinations of the given values of log_e, log_a, log_b, alpha, beta: an (S, 5) array of starts."""
     missing = [k for k in THETA_NAMES if k not in axes]
     if missing:
         raise UsageError(f"a grid needs values for {', '.join(THETA_NAMES)}; missing {', '.join(missing)}")
@@ -76,7 +77,7 @@ def grid_from_axes(axes: dict) -> np.ndarray:
 
 
 def hoffmann_grid() -> np.ndarray:
-    """Hoffmann et al.'s 4,500 starting points, as an (4500, 5) array of (e, a, b, alpha, beta)."""
+    """Hoffmann et al.'s 4,500 starting points, as an (4500, 5) array of (log_e, log_a, log_b, alpha, beta)."""
     return grid_from_axes(HOFFMANN_GRID)
 
 
@@ -100,7 +101,7 @@ class FitResult:
     delta: float
     fixed_E: float | None
     n_points: int
-    theta: tuple = field(default=())        # (e, a, b, alpha, beta) at the optimum
+    theta: tuple = field(default=())        # (log_e, log_a, log_b, alpha, beta) at the optimum
     message: str = ""
     local_optima: tuple = field(default=(), repr=False)  # distinct end points, best first (theta tuples)
 
@@ -152,7 +153,7 @@ def _start_grid(grid, fixed_E):
     starts = hoffmann_grid() if grid is None else (
         grid_from_axes(grid) if isinstance(grid, dict) else np.array(grid, dtype=float, ndmin=2))
     if starts.ndim != 2 or starts.shape[1] != N_THETA or starts.shape[0] == 0:
-        raise UsageError("a grid of starts must be an (S, 5) array of (e, a, b, alpha, beta); "
+        raise UsageError("a grid of starts must be an (S, 5) array of (log_e, log_a, log_b, alpha, beta); "
                          f"got shape {starts.shape}")
     if fixed_E is not None:
         starts = starts.copy()
@@ -163,7 +164,7 @@ def _start_grid(grid, fixed_E):
 
 
 def free_mask(fixed_E):
-    """Which of (e, a, b, alpha, beta) are fitted: all, or all but e when E is fixed."""
+    """Which of (log_e, log_a, log_b, alpha, beta) are fitted: all, or all but e when E is fixed."""
     free = np.ones(N_THETA, dtype=bool)
     if fixed_E is not None:
         free[0] = False
@@ -208,7 +209,7 @@ def _same_optimum(thetas: np.ndarray, funs: np.ndarray, best_theta: np.ndarray, 
     rule cannot tell smaller differences apart when the objective is near 0, as on exact data).
     """
     close_f = np.abs(funs - best_fun) <= fun_rtol * abs(best_fun) + SCIPY_FTOL
-    # e, a, b are logs: a relative change of the constant is a difference of the log.
+    # log_e, log_a, log_b are logs: a relative change of the constant is a difference of the log.
     d_log = np.abs(thetas[:, :3] - best_theta[:3])
     d_exp = np.abs(thetas[:, 3:] - best_theta[3:]) / np.maximum(np.abs(best_theta[3:]), 1e-12)
     close_p = np.all(d_log <= param_rtol, axis=1) & np.all(d_exp <= param_rtol, axis=1)
@@ -281,7 +282,7 @@ def fit_law(n, d, loss, *, delta: float = DEFAULT_DELTA, grid=None, fixed_E: flo
     """Fit L(N, D) = E + A/N^alpha + B/D^beta by Huber-on-log-residuals from a grid of starts.
 
     n, d, loss: arrays of parameters, tokens and final loss. delta: Huber threshold on log
-    residuals. grid: None for Hoffmann's 4,500 starts, a dict of axis values per e, a, b,
+    residuals. grid: None for Hoffmann's 4,500 starts, a dict of axis values per log_e, log_a, log_b,
     alpha, beta, or an (S, 5) array of starts. fixed_E: pin the asymptote and fit the other
     four. n_polish: how many distinct best end points scipy polishes.
     """

@@ -22,6 +22,7 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,9 +32,8 @@ from scaling.laws import tasks
 from scaling.laws.provenance import Provenance
 from scaling.runs import store
 from scaling.train.compute import SIX_N, FlopsPerToken, fit_flops_per_token
-from scaling.train.counts import COMPUTE_MEASURES
+from scaling.train.counts import COMPUTE_MEASURES, PARAM_CONVENTIONS
 
-PARAM_CONVENTIONS = ("non_embedding", "total")
 FINISHED = "finished"
 RUN_COLUMNS = {"non_embedding": "n_params_non_embedding", "total": "n_params_total"}
 # A run's training FLOPs in each measure (runs.csv), and the measure of budgets written before
@@ -176,10 +176,10 @@ class FitData:
             fit_flops_per_token(self.n_other, self.spent / self.d, self.flops.measure)
         return replace(self, n=self.n_other, n_other=self.n, param_convention=self.other_convention, flops=flops)
 
-    def take(self, idx, **changes) -> FitData:
+    def take(self, idx, **changes: Any) -> FitData:
         """The points at positions `idx`, in that order, every per-point array with them."""
         idx = np.asarray(idx, dtype=int)
-        per_point = {k: None if getattr(self, k) is None else getattr(self, k)[idx]
+        per_point: dict[str, Any] = {k: None if getattr(self, k) is None else getattr(self, k)[idx]
                      for k in ("n_other", "budgets", "unique", "spent")}
         return replace(self, n=self.n[idx], d=self.d[idx], loss=self.loss[idx],
                        ids=tuple(self.ids[i] for i in idx), **per_point, **changes)
@@ -462,9 +462,9 @@ def from_table(path, n_col: str = CHINCHILLA_COLUMNS["n_col"], loss_col: str = C
     """Points from a CSV or parquet file (see `from_frame` for the columns). The path and columns
     are kept in `table`, so the same points can be read again from the fit's record."""
     frame = read_table(path)
-    columns = dict(n_col=n_col, loss_col=loss_col, d_col=d_col, c_col=c_col, param_convention=param_convention,
-                   embedding_col=embedding_col, budget_col=budget_col, unique_col=unique_col,
-                   unique_tokens=unique_tokens)
+    columns: dict[str, Any] = dict(
+        n_col=n_col, loss_col=loss_col, d_col=d_col, c_col=c_col, param_convention=param_convention,
+        embedding_col=embedding_col, budget_col=budget_col, unique_col=unique_col, unique_tokens=unique_tokens)
     data = from_frame(frame, source=f"table {path}", **columns)
     return replace(data, table={"path": str(path), **columns}, provenance=Provenance("table", str(path)))
 

@@ -129,7 +129,8 @@ def fit_kaplan(n, d, loss, compute=None, *, param_convention: str = "non_embeddi
     ok = np.isfinite(n) & np.isfinite(d) & np.isfinite(loss) & np.isfinite(compute)
     ok &= (n > 0) & (d > 0) & (loss > 0) & (compute > 0)
     n, d, loss, compute = n[ok], d[ok], loss[ok], compute[ok]
-    laws, reasons = {}, []
+    laws: dict[str, SingleLaw | None] = {}
+    reasons: list[str] = []
     n_x, n_loss, n_partner = largest_partner(n, d, loss)
     d_x, d_loss, d_partner = largest_partner(d, n, loss)
     c_x, c_loss = compute_frontier(compute, loss)

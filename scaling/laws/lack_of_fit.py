@@ -146,11 +146,11 @@ def lack_of_fit(n, d, loss, predicted, *, compute, budgets=None, n_params: int =
     (a token count per run in an IsoFLOP design) is not tested."""
     n, d, loss = (np.asarray(x, dtype=float) for x in (n, d, loss))
     residuals = np.log(loss) - np.log(np.asarray(predicted, dtype=float))
-    tests = [grouped_test(residuals, n, "size"),
+    found = [grouped_test(residuals, n, "size"),
              grouped_test(residuals, np.asarray(compute if budgets is None else budgets, float), "budget"),
              grouped_test(residuals, d, "tokens"),
              pure_error_test(residuals, n, d, n_params)]
-    tests = tuple(t for t in tests if t is not None)
+    tests = tuple(t for t in found if t is not None)
     inverse, counts = replicate_cells(n, d)
     pure_df = residuals.size - counts.size
     pure_rms = math.sqrt(pure_error(residuals, inverse, counts) / pure_df) if counts.max() >= 2 else None

@@ -15,6 +15,7 @@ every formula is Chinchilla's, to the bit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,8 @@ class Law:
 
     @classmethod
     def from_dict(cls, params: dict) -> Law:
-        return cls(**{k: float(params[k]) for k in PARAM_NAMES})
+        values: dict[str, Any] = {k: float(params[k]) for k in PARAM_NAMES}
+        return cls(**values)
 
     def to_dict(self) -> dict:
         """The five constants (the compute count is recorded on its own)."""

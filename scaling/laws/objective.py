@@ -20,7 +20,7 @@ import numpy as np
 from scaling.laws.law import Law
 
 # Order of the parameter vector theta used throughout: log E, log A, log B, alpha, beta.
-THETA_NAMES = ("e", "a", "b", "alpha", "beta")
+THETA_NAMES = ("log_e", "log_a", "log_b", "alpha", "beta")
 N_THETA = 5
 
 # Huber threshold on log residuals (Hoffmann et al.'s 1e-3).

@@ -62,9 +62,9 @@ REFERENCES = {ref.key: ref for ref in (KAPLAN, CHINCHILLA, BESIROGLU)}
 
 
 def reference(key: str) -> Reference:
-    from scaling.errors import UsageError
+    from scaling.errors import UsageError, unknown_name
 
     try:
         return REFERENCES[key]
     except KeyError:
-        raise UsageError(f"unknown law {key!r}; known: {', '.join(REFERENCES)}") from None
+        raise UsageError(unknown_name("law", key, REFERENCES)) from None

@@ -14,8 +14,8 @@ from scaling.formats import sci
 from scaling.laws import allocation
 from scaling.laws.summary import allocation_row
 from scaling.report import figures as figs
-from scaling.report import notes
-from scaling.report.notes import bounds, number
+from scaling.report import prose
+from scaling.report.prose import bounds, number
 from scaling.report.sections import Report
 from scaling.validate.result import headline
 
@@ -23,8 +23,8 @@ from scaling.validate.result import headline
 def plan(r: Report) -> None:
     law, c_range = r.fit.law, r.fit.data.c_range
     r.doc.h(2, "Plan for a few budgets")
-    intervals = {c: r.fit.optimum_at(c) for c in notes.PLAN_BUDGETS}
-    rows = [allocation_row(a, intervals[c]) for c in notes.PLAN_BUDGETS for a in allocation.compare_allocations(law, c)]
+    intervals = {c: r.fit.optimum_at(c) for c in prose.PLAN_BUDGETS}
+    rows = [allocation_row(a, intervals[c]) for c in prose.PLAN_BUDGETS for a in allocation.compare_allocations(law, c)]
     r.doc.table(["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "predicted loss"], rows,
                 align=["r", "l", "r", "r", "r", "r"])
     lines = ["predicted loss: what your law predicts for each allocation (the law's optimum is lowest by "
@@ -37,7 +37,7 @@ def plan(r: Report) -> None:
     if c_range:
         top = c_range[1]
         lines += [f"C = {sci(c)} is {math.log10(c / top):.1f} orders of magnitude above your largest run "
-                  f"({top:.3g} FLOPs): an extrapolation of the fitted form" for c in notes.PLAN_BUDGETS if c > top]
+                  f"({top:.3g} FLOPs): an extrapolation of the fitted form" for c in prose.PLAN_BUDGETS if c > top]
     r.doc.ul(lines)
 
 

@@ -284,6 +284,7 @@ def bootstrap_distributions(samples: dict, estimates: dict, intervals: dict, *, 
                and ok.max() / ok.min() > 20)
         top = 1.0
         if ok.size:
+            bins: int | np.ndarray   # hist takes edges or a count
             if log:
                 bins = np.geomspace(ok.min(), ok.max() * 1.0001, 40)
                 ax.set_xscale("log")

@@ -8,7 +8,7 @@ those on what to train (the plan, with repeated data, the validation) are in
 
 Every number comes from the LawFit (`report.fit`) or is computed here from the points; the text
 around it says what it means. The lists (at a glance, settings, evidence, limitations,
-provenance) are in `scaling.report.notes`.
+provenance) are in `scaling.report.prose`.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from scaling.laws.references import BESIROGLU, CHINCHILLA, KAPLAN
 from scaling.laws.summary import FORMATS, format_lack_of_fit
 from scaling.report import figures as figs
 from scaling.report import frontiers as frontier_figure
-from scaling.report import notes
+from scaling.report import prose
 from scaling.report.document import Doc
 from scaling.report.inputs import Inputs
-from scaling.report.notes import bounds, number
+from scaling.report.prose import bounds, number
 from scaling.report.style import SizeColours
 
 FRONTIER_MAX_C = 1e24
@@ -78,7 +78,7 @@ class Report:
             all_n += list(inputs.curves.n)
         if data is not None:
             all_n += list(data.n)
-        n_label = notes.n_label(fit.data.param_convention or (data.param_convention if data is not None else None))
+        n_label = prose.n_label(fit.data.param_convention or (data.param_convention if data is not None else None))
         return cls(inputs=inputs, title=f"Scaling-law report: {inputs.name}", doc=Doc(),
                    colours=SizeColours(all_n, f"N ({n_label})"), n_label=n_label,
                    holdout=_holdout(inputs, holdout_fraction), holdout_fraction=holdout_fraction)
@@ -104,11 +104,11 @@ def _holdout(inputs: Inputs, fraction: float | None) -> Holdout | None:
 def summary(r: Report) -> None:
     fit, law = r.fit, r.fit.law
     r.doc.h(1, r.title)
-    r.doc.p(notes.source_line(r.inputs))
+    r.doc.p(prose.source_line(r.inputs))
     _verdict(r)
     r.doc.p(f"The fitted law: **L(N, D) = {law.E:.4g} + {law.A:.4g} / N^{law.alpha:.4f} + {law.B:.4g} / "
             f"D^{law.beta:.4f}**, with N in {r.n_label} and D in training tokens; L in nats per token.")
-    r.doc.ul(notes.at_a_glance(fit, r.holdout))
+    r.doc.ul(prose.at_a_glance(fit, r.holdout))
 
 
 def _verdict(r: Report) -> None:
@@ -167,7 +167,7 @@ def sweep(r: Report) -> None:
     inputs, data = r.inputs, r.inputs.data
     r.doc.h(2, "The sweep" if inputs.runs_dir is not None else "The data")
     if inputs.settings is not None:
-        r.doc.ul(notes.settings_lines(inputs))
+        r.doc.ul(prose.settings_lines(inputs))
     elif data is not None:
         r.doc.p(f"Points: {r.fit.data.source or data.source}.")
     if inputs.runs is not None:
@@ -177,10 +177,10 @@ def sweep(r: Report) -> None:
                 "loss: final validation loss in nats/token; bpb: bits per byte.")
         held = {row.id for row in r.holdout.rows} if r.holdout is not None else set()
         r.doc.table(["run", "status", "N_ne", "N", "D (tokens)", "C (FLOPs)", "lr", "loss", "bpb", "epochs",
-                     "wall (s)", "in the fit"], notes.run_rows(inputs.runs, fitted, held),
+                     "wall (s)", "in the fit"], prose.run_rows(inputs.runs, fitted, held),
                     align=["l", "l"] + ["r"] * 9 + ["l"])
     elif data is not None:
-        r.doc.p(notes.points_summary(data, listed=len(data) <= MAX_POINTS_LISTED))
+        r.doc.p(prose.points_summary(data, listed=len(data) <= MAX_POINTS_LISTED))
         if len(data) <= MAX_POINTS_LISTED:
             r.doc.table(["point", "N", "D (tokens)", "C (FLOPs)", "loss"],
                         [(str(i), f"{n:.4g}", f"{d:.4g}", f"{6 * n * d:.4g}", f"{loss:.4f}")
@@ -270,7 +270,7 @@ def holdout_check(r: Report) -> None:
         r.doc.p("None here: this fit.json records no hold-out check, or its points were not found to refit at "
                 "the fraction asked for (see the notes above).")
         return
-    r.doc.p(notes.holdout_intro(check))
+    r.doc.p(prose.holdout_intro(check))
     if check.reason:
         r.doc.p(check.reason)
         return
@@ -299,7 +299,7 @@ def allocation_exponents(r: Report) -> None:
         iv = e.get("a_ci")
         rows.append((compare.APPROACH_NAMES[key], number(e.get("a"), ".4f"),
                      "-" if not iv or None in iv else bounds(iv, ".4f"), number(e.get("b"), ".4f"), published,
-                     notes.approach_note(e)))
+                     prose.approach_note(e)))
     r.doc.table(["approach", "a", "interval", "b", "Hoffmann et al.", "notes"], rows,
                 align=["l", "r", "r", "r", "r", "l"])
     if apps:
@@ -363,7 +363,7 @@ def published_laws(r: Report) -> None:
     r.doc.ul(compare.CAVEATS)
     r.figure("frontiers", frontier_figure.frontiers(
         fit.law, data.n if data is not None else np.array([]), data.compute if data is not None else np.array([]),
-        r.colours, c_range=fit.data.c_range, c_max=FRONTIER_MAX_C, budgets=notes.PLAN_BUDGETS, n_label=r.n_label,
+        r.colours, c_range=fit.data.c_range, c_max=FRONTIER_MAX_C, budgets=prose.PLAN_BUDGETS, n_label=r.n_label,
         references={"chinchilla": CHINCHILLA.law.n_opt, "besiroglu": BESIROGLU.law.n_opt,
                     "kaplan": lambda c: allocation.KAPLAN_N_COEFF * (np.asarray(c) / allocation.PF_DAY_FLOP)
                     ** allocation.KAPLAN_N_EXPONENT}),
@@ -379,12 +379,12 @@ def published_laws(r: Report) -> None:
 def closing(r: Report) -> None:
     """Evidence, limitations, the figures not drawn and how the report was made."""
     r.doc.h(2, "Evidence")
-    r.doc.ul(list(r.fit.evidence) + notes.more_evidence(r.holdout))
+    r.doc.ul(list(r.fit.evidence) + prose.more_evidence(r.holdout))
     r.doc.h(2, "Limitations")
-    r.doc.ul(list(r.fit.limitations) + notes.more_limitations(r.inputs, r.holdout))
+    r.doc.ul(list(r.fit.limitations) + prose.more_limitations(r.inputs, r.holdout))
     if r.missing_figures:
         r.doc.h(2, "Figures not drawn")
         r.doc.ul(f"{FIGURE_TITLES[name]}: {why}" for name, why in r.missing_figures.items())
     r.doc.h(2, "How this report was made")
-    r.doc.ul(notes.provenance(r.inputs, r.holdout, r.holdout_fraction))
+    r.doc.ul(prose.provenance(r.inputs, r.holdout, r.holdout_fraction))
 

@@ -183,13 +183,13 @@ def save(fig: Figure, directory, name: str) -> list[Path]:
 
 def png_bytes(fig: Figure) -> bytes:
     buf = io.BytesIO()
-    with rc_context(RC):
+    with rc_context(RC):  # type: ignore[arg-type]  # matplotlib's stubs want each key as a Literal
         fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
     return buf.getvalue()
 
 
 def svg_bytes(fig: Figure) -> bytes:
     buf = io.BytesIO()
-    with rc_context(RC):
+    with rc_context(RC):  # type: ignore[arg-type]  # matplotlib's stubs want each key as a Literal
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     return buf.getvalue()

@@ -44,7 +44,8 @@ def loss_panel(fig, ax, shapes, colours) -> None:
         bad = np.isnan(losses)  # diverged or failed: crosses at the top of the panel
         ax.plot(lrs[bad], np.full(bad.sum(), top), "X", color=c, ms=7, mec="black", mew=0.5)
         if s.choice.parabola is not None:
-            u = np.linspace(*np.log(s.choice.bracket), 40)
+            lo, hi = np.log(s.choice.bracket)
+            u = np.linspace(lo, hi, 40)
             ax.plot(np.exp(u), np.polyval(s.choice.parabola, u), ":", color=c, lw=1)
         if s.choice.lr is not None:
             ax.plot([s.choice.lr], [s.choice.loss], "*", color=c, ms=11, mec="black", mew=0.5)

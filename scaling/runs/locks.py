@@ -23,7 +23,8 @@ class Lock:
     """A held lock; release() (or the end of the process) lets the next owner in."""
 
     def __init__(self, path: Path, fd: int):
-        self.path, self.fd = path, fd
+        self.path = path
+        self.fd: int | None = fd   # None once released
 
     def release(self) -> None:
         if self.fd is not None:

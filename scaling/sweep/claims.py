@@ -49,7 +49,7 @@ class Claims:
         A WSD branch whose stable run is in training here and has not yet saved the branch's
         checkpoint waits: the runs after it go first, and when nothing else is left the executor
         is told to WAIT (ask again later) until the checkpoint is there or the stable run ends."""
-        todo, waiting = list(runs), []
+        todo, waiting = list(runs), list[PlannedRun]()
         while todo or waiting:
             if STOP.is_set():
                 raise Interrupted()
@@ -166,7 +166,7 @@ def stable_prefix(path: Path, step: int, train) -> list[dict]:
     branch's budget logs them: without the record the stable run logs only because its last step
     is its last (off the log cadence), and without the evaluation made only for that reason.
     Records after `step` (the stable run may still be appending) are not read."""
-    records = []
+    records: list[dict] = []
     if not path.exists():
         return records
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()

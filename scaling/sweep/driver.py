@@ -77,7 +77,7 @@ def run_sweep(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path |
     """
     sweep_dir = Path(runs_dir) / cfg.name
     planned = plan(cfg) if planned is None else planned
-    branches = {}  # stable run id -> its branches' ids
+    branches: dict[str, list[str]] = {}  # stable run id -> its branches' ids
     for run in planned:
         if run.spec.branch_of is not None:
             branches.setdefault(run.spec.branch_of, []).append(run.run_id)

@@ -5,6 +5,7 @@ achieved in this store, and the whole sweep's, packed onto the workers the execu
 from __future__ import annotations
 
 import heapq
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -58,3 +59,43 @@ def sweep_workers(cfg: SweepConfig, planned: list[PlannedRun]) -> tuple[int, int
     """(runs at once, threads per run) the local executor would use for these runs on this machine."""
     ex = cfg.executor
     return workers_and_threads(planned, ex.workers, ex.threads_per_run, ex.runs_per_gpu) if planned else (1, 1)
+
+
+@dataclass(frozen=True)
+class DryRun:
+    """What `scaling sweep --dry-run` shows: the planned runs, each one's estimated wall time (and
+    what the estimate rests on), the tokens of the training split (None until tokenized), the
+    totals, and the runs at once and threads each the local executor would use."""
+
+    planned: list[PlannedRun]
+    walls: dict[str, float]       # run id -> estimated seconds
+    basis: str
+    unique_tokens: int | None
+    cost: dict[str, float]        # plan_cost's FLOP totals
+    workers: int
+    threads: int
+    total_wall: float
+
+    def to_json(self) -> dict:
+        runs = [{"run_id": r.run_id, "kind": r.kind, "d_model": r.spec.model.d_model,
+                 "n_layers": r.spec.model.n_layers, "n_heads": r.spec.model.n_heads,
+                 "n_params_total": r.n_params_total, "n_params_non_embedding": r.n_params_non_embedding,
+                 "tokens": r.spec.tokens, "trained_tokens": r.trained_tokens, "budget": r.spec.budget,
+                 "epochs": None if self.unique_tokens is None else r.spec.tokens / self.unique_tokens,
+                 "flops_exact": r.flops_exact, "flops_6nd": r.flops_6nd, "est_wall_s": self.walls[r.run_id]}
+                for r in self.planned]
+        return {"runs": runs, "wall_basis": self.basis, "unique_tokens": self.unique_tokens, **self.cost,
+                "workers": self.workers, "threads_per_run": self.threads, "est_wall_s": self.total_wall}
+
+
+def dry_run(cfg: SweepConfig, runs_dir: Path, cache_dir: Path | None = None) -> DryRun:
+    from scaling.data.tokens import known_train_tokens
+    from scaling.sweep.plan import job_order, plan, plan_cost
+
+    planned = plan(cfg)
+    walls, basis = estimate_walls(planned, runs_dir / cfg.name)
+    wall_of = dict(zip((r.run_id for r in planned), walls))
+    workers, threads = sweep_workers(cfg, planned)
+    total_wall = makespan([wall_of[r.run_id] for r in job_order(planned)], workers)
+    return DryRun(planned, wall_of, basis, known_train_tokens(cfg, cache_dir), plan_cost(planned), workers,
+                  threads, total_wall)

@@ -21,6 +21,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from scaling.config import Shape, SweepConfig, run_lr
 from scaling.errors import UsageError
@@ -234,7 +235,7 @@ def wsd_runs(cfg: SweepConfig, shape: Shape, budgets: list[int], seed: int | Non
         runs.append(planned_run(cfg, shape, kept[-1] * train.batch_tokens, lr, warmup=warmup, branch_points=kept,
                                 seed=seed))
     for tokens, point in zip(budgets, points):
-        start = {"branch_of": runs[0].run_id, "branch_step": point} if point > 0 else {}
+        start: dict[str, Any] = {"branch_of": runs[0].run_id, "branch_step": point} if point > 0 else {}
         runs.append(planned_run(cfg, shape, tokens, lr, warmup=warmup, seed=seed, **start))
     return runs
 

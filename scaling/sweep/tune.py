@@ -132,7 +132,7 @@ def read_tuning(cfg: SweepConfig, tune_cfg: SweepConfig, sweep_dir: Path) -> lis
     ignored), smallest shape first."""
     rows = store.read_runs(sweep_dir).set_index("run_id") if Path(sweep_dir).is_dir() else None
     config_lr = {shape_key(s): run_lr(cfg.train, s) for s in cfg.grid.models}
-    by_shape = {}
+    by_shape: dict[tuple[int, int, int], list] = {}
     for run in (r for r in plan(tune_cfg) if r.kind != "stable"):  # WSD: the branches are the tuning runs
         row = rows.loc[run.run_id] if rows is not None and run.run_id in rows.index else None
         status = "incomplete" if row is None else row.status

@@ -97,7 +97,7 @@ def select_cells(runs: list[PlannedRun], which: str) -> list[PlannedRun]:
         return runs
     if which != "corners":
         raise UsageError(f"cells must be one of {', '.join(CELLS)}; got {which!r}")
-    group = {}
+    group: dict[float, list] = {}
     for r in runs:     # an IsoFLOP design groups by budget, a cross grid by D
         group.setdefault(r.spec.budget or r.spec.tokens, []).append(r)
     low, high = group[min(group)], group[max(group)]
@@ -150,7 +150,7 @@ def extend(rungs: tuple[int, int], losses: list[float | None]) -> tuple[int, int
 def rate_losses(config: SweepConfig, known: dict[str, float]) -> list[float | None]:
     """Each rate's final loss, the mean over its seeds (one seed's lucky escape from the plateau does
     not choose a rate the others stall at); None unless every seed finished."""
-    by_rate = {}
+    by_rate: dict[float, list[float | None]] = {}
     for p in plan(config):
         by_rate.setdefault(p.spec.lr, []).append(known.get(p.run_id))
     return [None if None in losses else float(np.mean(losses)) for losses in by_rate.values()]

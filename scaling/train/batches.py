@@ -58,8 +58,8 @@ def evaluate(model: GPT, windows, n_seqs: int, autocast) -> tuple[float, float]:
             logits, _ = model(x[i:i + n_seqs])
         nats += F.cross_entropy(logits.float().flatten(0, 1), y[i:i + n_seqs].flatten(), reduction="sum")
     model.train()
-    nats = nats.item()
-    return nats / y.numel(), nats / math.log(2) / n_bytes
+    total = nats.item()
+    return total / y.numel(), total / math.log(2) / n_bytes
 
 
 def check_data(T: int, eval_tokens: int, data: TokenData) -> None:

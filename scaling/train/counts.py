@@ -102,6 +102,8 @@ def flops_per_token(n_layers: int, d_model: int, context: int, vocab: int, mlp_r
 #   6n_non_embedding  6 N D with Kaplan's non-embedding N: the convention of stores written before
 #                     the measure was chosen; 1.4-3.6x below the exact count at vocabulary 1,024
 COMPUTE_MEASURES = ("exact", "6n_total", "6n_non_embedding")
+# What N counts: Kaplan's non-embedding parameters, or Chinchilla's total (embeddings included).
+PARAM_CONVENTIONS = ("non_embedding", "total")
 # The parameter count each measure's "6N" is paired with (exact FLOPs are planned in total N).
 MEASURE_CONVENTION = {"exact": "total", "6n_total": "total", "6n_non_embedding": "non_embedding"}
 

@@ -29,8 +29,7 @@ from pydantic import ValidationError
 from scaling.config import Shape, SweepConfig, run_lr
 from scaling.errors import UsageError
 from scaling.train import counts
-
-PARAM_CONVENTIONS = ("non_embedding", "total")
+from scaling.train.counts import PARAM_CONVENTIONS
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,8 @@ class Family:
 
     def candidates(self, largest_n: float) -> list[Shape]:
         """Every shape of the family up to the first whose N passes `largest_n`."""
-        shapes, width = [], self.head_width
+        shapes: list[Shape] = []
+        width = self.head_width
         while not shapes or self.n_params(shapes[-1]) <= largest_n:
             depth = width / self.aspect
             for layers in sorted({max(1, math.floor(depth)), max(1, math.ceil(depth))}):

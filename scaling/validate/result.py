@@ -190,13 +190,14 @@ def headline(v: Validation) -> str:
     text += f", observed {_loss(best.observed)}, " + ("inside" if best.inside else
                                                        "no interval" if best.inside is None else "OUTSIDE")
     neighbours = [v.run("smaller").observed, v.run("larger").observed]
-    if v.margins is None:
+    margins = v.margins
+    if margins is None:
         return text + "; a neighbour did not finish, so the optimum is untested"
     text += f"; neighbours {_loss(neighbours[0])} and {_loss(neighbours[1])}, "
     if v.optimum_holds:
         return text + "the optimum holds"
-    worst = min(v.margins, key=v.margins.get)
-    return text + f"the optimum does NOT hold: the {worst} model is lower by {-v.margins[worst]:.3f}"
+    worst = min(margins, key=lambda name: margins[name])
+    return text + f"the optimum does NOT hold: the {worst} model is lower by {-margins[worst]:.3f}"
 
 
 def format_validation(v: Validation) -> list[str]:

@@ -41,3 +41,24 @@ def test_every_metavar_is_one_style_and_no_help_shows_a_doubled_percent():
             assert re.fullmatch(r"[A-Z][A-Z0-9_]*", shown), f"{parser.prog}: {shown!r}"
             seen += 1
     assert seen > 50
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["fitt"], "scaling: error: unknown command 'fitt'; did you mean 'fit'?"),
+    (["cost", "trian"], "scaling cost: error: unknown command 'trian'; did you mean 'train'?"),
+    (["xyz"], "scaling: error: unknown command 'xyz'; known: sweep, runs,"),
+])
+def test_an_unknown_command_is_one_line_with_the_closest_name_and_exit_2(argv, expected, capsys):
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and err.startswith(expected) and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("law, expected", [
+    ("chinchila", "unknown law 'chinchila'; did you mean 'chinchilla'? (known: kaplan, chinchilla, besiroglu)"),
+    ("moore", "unknown law 'moore'; known: kaplan, chinchilla, besiroglu"),
+])
+def test_an_unknown_law_is_one_line_with_the_closest_name_and_exit_2(law, expected, capsys):
+    assert main(["plan", "--compute", "1e21", "--law", law]) == 2
+    assert capsys.readouterr().err == f"scaling plan: error: {expected}\n"

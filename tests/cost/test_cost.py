@@ -313,9 +313,9 @@ def test_memory_api():
 
 
 def test_format_helpers():
-    assert cost.sci(7e19) == "7.0e19"
-    assert cost.sci(1e6, 1) == "1e6"
-    assert cost.sci(3.2e-5, 2) == "3.2e-5"
+    assert cost.fixed_sci(7e19) == "7.0e19"
+    assert cost.fixed_sci(1e6, 1) == "1e6"
+    assert cost.fixed_sci(3.2e-5, 2) == "3.2e-5"
     assert cost.format_bytes(999.96e6) == "1.0 GB"
     assert cost.format_bytes(512) == "512 B"
     assert cost.format_ratio(0.000119) == "0.00012" and cost.format_ratio(119.3) == "119"

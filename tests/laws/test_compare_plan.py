@@ -289,7 +289,7 @@ def test_python_m_scaling_plan_exit_codes():
 
 @pytest.mark.parametrize("flops", [FlopsPerToken(), FlopsPerToken("exact", kappa=1.3, gamma=0.97)])
 def test_end_to_end_with_a_real_fit_json(tmp_path, capsys, flops):
-    # scaling.results writes the file; compare and plan read it back. The plan spends C in the fit's
+    # scaling.laws.results writes the file; compare and plan read it back. The plan spends C in the fit's
     # own measure: c(N_opt) D_opt = C, at the numerical minimiser's point.
     import numpy as np
 

@@ -9,17 +9,17 @@ from scipy.optimize import approx_fprime
 
 from scaling.errors import UsageError
 from scaling.laws.allocation import plan
-from scaling.laws.constrained import MUENNIGHOFF_2023, ConstrainedLaw
-from scaling.laws.constrained_fit import (
+from scaling.laws.fit import fit_law
+from scaling.laws.law import Law
+from scaling.laws.objective import objective
+from scaling.laws.repeated.fit import (
     bootstrap_constrained,
     constrained_objective,
     constrained_points,
     fit_constrained,
 )
-from scaling.laws.constrained_plan import constrained_plan, diminishing_epochs, repeat_value
-from scaling.laws.fit import fit_law
-from scaling.laws.law import Law
-from scaling.laws.objective import objective
+from scaling.laws.repeated.law import MUENNIGHOFF_2023, ConstrainedLaw
+from scaling.laws.repeated.plan import constrained_plan, diminishing_epochs, repeat_value
 
 BASE = MUENNIGHOFF_2023.base
 
@@ -43,7 +43,7 @@ PAPER = (6.255414, 7.3049974, 0.6254804, 0.3526596, 0.3526596, 15.387756, 5.3097
 
 
 def paper_loss(N, D, U):
-    """Transcribed from the paper's formula, independently of scaling.laws.constrained:
+    """Transcribed from the paper's formula, independently of scaling.laws.repeated.law:
     L = E + A / (U_N + U_N R_N* (1 - e^(-R_N/R_N*)))^alpha + B / (U_D + U_D R_D* (1 - e^(-R_D/R_D*)))^beta,
     U_D = min(U, D), R_D = D/U_D - 1, U_N = min(N, N_opt(C_U)) with C_U the compute whose Chinchilla-optimal
     D is U_D, R_N = N/U_N - 1."""

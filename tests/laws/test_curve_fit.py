@@ -23,7 +23,7 @@ from tests.conftest import MICRO
 LAW = Law(E=1.8, A=400.0, B=2000.0, alpha=0.34, beta=0.37)
 TRAIN = TrainConfig(batch_tokens=16384)
 SIM = {"train": TRAIN, "lr": 1e-3, "anneal": 1.0, "decay": 0.99}
-GRID = {"e": (0.0, 0.5), "a": (5.0, 10.0), "b": (5.0, 10.0), "alpha": (0.3, 0.6), "beta": (0.3, 0.6)}
+GRID = {"log_e": (0.0, 0.5), "log_a": (5.0, 10.0), "log_b": (5.0, 10.0), "alpha": (0.3, 0.6), "beta": (0.3, 0.6)}
 SIZES, TOKENS = np.geomspace(1e6, 1.6e7, 5), (2e7, 8e7, 3.2e8)
 
 

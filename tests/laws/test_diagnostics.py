@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from scaling.cli import main
-from scaling.cost.result import sci
+from scaling.cost.result import fixed_sci
 from scaling.laws import allocation, analysis, fitdata, results, selection, summary
 from scaling.laws import bootstrap as resampling
 from scaling.laws import diagnostics as dg
@@ -207,7 +207,7 @@ def test_plan_on_a_narrow_table_shows_the_verdict_before_any_number(tmp_path, ca
     out = capsys.readouterr().out
     assert out.index("verdict: NOT IDENTIFIED") < out.index("FLOPs (C = 6 N D)") and "not a recommendation" in out
     lo, hi = plan["plans"][0]["intervals"]["n"]
-    assert f"the law's optimum, 95% bootstrap intervals: N [{sci(lo)}, {sci(hi)}]" in out
+    assert f"the law's optimum, 95% bootstrap intervals: N [{fixed_sci(lo)}, {fixed_sci(hi)}]" in out
 
 
 def test_simulator_is_exact_without_noise_and_isoflop_runs_spend_their_budget():

@@ -129,8 +129,8 @@ def test_chinchilla_fit_matches_the_per_start_scipy_reference(chinchilla, chinch
 # scaling.laws: Hoffmann et al.'s objective (Huber, delta = 1e-3, on log L_pred - log L_obs with
 # log L_pred = LSE(a - alpha ln N, b - beta ln D, e)) and their grid of starts, minimised by a
 # plain scipy.optimize.minimize(L-BFGS-B) call per start at scipy's default tolerances.
-HOFFMANN_AXES = {"e": (-1.0, -0.5, 0.0, 0.5, 1.0), "a": (0.0, 5.0, 10.0, 15.0, 20.0, 25.0),
-                 "b": (0.0, 5.0, 10.0, 15.0, 20.0, 25.0), "alpha": (0.0, 0.5, 1.0, 1.5, 2.0),
+HOFFMANN_AXES = {"log_e": (-1.0, -0.5, 0.0, 0.5, 1.0), "log_a": (0.0, 5.0, 10.0, 15.0, 20.0, 25.0),
+                 "log_b": (0.0, 5.0, 10.0, 15.0, 20.0, 25.0), "alpha": (0.0, 0.5, 1.0, 1.5, 2.0),
                  "beta": (0.0, 0.5, 1.0, 1.5, 2.0)}
 
 
@@ -223,7 +223,7 @@ def test_fit_is_deterministic(chinchilla, chinchilla_fit):
 
 
 def test_custom_grid_and_delta(chinchilla):
-    grid = {"e": (0.0, 0.5), "a": (5.0, 10.0), "b": (5.0, 10.0), "alpha": (0.5,), "beta": (0.5,)}
+    grid = {"log_e": (0.0, 0.5), "log_a": (5.0, 10.0), "log_b": (5.0, 10.0), "alpha": (0.5,), "beta": (0.5,)}
     res = fit.fit_law(chinchilla.n, chinchilla.d, chinchilla.loss, grid=grid, delta=1e-2)
     assert res.n_starts == 8 and res.delta == 1e-2
     assert res.law.alpha == pytest.approx(REFERENCE["alpha"], abs=0.05)
@@ -315,7 +315,7 @@ def test_chunked_starts_and_streamed_resamples_give_the_same_numbers(monkeypatch
     rng = np.random.default_rng(3)
     n, d = np.repeat([1e6, 1e7, 1e8, 1e9], 5), np.tile([1e8, 3e8, 1e9, 3e9, 1e10], 4)
     loss = (1.7 + 400 / n ** 0.34 + 2000 / d ** 0.28) * np.exp(0.01 * rng.standard_normal(n.size))
-    grid = {"e": (0.0, 0.5), "a": (5.0, 10.0), "b": (5.0, 10.0), "alpha": (0.5,), "beta": (0.5,)}
+    grid = {"log_e": (0.0, 0.5), "log_a": (5.0, 10.0), "log_b": (5.0, 10.0), "alpha": (0.5,), "beta": (0.5,)}
     whole = fit.fit_law(n, d, loss, grid=grid)
     boot = resampling.bootstrap(n, d, loss, 12, full_fit=whole)
     monkeypatch.setattr(objective, "BATCH_ELEMENTS", 3 * n.size)   # 3 starts a slice

@@ -1,4 +1,4 @@
-"""scaling.fitdata: loaders (run store, CSV, parquet, packaged dataset), filters, and their errors."""
+"""scaling.laws.fitdata: loaders (run store, CSV, parquet, packaged dataset), filters, and their errors."""
 
 import json
 
@@ -16,7 +16,7 @@ LAW = Law(E=2.0, A=300.0, B=900.0, alpha=0.3, beta=0.3)
 
 
 def write_store(root, runs):
-    """A run store as scaling.store lays it out: <run-id>/config.yaml and, once ended, summary.json."""
+    """A run store as scaling.runs.store lays it out: <run-id>/config.yaml and, once ended, summary.json."""
     sweep = root / "mini"
     sweep.mkdir()
     for run in runs:

@@ -10,10 +10,10 @@ import pytest
 from scaling.cli import main
 from scaling.errors import UsageError
 from scaling.laws import analysis, fitdata
-from scaling.laws.constrained import ConstrainedLaw
-from scaling.laws.constrained_plan import constrained_plan
 from scaling.laws.fitdata import FitData
 from scaling.laws.law import Law
+from scaling.laws.repeated.law import ConstrainedLaw
+from scaling.laws.repeated.plan import constrained_plan
 from scaling.laws.results import load_fit
 from scaling.laws.summary import format_summary
 from scaling.report.figures import repeated_data
@@ -23,7 +23,8 @@ from tests.conftest import MICRO, micro_config
 
 LAW = ConstrainedLaw(Law(E=2.0, A=80.0, B=128.0, alpha=0.4, beta=0.4), r_d_star=15.0)
 UNIQUE = 1e6
-GRID = {"e": [0.5, 1.0], "a": [2.0, 5.0], "b": [2.0, 5.0], "alpha": [0.3, 0.5], "beta": [0.3, 0.5]}  # 32 starts
+# 32 starts
+GRID = {"log_e": [0.5, 1.0], "log_a": [2.0, 5.0], "log_b": [2.0, 5.0], "alpha": [0.3, 0.5], "beta": [0.3, 0.5]}
 
 
 def repeated_points(noise: float = 0.005, seed: int = 0):

@@ -365,3 +365,13 @@ def test_bad_input_exits_2_with_a_message(argv, message, tmp_path, capsys, monke
     err = capsys.readouterr().err
     assert err.startswith("scaling report: error:") and message in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_report_json_names_the_files_and_holds_the_holdout_check(fit_dir, tmp_path):
+    rc, stdout = _run(["report", str(fit_dir), "--out", str(tmp_path), "--json"])
+    shown = json.loads(stdout)
+    assert rc == 0 and shown["report"] == str(tmp_path / "report.md") and (tmp_path / "report.md").is_file()
+    assert all(Path(p).is_file() for p in shown["files"]) and any(p.endswith(".svg") for p in shown["files"])
+    fit = json.loads((fit_dir / "fit.json").read_text())
+    assert shown["holdout"]["rows"] and len(shown["holdout"]["rows"]) == len(fit["holdout"]["rows"])
+    assert isinstance(shown["missing_figures"], dict) and isinstance(shown["left_out"], list)

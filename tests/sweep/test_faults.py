@@ -5,7 +5,7 @@ aside) and the fitted law must be identical, and runs that had finished must not
 
 Killed sweeps run in children of a multiprocessing fork server that has imported torch and the
 package already, so a kill point costs a fork rather than an interpreter start; the SIGKILL comes
-from the child itself, at the point named by $SCALING_FAULT (scaling.faults). Signals, the
+from the child itself, at the point named by $SCALING_FAULT (scaling.runs.faults). Signals, the
 concurrent sweeps and the file-size limit use real `python -m scaling sweep` processes.
 """
 
@@ -44,7 +44,7 @@ KILL = {**MICRO, "name": "kill",
 KILL_RUNS = 6
 TIMING = ("wall_s", "tokens_per_s", "elapsed_s")
 
-# (site, count) of scaling.faults: where the sweep SIGKILLs itself. Counts are over the process:
+# (site, count) of scaling.runs.faults: where the sweep SIGKILLs itself. Counts are over the process:
 # a fresh sweep writes 6 config.yaml, then trains the runs longest first (32, 16 and 8 steps at d32,
 # then at d16), writing each run's summary.json and then runs.csv, and runs.csv once more at the end.
 KILL_POINTS = [

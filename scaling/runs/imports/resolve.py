@@ -59,7 +59,7 @@ def _choose(runs, given, candidates, holds, what: str, flag: str) -> str | None:
             raise UsageError(f"no {what}: none of the {len(runs)} runs logs {given!r} "
                              f"(they log: {', '.join(map(repr, present[:20])) or 'nothing'})")
         return given
-    used = {}
+    used: dict[str, list[str]] = {}   # name -> the runs logging it
     for run in runs:
         found = [c for c in candidates if c in holds(run)]
         if len(found) > 1:

@@ -40,7 +40,8 @@ def _records(path: Path):
     data = path.read_bytes()
     if len(data) < HEADER.size or HEADER.unpack_from(data)[:2] != (b":W&B", 0xBEE1):
         raise UsageError(f"{path}: not a W&B transaction file (no ':W&B' header)")
-    pos, parts = HEADER.size, []
+    pos = HEADER.size
+    parts: list[bytes] = []
     while pos < len(data):
         if BLOCK - pos % BLOCK < CHUNK.size:      # a block's tail too short for a header is padding
             pos += BLOCK - pos % BLOCK
@@ -77,7 +78,9 @@ def _config(items) -> dict:
 
 def _read_offline(path: Path, src: Path) -> SourceRun:
     pb = needs("wandb.proto.wandb_internal_pb2", "wandb")
-    name, params, scalars, exit_code = path.stem.removeprefix("run-"), {}, {}, None
+    name, exit_code = path.stem.removeprefix("run-"), None
+    params: dict = {}
+    scalars: dict = {}
     for payload in _records(path):
         record = pb.Record.FromString(payload)
         kind = record.WhichOneof("record_type")

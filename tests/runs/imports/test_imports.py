@@ -24,7 +24,7 @@ LAW = Law(E=1.8, A=400.0, B=2000.0, alpha=0.34, beta=0.37)
 RUNS = cross_grid(sizes=np.geomspace(1e6, 3e7, 4), tokens=np.geomspace(2e7, 6e8, 4))
 EVALS = 5            # evaluations per run, the last at the end of training
 STEPS = 1000         # training steps of every run: D / STEPS tokens a step
-GRID = {"e": [0.5, 1.0], "a": [4.0, 7.0], "b": [5.0, 8.0], "alpha": [0.3, 0.5], "beta": [0.3, 0.5]}
+GRID = {"log_e": [0.5, 1.0], "log_a": [4.0, 7.0], "log_b": [5.0, 8.0], "alpha": [0.3, 0.5], "beta": [0.3, 0.5]}
 
 
 @pytest.fixture(scope="module")

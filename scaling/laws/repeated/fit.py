@@ -1,6 +1,6 @@
 """Fit the data-constrained law (Muennighoff et al. 2023) to points (N, D, U, loss), with bootstrap intervals.
 
-Pure functions of numpy arrays, no I/O; the law is in `scaling.laws.constrained`. The objective is
+Pure functions of numpy arrays, no I/O; the law is in `scaling.laws.repeated.law`. The objective is
 `scaling.laws.objective`'s: the summed Huber loss (delta 1e-3) of log residuals, here of
 log L(N', D') at the effective N' and D', over x = (e, a, b, alpha, beta, log R_D*, log R_N*).
 
@@ -25,7 +25,6 @@ from scipy.optimize import minimize
 
 from scaling.errors import UsageError
 from scaling.laws.bootstrap import MAX_RESAMPLES, resample_counts
-from scaling.laws.constrained import ConstrainedLaw, decayed, repetitions
 from scaling.laws.fit import (
     TIGHT_FTOL,
     TIGHT_GTOL,
@@ -37,6 +36,7 @@ from scaling.laws.fit import (
 )
 from scaling.laws.lbfgs import SCIPY_GTOL, lbfgs_batched, lbfgs_in_chunks
 from scaling.laws.objective import DEFAULT_DELTA, batch_rows, law_from_theta
+from scaling.laws.repeated.law import ConstrainedLaw, decayed, repetitions
 
 # R* from 0.01 (a repeat is worth almost nothing) to 1e4 (repeats as good as new for any
 # realistic number of epochs): the fit and the bootstrap keep log R* inside.

@@ -1,6 +1,6 @@
 """Spending C FLOPs (C = 6 N D) with only U unique tokens, under the data-constrained law.
 
-Pure functions, no I/O. The law is `scaling.laws.constrained.ConstrainedLaw` (Muennighoff et al.
+Pure functions, no I/O. The law is `scaling.laws.repeated.law.ConstrainedLaw` (Muennighoff et al.
 2023, arXiv:2305.16264). Three questions:
 
 * `constrained_plan(law, C, U)`: the N (so D = C / 6N and D / U epochs) minimising L(N, D, U)
@@ -24,7 +24,7 @@ from scipy.optimize import minimize_scalar
 from scaling.errors import UsageError
 from scaling.formats import positive
 from scaling.laws.allocation import Allocation, check_compute, plan
-from scaling.laws.constrained import ConstrainedLaw
+from scaling.laws.repeated.law import ConstrainedLaw
 
 GRID_POINTS = 401     # the grid over ln N that brackets the optimum before Brent's method
 

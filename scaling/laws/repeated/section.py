@@ -5,7 +5,7 @@
 
 A run that trains on more tokens than its unique ones (D > U, `FitData.unique`) sees some of
 them again; the ordinary law counts every repeated token as a fresh one. This section fits the
-data-constrained law of Muennighoff et al. 2023 (scaling.laws.constrained: L(N, D, U) = the base
+data-constrained law of Muennighoff et al. 2023 (scaling.laws.repeated.law: L(N, D, U) = the base
 law at an effective data D', with repeated tokens decaying at the rate R_D*) to the same points
 with the same Huber objective, and bootstraps its constants and R_D*. R_N* (excess parameters) is
 left out: it needs runs far above N_opt(U), which a sweep that repeats its corpus a few times does
@@ -15,15 +15,16 @@ not have, so the excess-parameter decay is taken as none.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from scaling.formats import json_safe
-from scaling.laws.constrained import ConstrainedLaw
-from scaling.laws.constrained_fit import LOG_R_BOUNDS, at_bound, bootstrap_constrained, fit_constrained
-from scaling.laws.constrained_plan import constrained_plan, diminishing_epochs, plan_intervals
 from scaling.laws.fitdata import FitData
 from scaling.laws.law import PARAM_NAMES, Law
+from scaling.laws.repeated.fit import LOG_R_BOUNDS, at_bound, bootstrap_constrained, fit_constrained
+from scaling.laws.repeated.law import ConstrainedLaw
+from scaling.laws.repeated.plan import constrained_plan, diminishing_epochs, plan_intervals
 
 RESAMPLES = 200          # enough for R_D*'s interval; each is a local refit from the full one
 LOG_R_BOUNDS_TEXT = "{:.3g} to {:.3g}".format(*np.exp(LOG_R_BOUNDS))
@@ -61,7 +62,7 @@ class Repeated:
 
     @classmethod
     def from_json(cls, obj: dict) -> Repeated:
-        law = ConstrainedLaw(Law(**{k: float(obj["params"][k]) for k in PARAM_NAMES}), obj.get("r_d_star"))
+        law = ConstrainedLaw(Law.from_dict(obj["params"]), obj.get("r_d_star"))
         return cls(law, int(obj["n_repeated"]), float(obj["max_epochs"]), list(obj["unique_range"]),
                    float(obj["objective"]), float(obj["residual_rms"]), obj.get("message") or "", obj.get("ci"))
 
@@ -77,7 +78,7 @@ def fit_repeated(data: FitData, *, bootstrap: int = RESAMPLES, seed: int = 0, de
     unique tokens are known); None otherwise. grid: the starts, as `fit.fit_law` takes them."""
     if data.unique is None or not (data.repeats or force):
         return None
-    options = {} if delta is None else {"delta": delta}
+    options: dict[str, Any] = {} if delta is None else {"delta": delta}
     fit = fit_constrained(data.n, data.d, data.unique, data.loss, grid=grid, **options)
     ci, samples = None, None
     if bootstrap and fit.r_d_star_determined:
@@ -103,8 +104,8 @@ class RepeatedPlan:
     law: ConstrainedLaw
     source: str
     unique: float
-    allocations: list                  # constrained_plan.ConstrainedAllocation, one per budget
-    intervals: list                    # constrained_plan.plan_intervals per budget, or None
+    allocations: list                  # plan.ConstrainedAllocation, one per budget
+    intervals: list                    # plan.plan_intervals per budget, or None
     diminishing_epochs: float          # beyond it a repeated token is worth < 1/e of a fresh one
 
     def to_json(self) -> dict:

@@ -1,0 +1,53 @@
+"""--json on the commands that print results: the output parses, and holds the command's own
+typed result (the plan, the run table), not a re-parse of its text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from scaling.cli import main
+from scaling.runs import store
+from scaling.sweep.plan import plan
+from tests.conftest import MICRO, micro_config
+
+
+def test_sweep_dry_run_json_is_the_plan_and_writes_nothing(tmp_path, capsys):
+    config = tmp_path / "micro.yaml"
+    config.write_text(yaml.safe_dump(MICRO))
+    assert main(["sweep", str(config), "--dry-run", "--json", "--runs-dir", str(tmp_path / "runs")]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    planned = plan(micro_config())
+    assert [r["run_id"] for r in shown["runs"]] == [r.run_id for r in planned]
+    assert [r["flops_exact"] for r in shown["runs"]] == [r.flops_exact for r in planned]
+    assert shown["train_flops_exact"] == pytest.approx(sum(r.flops_exact for r in planned))
+    assert all(r["est_wall_s"] > 0 for r in shown["runs"]) and shown["est_wall_s"] > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["micro.yaml"]
+
+
+def test_sweep_json_without_dry_run_is_refused(tmp_path, capsys):
+    config = tmp_path / "micro.yaml"
+    config.write_text(yaml.safe_dump(MICRO))
+    assert main(["sweep", str(config), "--json", "--runs-dir", str(tmp_path / "runs")]) == 2
+    assert "--json goes with --dry-run" in capsys.readouterr().err
+
+
+def test_runs_json_is_the_run_table(micro_sweep, capsys):
+    _, result = micro_sweep
+    assert main(["runs", str(result.sweep_dir), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    table = store.read_runs(result.sweep_dir)
+    assert [r["run_id"] for r in shown] == list(table.run_id)
+    assert [r["status"] for r in shown] == list(table.status)
+    assert [r["final_val_loss"] for r in shown] == pytest.approx(list(table.final_val_loss))
+
+
+def test_tune_dry_run_json_lists_the_tuning_runs(tmp_path, capsys):
+    config = tmp_path / "micro.yaml"
+    config.write_text(yaml.safe_dump(MICRO))
+    assert main(["tune", str(config), "--lrs", "1e-3,1e-2,3e-2", "--dry-run", "--json",
+                 "--runs-dir", str(tmp_path / "r")]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert len(shown["runs"]) == 2 * 3 and {r["tokens"] for r in shown["runs"]} == {8192}  # the grid's smallest D
