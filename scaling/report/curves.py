@@ -21,7 +21,7 @@ from scaling.laws.curve_law import CurveLaw
 from scaling.laws.curve_store import read_curve_runs
 from scaling.laws.law import Law
 from scaling.report import curve_figures
-from scaling.report.notes import bounds, number
+from scaling.report.prose import bounds, number
 from scaling.report.sections import Report
 
 COMPARED = (("alpha", "alpha", ".4f"), ("beta", "beta", ".4f"), ("a", "a", ".4f"), ("b", "b", ".4f"),
