@@ -15,7 +15,7 @@ from scaling.laws.law import Law
 
 LAW = Law(E=1.8, A=400.0, B=2000.0, alpha=0.34, beta=0.37)
 TRAIN = TrainConfig(batch_tokens=16384)
-GRID = {"e": (0.0, 0.5), "a": (5.0, 10.0), "b": (5.0, 10.0), "alpha": (0.3, 0.6), "beta": (0.3, 0.6)}
+GRID = {"log_e": (0.0, 0.5), "log_a": (5.0, 10.0), "log_b": (5.0, 10.0), "alpha": (0.3, 0.6), "beta": (0.3, 0.6)}
 
 
 def test_a_curve_design_is_predicted_tighter_than_the_final_loss_design_of_the_same_runs():
