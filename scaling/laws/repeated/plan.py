@@ -54,7 +54,9 @@ class RepeatedAllocation:
     @property
     def loss_lost(self) -> float:
         """Loss above the unconstrained optimum: what having only U unique tokens costs (>= 0)."""
-        return self.loss - self.unconstrained.loss
+        fresh = self.unconstrained.loss
+        assert fresh is not None, "the optimum of a parametric law (allocation.plan) has a loss"
+        return self.loss - fresh
 
     def to_dict(self) -> dict:
         out = asdict(self)

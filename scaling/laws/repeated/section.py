@@ -76,23 +76,24 @@ def fit_repeated(data: FitData, *, bootstrap: int = RESAMPLES, seed: int = 0, de
                  grid=None, force: bool = False) -> Repeated | None:
     """The data-constrained fit of `data`, when some of its runs repeat data (or `force` and the
     unique tokens are known); None otherwise. grid: the starts, as `fit.fit_law` takes them."""
-    if data.unique is None or not (data.repeats or force):
+    unique, epochs = data.unique, data.epochs
+    if unique is None or epochs is None or not (data.repeats or force):
         return None
     options: dict[str, Any] = {} if delta is None else {"delta": delta}
-    fit = fit_repeated_law(data.n, data.d, data.unique, data.loss, grid=grid, **options)
+    fit = fit_repeated_law(data.n, data.d, unique, data.loss, grid=grid, **options)
     ci, samples = None, None
     if bootstrap and fit.r_d_star_determined:
-        boot = bootstrap_repeated_law(data.n, data.d, data.unique, data.loss, fit, n_resamples=bootstrap, seed=seed)
+        boot = bootstrap_repeated_law(data.n, data.d, unique, data.loss, fit, n_resamples=bootstrap, seed=seed)
         ci = {"level": boot.level, "n_resamples": boot.n_resamples,
               **{k: [float(lo), float(hi)] for k, (lo, hi) in boot.intervals.items()}}
         samples = np.column_stack([boot.samples[k] for k in SAMPLE_NAMES])
-    max_epochs = float(data.epochs.max())
+    max_epochs = float(epochs.max())
     message = fit.message
     if ci is not None and at_bound(ci["r_d_star"]).any():
         message = "; ".join(filter(None, [message, (
             f"R_D*'s interval reaches a bound of the search ({LOG_R_BOUNDS_TEXT}): runs of up to {max_epochs:.3g} "
             "epochs do not determine it (no decay is measurable there; longer repetition would show one)")]))
-    return Repeated(fit.law, fit.n_repeated, max_epochs, [float(data.unique.min()), float(data.unique.max())],
+    return Repeated(fit.law, fit.n_repeated, max_epochs, [float(unique.min()), float(unique.max())],
                     fit.objective, fit.residual_rms, message, ci, samples)
 
 
