@@ -128,7 +128,7 @@ def cmd_plan(args) -> int:
             "law": label, "verdict": _verdict_json(fit),
             "compute_measure": None if law is None else law.flops.to_dict(),
             "plans": [{"compute": c, "allocations": [a.to_dict() for a in rows],
-                       "intervals": intervals[c].to_dict() if intervals.get(c) else None}
+                       "intervals": iv.to_dict() if (iv := intervals.get(c)) else None}
                       for c, rows in zip(computes, plans)], "notes": notes,
             **({} if repeated is None else {"data_constrained": repeated.to_json()})}), indent=2))
         return 0
@@ -140,7 +140,7 @@ def cmd_plan(args) -> int:
     header = ["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "loss"]
     cells = [summary.allocation_row(a, intervals.get(a.compute)) for rows in plans for a in rows]
     print(plain_table(header, cells, n_left=2))
-    if any(intervals.values()):
+    if fit is not None and fit.ci is not None and any(intervals.values()):
         print(f"[lo, hi]: {100 * fit.ci.level:g}% bootstrap intervals ({fit.ci.n_resamples} resamples); the loss's "
               f"includes the runs' scatter (residual RMS {fit.residual_rms:.3g})")
     if law is not None:
