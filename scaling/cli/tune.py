@@ -16,6 +16,7 @@ per shape; lr_opt against N: scaling.report.tuning). --out is checked before any
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from scaling.cli.sweep import console, show_plan, stop_on_signals
@@ -94,7 +95,7 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def parse_beta2(text: str | None) -> list[float | None]:
+def parse_beta2(text: str | None) -> Sequence[float | None]:
     if text is None:
         return [None]
     values = []
@@ -164,7 +165,7 @@ def cmd_tune_budgets(args) -> int:
 
 
 def cmd_tune(args) -> int:
-    from scaling.sweep.tune import tune, tuning_config
+    from scaling.sweep.tune import tune, tuning_config, tuning_tokens
 
     one_budget, at_budgets = {"--tokens": args.tokens, "--lrs": args.lrs}, \
         {"--seeds": args.seeds, "--beta2": args.beta2, "--cells": args.cells != "corners" or None}
@@ -182,7 +183,7 @@ def cmd_tune(args) -> int:
         tune_cfg = tuning_config(cfg, lrs, tokens)
         if not args.json:
             console.print(f"tune {cfg.name}: {len(tune_cfg.grid.models) // len(lrs)} shapes x {len(lrs)} learning "
-                          f"rates ({', '.join(sci(x) for x in lrs)}) at {tune_cfg.grid.tokens[0]:,} tokens each, "
+                          f"rates ({', '.join(sci(x) for x in lrs)}) at {tuning_tokens(tune_cfg):,} tokens each, "
                           f"into {args.runs_dir / tune_cfg.name}")
         show_plan(tune_cfg, args)
         return 0

@@ -153,7 +153,13 @@ def rate_losses(config: SweepConfig, known: dict[str, float]) -> list[float | No
     by_rate: dict[float, list[float | None]] = {}
     for p in plan(config):
         by_rate.setdefault(p.spec.lr, []).append(known.get(p.run_id))
-    return [None if None in losses else float(np.mean(losses)) for losses in by_rate.values()]
+    return [mean_of_all(losses) for losses in by_rate.values()]
+
+
+def mean_of_all(values: list[float | None]) -> float | None:
+    """The mean of `values`; None when any of them is missing."""
+    present = [v for v in values if v is not None]
+    return float(np.mean(present)) if len(present) == len(values) else None
 
 
 def tune_budgets(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path | None = None,
@@ -201,20 +207,22 @@ def best_beta2(tunings: list[BudgetTuning]) -> BudgetTuning:
     """The tuning whose cells reach the lowest mean loss at their chosen rates (the same cells in
     each); one without a loss in every cell loses."""
     def mean_loss(t: BudgetTuning) -> float:
-        losses = [c.choice.loss for c in t.cells]
-        return float(np.mean(losses)) if None not in losses else float("inf")
+        mean = mean_of_all([c.choice.loss for c in t.cells])
+        return float("inf") if mean is None else mean
     return min(tunings, key=mean_loss)
 
 
 def fit_lr_law(cells: list[CellTuning]) -> tuple[LRFit | None, str | None]:
     """ln lr_opt = ln c + p ln N + q ln D by least squares over the cells with an inside optimum."""
-    inside = [c for c in cells if c.choice.method in ("parabola", "grid point")]
+    # (cell, its chosen rate): an optimum inside the grid has a rate
+    inside = [(c, c.choice.lr) for c in cells if c.choice.method in ("parabola", "grid point")
+              and c.choice.lr is not None]
     if len(inside) < 3:
         return None, (f"{len(inside)} cell(s) with an optimum inside their grid; a law in N and D needs 3: "
                       "tune --cells all")
-    x = np.column_stack([np.ones(len(inside)), [np.log(c.run.n_params_non_embedding) for c in inside],
-                         [np.log(c.run.spec.tokens) for c in inside]])
-    y = np.log([c.choice.lr for c in inside])
+    x = np.column_stack([np.ones(len(inside)), [np.log(c.run.n_params_non_embedding) for c, _ in inside],
+                         [np.log(c.run.spec.tokens) for c, _ in inside]])
+    y = np.log([lr for _, lr in inside])
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
     if np.linalg.matrix_rank(x) < 3:
         return None, "the cells do not separate N from D (their N and D are collinear): tune --cells all"
