@@ -34,6 +34,7 @@ import numpy as np
 
 from scaling.config import SweepConfig, derived_name, parse_config
 from scaling.errors import UsageError
+from scaling.formats import sci
 from scaling.runs import store
 from scaling.sweep.plan import PlannedRun, plan
 from scaling.sweep.tune import TUNED, Choice, choose
@@ -201,6 +202,34 @@ def tune_budgets(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Pat
     law, why = fit_lr_law(results)
     return BudgetTuning(cfg.train.beta2 if beta2 is None else beta2, results, law, why, trained_flops,
                         sum(r.flops("exact") for r in plan(cfg)))
+
+
+@dataclass(frozen=True)
+class Beta2Tunings:
+    """The cells tuned at each AdamW beta2 tried, the tuning chosen (its cells reach the lowest mean
+    loss at their chosen rates), and what it all cost against the sweep it tunes."""
+
+    tunings: list[BudgetTuning]
+    chosen: BudgetTuning
+
+    @property
+    def tuning_flops(self) -> float:
+        return sum(t.tuning_flops for t in self.tunings)
+
+    @property
+    def cost_share(self) -> float:
+        return self.tuning_flops / self.chosen.sweep_flops
+
+    def describe_cost(self) -> str:
+        return (f"cost: {sci(self.tuning_flops)} FLOPs trained, {100 * self.cost_share:.0f}% of the sweep's "
+                f"{sci(self.chosen.sweep_flops)} (the sweep's own finished runs reused)")
+
+
+def tune_each_beta2(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path | None = None,
+                    which: str = "corners", seeds=None, betas=(None,)) -> Beta2Tunings:
+    """`tune_budgets` at each beta2 in `betas` (None: the config's), and the best of them."""
+    tunings = [tune_budgets(cfg, runs_dir, cache_dir, which, seeds, beta2) for beta2 in betas]
+    return Beta2Tunings(tunings, best_beta2(tunings))
 
 
 def best_beta2(tunings: list[BudgetTuning]) -> BudgetTuning:
