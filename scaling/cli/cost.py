@@ -135,7 +135,8 @@ def _law_note(choice: LawChoice) -> None:
         print("\n".join(verdict_preamble(choice.fit)))
 
 
-def _parse_model(spec: str) -> tuple[str, float, float, cost.ModelShape | None]:
+def _parse_model(spec: str) -> tuple[str, float, float, tuple[int, int, int, int] | None]:
+    """NAME, N, D and, where given, the shape's LAYERS, D_MODEL, CONTEXT, VOCAB of one --model."""
     parts = spec.split(":")
     fmt = "NAME:N:D or NAME:N:D:LAYERS:D_MODEL:CONTEXT:VOCAB (e.g. 'GPT-3:175e9:300e9')"
 
@@ -145,23 +146,23 @@ def _parse_model(spec: str) -> tuple[str, float, float, cost.ModelShape | None]:
         except ValueError:
             return None
 
-    shape = None
+    shape_text: list[str] = []
     if len(parts) >= 7 and numbers(parts[-6:]) is not None:
-        name, (n, d), shape = ":".join(parts[:-6]), parts[-6:-4], tuple(parts[-4:])
+        name, (n_text, d_text), shape_text = ":".join(parts[:-6]), parts[-6:-4], parts[-4:]
     elif len(parts) >= 3 and numbers(parts[-2:]) is not None:
-        name, (n, d) = ":".join(parts[:-2]), parts[-2:]
+        name, (n_text, d_text) = ":".join(parts[:-2]), parts[-2:]
     else:
         raise UsageError(f"--model {spec!r}: expected {fmt}")
     name = name.strip()
     if not name:
         raise UsageError(f"--model {spec!r}: the name is empty; expected {fmt}")
-    n = positive(n, f"--model {name}: N")
-    d = positive(d, f"--model {name}: D")
-    if shape is not None:
-        labels = ("LAYERS", "D_MODEL", "CONTEXT", "VOCAB")
-        shape = tuple(positive(v, f"--model {name}: {label}", integer=True)
-                      for v, label in zip(shape, labels))
-    return name, n, d, shape
+    n = positive(n_text, f"--model {name}: N")
+    d = positive(d_text, f"--model {name}: D")
+    if not shape_text:
+        return name, n, d, None
+    layers, d_model, context, vocab = (positive(v, f"--model {name}: {label}", integer=True)
+                                       for v, label in zip(shape_text, ("LAYERS", "D_MODEL", "CONTEXT", "VOCAB")))
+    return name, n, d, (layers, d_model, context, vocab)
 
 
 def _throughput(args) -> cost.Throughput:
@@ -194,8 +195,7 @@ def cmd_train(args) -> int:
     tp = _throughput(args)
     results = []
     for name, n, d, shape in models:
-        ms = None if shape is None else cost.ModelShape(*shape,
-                                                        tied_embeddings=args.tied_embeddings)
+        ms = None if shape is None else cost.ModelShape(*shape, tied_embeddings=args.tied_embeddings)
         results.append(cost.training_cost(name, n, d, tp, gpus=args.gpus, price=args.price,
                                           shape=ms))
     if args.json:
@@ -212,12 +212,12 @@ def cmd_train(args) -> int:
 
     for r in results:
         print(row(r, r.compute, r.gpu_hours, r.days, r.usd))
-    exact = [r for r in results if r.compute_exact is not None]
+    exact = [(r, r.compute_exact) for r in results if r.compute_exact is not None]
     if exact:
         print("exact count from the shape (attention and output layer included):")
-        for r in exact:
-            print(row(r, r.compute_exact, r.gpu_hours_exact, r.days_exact, r.usd_exact)
-                  + f"  ({r.compute_exact / r.compute:.3f} x 6ND)")
+        for r, compute_exact in exact:
+            print(row(r, compute_exact, r.gpu_hours_exact, r.days_exact, r.usd_exact)
+                  + f"  ({compute_exact / r.compute:.3f} x 6ND)")
     g = results[0].gpus
     units = (f"units: C in FLOPs; hours in GPU-hours at {cost.fixed_sci(tp.flops_per_s, 3)} FLOP/s "
              f"achieved per GPU; days wall-clock on {g} GPU{'s' if g != 1 else ''}")
@@ -238,7 +238,7 @@ def cmd_inference(args) -> int:
     print(f"inference: 2 N = 2 x {cost.fixed_sci(res.n_params)} = {cost.fixed_sci(res.flops_per_token)} "
           f"FLOPs per generated token; {cost.fixed_sci(res.flops_per_request)} FLOPs per "
           f"{t:g}-token request")
-    if res.training_flops is not None:
+    if res.training_flops is not None and res.training_tokens is not None:    # (given together)
         print(f"training:  6 N D = 6 x {cost.fixed_sci(res.n_params)} x {cost.fixed_sci(res.training_tokens)} "
               f"= {cost.fixed_sci(res.training_flops)} FLOPs")
     req_w = max(len(cost.fixed_sci(r.requests, 1)) for r in res.rows)
@@ -247,7 +247,7 @@ def cmd_inference(args) -> int:
         if r.ratio_to_training is not None:
             line += f"  ({cost.format_ratio(r.ratio_to_training)}x training)"
         print(line)
-    if res.crossover_requests is not None:
+    if res.crossover_requests is not None and res.crossover_tokens is not None:
         print(f"inference overtakes training after {cost.fixed_sci(res.crossover_requests)} requests "
               f"({cost.fixed_sci(res.crossover_tokens)} generated tokens = 3 D)")
     print("units: N in parameters, D and request lengths in tokens, compute in FLOPs")

@@ -143,6 +143,8 @@ def cmd_design(args) -> int:
     from scaling.laws.design import expected_precision, measured_scatter  # the fitter: after the arguments
 
     choice = choose_law(args.prior, args.law, parametric=True, fit_flag="--prior")
+    law = choice.law
+    assert law is not None, "choose_law(parametric=True) refuses a law without L(N, D)"
     fit = choice.fit
     noise, noise_df = measured_scatter(fit)
     if args.noise is not None:
@@ -159,7 +161,7 @@ def cmd_design(args) -> int:
     for config in args.configs:
         points = planned_points(config, convention)
         try:
-            outlook = expected_precision(points, choice.law, noise=noise, n_sims=args.sims,
+            outlook = expected_precision(points, law, noise=noise, n_sims=args.sims,
                                          bootstrap=args.bootstrap, seed=args.seed,
                                          laws=None if fit is None else fit.resampled, noise_df=noise_df)
         except UsageError as exc:

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scaling.errors import UsageError
 from scaling.laws.law import Law
 from scaling.laws.references import REFERENCES, reference
+
+if TYPE_CHECKING:   # loaded only with --fit (below): `--law` alone need not load the fitter
+    from scaling.laws.results import LawFit
 
 DEFAULT_LAW = "chinchilla"
 
@@ -26,7 +30,7 @@ class LawChoice:
     law: Law | None
     name: str
     label: str
-    fit: object = None
+    fit: LawFit | None = None
     is_default: bool = False
 
 

@@ -118,7 +118,7 @@ def cmd_plan(args) -> int:
                 notes.append(f"C = {c:.3g} is {math.log10(c / top):.1f} orders of magnitude above "
                              f"the largest run in the fit ({top:.3g} FLOPs): an extrapolation.")
     fit = choice.fit
-    constrained = repeated_plan(choice, computes, args.unique_tokens) if args.unique_tokens is not None else None
+    repeated = repeated_plan(choice, computes, args.unique_tokens) if args.unique_tokens is not None else None
     intervals = {c: fit.optimum_at(c) for c in computes} if fit is not None and law is not None else {}
     if fit is not None and law is not None and not any(intervals.values()):
         notes.append("no bootstrap samples beside this fit.json (fit.bootstrap.csv): no intervals; "
@@ -128,9 +128,9 @@ def cmd_plan(args) -> int:
             "law": label, "verdict": _verdict_json(fit),
             "compute_measure": None if law is None else law.flops.to_dict(),
             "plans": [{"compute": c, "allocations": [a.to_dict() for a in rows],
-                       "intervals": intervals[c].to_dict() if intervals.get(c) else None}
+                       "intervals": iv.to_dict() if (iv := intervals.get(c)) else None}
                       for c, rows in zip(computes, plans)], "notes": notes,
-            **({} if constrained is None else {"data_constrained": constrained.to_json()})}), indent=2))
+            **({} if repeated is None else {"data_constrained": repeated.to_json()})}), indent=2))
         return 0
     print(f"law: {label}")
     if law is not None:
@@ -140,7 +140,7 @@ def cmd_plan(args) -> int:
     header = ["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "loss"]
     cells = [summary.allocation_row(a, intervals.get(a.compute)) for rows in plans for a in rows]
     print(plain_table(header, cells, n_left=2))
-    if any(intervals.values()):
+    if fit is not None and fit.ci is not None and any(intervals.values()):
         print(f"[lo, hi]: {100 * fit.ci.level:g}% bootstrap intervals ({fit.ci.n_resamples} resamples); the loss's "
               f"includes the runs' scatter (residual RMS {fit.residual_rms:.3g})")
     if law is not None:
@@ -149,8 +149,8 @@ def cmd_plan(args) -> int:
           "Table 6), D = C / " + ("(6 N)" if law is None or law.flops.is_six_n else "c(N) as above"))
     for note in notes:
         print(f"note: {note}")
-    if constrained is not None:
-        print("\n" + "\n".join(summary.format_repeated_plan(constrained)))
+    if repeated is not None:
+        print("\n" + "\n".join(summary.format_repeated_plan(repeated)))
     return 0
 
 
@@ -158,7 +158,7 @@ def repeated_plan(choice, computes, unique_text):
     """The plan under the data-constrained law: your fit's R_D* where it has one (runs that repeated
     data), else Muennighoff et al.'s published R_D* and R_N* on your law."""
     from scaling.laws.repeated import plan_repeated
-    from scaling.laws.repeated.law import MUENNIGHOFF_2023, ConstrainedLaw
+    from scaling.laws.repeated.law import MUENNIGHOFF_2023, RepeatedLaw
 
     unique = positive(unique_text, "--unique-tokens")
     if choice.law is None:
@@ -168,7 +168,7 @@ def repeated_plan(choice, computes, unique_text):
         return plan_repeated(repeated.law, computes, unique, laws=repeated.laws(),
                              source=f"fitted to the {repeated.n_repeated} runs of your fit that repeat data")
     published = MUENNIGHOFF_2023
-    law = ConstrainedLaw(choice.law, published.r_d_star, published.r_n_star)
+    law = RepeatedLaw(choice.law, published.r_d_star, published.r_n_star)
     return plan_repeated(law, computes, unique, source="published by Muennighoff et al. 2023 (C4), not measured on "
                                                        "your data; a fit of runs that repeat data measures yours")
 

@@ -85,9 +85,10 @@ def print_plan(dry: DryRun, cfg) -> None:
     console.print(f"{'run':<{width}} {'d':>4} {'L':>3} {'H':>3} {'N total':>9} {'N non-emb':>10} "
                   f"{'D':>8}{trains} {'D/N':>7} {'epochs':>7} {'C exact':>10} {'C=6ND':>10} {'est. wall':>10}")
     for run in planned:
-        if iso is not None and run is next(r for r in planned if r.spec.budget == run.spec.budget):
-            n_opt = expected_optimum(family, run.spec.budget, iso.tokens_per_param)
-            console.print(f"budget C = {run.spec.budget:.3g} FLOPs ({iso.measure}): expected optimum N = {_si(n_opt)} "
+        budget = run.spec.budget           # set on every run of an IsoFLOP design
+        if iso is not None and budget is not None and run is next(r for r in planned if r.spec.budget == budget):
+            n_opt = expected_optimum(family, budget, iso.tokens_per_param)
+            console.print(f"budget C = {budget:.3g} FLOPs ({iso.measure}): expected optimum N = {_si(n_opt)} "
                           f"(D/N = {iso.tokens_per_param:g}, the prior)")
         m = run.spec.model
         n = run.n_params_total if convention == "total" else run.n_params_non_embedding

@@ -16,6 +16,7 @@ per shape; lr_opt against N: scaling.report.tuning). --out is checked before any
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from scaling.cli.sweep import console, show_plan, stop_on_signals
@@ -94,7 +95,7 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def parse_beta2(text: str | None) -> list[float | None]:
+def parse_beta2(text: str | None) -> Sequence[float | None]:
     if text is None:
         return [None]
     values = []
@@ -136,35 +137,32 @@ def cmd_tune_budgets(args) -> int:
             console.print(f"  {run.run_id}  lr {sci(run.spec.lr)}  {sci(run.flops('exact'))} FLOPs each")
         return 0
     from scaling.laws.lr_law import format_cells, write_budget_tuning
-    from scaling.sweep.tune_budgets import best_beta2, tune_budgets
+    from scaling.sweep.tune_budgets import tune_each_beta2
     from scaling.train.loop import Interrupted
 
     with stop_on_signals() as received:
         try:
-            tunings = [tune_budgets(cfg, args.runs_dir, args.cache_dir, args.cells, seeds, beta2) for beta2 in betas]
+            tried = tune_each_beta2(cfg, args.runs_dir, args.cache_dir, args.cells, seeds, betas)
         except Interrupted:
             console.print("stopped; finished runs are kept: the same `scaling tune` command resumes")
             return 128 + received[0] if received else 130
-    chosen = best_beta2(tunings)
-    record, tuned = write_budget_tuning(out, args.config, tunings, chosen, args.force)
-    code = 0 if chosen.law else 1
+    record, tuned = write_budget_tuning(out, args.config, tried, args.force)
+    code = 0 if tried.chosen.law else 1
     if args.json:
         print(record.read_text(), end="")   # tune.json: every cell, each beta2's law, the choice
         return code
-    for tuning in tunings:
+    for tuning in tried.tunings:
         print(format_cells(tuning))
         print(tuning.law.describe() if tuning.law else f"lr law not fitted: {tuning.why}")
-    spent = sum(t.tuning_flops for t in tunings)
-    if len(tunings) > 1:
-        print(f"beta2 {chosen.beta2:g}: the lowest mean loss over the cells at their chosen rates")
-    print(f"cost: {sci(spent)} FLOPs trained, {100 * spent / chosen.sweep_flops:.0f}% of the sweep's "
-          f"{sci(chosen.sweep_flops)} (the sweep's own finished runs reused)")
+    if len(tried.tunings) > 1:
+        print(f"beta2 {tried.chosen.beta2:g}: the lowest mean loss over the cells at their chosen rates")
+    print(tried.describe_cost())
     print(f"wrote {record}" + (f", {tuned}" if tuned else ""))
     return code
 
 
 def cmd_tune(args) -> int:
-    from scaling.sweep.tune import tune, tuning_config
+    from scaling.sweep.tune import tune, tuning_config, tuning_tokens
 
     one_budget, at_budgets = {"--tokens": args.tokens, "--lrs": args.lrs}, \
         {"--seeds": args.seeds, "--beta2": args.beta2, "--cells": args.cells != "corners" or None}
@@ -182,7 +180,7 @@ def cmd_tune(args) -> int:
         tune_cfg = tuning_config(cfg, lrs, tokens)
         if not args.json:
             console.print(f"tune {cfg.name}: {len(tune_cfg.grid.models) // len(lrs)} shapes x {len(lrs)} learning "
-                          f"rates ({', '.join(sci(x) for x in lrs)}) at {tune_cfg.grid.tokens[0]:,} tokens each, "
+                          f"rates ({', '.join(sci(x) for x in lrs)}) at {tuning_tokens(tune_cfg):,} tokens each, "
                           f"into {args.runs_dir / tune_cfg.name}")
         show_plan(tune_cfg, args)
         return 0

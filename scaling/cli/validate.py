@@ -39,18 +39,37 @@ def register(subparsers) -> None:
     p.add_argument("--out", type=Path, default=None, help="where validate.json goes (default: beside fit.json)")
     p.add_argument("--force", action="store_true", help="validate a fit whose verdict is 'not identified'")
     p.add_argument("--dry-run", action="store_true", help="print the three runs and predictions; train nothing")
-    p.add_argument("--json", action="store_true", help="print validate.json's content instead of a table")
+    p.add_argument("--json", action="store_true",
+                   help="print validate.json's content instead of a table (with --dry-run: the planned runs, "
+                        "their predictions and estimated wall times)")
     p.set_defaults(func=cmd_validate)
 
 
-def print_estimate(vcfg, runs, timed: Path) -> None:
-    """The runs' estimated wall time, from the FLOP/s of the finished runs in the store `timed`."""
+def estimate(vcfg, runs, timed: Path) -> tuple[list[float], str, int, float]:
+    """Each run's estimated wall time (from the FLOP/s of the finished runs in the store `timed`),
+    what that rests on, the runs at once, and the wall time of all of them."""
     from scaling.sweep.estimates import estimate_walls, makespan, sweep_workers
 
     walls, basis = estimate_walls(runs, timed)
     workers, _ = sweep_workers(vcfg, runs)
-    console.print(f"est. wall {makespan(sorted(walls, reverse=True), workers) / 60:.1f} min with {workers} "
-                  f"run{'s' * (workers > 1)} at a time (wall times from {basis})")
+    return walls, basis, workers, makespan(sorted(walls, reverse=True), workers)
+
+
+def show_dry_run(planned, walls: list[float], basis: str, workers: int, total: float, as_json: bool) -> None:
+    """The planned runs and their predictions: as validate.json would hold them before training, with
+    the wall-time estimates of `scaling sweep --dry-run --json` (est_wall_s, wall_basis, workers);
+    else as the table and one line of estimate."""
+    from scaling.validate.result import format_validation
+
+    if as_json:
+        shown = planned.to_json()
+        shown["runs"] = [{**run, "est_wall_s": wall} for run, wall in zip(shown["runs"], walls)]
+        shown.update(wall_basis=basis, workers=workers, est_wall_s=total)
+        print(json.dumps(json_safe(shown), indent=2))
+        return
+    print("\n".join(format_validation(planned)))
+    console.print(f"est. wall {total / 60:.1f} min with {workers} run{'s' * (workers > 1)} at a time "
+                  f"(wall times from {basis})")
 
 
 def cmd_validate(args) -> int:
@@ -71,8 +90,7 @@ def cmd_validate(args) -> int:
     runs_dir = runs_root(fit, args.runs_dir)
     if args.dry_run:
         vcfg, runs, planned = prepare(fit, cfg, compute, runs_dir=runs_dir, force=args.force, fit_path=str(fit_path))
-        print("\n".join(format_validation(planned)))
-        print_estimate(vcfg, runs, store or runs_dir / vcfg.name)
+        show_dry_run(planned, *estimate(vcfg, runs, store or runs_dir / vcfg.name), as_json=args.json)
         return 0
     warnings.showwarning = lambda msg, *a, **k: console.print(f"[yellow]warning:[/] {msg}")
     with stop_on_signals() as received:

@@ -143,6 +143,7 @@ def hf_documents(cfg: CorpusConfig) -> list[Document]:
     """A Hugging Face dataset (a hub name or a local dataset folder), capped by documents/bytes."""
     import datasets
 
+    assert cfg.dataset is not None, "CorpusConfig requires a dataset for source 'hf'"
     try:
         dataset = _saved_dataset(Path(cfg.dataset), cfg.split) if _is_saved_dataset(cfg.dataset) else \
             datasets.load_dataset(cfg.dataset, cfg.dataset_config, split=cfg.split, streaming=cfg.streaming)

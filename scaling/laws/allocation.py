@@ -248,7 +248,7 @@ class Prediction:
     level: float | None = None
 
     def __repr__(self) -> str:
-        bounds = "" if self.interval is None else \
+        bounds = "" if self.interval is None or self.level is None else \
             " [{:.4f}, {:.4f}] ({:g}% prediction interval)".format(*self.interval, 100 * self.level)
         return f"Prediction(N={self.n:.3g}, D={self.d:.3g}: loss {self.loss:.4f}{bounds})"
 
@@ -281,7 +281,8 @@ def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, nois
     or whose alpha, beta <= 0 has no allocation, and counts in `n_undefined`."""
     c = check_compute(compute)
     resampled = np.asarray(resampled, dtype=float)
-    laws = Law(*resampled.T, flops=law.flops)             # one law per resample: Law broadcasts
+    e, a, b, alpha, beta = resampled.T
+    laws = Law(e, a, b, alpha, beta, flops=law.flops)     # one law per resample: Law broadcasts
     ok = has_allocation(resampled)
     with np.errstate(invalid="ignore", divide="ignore"):
         n_opt = np.asarray(laws.n_opt(c))[ok]

@@ -88,12 +88,13 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
                   kaplan=json_safe(kaplan_laws.to_dict()))
     extra = [diagnostics.approaches_check(fit.approaches, law, ci)]
     other = data.counted_other_way()
-    if other is not None:
+    if other is not None and data.param_convention is not None:   # (the first implies the second)
         conventions = {data.param_convention: convention_summary(result, boot, reference_compute),
                        other.param_convention: _other_convention(other, bootstrap, seed, delta, fixed_E,
                                                                  reference_compute)}
-        fit = replace(fit, param_conventions=json_safe(conventions))
-        extra.append(diagnostics.convention_check(fit.param_conventions, data.param_convention))
+        as_json = json_safe(conventions)
+        fit = replace(fit, param_conventions=as_json)
+        extra.append(diagnostics.convention_check(as_json, data.param_convention))
     if data_constrained and data.unique is None:
         raise UsageError(f"{data.source}: the data-constrained fit needs each run's unique tokens "
                          "(a run store records them; for a table give --unique-col or --unique-tokens)")
@@ -153,12 +154,18 @@ def isoflop_of(data: FitData, window: float | None = approaches.WINDOW_DECADES) 
     the sweep recorded them: by value where the budgets count compute as the fit does, else as
     labels (a store planned in 6N non-embedding, whose budgets are not iso-compute in real FLOPs)."""
     grouping: dict[str, Any] = {}
-    if data.budgets_in_measure:
-        grouping["budgets"] = np.unique(data.budgets)
-    elif data.budgets is not None:
-        grouping["groups"] = data.budgets
+    if data.budgets is not None:
+        grouping = {"budgets": np.unique(data.budgets)} if data.budgets_in_measure else {"groups": data.budgets}
     return approaches.isoflop(data.n, data.d, data.loss, compute=data.compute, flops=data.flops,
                               window=window, **grouping)
+
+
+def fitted_points(fit: LawFit) -> FitData:
+    """The points of a fit made in this process; ValueError for one read from fit.json (which keeps
+    what was computed from them, not the points)."""
+    if fit.points is None:
+        raise ValueError("this needs the fitted points: refit (a fit read from fit.json does not keep them)")
+    return fit.points
 
 
 def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None, seed: int = 0) -> dict:
@@ -169,7 +176,7 @@ def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None, seed: int = 
     variable projection, bootstrapped with as many resamples as the fit (at most vpnls.RESAMPLES).
     An approach the data cannot support is null in `a`, with its `reason`.
     """
-    data = fit.points
+    data = fitted_points(fit)
     envelope = None
     if curves is not None:
         envelope = approaches.envelope(curves[curves.run_id.isin(data.ids)], flops=data.flops).to_dict()
@@ -191,7 +198,7 @@ def with_curves(fit: LawFit, runs: curve_fit.CurveRuns, *, resamples: int = curv
     fitted to (and the WSD stable runs they branch from), at the same reference compute and
     compute count, with at most curve_fit.RESAMPLES resamples of whole runs; the final-loss fit's
     a and tokens per parameter (with their intervals) are repeated beside its own."""
-    kept = [r for r in runs.schedules if r in set(fit.points.ids) or r not in runs.final]
+    kept = [r for r in runs.schedules if r in set(fitted_points(fit).ids) or r not in runs.final]
     curves = curve_fit.fit_curves(runs.only(kept), resamples=min(int(resamples), curve_fit.RESAMPLES), seed=seed,
                                   reference_compute=fit.reference_compute, flops=fit.law.flops)
     beside = {"a": fit.a, "a_ci": fit.interval("a"), "tokens_per_param": fit.tokens_per_param,

@@ -103,13 +103,14 @@ def fit(source, *, kind: str | None = None, drop_highest_loss: int = 0, min_toke
     data = points(source, kind=kind, metric=metric, **where)
     data = selection.apply_filters(data, drop_highest_loss=drop_highest_loss,
                                    min_tokens_per_param=min_tokens_per_param, min_tokens=min_tokens)
+    convention = data.param_convention or "total"    # a store's points always have one (from_runs' default)
     envelope = None
     if kind == "store" and metric == "loss":   # the curves are of the loss: Approach 1's envelope
-        envelope = curves_from_store(source, param_convention=data.param_convention)
+        envelope = curves_from_store(source, param_convention=convention)
     fit = analysis.fit_data(data, delta=delta, fixed_E=fixed_E, bootstrap=bootstrap, seed=seed,
                             reference_compute=reference_compute, curves=envelope, data_constrained=data_constrained)
     if curves:
-        fit = analysis.with_curves(fit, read_curve_runs(source, data.param_convention), resamples=bootstrap, seed=seed)
+        fit = analysis.with_curves(fit, read_curve_runs(source, convention), resamples=bootstrap, seed=seed)
     if metric != "loss":   # fit.json says what its "loss" is, where the report and a reader see it
         what = f"fitted to {metric} = {tasks.FIT_METRICS[metric].meaning}, in place of the validation loss"
         fit = replace(fit, limitations=(f"{what}: L is this metric", *fit.limitations))

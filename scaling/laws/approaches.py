@@ -212,6 +212,22 @@ def in_window(n, loss, decades: float | None) -> np.ndarray:
     return index[distance <= reach + 1e-12]
 
 
+def _budget_groups(c: np.ndarray, n: np.ndarray, bins_per_decade: float | None,
+                   budget_rtol: float) -> tuple[np.ndarray, str]:
+    """Labels of the runs' budgets, and how they were grouped: by exact budget when no bins are asked
+    for and at least two budgets have 3 sizes or more, else in log-spaced bins of C (4 per decade
+    unless `bins_per_decade`)."""
+    if bins_per_decade is None:
+        exact = group_by_exact_budget(c, budget_rtol)
+        if sum(_distinct(n[exact == k]) >= 3 for k in np.unique(exact)) >= 2:
+            return exact, f"exact budgets (C equal within {budget_rtol:g} relative)"
+        bins_per_decade = 4.0
+    if not bins_per_decade > 0:
+        raise UsageError(f"bins_per_decade must be positive, got {bins_per_decade!r}")
+    return (np.floor(np.log10(c) * bins_per_decade + 1e-9).astype(int),
+            f"log-spaced bins of C, {bins_per_decade:g} per decade")
+
+
 def isoflop(n, d, loss, *, compute=None, flops: FlopsPerToken = FlopsPerToken(), budgets=None, groups=None,
             bins_per_decade: float | None = None, budget_rtol: float = 1e-3, max_budget_ratio: float = 2.0,
             window: float | None = WINDOW_DECADES) -> IsoFLOPResult:
@@ -258,22 +274,8 @@ def isoflop(n, d, loss, *, compute=None, flops: FlopsPerToken = FlopsPerToken(),
         values = {k: float(centres[k]) for k in range(len(centres))}
         grouping = f"given budgets ({len(centres)}), runs within a factor {max_budget_ratio:g}"
     else:
-        labels = None
-        if bins_per_decade is None:
-            exact = group_by_exact_budget(c, budget_rtol)
-            good = [k for k in np.unique(exact) if _distinct(n[exact == k]) >= 3]
-            if len(good) >= 2:
-                labels = exact
-                values = {k: float(np.exp(np.log(c[exact == k]).mean())) for k in np.unique(exact)}
-                grouping = f"exact budgets (C equal within {budget_rtol:g} relative)"
-            else:
-                bins_per_decade = 4.0
-        if labels is None:
-            if not bins_per_decade > 0:
-                raise UsageError(f"bins_per_decade must be positive, got {bins_per_decade!r}")
-            labels = np.floor(np.log10(c) * bins_per_decade + 1e-9).astype(int)
-            values = {k: float(np.exp(np.log(c[labels == k]).mean())) for k in np.unique(labels)}
-            grouping = f"log-spaced bins of C, {bins_per_decade:g} per decade"
+        labels, grouping = _budget_groups(c, n, bins_per_decade, budget_rtol)
+        values = {k: float(np.exp(np.log(c[labels == k]).mean())) for k in np.unique(labels)}
 
     found = []
     for k in sorted(set(labels.tolist()) - {-1}):

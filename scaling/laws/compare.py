@@ -27,8 +27,9 @@ CAVEATS = (
     "Kaplan et al. fit a different form, L(N, D) = [(N_c/N)^(alpha_N/alpha_D) + D_c/D]^alpha_D "
     "(alpha_N = 0.076, alpha_D = 0.095), so it has no alpha, beta in this sense; its row gives "
     "a = 0.73 and the split N = 1.3e9 (C / 8.64e19)^0.73 non-embedding parameters, D = C/(6N).",
-    f"Chinchilla's row is its parametric (Approach 3) law: a = {CHINCHILLA.law.a:.3f} from "
-    f"alpha = {CHINCHILLA.law.alpha}, beta = {CHINCHILLA.law.beta} ({CHINCHILLA.extra['rounding']}), and a "
+    f"Chinchilla's row is its parametric (Approach 3) law: a = {CHINCHILLA.parametric_law.a:.3f} from "
+    f"alpha = {CHINCHILLA.parametric_law.alpha}, beta = {CHINCHILLA.parametric_law.beta} "
+    f"({CHINCHILLA.extra['rounding']}), and a "
     "tokens-per-parameter ratio that grows with C; Hoffmann et al.'s "
     "Approaches 1 and 2 gave a = 0.50 and 0.49, and the 20-tokens-per-parameter rule is its "
     "own row.",
@@ -86,8 +87,8 @@ def compare(law: Law, ci, reference_compute: float | None = None) -> list[dict]:
          "a": KAPLAN.a["kaplan"], "b": 1 - KAPLAN.a["kaplan"],
          "tokens_per_param": kaplan_c.tokens_per_param,
          "tokens_per_param_large": kaplan_large.tokens_per_param},
-        _law_row("chinchilla", CHINCHILLA.law, c, CHINCHILLA.citation),
-        _law_row("besiroglu", BESIROGLU.law, c, BESIROGLU.citation),
+        _law_row("chinchilla", CHINCHILLA.parametric_law, c, CHINCHILLA.citation),
+        _law_row("besiroglu", BESIROGLU.parametric_law, c, BESIROGLU.citation),
         {"name": f"{RULE_TOKENS_PER_PARAM:g} tokens/param", "citation": CHINCHILLA.citation
          + ", Table 3 (70e9 parameters on 1.4e12 tokens)", "alpha": None, "beta": None,
          "a": 0.5, "b": 0.5, "tokens_per_param": RULE_TOKENS_PER_PARAM,

@@ -25,6 +25,7 @@ Pure: a `CurveRuns` (from `scaling.laws.curve_store` or a simulation) in, a `Cur
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -135,8 +136,8 @@ def _prepare(runs: CurveRuns, decay: float) -> _Prepared:
         hi = float(group.tokens.max())
         d = np.unique(np.concatenate([np.geomspace(hi / SPAN, hi, PER_SIZE),
                                       sweep_d[(sweep_d >= hi / SPAN) & (sweep_d <= hi)]]))
-        ends = np.array([[a[-1] for a in template.rescaled(x).areas(decay)] for x in d])
-        grids[float(n)] = (d, ends[:, 0], ends[:, 1])
+        last_areas = np.array([[a[-1] for a in template.rescaled(x).areas(decay)] for x in d])
+        grids[float(n)] = (d, last_areas[:, 0], last_areas[:, 1])
     ends = {r: (a[0][-1], a[1][-1]) for r, a in per_run.items()}
     return _Prepared(evals=ev.loc[:, ["run_id", "n", "tokens", "loss", "s1", "s2"]].reset_index(drop=True),
                      ends=ends, grids=grids)
@@ -190,8 +191,8 @@ def leave_one_run_out(runs: CurveRuns, decay: float = DECAY, prep: _Prepared | N
         rows.append({"run_id": run_id, "n": n, "d": d, "loss": observed, "predicted": predicted,
                      "error": predicted / observed - 1.0, "beyond_reach": bool(d > others.tokens.max())})
     errors = np.array([r["error"] for r in rows])
-    summary = {"n_runs": len(rows), "mean_error": None, "mean_abs_error": None, "median_abs_error": None,
-               "max_abs_error": None}
+    summary: dict[str, Any] = {"n_runs": len(rows), "mean_error": None, "mean_abs_error": None,
+                               "median_abs_error": None, "max_abs_error": None}
     if rows:
         beyond = np.array([r["beyond_reach"] for r in rows])
         summary.update(mean_error=float(errors.mean()), mean_abs_error=float(np.abs(errors).mean()),

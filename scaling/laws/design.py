@@ -121,7 +121,7 @@ def expected_precision(runs, prior: Law, *, noise: float = 0.01, n_sims: int = 2
             widths.append((np.inf, np.inf, np.inf))
             continue
         widths.append(_widths(fit))
-        not_identified += fit.diagnostics.verdict == "not identified"
+        not_identified += fit.verdict == "not identified"
         tpp = fit.interval("tokens_per_param")
         covered += bool(tpp and tpp[0] <= truth <= tpp[1])
     alpha_w, a_w, tpp_r = np.median(np.array(widths), axis=0)

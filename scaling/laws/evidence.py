@@ -65,8 +65,8 @@ def limitations(data: FitData, result: fitting.FitResult, boot, reference_comput
                    "(Kaplan et al. counted non-embedding, Hoffmann et al. total) give different alpha and a")
     else:
         out.append("the parameter convention of N (total or non-embedding) is not recorded for this table")
-    if data.repeats:
-        epochs = data.epochs
+    epochs = data.epochs
+    if data.repeats and epochs is not None:
         out.append(f"{int((epochs > 1).sum())} of {len(data)} runs repeat data (up to {epochs.max():.2f} epochs of "
                    "their unique tokens): the law above counts a repeated token as a fresh one; the "
                    "data-constrained fit (Muennighoff et al. 2023) discounts them")

@@ -311,9 +311,8 @@ def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: st
         if "budget" in table else None
     if budgets is not None and not (np.isfinite(budgets).all() and (budgets > 0).all()):
         budgets = None                         # not an IsoFLOP design (or not all of it): Approach 2 bins C
-    unique = _unique_tokens(table)[keep]
-    if not (np.isfinite(unique).all() and (unique > 0).all()):
-        unique = None                          # a store from before U was recorded, without epochs
+    recorded = _unique_tokens(table)[keep]      # not all: a store from before U was recorded, without epochs
+    unique = recorded if np.isfinite(recorded).all() and (recorded > 0).all() else None
     other = RUN_COLUMNS["total" if param_convention == "non_embedding" else "non_embedding"]
     n_other = pd.to_numeric(table[other], errors="coerce").to_numpy(dtype=float)[keep] if other in table else None
     if n_other is not None and not (np.isfinite(n_other).all() and (n_other > 0).all()):
@@ -416,9 +415,8 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLU
                          "(does its N count embeddings or not?)")
     if d_col is not None and c_col is not None:
         raise UsageError("give the tokens column (d_col) or the compute column (c_col), not both")
-    if d_col is None and c_col is None:
-        c_col = CHINCHILLA_COLUMNS["c_col"]
-    wanted = {"N": n_col, "loss": loss_col, **({"D": d_col} if d_col is not None else {"C": c_col}),
+    d_or_c_col = d_col if d_col is not None else c_col if c_col is not None else CHINCHILLA_COLUMNS["c_col"]
+    wanted = {"N": n_col, "loss": loss_col, ("D" if d_col is not None else "C"): d_or_c_col,
               **({"embedding parameters": embedding_col} if embedding_col is not None else {}),
               **({"compute budget": budget_col} if budget_col is not None else {}),
               **({"unique tokens": unique_col} if unique_col is not None else {})}
@@ -441,7 +439,7 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLU
 
     n = column(n_col)
     loss = column(loss_col)
-    d = column(d_col) if d_col is not None else column(c_col) / (6.0 * n)
+    d = column(d_or_c_col) if d_col is not None else column(d_or_c_col) / (6.0 * n)
     n_other = None
     if embedding_col is not None:
         embedding = pd.to_numeric(frame[embedding_col], errors="coerce").to_numpy(dtype=float)
@@ -478,7 +476,7 @@ def _data_file(filename: str):
     which is where both the wheel and the editable install keep it.
     """
     try:
-        return resources.files("scaling.laws").joinpath("datasets", filename)
+        return resources.files("scaling.laws") / "datasets" / filename
     except (NotADirectoryError, TypeError, ValueError):
         return Path(__file__).resolve().parent / "datasets" / filename
 

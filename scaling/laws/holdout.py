@@ -18,6 +18,7 @@ the diagnostics judge its law (`diagnostics.holdout_check`), fit.json keeps it (
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import partial
 
 import numpy as np
 
@@ -98,17 +99,17 @@ def holdout(data: fitdata.FitData, law: Law, *, fraction: float = DEFAULT_FRACTI
     if not (isinstance(fraction, (int, float)) and 0 < fraction < 1):
         raise UsageError(f"the hold-out fraction must be between 0 and 1 (exclusive); got {fraction!r}")
     train, held = holdout_split(data.compute, fraction)
-    common = dict(fraction=float(fraction), n_points=len(data), n_train=int(train.size))
+    holdout = partial(Holdout, float(fraction), len(data), int(train.size))
     sub = fitdata.FitData(n=data.n[train], d=data.d[train], loss=data.loss[train], source=data.source,
                           ids=tuple(data.ids[i] for i in train), param_convention=data.param_convention)
     try:
         selection.check_fittable(sub, fixed_E)
     except UsageError as exc:
-        return Holdout(**common, reason=f"too few points are left to refit without the top {held.size}: {exc}")
+        return holdout(reason=f"too few points are left to refit without the top {held.size}: {exc}")
     try:
         refit = fitting.fit_law(sub.n, sub.d, sub.loss, delta=delta, grid=starts, fixed_E=fixed_E).law
     except UsageError as exc:
-        return Holdout(**common, reason=f"the points below the top {held.size} do not bound the constants: {exc}")
+        return holdout(reason=f"the points below the top {held.size} do not bound the constants: {exc}")
     pred = refit.loss(data.n[held], data.d[held])
     full = law.loss(data.n[held], data.d[held])
     obs = data.loss[held]
@@ -117,7 +118,7 @@ def holdout(data: fitdata.FitData, law: Law, *, fraction: float = DEFAULT_FRACTI
     rows = tuple(HoldoutRow(str(data.ids[held[j]]), float(data.n[held[j]]), float(data.d[held[j]]),
                             float(data.compute[held[j]]), float(obs[j]), float(pred[j]), float(err[j]),
                             float(full[j])) for j in order)
-    return Holdout(**common, rows=rows, mean_abs_rel_error=float(err.mean()),
+    return holdout(rows=rows, mean_abs_rel_error=float(err.mean()),
                    full_mean_abs_rel_error=float((np.abs(full - obs) / obs).mean()),
                    train_max_compute=float(data.compute[train].max()), law=refit)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -58,7 +59,7 @@ class KaplanFit:
     reasons: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        out = {"param_convention": self.param_convention, "reasons": list(self.reasons)}
+        out: dict[str, Any] = {"param_convention": self.param_convention, "reasons": list(self.reasons)}
         for name, law in (("L_N", self.L_N), ("L_D", self.L_D), ("L_C", self.L_C)):
             out[name] = None if law is None else {
                 "alpha": law.alpha, "x_c": law.x_c,

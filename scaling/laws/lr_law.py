@@ -152,21 +152,22 @@ def tuning_record(tuning) -> dict:
             "lr_law_note": tuning.why, "tuning_flops_exact": tuning.tuning_flops}
 
 
-def write_budget_tuning(out, config_path, tunings: list, chosen, force: bool = False) -> tuple[Path, Path | None]:
-    """Write into `out` tune.json (each beta2's cells, law and cost; the one chosen) and, when the
-    chosen one has a law, `<name>-tuned.yaml`: the config with train.lr_law in place of its shapes'
-    own rates, and the chosen beta2. `force`: as write_tuning's."""
+def write_budget_tuning(out, config_path, tried, force: bool = False) -> tuple[Path, Path | None]:
+    """Write into `out` tune.json (each beta2's cells, law and cost, and the one chosen: `tried`, a
+    scaling.sweep.tune_budgets.Beta2Tunings) and, when the chosen one has a law, `<name>-tuned.yaml`:
+    the config with train.lr_law in place of its shapes' own rates, and the chosen beta2. `force`:
+    as write_tuning's."""
     from scaling.sweep.tune_budgets import budget_tuned_config
 
     out, config_path = Path(out), Path(config_path)
     data = parse_yaml(config_path.read_text(encoding="utf-8"), str(config_path))
     check_tuning_output(out, config_path, data["name"], force)
     out.mkdir(parents=True, exist_ok=True)
+    chosen = tried.chosen
     record_path, tuned_path, law = out / "tune.json", None, chosen.law
-    spent = sum(t.tuning_flops for t in tunings)
-    record = {"config": str(config_path), **tuning_record(chosen), "beta2_tried": [tuning_record(t) for t in tunings],
-              "tuning_flops_exact": spent, "sweep_flops_exact": chosen.sweep_flops,
-              "cost_share": spent / chosen.sweep_flops}
+    record = {"config": str(config_path), **tuning_record(chosen),
+              "beta2_tried": [tuning_record(t) for t in tried.tunings], "tuning_flops_exact": tried.tuning_flops,
+              "sweep_flops_exact": chosen.sweep_flops, "cost_share": tried.cost_share}
     if law is not None:
         tuned_path = out / f"{data['name']}{TUNED}.yaml"
         header = (f"{TUNED_HEADER}{config_path} --budgets`: {law.describe()}; "

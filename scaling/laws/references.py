@@ -23,6 +23,13 @@ class Reference:
     ci: dict = field(default_factory=dict)  # published 95% intervals, where given
     extra: dict = field(default_factory=dict)
 
+    @property
+    def parametric_law(self) -> Law:
+        """`law`, from a paper that gives one (Chinchilla, Besiroglu et al.); ValueError for one that does not."""
+        if self.law is None:
+            raise ValueError(f"{self.key} publishes no parametric L(N, D)")
+        return self.law
+
 
 KAPLAN = Reference(
     key="kaplan",

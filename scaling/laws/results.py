@@ -161,7 +161,7 @@ class Intervals:
     lack-of-fit tests found shared between points (`scaling.laws.bootstrap.widened`)."""
 
     level: float
-    n_resamples: int
+    n_resamples: int | None      # None in a fit.json that did not record it
     bounds: dict
     widened_by: float = 1.0
 
@@ -199,7 +199,7 @@ class LawFit:
     def optimum_at(self, compute, seed: int = 0) -> allocation.OptimumIntervals | None:
         """Intervals of N_opt, D_opt, tokens per parameter and the predicted loss at `compute`
         (None without bootstrap samples); the loss interval includes the runs' scatter."""
-        if self.resampled is None:
+        if self.resampled is None or self.ci is None:
             return None
         return allocation.optimum_intervals(self.law, self.resampled, compute, level=self.ci.level,
                                             noise=self.residual_rms or 0.0, seed=seed)
@@ -207,7 +207,7 @@ class LawFit:
     def bootstrap_samples(self) -> dict | None:
         """{name: (R,) array} of CI_NAMES over the resamples (`resampled`, at the reference compute;
         the distributions behind `ci`), or None without bootstrap samples."""
-        if self.resampled is None:
+        if self.resampled is None or self.reference_compute is None:
             return None
         with np.errstate(divide="ignore"):          # E, A or B stored as 0 (an underflow): log -inf
             theta = np.column_stack([np.log(self.resampled[:, :3]), self.resampled[:, 3:]])
@@ -216,7 +216,7 @@ class LawFit:
     def loss_interval(self, n, d, seed: int = 0) -> tuple | None:
         """A prediction interval for the final loss of one run of N parameters on D tokens (None
         without bootstrap samples): the constants' uncertainty and the runs' scatter."""
-        if self.resampled is None:
+        if self.resampled is None or self.ci is None:
             return None
         return allocation.loss_interval(self.resampled, n, d, level=self.ci.level,
                                         noise=self.residual_rms or 0.0, seed=seed)
@@ -287,7 +287,7 @@ class LawFit:
         n, d = allocation.check_size(n, "N (parameters)"), allocation.check_size(d, "D (tokens)")
         interval = self.loss_interval(n, d, seed)
         return allocation.Prediction(n, d, float(self.law.loss(n, d)), interval,
-                                     None if interval is None else self.ci.level)
+                                     None if interval is None or self.ci is None else self.ci.level)
 
     def plan(self, compute, seed: int = 0) -> allocation.Plan:
         """The compute-optimal N, D at `compute` FLOPs and the loss they reach, with intervals
@@ -296,7 +296,8 @@ class LawFit:
             raise UsageError(f"this law has no compute-optimal allocation: alpha {self.law.alpha:.4g} and beta "
                              f"{self.law.beta:.4g} must both be positive")
         best = allocation.plan(self.law, compute)
-        return allocation.Plan(best.compute, best.n, best.d, best.loss, self.optimum_at(best.compute, seed))
+        return allocation.Plan(best.compute, best.n, best.d, float(self.law.loss(best.n, best.d)),
+                               self.optimum_at(best.compute, seed))
 
     def summary(self) -> str:
         """What `scaling fit` prints: the constants with intervals, the allocation, the verdict."""

@@ -180,14 +180,14 @@ def verdict_preamble(fit: LawFit) -> list[str]:
 def allocation_row(a: Allocation, iv: OptimumIntervals | None) -> list[str]:
     """A plan's table row (C, allocation, N, D, D/N, loss); the law's optimum carries its 95%
     intervals when there are any (`LawFit.optimum_at`)."""
-    own = a.method == "law" and iv is not None
+    own = iv if a.method == "law" else None    # only the law's own optimum has intervals
 
     def cell(value, fmt, bounds_of: str, bounds_fmt: str = ".3g"):
         text = "-" if value is None else format(value, fmt)
-        if own:
-            lo, hi = getattr(iv, bounds_of)
+        if own is not None:
+            lo, hi = getattr(own, bounds_of)
             text += f" [{lo:{bounds_fmt}}, {hi:{bounds_fmt}}]" if math.isfinite(lo) else \
-                f" [no interval: {iv.n_undefined} of {iv.n_resamples} resamples have no allocation]"
+                f" [no interval: {own.n_undefined} of {own.n_resamples} resamples have no allocation]"
         return text
 
     return [sci(a.compute), "law optimum" if a.method == "law" else a.method,

@@ -22,6 +22,7 @@ OLMo's four; its intervals resample the runs it is fitted to.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -202,7 +203,7 @@ class FitMetric:
     """A metric the law E + A/N^alpha + B/D^beta can describe: positive, falling with N and D to a floor."""
     column: str
     meaning: str
-    transform: object       # runs.csv column values -> the values fitted
+    transform: Callable[[np.ndarray], np.ndarray]       # runs.csv column values -> the values fitted
 
 
 FIT_METRICS = {

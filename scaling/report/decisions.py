@@ -29,7 +29,7 @@ def plan(r: Report) -> None:
                 align=["r", "l", "r", "r", "r", "r"])
     lines = ["predicted loss: what your law predicts for each allocation (the law's optimum is lowest by "
              "construction); kaplan: N = 1.3e9 (C / 8.64e19)^0.73 non-embedding parameters, D = C / (6N)."]
-    if any(intervals.values()):
+    if r.fit.ci is not None and any(intervals.values()):
         lines.append(f"[lo, hi]: {100 * r.fit.ci.level:g}% bootstrap intervals; the loss's includes the runs' "
                      f"scatter (residual RMS {r.fit.residual_rms:.3g}).")
     else:

@@ -116,17 +116,17 @@ def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap:
 def _store_here(runs_dir: Path, bootstrap: int | None, seed: int, drop_highest_loss: int,
                 param_convention: str | None, curves: bool = False) -> Inputs:
     """A run store fitted here, once, as `scaling fit` fits it; its run table, curves and settings."""
-    data = selection.apply_filters(_store_points(runs_dir, param_convention or DEFAULT_CONVENTION),
-                                   drop_highest_loss=drop_highest_loss)
-    envelope = curves_from_store(runs_dir, param_convention=data.param_convention)
+    convention = param_convention or DEFAULT_CONVENTION
+    data = selection.apply_filters(_store_points(runs_dir, convention), drop_highest_loss=drop_highest_loss)
+    envelope = curves_from_store(runs_dir, param_convention=convention)
     flag = f" --param-convention {param_convention}" if param_convention else ""
     inputs = _fit_here(runs_dir.resolve().name, f"{runs_dir}{flag}", data, envelope, bootstrap, seed)
     if curves:      # as `scaling fit --curves` (scaling.laws.api.fit): the same fit.json
-        inputs.fit = analysis.with_curves(inputs.fit, read_curve_runs(runs_dir, data.param_convention),
+        inputs.fit = analysis.with_curves(inputs.fit, read_curve_runs(runs_dir, convention),
                                           resamples=inputs.fit.options.bootstrap, seed=seed)
-        inputs.fit_command += " --curves"
+        inputs.fit_command = f"{inputs.fit_command} --curves"
     inputs.runs_dir = runs_dir
-    _read_store(inputs)
+    _read_store(inputs, runs_dir)
     return inputs
 
 
@@ -143,6 +143,8 @@ def _is_fit(path: Path) -> bool:
 def _with_validation(inputs: Inputs) -> Inputs:
     """The validation beside the fit.json (`scaling validate`'s validate.json), if there is one.
     One that is there but not a regular file is refused (by the reader), not left out unsaid."""
+    if inputs.fit_path is None:     # fitted here: no fit.json, nothing validated beside it
+        return inputs
     path = inputs.fit_path.parent / VALIDATION_FILE
     if path.exists():
         inputs.validation = load_validation(path)
@@ -177,10 +179,10 @@ def _store_with_fit(runs_dir: Path, fit_path) -> Inputs:
     """A run store's points and curves, with the numbers of an existing fit.json."""
     fit = results.load_fit(fit_path)
     fit_path = Path(fit_path)
-    inputs = Inputs(name=runs_dir.resolve().name, fit=fit, runs_dir=runs_dir,
-                    fit_path=fit_path / results.FILENAME if fit_path.is_dir() else fit_path)
+    fit_file = fit_path / results.FILENAME if fit_path.is_dir() else fit_path
+    inputs = Inputs(name=runs_dir.resolve().name, fit=fit, runs_dir=runs_dir, fit_path=fit_file)
     _use_points(inputs, _store_points(runs_dir, fit.data.param_convention or DEFAULT_CONVENTION, fit))
-    _note_missing_parts(inputs)
+    _note_missing_parts(inputs, fit_file)
     return inputs
 
 
@@ -213,16 +215,16 @@ def _from_fit_file(path: Path) -> Inputs:
                "table": "was not found" if fit.data.table is not None
                else "cannot be reloaded (this fit.json predates recording a table's columns)"}[origin.kind]
         inputs.notes.append(f"the points of this fit ({fit.data.source}) {why}: no points or residuals")
-    _note_missing_parts(inputs)
+    _note_missing_parts(inputs, fit_path)
     return inputs
 
 
-def _note_missing_parts(inputs: Inputs) -> None:
-    """Say what an older or partial fit.json cannot show (the report never recomputes it)."""
+def _note_missing_parts(inputs: Inputs, fit_path: Path) -> None:
+    """Say what an older or partial fit.json (`fit_path`) cannot show (the report never recomputes it)."""
     fit = inputs.fit
     if fit.options.bootstrap and fit.resampled is None:
-        inputs.notes.append(f"{results.samples_path(inputs.fit_path).name} (the bootstrap's resamples) is not beside "
-                            f"{inputs.fit_path}: no bootstrap distributions; rerun `scaling fit` to write it")
+        inputs.notes.append(f"{results.samples_path(fit_path).name} (the bootstrap's resamples) is not beside "
+                            f"{fit_path}: no bootstrap distributions; rerun `scaling fit` to write it")
     elif not fit.options.bootstrap:
         inputs.notes.append("this fit.json has no bootstrap: no intervals and no bootstrap distributions")
     if fit.holdout is None:
@@ -246,7 +248,7 @@ def _use_points(inputs: Inputs, data: fitdata.FitData) -> None:
             "The figures and residuals use the points found now against the fit's law; the hold-out check and "
             "the bootstrap are fit.json's. Refit (`scaling fit`) to bring the numbers up to date")
     if inputs.runs_dir is not None:
-        _read_store(inputs)
+        _read_store(inputs, inputs.runs_dir)
 
 
 def _find_runs(text: str, fit_path: Path) -> Path | None:
@@ -260,10 +262,11 @@ def _find_runs(text: str, fit_path: Path) -> Path | None:
     return None
 
 
-def _read_store(inputs: Inputs) -> None:
-    """Run table, every run's validation curve and the sweep's settings; runs without a curve, listed."""
+def _read_store(inputs: Inputs, runs_dir: Path) -> None:
+    """Run table, every run's validation curve and the sweep's settings (of the store `runs_dir`); runs
+    without a curve, listed."""
     convention = (inputs.data.param_convention if inputs.data is not None else None) or DEFAULT_CONVENTION
-    found = read_curves(inputs.runs_dir, param_convention=convention)
+    found = read_curves(runs_dir, param_convention=convention)
     fitted = set(inputs.data.ids) if inputs.data is not None else set()
     for run_id, status, why in found.missing:
         why += ": no loss curve"
@@ -272,9 +275,9 @@ def _read_store(inputs: Inputs) -> None:
         if run_id in fitted:
             why += f"; its final loss ({store.SUMMARY}) is still fitted"
         inputs.left_out.append((run_id, why))
-    inputs.runs = store.read_runs(inputs.runs_dir)
+    inputs.runs = store.read_runs(runs_dir)
     inputs.curves = found.curves
-    inputs.settings = sweep_settings(inputs.runs_dir)
+    inputs.settings = sweep_settings(runs_dir)
 
 
 def sweep_settings(runs_dir) -> dict:

@@ -22,7 +22,8 @@ CHINCHILLA_70B = 70e9
 
 
 def n_label(convention: str | None) -> str:
-    return {"non_embedding": "non-embedding parameters", "total": "total parameters"}.get(convention, "parameters")
+    labels: dict[str | None, str] = {"non_embedding": "non-embedding parameters", "total": "total parameters"}
+    return labels.get(convention, "parameters")
 
 
 def number(value, f: str) -> str:
@@ -65,6 +66,8 @@ def at_a_glance(fit: results.LawFit, check: Holdout | None) -> list[str]:
 
 def settings_lines(inputs: Inputs) -> list[str]:
     """The sweep's shared settings by section, what varies, and the size of the training split."""
+    if inputs.settings is None:
+        return []
     common, varying = inputs.settings["common"], inputs.settings["varying"]
     skip = {"run_id", "n_params_total", "n_params_non_embedding"}
     if "lr" in varying:
@@ -199,7 +202,7 @@ def _setup_limitations(inputs: Inputs) -> list[str]:
     if settings:
         corpus = settings.get("corpus.source")
         detail = {"builtin": "the builtin State of the Union corpus", "files": f"files {settings.get('corpus.paths')}",
-                  "hf": f"the dataset {settings.get('corpus.dataset')}"}.get(corpus, str(corpus))
+                  "hf": f"the dataset {settings.get('corpus.dataset')}"}.get(str(corpus), str(corpus))
         out.append(f"one corpus ({detail}), one tokenizer (byte-level BPE, {settings.get('tokenizer.vocab_size')} "
                    "tokens), one architecture and one learning-rate rule: E, A and B, and possibly the exponents, "
                    "change with any of them")
@@ -224,7 +227,7 @@ def provenance(inputs: Inputs, check: Holdout | None, fraction: float | None) ->
     out = [f"fitted here; `{inputs.fit_command}` writes the same fit.json" if inputs.fitted_here
            else f"fit read from `{inputs.fit_path}`: its numbers are the file's"]
     if fit.resampled is not None:
-        where = "this fit's" if inputs.fitted_here else f"`{results.samples_path(inputs.fit_path).name}`'s"
+        where = "this fit's" if inputs.fit_path is None else f"`{results.samples_path(inputs.fit_path).name}`'s"
         out.append(f"bootstrap distributions: {where} {len(fit.resampled)} resamples (seed {fit.seed})")
     if check is not None:
         top = f"the top {100 * check.fraction:g}% of points by compute (at least one)"

@@ -20,6 +20,7 @@ import numpy as np
 from scaling.formats import sci
 from scaling.laws import allocation, analysis, approaches, compare, results
 from scaling.laws import fit as fitting
+from scaling.laws.fitdata import FitData
 from scaling.laws.holdout import Holdout, holdout, pct
 from scaling.laws.law import PARAM_NAMES
 from scaling.laws.references import BESIROGLU, CHINCHILLA, KAPLAN
@@ -245,15 +246,15 @@ def _points_figures(r: Report) -> None:
 def _bootstrap_figure(r: Report) -> None:
     fit = r.fit
     samples = fit.bootstrap_samples()           # fit.bootstrap.csv's resamples (or this fit's, in memory)
-    if samples is None:
+    law, ci = fit.law, fit.ci
+    if samples is None or ci is None:
         r.missing_figures["bootstrap"] = "no bootstrap resamples (see above)"
         return
-    law, ci = fit.law, fit.ci
     estimates = {"alpha": law.alpha, "beta": law.beta, "a": law.a, "tokens_per_param": fit.tokens_per_param}
     intervals = {key: fit.interval(key) for key in ("alpha", "beta", "a", "tokens_per_param")}
-    refs = {"chinchilla": {"alpha": CHINCHILLA.law.alpha, "beta": CHINCHILLA.law.beta, "a": CHINCHILLA.law.a},
-            "besiroglu": {"alpha": BESIROGLU.law.alpha, "beta": BESIROGLU.law.beta, "a": BESIROGLU.law.a},
-            "kaplan": {"a": KAPLAN.a["kaplan"]}}
+    refs = {ref.key: {"alpha": ref.parametric_law.alpha, "beta": ref.parametric_law.beta, "a": ref.parametric_law.a}
+            for ref in (CHINCHILLA, BESIROGLU)}
+    refs["kaplan"] = {"a": KAPLAN.a["kaplan"]}
     r.figure("bootstrap", figs.bootstrap_distributions(
         samples, estimates, intervals, references=refs, reference_compute=fit.reference_compute,
         n_resamples=ci.n_resamples, level=ci.level),
@@ -274,6 +275,8 @@ def holdout_check(r: Report) -> None:
     if check.reason:
         r.doc.p(check.reason)
         return
+    refit = check.law
+    assert refit is not None, "a Holdout has either a refit or the reason it has none"
     r.doc.table(["held-out run", "N", "D (tokens)", "C (FLOPs)", "observed loss", "predicted", "abs rel error",
                  "full fit's error"],
                 [(row.id, f"{row.n:.4g}", f"{row.d:.4g}", f"{row.compute:.4g}", f"{row.loss:.4f}",
@@ -281,7 +284,7 @@ def holdout_check(r: Report) -> None:
                  for row in check.rows])
     r.doc.p(f"**Mean absolute relative error of the held-out predictions: {pct(check.mean_abs_rel_error)}** "
             f"(the full fit, which saw these runs: {pct(check.full_mean_abs_rel_error)}). The refit without them: "
-            f"alpha = {check.law.alpha:.4f}, beta = {check.law.beta:.4f}, a = {check.law.a:.4f} (full fit: "
+            f"alpha = {refit.alpha:.4f}, beta = {refit.beta:.4f}, a = {refit.a:.4f} (full fit: "
             f"{law.alpha:.4f}, {law.beta:.4f}, {law.a:.4f}).")
 
 
@@ -307,12 +310,12 @@ def allocation_exponents(r: Report) -> None:
     if r.inputs.data is None:
         r.missing_figures["isoflop"] = "no points to group by budget"
         return
-    _isoflop(r)
+    _isoflop(r, r.inputs.data)
 
 
-def _isoflop(r: Report) -> None:
+def _isoflop(r: Report, data: FitData) -> None:
     """Approach 2's budgets on the points drawn (as fit.json's approach_2 for the points fitted)."""
-    data, law, curves = r.inputs.data, r.fit.law, r.inputs.curves
+    law, curves = r.fit.law, r.inputs.curves
     iso = analysis.isoflop_of(data)           # as the fit grouped them: by planned budgets where recorded
     frontier = None
     if curves is not None and len(curves):
@@ -364,7 +367,7 @@ def published_laws(r: Report) -> None:
     r.figure("frontiers", frontier_figure.frontiers(
         fit.law, data.n if data is not None else np.array([]), data.compute if data is not None else np.array([]),
         r.colours, c_range=fit.data.c_range, c_max=FRONTIER_MAX_C, budgets=prose.PLAN_BUDGETS, n_label=r.n_label,
-        references={"chinchilla": CHINCHILLA.law.n_opt, "besiroglu": BESIROGLU.law.n_opt,
+        references={"chinchilla": CHINCHILLA.parametric_law.n_opt, "besiroglu": BESIROGLU.parametric_law.n_opt,
                     "kaplan": lambda c: allocation.KAPLAN_N_COEFF * (np.asarray(c) / allocation.PF_DAY_FLOP)
                     ** allocation.KAPLAN_N_EXPONENT}),
         "Iso-loss contours of the fitted L(N, D = C/6N) over compute and model size (each contour is the loss the "

@@ -73,12 +73,13 @@ class Claims:
 
     def _must_wait(self, run: PlannedRun) -> bool:
         """A branch whose checkpoint its stable run, in training here, has not saved yet."""
-        spec = run.spec
-        if spec.branch_of is None or spec.branch_of not in self.held:
+        branch = run.spec.branch
+        if branch is None or branch[0] not in self.held:
             return False
         if (self.sweep_dir / run.run_id / store.CHECKPOINT).exists():
             return False  # it started before: it resumes from its own checkpoint
-        return not (self.sweep_dir / spec.branch_of / store.branch_checkpoint(spec.branch_step)).exists()
+        stable_id, step = branch
+        return not (self.sweep_dir / stable_id / store.branch_checkpoint(step)).exists()
 
     def _take(self, run: PlannedRun) -> Job | None:
         run_dir = self.sweep_dir / run.run_id
@@ -95,23 +96,25 @@ class Claims:
             return None
         store.remove_temps(run_dir)
         write_run_config(run_dir, run_config(self.cfg, run, self.cache.meta["key"]))
-        if run.spec.branch_of is not None and not self._start_branch(run, run_dir):
+        branch = run.spec.branch
+        if branch is not None and not self._start_branch(run, run_dir, *branch):
             lock.release()
             return None
         self.held[run.run_id] = lock
         return Job(run.spec, run_dir, self.cache)
 
-    def _start_branch(self, run: PlannedRun, run_dir: Path) -> bool:
-        """Give a branch, on its first start, its stable run's checkpoint at the branch point and
-        the metrics records up to it. False when it cannot start: its stable run has not got there
-        yet (it is left for a later round, or ended here when the stable run diverged before)."""
+    def _start_branch(self, run: PlannedRun, run_dir: Path, stable_id: str, step: int) -> bool:
+        """Give a branch, on its first start, its stable run's (`stable_id`) checkpoint at the branch
+        point `step` and the metrics records up to it. False when it cannot start: its stable run has
+        not got there yet (it is left for a later round, or ended here when the stable run diverged
+        before)."""
         spec = run.spec
         if (run_dir / store.CHECKPOINT).exists():
             return True  # it started before: it resumes from its own checkpoint (or the copy)
-        stable_dir = self.sweep_dir / spec.branch_of
-        source = stable_dir / store.branch_checkpoint(spec.branch_step)
+        stable_dir = self.sweep_dir / stable_id
+        source = stable_dir / store.branch_checkpoint(step)
         if source.exists():
-            records = stable_prefix(stable_dir / store.METRICS, spec.branch_step, spec.train)
+            records = stable_prefix(stable_dir / store.METRICS, step, spec.train)
             store.write_atomic(run_dir / store.METRICS, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
             store.write_atomic(run_dir / store.CHECKPOINT, source.read_bytes())  # last: it marks the start
             return True

@@ -31,7 +31,8 @@ def pending(cfg: SweepConfig, planned: list[PlannedRun], sweep_dir: Path) -> tup
     """Runs still to train (retries of diverged runs included), and the summaries of those that
     ended, by run id."""
     todo, ended = [], {}
-    for run in planned:
+    for first in planned:
+        run: PlannedRun | None = first          # then its retries
         while run is not None:
             summary = store.read_summary(sweep_dir / run.run_id)
             if summary is None or summary["status"] not in ENDED:
@@ -112,6 +113,7 @@ def run_sweep(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path |
             todo, ended = pending(cfg, planned, sweep_dir)
             # A run that failed waits for next time, and so do the branches of a stable run that failed.
             todo = job_order([run for run in todo if run.run_id not in trained
-                              and trained.get(run.spec.branch_of, {}).get("status", "finished") in ENDED])
+                              and (run.spec.branch_of is None
+                                   or trained.get(run.spec.branch_of, {}).get("status", "finished") in ENDED)])
     skipped = [summary for run_id, summary in ended.items() if run_id not in trained]
     return SweepResult(sweep_dir, list(trained.values()), skipped, store.write_table(sweep_dir))

@@ -56,6 +56,7 @@ class LocalExecutor:
         return workers_and_threads(runs, self.workers, self.threads_per_run, self.runs_per_gpu, bounded)
 
     def run(self, jobs: Iterable[Job], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
+        known: list | None
         if isinstance(jobs, (list, tuple)):
             known, source = list(jobs), iter(jobs)
         else:
@@ -183,13 +184,14 @@ class _Pool:
     def handle(self, event: tuple, reporter: Reporter) -> tuple[Job, dict] | None:
         """Act on a worker's event; a finished run's job and summary, once its worker has its next job."""
         kind, index, i, *rest = event
-        job = self.jobs[i] if i is not None else None
+        if kind == "warning":       # the only event that may come between jobs (i None)
+            warnings.warn(rest[0], warning_category(rest[1]), stacklevel=1)
+            return None
+        job = self.jobs[i]
         if kind == "started":
             reporter.started(job)
         elif kind == "progress":
             reporter.progress(job, *rest)
-        elif kind == "warning":
-            warnings.warn(rest[0], warning_category(rest[1]), stacklevel=1)
         elif kind == "error":
             raise unpickle_error(rest[0], rest[1], job)
         elif kind == "done":

@@ -122,7 +122,10 @@ def shape_lr(cfg: SweepConfig, shape: Shape, tokens: int) -> float:
 
 def shape_warmup(cfg: SweepConfig, n_total: int) -> int:
     """Warmup steps of every run of a shape of n_total parameters: train.warmup_tokens_per_param."""
-    return math.ceil(cfg.train.warmup_tokens_per_param * n_total / cfg.train.batch_tokens)
+    per_param = cfg.train.warmup_tokens_per_param
+    if per_param is None:
+        raise ValueError(f"config {cfg.name} sets no train.warmup_tokens_per_param (its warmup is a fraction of steps)")
+    return math.ceil(per_param * n_total / cfg.train.batch_tokens)
 
 
 def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmup: int | None = None,
@@ -138,7 +141,8 @@ def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmu
     n_total, n_non_embedding = param_counts(model)
     if warmup is None and cfg.train.warmup_tokens_per_param is not None:
         warmup = min(shape_warmup(cfg, n_total), math.ceil(tokens / cfg.train.batch_tokens) - 1)
-    extra, label = ({} if warmup is None else {"warmup_steps": warmup}), None
+    extra: dict[str, int | list[int]] = {} if warmup is None else {"warmup_steps": warmup}
+    label = None
     if branch_points:  # what a branch computes does not depend on its stable run: not in its id
         extra["branch_points"] = list(branch_points)
         label = f"stable-s{max(branch_points)}"
@@ -164,7 +168,7 @@ def plan(cfg: SweepConfig) -> list[PlannedRun]:
 
 def _plan_one_seed(cfg: SweepConfig, seed: int) -> list[PlannedRun]:
     shapes = sorted(cfg.grid.models, key=lambda s: (s.d_model * s.d_model * s.n_layers, s.d_model))
-    if cfg.grid.isoflop is not None:
+    if cfg.grid.tokens is None:    # (the config has grid.tokens or grid.isoflop)
         return isoflop_runs(cfg, shapes, seed)
     budgets = sorted(set(cfg.grid.tokens))
     if cfg.train.schedule != "wsd":
@@ -199,6 +203,8 @@ def isoflop_runs(cfg: SweepConfig, shapes: list[Shape], seed: int | None = None)
     batches, so that the runs of a budget spend the same compute in that measure. UsageError when a
     budget gets fewer than 3 shapes (a parabola needs 3): the family does not reach its optimum."""
     design, batch = cfg.grid.isoflop, cfg.train.batch_tokens
+    if design is None:
+        raise UsageError(f"config {cfg.name} has no grid.isoflop: no compute budgets to plan")
     sized, family = family_flops(cfg, shapes, design.measure)
     runs = []
     for c in sorted(design.budgets):

@@ -196,9 +196,11 @@ class RayExecutor(LocalExecutor):
     def _run(self, first: Job, source: Iterator[Job], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
         threads, gpus, cap = self._resources(first)
         cache = first.cache
-        tokens = [ray.put(np.ascontiguousarray(cache.train_tokens())), ray.put(cache.val_tokens()),
-                  ray.put(cache.val_token_bytes())]
-        mailbox = Mailbox.remote()
+        train, val = ray.put(np.ascontiguousarray(cache.train_tokens())), ray.put(cache.val_tokens())
+        val_bytes = ray.put(cache.val_token_bytes())
+        # mypy types a decorated class as the class itself (a class decorator's type is not applied),
+        # so it does not see the actor's .remote(), with ray's types or without them (ray not installed)
+        mailbox = Mailbox.remote()  # type: ignore[attr-defined]
         options = {"num_cpus": threads, "num_gpus": gpus}
         source = itertools.chain([first], source)
         tasks = _Tasks(reporter)
@@ -210,7 +212,7 @@ class RayExecutor(LocalExecutor):
             checkpoint_path = job.run_dir / store.CHECKPOINT
             checkpoint = checkpoint_path.read_bytes() if checkpoint_path.exists() else None
             ref = train_task.options(**options, name=f"train {job.spec.run_id}").remote(
-                job, *tokens, checkpoint, _read(job.run_dir / store.METRICS), threads, mailbox,
+                job, train, val, val_bytes, checkpoint, _read(job.run_dir / store.METRICS), threads, mailbox,
                 (i, tasks.attempt[i]))
             in_flight[ref] = i
 

@@ -64,6 +64,14 @@ def tuning_config(cfg: SweepConfig, lrs, tokens=None) -> SweepConfig:
     return parse_config(data, f"the tuning sweep of {cfg.name}")
 
 
+def tuning_tokens(tune_cfg: SweepConfig) -> int:
+    """The one token count every run of a tuning sweep (`tuning_config`) trains on."""
+    tokens = tune_cfg.grid.tokens
+    if tokens is None or len(tokens) != 1:
+        raise ValueError(f"{tune_cfg.name} is not a tuning sweep: its runs train on more than one token count")
+    return tokens[0]
+
+
 @dataclass(frozen=True)
 class Choice:
     """Where one shape's loss bottoms out in ln(lr)."""
@@ -92,7 +100,8 @@ def choose(lrs, losses) -> Choice:
         return Choice(float(lrs[i]), float(y[i]), "grid point")
     # The middle of three points is the lowest, so a convex parabola bottoms out between the outer two.
     u = -p[1] / (2 * p[0])
-    return Choice(float(f"{math.exp(u):.3g}"), float(np.polyval(p, u)), "parabola", parabola=tuple(map(float, p)),
+    return Choice(float(f"{math.exp(u):.3g}"), float(np.polyval(p, u)), "parabola",
+                  parabola=(float(p[0]), float(p[1]), float(p[2])),
                   bracket=(float(lrs[i - 1]), float(lrs[i + 1])))
 
 
@@ -136,7 +145,7 @@ def read_tuning(cfg: SweepConfig, tune_cfg: SweepConfig, sweep_dir: Path) -> lis
     for run in (r for r in plan(tune_cfg) if r.kind != "stable"):  # WSD: the branches are the tuning runs
         row = rows.loc[run.run_id] if rows is not None and run.run_id in rows.index else None
         status = "incomplete" if row is None else row.status
-        loss = float(row.final_val_loss) if status == "finished" else None
+        loss = float(row.final_val_loss) if row is not None and status == "finished" else None
         by_shape.setdefault(shape_key(run.shape), []).append((run, status, loss))
     shapes = []
     for key, runs in by_shape.items():
@@ -155,7 +164,7 @@ def tune(cfg: SweepConfig, lrs=DEFAULT_LRS, tokens=None, runs_dir: Path | str = 
 
     tune_cfg = tuning_config(cfg, lrs, tokens)
     result = run_sweep(tune_cfg, runs_dir, cache_dir, reporter)
-    return Tuning(tune_cfg, result.sweep_dir, tune_cfg.grid.tokens[0], learning_rates(lrs),
+    return Tuning(tune_cfg, result.sweep_dir, tuning_tokens(tune_cfg), learning_rates(lrs),
                   read_tuning(cfg, tune_cfg, result.sweep_dir),
                   trained=len(result.trained), skipped=len(result.skipped))
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from scaling.config import SweepConfig, derived_name, parse_config
 from scaling.errors import UsageError
+from scaling.formats import sci
 from scaling.runs import store
 from scaling.sweep.plan import PlannedRun, plan
 from scaling.sweep.tune import TUNED, Choice, choose
@@ -153,7 +154,13 @@ def rate_losses(config: SweepConfig, known: dict[str, float]) -> list[float | No
     by_rate: dict[float, list[float | None]] = {}
     for p in plan(config):
         by_rate.setdefault(p.spec.lr, []).append(known.get(p.run_id))
-    return [None if None in losses else float(np.mean(losses)) for losses in by_rate.values()]
+    return [mean_of_all(losses) for losses in by_rate.values()]
+
+
+def mean_of_all(values: list[float | None]) -> float | None:
+    """The mean of `values`; None when any of them is missing."""
+    present = [v for v in values if v is not None]
+    return float(np.mean(present)) if len(present) == len(values) else None
 
 
 def tune_budgets(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path | None = None,
@@ -197,24 +204,54 @@ def tune_budgets(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Pat
                         sum(r.flops("exact") for r in plan(cfg)))
 
 
+@dataclass(frozen=True)
+class Beta2Tunings:
+    """The cells tuned at each AdamW beta2 tried, the tuning chosen (its cells reach the lowest mean
+    loss at their chosen rates), and what it all cost against the sweep it tunes."""
+
+    tunings: list[BudgetTuning]
+    chosen: BudgetTuning
+
+    @property
+    def tuning_flops(self) -> float:
+        return sum(t.tuning_flops for t in self.tunings)
+
+    @property
+    def cost_share(self) -> float:
+        return self.tuning_flops / self.chosen.sweep_flops
+
+    def describe_cost(self) -> str:
+        return (f"cost: {sci(self.tuning_flops)} FLOPs trained, {100 * self.cost_share:.0f}% of the sweep's "
+                f"{sci(self.chosen.sweep_flops)} (the sweep's own finished runs reused)")
+
+
+def tune_each_beta2(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path | None = None,
+                    which: str = "corners", seeds=None, betas=(None,)) -> Beta2Tunings:
+    """`tune_budgets` at each beta2 in `betas` (None: the config's), and the best of them."""
+    tunings = [tune_budgets(cfg, runs_dir, cache_dir, which, seeds, beta2) for beta2 in betas]
+    return Beta2Tunings(tunings, best_beta2(tunings))
+
+
 def best_beta2(tunings: list[BudgetTuning]) -> BudgetTuning:
     """The tuning whose cells reach the lowest mean loss at their chosen rates (the same cells in
     each); one without a loss in every cell loses."""
     def mean_loss(t: BudgetTuning) -> float:
-        losses = [c.choice.loss for c in t.cells]
-        return float(np.mean(losses)) if None not in losses else float("inf")
+        mean = mean_of_all([c.choice.loss for c in t.cells])
+        return float("inf") if mean is None else mean
     return min(tunings, key=mean_loss)
 
 
 def fit_lr_law(cells: list[CellTuning]) -> tuple[LRFit | None, str | None]:
     """ln lr_opt = ln c + p ln N + q ln D by least squares over the cells with an inside optimum."""
-    inside = [c for c in cells if c.choice.method in ("parabola", "grid point")]
+    # (cell, its chosen rate): an optimum inside the grid has a rate
+    inside = [(c, c.choice.lr) for c in cells if c.choice.method in ("parabola", "grid point")
+              and c.choice.lr is not None]
     if len(inside) < 3:
         return None, (f"{len(inside)} cell(s) with an optimum inside their grid; a law in N and D needs 3: "
                       "tune --cells all")
-    x = np.column_stack([np.ones(len(inside)), [np.log(c.run.n_params_non_embedding) for c in inside],
-                         [np.log(c.run.spec.tokens) for c in inside]])
-    y = np.log([c.choice.lr for c in inside])
+    x = np.column_stack([np.ones(len(inside)), [np.log(c.run.n_params_non_embedding) for c, _ in inside],
+                         [np.log(c.run.spec.tokens) for c, _ in inside]])
+    y = np.log([lr for _, lr in inside])
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
     if np.linalg.matrix_rank(x) < 3:
         return None, "the cells do not separate N from D (their N and D are collinear): tune --cells all"

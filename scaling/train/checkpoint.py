@@ -16,6 +16,7 @@ import os
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -46,7 +47,8 @@ def save_at(path: Path, model: GPT, optimizer, state: dict, step: int, start: fl
 
 
 # The loop's counters in a checkpoint, and the types they must have.
-COUNTERS = {"step": int, "elapsed_s": (int, float), "loss_sum": (int, float), "loss_count": int}
+COUNTERS: dict[str, type[int] | tuple[type[int], type[float]]] = {
+    "step": int, "elapsed_s": (int, float), "loss_sum": (int, float), "loss_count": int}
 
 
 def _problem(checkpoint, model: GPT, steps: int) -> str | None:
@@ -129,8 +131,8 @@ def restore(spec: RunSpec, run_dir: Path, model: GPT, optimizer, device) -> dict
     """The loop's state to start from (its counters; `model` and `optimizer` loaded in place): the
     run's checkpoint when it has a usable one, else step 0. Its metrics are cut back to match."""
     identity = {"run_id": spec.run_id, "steps": spec.steps, "lr": spec.lr, "seed": spec.seed}
-    state = {"identity": identity, "step": 0, "elapsed_s": 0.0, "initial_loss": None,
-             "loss_sum": 0.0, "loss_count": 0, "start_step": 0, "start_elapsed_s": 0.0}
+    state: dict[str, Any] = {"identity": identity, "step": 0, "elapsed_s": 0.0, "initial_loss": None,
+                             "loss_sum": 0.0, "loss_count": 0, "start_step": 0, "start_elapsed_s": 0.0}
     path = run_dir / CHECKPOINT
     checkpoint = read_checkpoint(path, device, model, spec.steps) if path.exists() else None
     if checkpoint is not None:

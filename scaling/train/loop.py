@@ -26,6 +26,7 @@ import traceback
 import warnings
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -94,7 +95,8 @@ def mixed_precision(device: torch.device):
 def compiled(model: GPT, train: TrainConfig) -> torch.nn.Module:
     """The module the training steps call: `model`, or with train.compile torch.compile(model),
     which shares its parameters (so checkpoints and evaluation use `model` itself)."""
-    return torch.compile(model) if train.compile else model
+    # For a Module torch.compile returns an OptimizedModule (a Module); its annotation says Callable.
+    return torch.compile(model) if train.compile else model  # type: ignore[return-value]
 
 
 def make_optimizer(model: GPT, train: TrainConfig, lr: float) -> torch.optim.AdamW:
@@ -106,7 +108,7 @@ def make_optimizer(model: GPT, train: TrainConfig, lr: float) -> torch.optim.Ada
     return torch.optim.AdamW(groups, lr=lr, betas=(train.beta1, train.beta2), fused=True)
 
 
-def train_step(model: GPT, optimizer, x, y, lr: float, autocast, grad_clip: float) -> torch.Tensor:
+def train_step(model: torch.nn.Module, optimizer, x, y, lr: float, autocast, grad_clip: float) -> torch.Tensor:
     """One AdamW update at learning rate lr; returns the batch's loss, still on the device."""
     for group in optimizer.param_groups:
         group["lr"] = lr
@@ -258,7 +260,7 @@ def summarize(spec: RunSpec, data: TokenData, status: str, reason: str | None, s
     n_total, n_non_embedding = param_counts(cfg)
     tokens = steps_done * spec.train.batch_tokens
     trained = max(0, steps_done - start_step) * spec.train.batch_tokens
-    wsd = {}
+    wsd: dict[str, Any] = {}
     if spec.train.schedule == "wsd":
         warmup, decay_start = spec.schedule()
         wsd = {"warmup_steps": warmup, "decay_start_step": decay_start,

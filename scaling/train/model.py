@@ -64,7 +64,8 @@ class GPT(nn.Module):
         self.cfg = cfg
         self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.pos_emb = nn.Embedding(cfg.context_length, cfg.d_model)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        blocks = [Block(cfg) for _ in range(cfg.n_layers)]
+        self.blocks = nn.ModuleList(blocks)
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         if cfg.tied_embeddings:
@@ -72,7 +73,7 @@ class GPT(nn.Module):
         self.apply(self._init)
         # GPT-2: each block adds two projections to the residual stream, so scale them down
         # to keep the stream's variance independent of depth.
-        for block in self.blocks:
+        for block in blocks:
             for proj in (block.attn.proj, block.mlp.proj):
                 nn.init.normal_(proj.weight, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layers))
 

@@ -54,6 +54,13 @@ class RunSpec:
     def stable(self) -> bool:
         return bool(self.branch_points)
 
+    @property
+    def branch(self) -> tuple[str, int] | None:
+        """(the stable run, the step) a WSD branch starts from; None for any other run."""
+        if self.branch_of is None or self.branch_step is None:
+            return None
+        return self.branch_of, self.branch_step
+
     def schedule(self) -> tuple[int, int]:
         """(warmup steps, step after which the decay starts) of this run's learning-rate schedule."""
         return schedule_bounds(self.steps, self.train, self.warmup, constant=self.stable)

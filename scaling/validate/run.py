@@ -78,10 +78,10 @@ def recipe(fit: LawFit, config: str | Path | None) -> SweepConfig:
         if missing or not isinstance(run["model"], dict) or any(k not in run["model"] for k in shape_keys):
             raise UsageError(f"{path} is not a run's config (no {', '.join(missing) or 'model shape'}): "
                              "give the sweep's config with --config")
-    runs = [r for _, r in runs]
-    first = runs[0]
+    configs = [r for _, r in runs]
+    first = configs[0]
     try:
-        shapes = {tuple(r["model"][k] for k in shape_keys): r["lr"] for r in runs}
+        shapes = {tuple(r["model"][k] for k in shape_keys): r["lr"] for r in configs}
         model = {k: v for k, v in first["model"].items() if k not in (*shape_keys, "vocab_size")}
         models = [dict(zip(shape_keys, key), lr=lr) for key, lr in sorted(shapes.items())]
         return parse_config({"name": first["sweep"], "seed": first["seed"], "corpus": first["corpus"],

@@ -12,8 +12,8 @@ from scaling.errors import UsageError
 from scaling.laws import analysis, fitdata
 from scaling.laws.fitdata import FitData
 from scaling.laws.law import Law
-from scaling.laws.repeated.law import ConstrainedLaw
-from scaling.laws.repeated.plan import constrained_plan
+from scaling.laws.repeated.law import RepeatedLaw
+from scaling.laws.repeated.plan import repeated_allocation
 from scaling.laws.results import load_fit
 from scaling.laws.summary import format_summary
 from scaling.report.figures import repeated_data
@@ -21,7 +21,7 @@ from scaling.runs import store
 from scaling.sweep.driver import run_sweep
 from tests.conftest import MICRO, micro_config
 
-LAW = ConstrainedLaw(Law(E=2.0, A=80.0, B=128.0, alpha=0.4, beta=0.4), r_d_star=15.0)
+LAW = RepeatedLaw(Law(E=2.0, A=80.0, B=128.0, alpha=0.4, beta=0.4), r_d_star=15.0)
 UNIQUE = 1e6
 # 32 starts
 GRID = {"log_e": [0.5, 1.0], "log_a": [2.0, 5.0], "log_b": [2.0, 5.0], "alpha": [0.3, 0.5], "beta": [0.3, 0.5]}
@@ -64,7 +64,7 @@ def test_the_fit_of_repeated_runs_adds_the_data_constrained_law(repeated_fit):
     # The report's figure: the law's loss along C against epochs, its minimum where the plan puts it.
     left, right = repeated_data(r, 1e13, UNIQUE).axes[:2]
     epochs, loss = left.lines[0].get_data()
-    best = constrained_plan(r.law, 1e13, UNIQUE)
+    best = repeated_allocation(r.law, 1e13, UNIQUE)
     assert epochs[np.argmin(loss)] == pytest.approx(best.epochs, rel=0.05)
     k, worth = right.lines[0].get_data()
     assert worth[0] == 1.0 and np.allclose(worth, np.exp(-(k - 1) / r.law.r_d_star))

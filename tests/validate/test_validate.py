@@ -122,6 +122,21 @@ def test_a_fit_that_is_not_identified_is_refused_unless_forced(known_fit, tmp_pa
         "fit.bootstrap.csv", "fit.json"]
 
 
+def test_dry_run_json_is_the_planned_validation_and_trains_nothing(known_fit, tmp_path, capsys):
+    fit_path, config = known_fit
+    assert main(["validate", str(fit_path), "--compute", "5e9", "--config", str(config), "--runs-dir", str(tmp_path),
+                 "--out", str(tmp_path / "out"), "--dry-run", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    _, _, planned = prepare(load_fit(fit_path), micro_config(), COMPUTE, runs_dir=tmp_path, fit_path=str(fit_path))
+    assert {k: v for k, v in shown.items() if k not in ("runs", "wall_basis", "workers", "est_wall_s")} == {
+        k: v for k, v in json.loads(json.dumps(planned.to_json())).items() if k != "runs"}
+    assert [r["run_id"] for r in shown["runs"]] == [r.run_id for r in planned.runs]
+    assert [r["predicted"] for r in shown["runs"]] == [r.predicted for r in planned.runs]
+    assert all(r["status"] == "planned" and r["observed"] is None and r["est_wall_s"] > 0 for r in shown["runs"])
+    assert shown["est_wall_s"] >= max(r["est_wall_s"] for r in shown["runs"]) and shown["workers"] >= 1
+    assert list(tmp_path.iterdir()) == []     # neither the runs nor validate.json
+
+
 def test_a_compute_inside_the_sweep_is_an_interpolation(known_fit, tmp_path):
     fit = load_fit(known_fit[0])
     _, _, planned = prepare(fit, micro_config(), 2e9, runs_dir=tmp_path)

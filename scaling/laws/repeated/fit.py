@@ -36,7 +36,7 @@ from scaling.laws.fit import (
 )
 from scaling.laws.lbfgs import SCIPY_GTOL, lbfgs_batched, lbfgs_in_chunks
 from scaling.laws.objective import DEFAULT_DELTA, batch_rows, law_from_theta
-from scaling.laws.repeated.law import ConstrainedLaw, decayed, repetitions
+from scaling.laws.repeated.law import RepeatedLaw, decayed, repetitions
 
 # R* from 0.01 (a repeat is worth almost nothing) to 1e4 (repeats as good as new for any
 # realistic number of epochs): the fit and the bootstrap keep log R* inside.
@@ -59,7 +59,7 @@ class Points:
     log_loss: np.ndarray
 
 
-def constrained_points(n, d, unique, loss) -> Points:
+def repeated_points(n, d, unique, loss) -> Points:
     """Checked points; UsageError unless N, D, U and loss are positive, finite and of one length."""
     log_n, _, log_loss = log_points(n, d, loss)
     u = np.asarray(unique, dtype=float).ravel()
@@ -121,8 +121,8 @@ def _nu_gradient(grad, c, x, nu, log_ud) -> None:
     grad[:, 4] += (c * (log_ud - 1.0 / beta[:, None])).sum(axis=1) / alpha
 
 
-def constrained_objective(x, pts: Points, delta: float = DEFAULT_DELTA, weights=None, excess: bool = False):
-    """Summed Huber loss of log residuals of the constrained law and its gradient, for rows of x.
+def repeated_objective(x, pts: Points, delta: float = DEFAULT_DELTA, weights=None, excess: bool = False):
+    """Summed Huber loss of log residuals of the repeated-data law and its gradient, for rows of x.
 
     x: (S, 7) rows of (e, a, b, alpha, beta, log R_D*, log R_N*); weights: None or (S, M) point
     weights (bootstrap counts); excess: whether parameters decay (R_N* fitted; else N' = N and
@@ -156,7 +156,7 @@ def constrained_objective(x, pts: Points, delta: float = DEFAULT_DELTA, weights=
 
 
 @dataclass(frozen=True)
-class ConstrainedFit:
+class RepeatedFit:
     """The fitted data-constrained law and how it was found.
 
     law.r_d_star is None when every run is single-epoch (R_D* not determined; then, without
@@ -167,7 +167,7 @@ class ConstrainedFit:
     log R_D*, log R_N*), unfitted entries at log R_START.
     """
 
-    law: ConstrainedLaw
+    law: RepeatedLaw
     objective: float
     converged: bool
     residual_rms: float
@@ -203,7 +203,7 @@ def _profile(base: FitResult, pts: Points, delta: float, free: np.ndarray) -> np
     thetas = np.array(base.local_optima[:N_BASE_STARTS])
     starts = _profile_starts(thetas, free)
     excess = bool(free[6])
-    batch = lbfgs_batched(lambda x, rows: constrained_objective(x, pts, delta, excess=excess),
+    batch = lbfgs_batched(lambda x, rows: repeated_objective(x, pts, delta, excess=excess),
                           starts, free=_free(False, False))
     funs = np.where(np.isfinite(batch.fun), batch.fun, np.inf).reshape(len(thetas), -1)
     n_grid = funs.shape[1]
@@ -219,7 +219,7 @@ def _polish(x0, pts: Points, delta: float, free: np.ndarray):
     def fg(z):
         x = x0.copy()
         x[free] = z
-        f, g = constrained_objective(x, pts, delta, excess=excess)
+        f, g = repeated_objective(x, pts, delta, excess=excess)
         return float(f[0]), g[0][free]
 
     bounds = [(None, None)] * 5 + [LOG_R_BOUNDS] * int(free[5:].sum())
@@ -230,22 +230,22 @@ def _polish(x0, pts: Points, delta: float, free: np.ndarray):
     return x, float(res.fun), bool(res.success)
 
 
-def _law_from_x(x, free) -> ConstrainedLaw:
+def _law_from_x(x, free) -> RepeatedLaw:
     star = [float(math.exp(v)) if on else None for v, on in zip(x[5:], free[5:])]
-    return ConstrainedLaw(law_from_theta(x[:5]), r_d_star=star[0], r_n_star=star[1])
+    return RepeatedLaw(law_from_theta(x[:5]), r_d_star=star[0], r_n_star=star[1])
 
 
-def _single_epoch_fit(base: FitResult) -> ConstrainedFit:
+def _single_epoch_fit(base: FitResult) -> RepeatedFit:
     """fit_law's fit as it is: with one epoch everywhere, D' = D and R_D* does not enter."""
-    law = ConstrainedLaw(base.law, r_d_star=None)
-    return ConstrainedFit(
+    law = RepeatedLaw(base.law, r_d_star=None)
+    return RepeatedFit(
         law=law, objective=base.objective, converged=base.converged, residual_rms=base.residual_rms,
         delta=base.delta, n_points=base.n_points, n_repeated=0, n_excess=0, base_fit=base,
         x=tuple(base.theta) + (math.log(R_START),) * 2,
         message="every run is single-epoch (D <= U): R_D* is not determined and the fit is fit_law's")
 
 
-def _fit_message(law: ConstrainedLaw, n_excess: int) -> str:
+def _fit_message(law: RepeatedLaw, n_excess: int) -> str:
     notes = []
     for name, value in (("R_D*", law.r_d_star), ("R_N*", law.r_n_star)):
         if value is not None and at_bound(value):
@@ -257,8 +257,8 @@ def _fit_message(law: ConstrainedLaw, n_excess: int) -> str:
     return "; ".join(notes)
 
 
-def fit_constrained(n, d, unique, loss, *, fit_r_n_star: bool = False, delta: float = DEFAULT_DELTA,
-                    grid=None) -> ConstrainedFit:
+def fit_repeated_law(n, d, unique, loss, *, fit_r_n_star: bool = False, delta: float = DEFAULT_DELTA,
+                    grid=None) -> RepeatedFit:
     """Fit L(N, D, U) = E + A/N'^alpha + B/D'^beta (R_D*, and R_N* when fit_r_n_star) by Huber on log residuals.
 
     n, d, unique, loss: parameters, training tokens, unique tokens and final loss of each run.
@@ -268,7 +268,7 @@ def fit_constrained(n, d, unique, loss, *, fit_r_n_star: bool = False, delta: fl
     if not (np.isfinite(delta) and delta > 0):
         raise UsageError(f"Huber delta must be positive; got {delta}")
     check_fit_inputs(n, d, loss)
-    pts = constrained_points(n, d, unique, loss)
+    pts = repeated_points(n, d, unique, loss)
     n, d, unique = (np.asarray(v, dtype=float).ravel() for v in (n, d, unique))
     n_repeated = int((pts.r_d > 0).sum())
     # D' at R_START; on single-epoch points it is D itself, bit for bit.
@@ -280,10 +280,10 @@ def fit_constrained(n, d, unique, loss, *, fit_r_n_star: bool = False, delta: fl
         polished = [_polish(x0, pts, delta, free) for x0 in _profile(base, pts, delta, free)]
     x, fbest, success = min(polished, key=lambda p: p[1])
     law = _law_from_x(x, free)
-    grad = constrained_objective(x, pts, delta, excess=fit_r_n_star)[1][0]
+    grad = repeated_objective(x, pts, delta, excess=fit_r_n_star)[1][0]
     n_excess = int((n > law.n_for_data(pts.u_d)).sum())
     residuals = np.log(law.loss(n, d, unique)) - pts.log_loss
-    return ConstrainedFit(
+    return RepeatedFit(
         law=law, objective=fbest, converged=success or float(np.max(np.abs(grad[free]))) <= SCIPY_GTOL,
         residual_rms=float(np.sqrt(np.mean(residuals**2))), delta=float(delta),
         n_points=int(pts.log_n.size), n_repeated=n_repeated, n_excess=n_excess, base_fit=base,
@@ -294,7 +294,7 @@ BOOTSTRAP_NAMES = ("E", "A", "B", "alpha", "beta", "r_d_star", "r_n_star")
 
 
 @dataclass(frozen=True)
-class ConstrainedBootstrap:
+class RepeatedBootstrap:
     """Percentile intervals from refitting resamples of the points (drawn with replacement).
 
     intervals, samples: E, A, B, alpha, beta and whichever of r_d_star, r_n_star were fitted.
@@ -317,8 +317,8 @@ def _samples(xs: np.ndarray, free: np.ndarray) -> dict:
     return {name: cols[:, i] for i, name in enumerate(BOOTSTRAP_NAMES) if i < 5 or free[i]}
 
 
-def bootstrap_constrained(n, d, unique, loss, fit: ConstrainedFit, n_resamples: int = 200, seed: int = 0, *,
-                          level: float = 0.95) -> ConstrainedBootstrap:
+def bootstrap_repeated_law(n, d, unique, loss, fit: RepeatedFit, n_resamples: int = 200, seed: int = 0, *,
+                          level: float = 0.95) -> RepeatedBootstrap:
     """Percentile bootstrap intervals for the constants and R* of `fit` (a fit of these same points).
 
     Resample r weights point i by how often it was drawn (`bootstrap.resample_counts`, seeded:
@@ -330,7 +330,7 @@ def bootstrap_constrained(n, d, unique, loss, fit: ConstrainedFit, n_resamples: 
         raise UsageError(f"the number of bootstrap resamples must be from 1 to {MAX_RESAMPLES:,}; got {n_resamples}")
     if not 0 < level < 1:
         raise UsageError(f"the interval level must be in (0, 1); got {level}")
-    pts = constrained_points(n, d, unique, loss)
+    pts = repeated_points(n, d, unique, loss)
     if pts.log_n.size != fit.n_points:
         raise UsageError(f"the fit is of {fit.n_points} points, not of these {pts.log_n.size}")
     free = _free(fit.law.r_d_star is not None, fit.law.r_n_star is not None)
@@ -338,7 +338,7 @@ def bootstrap_constrained(n, d, unique, loss, fit: ConstrainedFit, n_resamples: 
     excess = bool(free[6])
 
     def fun(x, rows):
-        return constrained_objective(x, pts, fit.delta, counts[rows], excess=excess)
+        return repeated_objective(x, pts, fit.delta, counts[rows], excess=excess)
 
     x0 = np.tile(np.array(fit.x, dtype=float), (n_resamples, 1))
     batch = lbfgs_in_chunks(fun, x0, batch_rows(pts.log_n.size), free=free, ftol=TIGHT_FTOL, gtol=TIGHT_GTOL)
@@ -346,6 +346,6 @@ def bootstrap_constrained(n, d, unique, loss, fit: ConstrainedFit, n_resamples: 
     tail = 50.0 * (1.0 - level)
     intervals = {k: tuple(float(v) for v in np.percentile(s, [tail, 100.0 - tail])) for k, s in samples.items()}
     n_at_bound = {k: int(at_bound(samples[k]).sum()) for k in ("r_d_star", "r_n_star") if k in samples}
-    return ConstrainedBootstrap(n_resamples=int(n_resamples), seed=int(seed), level=float(level),
+    return RepeatedBootstrap(n_resamples=int(n_resamples), seed=int(seed), level=float(level),
                                 intervals=intervals, samples=samples, n_converged=int(batch.converged.sum()),
                                 n_at_bound=n_at_bound)

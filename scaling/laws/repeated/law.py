@@ -49,7 +49,7 @@ def decayed(u, r, r_star):
 
 
 @dataclass(frozen=True)
-class ConstrainedLaw:
+class RepeatedLaw:
     """L(N, D, U) = base.loss(N', D'): the base law at effective parameters and data (module doc).
 
     r_d_star: R_D*, the decay of repeated tokens; r_n_star: R_N*, the decay of excess parameters.
@@ -99,7 +99,7 @@ class ConstrainedLaw:
 # 0.3526596 (A = e^a, B = e^b, E = e^e; alpha tied to beta), fitted to C4 losses read off Chinchilla's
 # IsoFLOP curves; then R_D* = 15.387756 and R_N* = 5.309743 fitted to their own 182 runs with the
 # base constants held fixed. Rounded: E 1.869, A 520.8, B 1487.7, alpha = beta 0.3527, R_D* 15.4, R_N* 5.3.
-MUENNIGHOFF_2023 = ConstrainedLaw(
+MUENNIGHOFF_2023 = RepeatedLaw(
     base=Law(E=math.exp(0.6254804), A=math.exp(6.255414), B=math.exp(7.3049974), alpha=0.3526596, beta=0.3526596),
     r_d_star=15.387756,
     r_n_star=5.309743,

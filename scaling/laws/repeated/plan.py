@@ -1,9 +1,9 @@
 """Spending C FLOPs (C = 6 N D) with only U unique tokens, under the data-constrained law.
 
-Pure functions, no I/O. The law is `scaling.laws.repeated.law.ConstrainedLaw` (Muennighoff et al.
+Pure functions, no I/O. The law is `scaling.laws.repeated.law.RepeatedLaw` (Muennighoff et al.
 2023, arXiv:2305.16264). Three questions:
 
-* `constrained_plan(law, C, U)`: the N (so D = C / 6N and D / U epochs) minimising L(N, D, U)
+* `repeated_allocation(law, C, U)`: the N (so D = C / 6N and D / U epochs) minimising L(N, D, U)
   at C, found by a bounded scalar minimiser over ln N; and the loss lost against unlimited unique
   data, the base law's optimum at the same C (`allocation.plan`). The paper has no closed form
   (its README finds the optimum by a grid over N); nor do we.
@@ -24,13 +24,13 @@ from scipy.optimize import minimize_scalar
 from scaling.errors import UsageError
 from scaling.formats import positive
 from scaling.laws.allocation import Allocation, check_compute, plan
-from scaling.laws.repeated.law import ConstrainedLaw
+from scaling.laws.repeated.law import RepeatedLaw
 
 GRID_POINTS = 401     # the grid over ln N that brackets the optimum before Brent's method
 
 
 @dataclass(frozen=True)
-class ConstrainedAllocation:
+class RepeatedAllocation:
     """The best split of C FLOPs with U unique tokens: N parameters on D tokens (C = 6 N D).
 
     unconstrained: the base law's optimum at the same C, as if every token could be fresh.
@@ -54,7 +54,9 @@ class ConstrainedAllocation:
     @property
     def loss_lost(self) -> float:
         """Loss above the unconstrained optimum: what having only U unique tokens costs (>= 0)."""
-        return self.loss - self.unconstrained.loss
+        fresh = self.unconstrained.loss
+        assert fresh is not None, "the optimum of a parametric law (allocation.plan) has a loss"
+        return self.loss - fresh
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -62,7 +64,7 @@ class ConstrainedAllocation:
         return out
 
 
-def constrained_plan(law: ConstrainedLaw, compute, unique, *, xatol: float = 1e-10) -> ConstrainedAllocation:
+def repeated_allocation(law: RepeatedLaw, compute, unique, *, xatol: float = 1e-10) -> RepeatedAllocation:
     """The N minimising L(N, C / 6N, U) over N in [1, C/6] (D >= 1 token), and what it costs.
 
     Minimises the reducible loss L - E over x = ln N (E does not move the argmin, and leaving it
@@ -90,16 +92,16 @@ def constrained_plan(law: ConstrainedLaw, compute, unique, *, xatol: float = 1e-
                           options={"xatol": xatol, "maxiter": 10_000})
     n = math.exp(x0 + res.x)
     d = c / (6.0 * n)
-    return ConstrainedAllocation(c, u, n, d, float(law.loss(n, d, u)), plan(law.base, c))
+    return RepeatedAllocation(c, u, n, d, float(law.loss(n, d, u)), plan(law.base, c))
 
 
-def _r_d_star(law: ConstrainedLaw) -> float:
+def _r_d_star(law: RepeatedLaw) -> float:
     if law.r_d_star is None:
         raise UsageError("this law has no R_D* (repeated tokens do not decay): every epoch is worth a fresh one")
     return law.r_d_star
 
 
-def repeat_value(law: ConstrainedLaw, epochs):
+def repeat_value(law: RepeatedLaw, epochs):
     """dD'/dD = exp(-R_D / R_D*), R_D = max(epochs - 1, 0): one more token's worth against a fresh one.
 
     It does not depend on N, D or U, only on how many times the data has been seen: the first
@@ -111,7 +113,7 @@ def repeat_value(law: ConstrainedLaw, epochs):
     return np.exp(-np.maximum(epochs - 1.0, 0.0) / _r_d_star(law))
 
 
-def diminishing_epochs(law: ConstrainedLaw, fraction: float = 1.0 / math.e) -> float:
+def diminishing_epochs(law: RepeatedLaw, fraction: float = 1.0 / math.e) -> float:
     """The epochs beyond which more epochs stop paying: a repeated token is worth less than
     `fraction` of a fresh one. 1 + R_D* ln(1 / fraction).
 
@@ -128,9 +130,9 @@ def diminishing_epochs(law: ConstrainedLaw, fraction: float = 1.0 / math.e) -> f
 
 
 def plan_intervals(laws, compute, unique, *, level: float = 0.95) -> dict:
-    """Percentile intervals of the constrained optimum over `laws` (one ConstrainedLaw per bootstrap
+    """Percentile intervals of the optimum with U unique tokens over `laws` (one RepeatedLaw per bootstrap
     sample): name -> (lo, hi) for n, d, epochs, loss, loss_lost and diminishing_epochs."""
-    plans = [constrained_plan(law, compute, unique) for law in laws]
+    plans = [repeated_allocation(law, compute, unique) for law in laws]
     tail = 50.0 * (1.0 - level)
     values = {"n": [p.n for p in plans], "d": [p.d for p in plans], "epochs": [p.epochs for p in plans],
               "loss": [p.loss for p in plans], "loss_lost": [p.loss_lost for p in plans],

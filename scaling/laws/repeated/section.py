@@ -22,9 +22,9 @@ import numpy as np
 from scaling.formats import json_safe
 from scaling.laws.fitdata import FitData
 from scaling.laws.law import PARAM_NAMES, Law
-from scaling.laws.repeated.fit import LOG_R_BOUNDS, at_bound, bootstrap_constrained, fit_constrained
-from scaling.laws.repeated.law import ConstrainedLaw
-from scaling.laws.repeated.plan import constrained_plan, diminishing_epochs, plan_intervals
+from scaling.laws.repeated.fit import LOG_R_BOUNDS, at_bound, bootstrap_repeated_law, fit_repeated_law
+from scaling.laws.repeated.law import RepeatedLaw
+from scaling.laws.repeated.plan import diminishing_epochs, plan_intervals, repeated_allocation
 
 RESAMPLES = 200          # enough for R_D*'s interval; each is a local refit from the full one
 LOG_R_BOUNDS_TEXT = "{:.3g} to {:.3g}".format(*np.exp(LOG_R_BOUNDS))
@@ -40,7 +40,7 @@ class Repeated:
     B, alpha, beta, R_D* (from which the plan draws intervals), stored beside fit.json.
     """
 
-    law: ConstrainedLaw
+    law: RepeatedLaw
     n_repeated: int
     max_epochs: float
     unique_range: list
@@ -62,37 +62,38 @@ class Repeated:
 
     @classmethod
     def from_json(cls, obj: dict) -> Repeated:
-        law = ConstrainedLaw(Law.from_dict(obj["params"]), obj.get("r_d_star"))
+        law = RepeatedLaw(Law.from_dict(obj["params"]), obj.get("r_d_star"))
         return cls(law, int(obj["n_repeated"]), float(obj["max_epochs"]), list(obj["unique_range"]),
                    float(obj["objective"]), float(obj["residual_rms"]), obj.get("message") or "", obj.get("ci"))
 
-    def laws(self) -> list[ConstrainedLaw]:
+    def laws(self) -> list[RepeatedLaw]:
         """One law per bootstrap sample (those whose constants are finite)."""
         rows = [] if self.samples is None else self.samples[np.isfinite(self.samples).all(axis=1)]
-        return [ConstrainedLaw(Law(*row[:5]), float(row[5])) for row in rows]
+        return [RepeatedLaw(Law(*row[:5]), float(row[5])) for row in rows]
 
 
 def fit_repeated(data: FitData, *, bootstrap: int = RESAMPLES, seed: int = 0, delta: float | None = None,
                  grid=None, force: bool = False) -> Repeated | None:
     """The data-constrained fit of `data`, when some of its runs repeat data (or `force` and the
     unique tokens are known); None otherwise. grid: the starts, as `fit.fit_law` takes them."""
-    if data.unique is None or not (data.repeats or force):
+    unique, epochs = data.unique, data.epochs
+    if unique is None or epochs is None or not (data.repeats or force):
         return None
     options: dict[str, Any] = {} if delta is None else {"delta": delta}
-    fit = fit_constrained(data.n, data.d, data.unique, data.loss, grid=grid, **options)
+    fit = fit_repeated_law(data.n, data.d, unique, data.loss, grid=grid, **options)
     ci, samples = None, None
     if bootstrap and fit.r_d_star_determined:
-        boot = bootstrap_constrained(data.n, data.d, data.unique, data.loss, fit, n_resamples=bootstrap, seed=seed)
+        boot = bootstrap_repeated_law(data.n, data.d, unique, data.loss, fit, n_resamples=bootstrap, seed=seed)
         ci = {"level": boot.level, "n_resamples": boot.n_resamples,
               **{k: [float(lo), float(hi)] for k, (lo, hi) in boot.intervals.items()}}
         samples = np.column_stack([boot.samples[k] for k in SAMPLE_NAMES])
-    max_epochs = float(data.epochs.max())
+    max_epochs = float(epochs.max())
     message = fit.message
     if ci is not None and at_bound(ci["r_d_star"]).any():
         message = "; ".join(filter(None, [message, (
             f"R_D*'s interval reaches a bound of the search ({LOG_R_BOUNDS_TEXT}): runs of up to {max_epochs:.3g} "
             "epochs do not determine it (no decay is measurable there; longer repetition would show one)")]))
-    return Repeated(fit.law, fit.n_repeated, max_epochs, [float(data.unique.min()), float(data.unique.max())],
+    return Repeated(fit.law, fit.n_repeated, max_epochs, [float(unique.min()), float(unique.max())],
                     fit.objective, fit.residual_rms, message, ci, samples)
 
 
@@ -101,10 +102,10 @@ class RepeatedPlan:
     """The best split of each budget with only `unique` tokens of data, under `law` (whose R_D* is
     `source`: fitted to your runs, or published), with intervals over its bootstrap laws."""
 
-    law: ConstrainedLaw
+    law: RepeatedLaw
     source: str
     unique: float
-    allocations: list                  # plan.ConstrainedAllocation, one per budget
+    allocations: list                  # plan.RepeatedAllocation, one per budget
     intervals: list                    # plan.plan_intervals per budget, or None
     diminishing_epochs: float          # beyond it a repeated token is worth < 1/e of a fresh one
 
@@ -115,8 +116,8 @@ class RepeatedPlan:
                                     for a, iv in zip(self.allocations, self.intervals)]})
 
 
-def plan_repeated(law: ConstrainedLaw, computes, unique, *, source: str, laws=()) -> RepeatedPlan:
-    """`constrained_plan` at each budget, with intervals over `laws` (bootstrap samples) when given."""
-    allocations = [constrained_plan(law, c, unique) for c in computes]
+def plan_repeated(law: RepeatedLaw, computes, unique, *, source: str, laws=()) -> RepeatedPlan:
+    """`repeated_allocation` at each budget, with intervals over `laws` (bootstrap samples) when given."""
+    allocations = [repeated_allocation(law, c, unique) for c in computes]
     intervals = [plan_intervals(laws, c, unique) if laws else None for c in computes]
     return RepeatedPlan(law, source, float(unique), allocations, intervals, diminishing_epochs(law))

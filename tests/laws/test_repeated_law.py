@@ -1,5 +1,5 @@
 """The data-constrained law (Muennighoff et al. 2023): the law against the authors' own formula and
-numbers, its fit and bootstrap on synthetic data, and the constrained allocation."""
+numbers, its fit and bootstrap on synthetic data, and the allocation with U unique tokens."""
 
 import math
 
@@ -13,13 +13,13 @@ from scaling.laws.fit import fit_law
 from scaling.laws.law import Law
 from scaling.laws.objective import objective
 from scaling.laws.repeated.fit import (
-    bootstrap_constrained,
-    constrained_objective,
-    constrained_points,
-    fit_constrained,
+    bootstrap_repeated_law,
+    fit_repeated_law,
+    repeated_objective,
+    repeated_points,
 )
-from scaling.laws.repeated.law import MUENNIGHOFF_2023, ConstrainedLaw
-from scaling.laws.repeated.plan import constrained_plan, diminishing_epochs, repeat_value
+from scaling.laws.repeated.law import MUENNIGHOFF_2023, RepeatedLaw
+from scaling.laws.repeated.plan import diminishing_epochs, repeat_value, repeated_allocation
 
 BASE = MUENNIGHOFF_2023.base
 
@@ -100,7 +100,7 @@ def test_pinned_numbers_from_the_datablations_repo():
 def test_readme_optimal_allocation_example():
     # README.md: optimal_allocation(10**22, 25e9), a grid of 500 multipliers in [1.0001, 3] on the
     # Chinchilla optimum, -> 237336955477.55075 tokens, 9.49347821910203 epochs, 7022364735.879969 parameters.
-    best = constrained_plan(MUENNIGHOFF_2023, 1e22, 25e9)
+    best = repeated_allocation(MUENNIGHOFF_2023, 1e22, 25e9)
     assert best.n == pytest.approx(7022364735.879969, rel=5e-3)     # their grid's step is ~0.4%
     assert best.epochs == pytest.approx(9.49347821910203, rel=5e-3)
     assert best.loss <= paper_loss(7022364735.879969, 237336955477.55075, 25e9) + 1e-15
@@ -108,12 +108,12 @@ def test_readme_optimal_allocation_example():
 
 def test_single_epoch_is_the_base_law():
     n, d = np.array([1e8, 1e9, 3e9]), np.array([2e9, 2e10, 5e10])
-    assert np.array_equal(ConstrainedLaw(BASE, 15.0).loss(n, d, d * 3), BASE.loss(n, d))
-    assert np.array_equal(ConstrainedLaw(BASE, 15.0).effective_data(d, d), d)
+    assert np.array_equal(RepeatedLaw(BASE, 15.0).loss(n, d, d * 3), BASE.loss(n, d))
+    assert np.array_equal(RepeatedLaw(BASE, 15.0).effective_data(d, d), d)
 
 
 def test_effective_data_saturates_at_u_times_one_plus_r_d_star():
-    law = ConstrainedLaw(BASE, 15.0)
+    law = RepeatedLaw(BASE, 15.0)
     assert float(law.effective_data(1e16, 1e9)) == pytest.approx(16e9, rel=1e-12)
     assert float(law.effective_data(2e9, 1e9)) == pytest.approx(1e9 * (1 + 15 * (1 - math.exp(-1 / 15))), rel=1e-15)
 
@@ -121,31 +121,31 @@ def test_effective_data_saturates_at_u_times_one_plus_r_d_star():
 def test_law_rejects_bad_decay_constants():
     for bad in (0.0, -1.0, math.inf, math.nan):
         with pytest.raises(UsageError, match="R_D"):
-            ConstrainedLaw(BASE, bad)
+            RepeatedLaw(BASE, bad)
         with pytest.raises(UsageError, match="R_N"):
-            ConstrainedLaw(BASE, 15.0, bad)
+            RepeatedLaw(BASE, 15.0, bad)
 
 
 # --- the objective ----------------------------------------------------------------------------
 
 def test_objective_gradient_matches_finite_differences():
     n, d, u = design()
-    pts = constrained_points(n, d, u, noisy(MUENNIGHOFF_2023.loss(n, d, u)))
+    pts = repeated_points(n, d, u, noisy(MUENNIGHOFF_2023.loss(n, d, u)))
     x = np.array([0.6, 6.0, 7.5, 0.34, 0.36, math.log(12.0), math.log(4.0)])
     for excess in (False, True):
         def f(z, excess=excess):
-            return constrained_objective(z, pts, delta=0.05, excess=excess)[0][0]
-        g = constrained_objective(x, pts, delta=0.05, excess=excess)[1][0]
+            return repeated_objective(z, pts, delta=0.05, excess=excess)[0][0]
+        g = repeated_objective(x, pts, delta=0.05, excess=excess)[1][0]
         assert g == pytest.approx(approx_fprime(x, f, 1e-7), rel=1e-4, abs=1e-6)
 
 
 def test_objective_is_the_base_objective_at_effective_data():
     n, d, u = design()
     loss = noisy(MUENNIGHOFF_2023.loss(n, d, u))
-    pts = constrained_points(n, d, u, loss)
+    pts = repeated_points(n, d, u, loss)
     theta = np.array([0.6, 6.0, 7.5, 0.34, 0.36])
-    d_eff = ConstrainedLaw(BASE, 12.0).effective_data(d, u)
-    f, g = constrained_objective(np.r_[theta, math.log(12.0), 0.0], pts)
+    d_eff = RepeatedLaw(BASE, 12.0).effective_data(d, u)
+    f, g = repeated_objective(np.r_[theta, math.log(12.0), 0.0], pts)
     f0, g0 = objective(theta, np.log(n), np.log(d_eff), np.log(loss))
     assert f[0] == pytest.approx(f0, rel=1e-12)
     assert g[0, :5] == pytest.approx(g0, rel=1e-9, abs=1e-12)
@@ -157,28 +157,28 @@ def test_objective_is_the_base_objective_at_effective_data():
 def noisy_fit():
     """Runs of a law with R_D* = 15 at 0.25 to 40 epochs, 1% log-normal noise, and their fit."""
     n, d, u = design()
-    loss = noisy(ConstrainedLaw(BASE, 15.0).loss(n, d, u))
-    return n, d, u, loss, fit_constrained(n, d, u, loss)
+    loss = noisy(RepeatedLaw(BASE, 15.0).loss(n, d, u))
+    return n, d, u, loss, fit_repeated_law(n, d, u, loss)
 
 
 def test_fit_and_bootstrap_recover_r_d_star(noisy_fit):
     n, d, u, loss, fit = noisy_fit
     assert fit.converged and fit.r_d_star_determined and fit.law.r_n_star is None
     assert fit.n_repeated == 4 * 3 * 5
-    boot = bootstrap_constrained(n, d, u, loss, fit, n_resamples=200, seed=0)
+    boot = bootstrap_repeated_law(n, d, u, loss, fit, n_resamples=200, seed=0)
     lo, hi = boot.intervals["r_d_star"]
     # Fitted R_D* = 13.6 with 95% interval (10.8, 18.0) when this was written.
     assert lo < 15.0 < hi and 3.0 < lo and hi < 80.0
     assert boot.n_converged == 200 and boot.n_at_bound == {"r_d_star": 0}
     assert set(boot.intervals) == {"E", "A", "B", "alpha", "beta", "r_d_star"}
-    again = bootstrap_constrained(n, d, u, loss, fit, n_resamples=200, seed=0)
+    again = bootstrap_repeated_law(n, d, u, loss, fit, n_resamples=200, seed=0)
     assert again.intervals == boot.intervals
 
 
 def test_fit_recovers_both_decays_exactly_on_exact_data():
     n, d, u = design()
-    truth = ConstrainedLaw(BASE, 15.0, 5.0)
-    fit = fit_constrained(n, d, u, truth.loss(n, d, u), fit_r_n_star=True)
+    truth = RepeatedLaw(BASE, 15.0, 5.0)
+    fit = fit_repeated_law(n, d, u, truth.loss(n, d, u), fit_r_n_star=True)
     assert fit.law.r_d_star == pytest.approx(15.0, rel=1e-4)
     assert fit.law.r_n_star == pytest.approx(5.0, rel=1e-4)
     assert fit.law.base.alpha == pytest.approx(BASE.alpha, rel=1e-4)
@@ -187,7 +187,7 @@ def test_fit_recovers_both_decays_exactly_on_exact_data():
 
 def test_fit_says_when_repeats_look_as_good_as_new():
     n, d, u = design()
-    fit = fit_constrained(n, d, u, ConstrainedLaw(BASE, None).loss(n, d, u))
+    fit = fit_repeated_law(n, d, u, RepeatedLaw(BASE, None).loss(n, d, u))
     assert fit.law.r_d_star == pytest.approx(1e4, rel=1e-6)
     assert "at a bound" in fit.message
 
@@ -195,7 +195,7 @@ def test_fit_says_when_repeats_look_as_good_as_new():
 def test_single_epoch_fit_is_fit_law_exactly():
     n, d, u = design(epochs=(0.1, 0.25, 0.5, 1.0))
     loss = noisy(BASE.loss(n, d))
-    fit = fit_constrained(n, d, u, loss)
+    fit = fit_repeated_law(n, d, u, loss)
     plain = fit_law(n, d, loss)
     assert fit.law.base == plain.law and fit.objective == plain.objective
     assert fit.law.r_d_star is None and not fit.r_d_star_determined
@@ -206,16 +206,16 @@ def test_fit_validates_unique():
     n, d, u = design()
     loss = MUENNIGHOFF_2023.loss(n, d, u)
     with pytest.raises(UsageError, match="one value per point"):
-        fit_constrained(n, d, u[:-1], loss)
+        fit_repeated_law(n, d, u[:-1], loss)
     for bad in (0.0, -1.0, math.nan, math.inf):
         with pytest.raises(UsageError, match="unique must be positive and finite"):
-            fit_constrained(n, d, np.r_[u[:-1], bad], loss)
+            fit_repeated_law(n, d, np.r_[u[:-1], bad], loss)
 
 
 def test_bootstrap_rejects_a_fit_of_other_points(noisy_fit):
     n, d, u, loss, fit = noisy_fit
     with pytest.raises(UsageError, match="not of these"):
-        bootstrap_constrained(n[1:], d[1:], u[1:], loss[1:], fit)
+        bootstrap_repeated_law(n[1:], d[1:], u[1:], loss[1:], fit)
 
 
 # --- the plan ---------------------------------------------------------------------------------
@@ -231,13 +231,13 @@ def grid_argmin(law, compute, unique):
     return math.exp(x[i])
 
 
-LAWS = [MUENNIGHOFF_2023, ConstrainedLaw(BASE, 15.0), ConstrainedLaw(Law(1.8, 400.0, 2000.0, 0.3, 0.4), 5.0, 20.0)]
+LAWS = [MUENNIGHOFF_2023, RepeatedLaw(BASE, 15.0), RepeatedLaw(Law(1.8, 400.0, 2000.0, 0.3, 0.4), 5.0, 20.0)]
 
 
 @pytest.mark.parametrize("law", LAWS, ids=["published", "no-excess-decay", "alpha<beta"])
 @pytest.mark.parametrize("compute,unique", [(1e20, 1e9), (1e22, 25e9), (1e24, 1e11), (1e21, 1e13)])
 def test_plan_matches_a_dense_grid(law, compute, unique):
-    best = constrained_plan(law, compute, unique)
+    best = repeated_allocation(law, compute, unique)
     assert best.n == pytest.approx(grid_argmin(law, compute, unique), rel=1e-6)
     assert 6 * best.n * best.d == pytest.approx(compute, rel=1e-12)
     assert best.epochs == best.d / unique
@@ -246,14 +246,14 @@ def test_plan_matches_a_dense_grid(law, compute, unique):
 @pytest.mark.parametrize("law", LAWS, ids=["published", "no-excess-decay", "alpha<beta"])
 def test_plan_with_unlimited_unique_data_is_the_base_optimum(law):
     for compute in (1e19, 1e22, 1e25):
-        best, base = constrained_plan(law, compute, 1e30), plan(law.base, compute)
+        best, base = repeated_allocation(law, compute, 1e30), plan(law.base, compute)
         assert best.n == pytest.approx(base.n, rel=1e-6)
         assert best.loss == pytest.approx(base.loss, rel=1e-12)
         assert best.loss_lost == pytest.approx(0.0, abs=1e-12)
 
 
 def test_loss_lost_grows_as_unique_data_shrinks():
-    lost = [constrained_plan(MUENNIGHOFF_2023, 1e22, u).loss_lost for u in (1e13, 1e11, 25e9, 5e9, 1e9, 1e8)]
+    lost = [repeated_allocation(MUENNIGHOFF_2023, 1e22, u).loss_lost for u in (1e13, 1e11, 25e9, 5e9, 1e9, 1e8)]
     assert lost[0] == pytest.approx(0.0, abs=1e-12)
     assert all(x >= 0 for x in lost) and all(b > a for a, b in zip(lost[1:], lost[2:]))
     assert lost[1] > 0
@@ -262,9 +262,9 @@ def test_loss_lost_grows_as_unique_data_shrinks():
 def test_plan_rejects_bad_inputs():
     for bad in (0, -1.0, math.nan, "x"):
         with pytest.raises(UsageError):
-            constrained_plan(MUENNIGHOFF_2023, 1e22, bad)
+            repeated_allocation(MUENNIGHOFF_2023, 1e22, bad)
     with pytest.raises(UsageError):
-        constrained_plan(MUENNIGHOFF_2023, 6.0, 1e9)
+        repeated_allocation(MUENNIGHOFF_2023, 6.0, 1e9)
 
 
 def test_return_on_compute_point():
@@ -279,4 +279,4 @@ def test_return_on_compute_point():
         slope = (law.effective_data(epochs * 1e9 + h, 1e9) - law.effective_data(epochs * 1e9 - h, 1e9)) / (2 * h)
         assert float(repeat_value(law, epochs)) == pytest.approx(float(slope), rel=1e-6)
     with pytest.raises(UsageError, match="no R_D"):
-        diminishing_epochs(ConstrainedLaw(BASE, None))
+        diminishing_epochs(RepeatedLaw(BASE, None))
