@@ -28,8 +28,10 @@ import argparse
 import collections
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.laws import analysis
@@ -92,12 +94,43 @@ def table(law: Law, runs, error: dict, rng):
     return data
 
 
+def record(law_index: int, design: str, kind: str, law: Law, fit) -> dict:
+    """One fitted table: what it was, its verdict, its tokens-per-parameter interval and the truth."""
+    row = {"law": law_index, "design": design, "error": kind, "verdict": "not identified" if fit is None else
+           fit.diagnostics.verdict}
+    if fit is not None:
+        lo, hi = fit.interval("tokens_per_param") or (np.nan, np.nan)
+        lof = fit.lack_of_fit or {}
+        row.update(tpp_lo=lo, tpp_hi=hi, tpp_true=law.tokens_per_param(fit.reference_compute),
+                   widened_by=fit.ci.widened_by, lack_of_fit_p=min((t["p_value"] for t in lof.get("tests", [])),
+                                                                    default=np.nan),
+                   not_identified_by=deciding(fit) if fit.diagnostics.verdict == "not identified" else "")
+    return row
+
+
+def deciding(fit) -> str:
+    """The checks that made a fit `not identified`, with their values and the intervals' widening."""
+    if fit is None:
+        return "refused (the constants run off to infinity)"
+    named = [f"{c.name} {c.value:.3g}" if c.value is not None else c.name
+             for c in fit.diagnostics.checks if c.status == "not identified"]
+    return ", ".join(named) + f"; intervals widened {fit.ci.widened_by:.2f}x"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--laws", type=int, default=8, help="laws per design and error kind (default 8)")
     p.add_argument("--resamples", type=int, default=200, help="bootstrap resamples per fit (default 200)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--designs", help="comma-separated designs to fit (default all; the tables of the others are still "
+                                     "drawn, so each fitted table is the one a full run fits)")
+    p.add_argument("--errors", help="comma-separated error kinds to fit (default all), likewise")
+    p.add_argument("--csv", type=Path, help="also write one row per fitted table here (verdict, interval, truth, "
+                                            "the lack-of-fit p and widening), to study other rules offline")
     args = p.parse_args(argv)
+    rows = []
+    chosen_designs = args.designs.split(",") if args.designs else list(designs(BESIROGLU.law))
+    chosen_errors = args.errors.split(",") if args.errors else list(ERRORS)
 
     rng = np.random.default_rng(args.seed)
     verdicts = collections.Counter()
@@ -109,21 +142,32 @@ def main(argv=None) -> int:
         for design, runs in designs(law).items():
             for kind, error in ERRORS.items():
                 data = table(law, runs, error, rng)
+                if design not in chosen_designs or kind not in chosen_errors:
+                    continue
                 try:
                     fit = analysis.fit_data(data, bootstrap=args.resamples, seed=0)
                 except UsageError:              # refused: the constants run off to infinity
                     fit = None
                 verdict = "not identified" if fit is None else fit.diagnostics.verdict
                 verdicts[design, kind, verdict] += 1
+                rows.append(record(i + 1, design, kind, law, fit))
                 if verdict == "trustworthy":
                     lo, hi = fit.interval("tokens_per_param") or (np.nan, np.nan)
                     trusted[kind] += 1
-                    missed[kind] += not (lo <= law.tokens_per_param(fit.reference_compute) <= hi)
+                    truth = law.tokens_per_param(fit.reference_compute)
+                    if not lo <= truth <= hi:
+                        missed[kind] += 1
+                        print(f"  miss: law {i + 1}, {design}, {kind}: tokens per parameter {truth:.3g} outside "
+                              f"[{lo:.3g}, {hi:.3g}], intervals widened {fit.ci.widened_by:.2f}x")
                 if design in ("cross grid", "isoflop") and kind in ("independent 0.5%", "independent 1%"):
                     good += 1
                     good_unidentified += verdict == "not identified"
+                    if verdict == "not identified":
+                        print(f"  not identified: law {i + 1}, {design}, {kind}: {deciding(fit)}")
         print(f"law {i + 1}/{args.laws} done, {time.perf_counter() - start:.0f} s", flush=True)
 
+    if args.csv:
+        pd.DataFrame(rows).to_csv(args.csv, index=False)
     names = ("trustworthy", "use with caution", "not identified")
     print(f"\n{'design':<12} {'error':<18}  " + "  ".join(f"{n:>16}" for n in names))
     for design in designs(random_law(rng)):

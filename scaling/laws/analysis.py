@@ -24,7 +24,7 @@ from scaling.laws import fit as fitting
 from scaling.laws.evidence import evidence, limitations
 from scaling.laws.fitdata import FitData
 from scaling.laws.holdout import holdout
-from scaling.laws.lack_of_fit import lack_of_fit
+from scaling.laws.lack_of_fit import LackOfFit, lack_of_fit
 from scaling.laws.law import PARAM_NAMES
 from scaling.laws.repeated import RESAMPLES as REPEATED_RESAMPLES
 from scaling.laws.repeated import fit_repeated
@@ -57,17 +57,19 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     elif not (math.isfinite(reference_compute) and reference_compute > 0):
         raise UsageError(f"the reference compute must be a positive number of FLOPs; got {reference_compute!r}")
     result = _planned_with(fitting.fit_law(data.n, data.d, data.loss, delta=delta, grid=grid, fixed_E=fixed_E), data)
+    law = result.law
+    lof = residual_structure(data, result)
     boot = None
     if bootstrap:
         boot = resampling.bootstrap(data.n, data.d, data.loss, n_resamples=int(bootstrap), seed=int(seed),
                                     delta=delta, fixed_E=fixed_E, reference_compute=reference_compute,
-                                    full_fit=result, flops=data.flops)
-    law = result.law
+                                    full_fit=result, flops=data.flops, widen=lof.interval_factor)
     identified = law.alpha > 0 and law.beta > 0     # else there is no compute-optimal allocation
     ci = None
     if boot is not None:
         ci = Intervals(boot.level, boot.n_resamples,
-                       {name: [json_safe(lo), json_safe(hi)] for name, (lo, hi) in boot.intervals.items()})
+                       {name: [json_safe(lo), json_safe(hi)] for name, (lo, hi) in boot.intervals.items()},
+                       widened_by=boot.widened_by)
     fit = LawFit(
         law=law, seed=int(seed), data=DataSummary.of(data),
         options=FitOptions(delta=result.delta, grid="hoffmann" if grid is None else "custom",
@@ -98,14 +100,19 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
                          "(a run store records them; for a table give --unique-col or --unique-tokens)")
     fit = replace(fit, repeated=fit_repeated(data, bootstrap=min(int(bootstrap), REPEATED_RESAMPLES), seed=int(seed),
                                              delta=delta, grid=grid, force=data_constrained))
-    lof = lack_of_fit(data.n, data.d, data.loss, law.loss(data.n, data.d), compute=data.compute,
-                      budgets=data.budgets, n_params=4 if result.fixed_E is not None else 5)
     # The one hold-out refit: judged by the diagnostics, kept in fit.json, printed by the report.
     check = holdout(data, law, fraction=diagnostics.THRESHOLDS["holdout_fraction"], delta=result.delta,
                     fixed_E=result.fixed_E, starts=result.end_points)
     return replace(fit, lack_of_fit=json_safe(lof.to_json()), holdout=check,
                    diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
                                                     lof=lof, holdout=check, extra=tuple(extra)))
+
+
+def residual_structure(data: FitData, result: fitting.FitResult) -> LackOfFit:
+    """The lack-of-fit tests of a fit's residuals (`scaling.laws.lack_of_fit`), made before its
+    bootstrap: the intervals are widened by what they find shared between points."""
+    return lack_of_fit(data.n, data.d, data.loss, result.law.loss(data.n, data.d), compute=data.compute,
+                       budgets=data.budgets, n_params=4 if result.fixed_E is not None else 5)
 
 
 def _planned_with(result: fitting.FitResult, data: FitData) -> fitting.FitResult:
@@ -137,7 +144,8 @@ def _other_convention(other: FitData, bootstrap: int, seed: int, delta: float, f
     if bootstrap:
         boot = resampling.bootstrap(other.n, other.d, other.loss, seed=seed, delta=delta, fixed_E=fixed_E,
                                     n_resamples=min(bootstrap, OTHER_CONVENTION_RESAMPLES),
-                                    reference_compute=reference_compute, full_fit=result, flops=other.flops)
+                                    reference_compute=reference_compute, full_fit=result, flops=other.flops,
+                                    widen=residual_structure(other, result).interval_factor)
     return convention_summary(result, boot, reference_compute)
 
 

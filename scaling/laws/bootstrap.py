@@ -39,6 +39,7 @@ class BootstrapResult:
     n_converged: int = 0       # resamples whose best start met the stopping rule
     n_undefined: dict = field(default_factory=dict)  # name -> resamples where it is not finite
     # (G, a, b, tokens_per_param need alpha, beta > 0); such a quantity's interval is NaN.
+    widened_by: float = 1.0    # each resample's distance from the optimum multiplied by this (`widened`)
 
 
 def derived_quantities(theta: np.ndarray, reference_compute: float, flops: FlopsPerToken = FlopsPerToken()) -> dict:
@@ -65,6 +66,29 @@ def derived_quantities(theta: np.ndarray, reference_compute: float, flops: Flops
         log_tpp = -(1.0 + flops.gamma) * log_g + (b_exp - a_exp) * log_c6
         return {"E": np.exp(e), "A": np.exp(la), "B": np.exp(lb), "alpha": alpha, "beta": beta,
                 "a": a_exp, "b": b_exp, "G": np.exp(log_g), "tokens_per_param": np.exp(log_tpp)}
+
+
+def widened(thetas: np.ndarray, optimum, factor: float) -> np.ndarray:
+    """The resampled constants (R, 5) of (log_e, log_a, log_b, alpha, beta) moved `factor` times
+    as far from the full-data `optimum`: every interval drawn from them widens by about `factor`.
+    The move is linear in the fit's own coordinates, which keeps the resamples on the ridge they
+    share (log A rises with alpha): moving alpha in log and log A linearly would leave it and blow
+    tokens per parameter up far beyond `factor`. A resample that the move would take out of the
+    law's domain (alpha or beta <= 0, A or B beyond a float), or that is out of it already, is
+    left as it is.
+
+    Why: points that share an error (a size's mistuned learning rate) are resampled as if each
+    were independent, and the intervals come out too narrow by sqrt of the design effect
+    (`scaling.laws.lack_of_fit`), which is the factor the fit passes here.
+    """
+    thetas = np.array(thetas, dtype=float)
+    if factor == 1.0:
+        return thetas
+    moved = np.asarray(optimum, dtype=float) + factor * (thetas - np.asarray(optimum, dtype=float))
+    inside = lambda t: (t[:, 3:] > 0).all(axis=1) & (t[:, 1:3] < LOG_FLOAT_MAX).all(axis=1)  # noqa: E731
+    keep = np.isfinite(thetas).all(axis=1) & inside(thetas) & inside(moved)
+    thetas[keep] = moved[keep]
+    return thetas
 
 
 def resample_counts(n_points: int, n_resamples: int, seed: int) -> np.ndarray:
@@ -106,7 +130,7 @@ def percentile_intervals(samples: dict, level: float):
 def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: float = DEFAULT_DELTA,
               fixed_E: float | None = None, reference_compute: float | None = None,
               level: float = 0.95, full_fit: FitResult | None = None, extra_starts=None,
-              flops: FlopsPerToken = FlopsPerToken()) -> BootstrapResult:
+              flops: FlopsPerToken = FlopsPerToken(), widen: float = 1.0) -> BootstrapResult:
     """Percentile bootstrap intervals for the constants, allocation exponents and tokens/param.
 
     Each resample draws len(n) points with replacement (numpy Generator seeded with `seed`) and
@@ -123,6 +147,8 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
 
     reference_compute: C at which tokens_per_param is evaluated (default: the largest 6 N D).
     flops: the FLOPs per token of the allocation's constraint (C = 6 N D by default).
+    widen: the factor (>= 1) by which each resample is moved away from the optimum (`widened`):
+    the lack-of-fit test's allowance for errors shared between points.
     """
     if not 1 <= n_resamples <= MAX_RESAMPLES:
         raise UsageError(f"the number of bootstrap resamples must be from 1 to {MAX_RESAMPLES:,} (a 95% "
@@ -151,13 +177,15 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
         counts = _draw_counts(rng, log_n.size, k)
         thetas[r0:r0 + k], converged = _fit_resamples(counts, starts, log_n, log_d, log_loss, delta, free)
         n_converged += converged
-    samples = derived_quantities(thetas, reference_compute, flops)
+    if not (math.isfinite(widen) and widen >= 1.0):
+        raise UsageError(f"the interval widening factor must be a number >= 1; got {widen}")
+    samples = derived_quantities(widened(thetas, full_fit.theta, widen), reference_compute, flops)
     intervals, n_undefined = percentile_intervals(samples, level)
     return BootstrapResult(
         n_resamples=int(n_resamples), seed=int(seed), level=float(level),
         reference_compute=float(reference_compute), intervals=intervals, samples=samples,
         n_starts_per_resample=int(starts.shape[0]), n_converged=int(n_converged),
-        n_undefined=n_undefined,
+        n_undefined=n_undefined, widened_by=float(widen),
     )
 
 

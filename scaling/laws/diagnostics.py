@@ -293,13 +293,15 @@ def lack_of_fit_check(lof: LackOfFit) -> Check:
                      "no size, budget or token count holds two points twice: residual structure cannot be tested")
     tested = ", ".join(f"by {t.by} p = {t.p_value:.2g}" for t in lof.tests)
     margin = relative_margin(worst.p_value, caution, higher_is_better=True)
+    factor = lof.interval_factor
+    widened = f"; the intervals are widened {factor:.2f}x for the errors shared within groups" if factor > 1 else ""
     if worst.p_value >= caution:
-        return Check("lack_of_fit", worst.p_value, threshold, PASS, f"no structure in the residuals ({tested})",
-                     margin=margin)
+        return Check("lack_of_fit", worst.p_value, threshold, PASS,
+                     f"no significant structure in the residuals ({tested}){widened}", margin=margin)
     named = "; ".join(f"{worst.by} {v:.3g}: {m:+.2f}% over {k} points" for v, k, m in worst.offenders[:4])
     return Check("lack_of_fit", worst.p_value, threshold, CAUTION,
                  f"the residuals share errors {_BY[worst.by]} ({tested})" + (f"; {named}" if named else "")
-                 + ": the intervals, which assume independent scatter, are too narrow", margin=margin)
+                 + (widened or ": the intervals, which assume independent scatter, are too narrow"), margin=margin)
 
 
 _BY = {"size": "by model size (a per-size error such as a mistuned learning rate)",

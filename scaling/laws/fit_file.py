@@ -89,15 +89,17 @@ def _is_number(value) -> bool:
 
 
 def check_intervals(ci: dict, where: str, label: str) -> None:
-    """A "ci" section: a level in (0, 1), a whole number of resamples (either may be absent), each bound pair a list of
-    two numbers (or nulls, where undefined); UsageError naming the entry otherwise."""
-    level, count = ci.get("level"), ci.get("n_resamples")
+    """A "ci" section: a level in (0, 1), a whole number of resamples, a widening factor >= 1 (each may be absent),
+    each bound pair a list of two numbers (or nulls, where undefined); UsageError naming the entry otherwise."""
+    level, count, widened = ci.get("level"), ci.get("n_resamples"), ci.get("widened_by")
     if level is not None and not (_is_number(level) and 0 < level < 1):
         raise UsageError(f"{where}: '{label}.level' must be a number in (0, 1), got {excerpt(level)}")
     if count is not None and not (isinstance(count, int) and not isinstance(count, bool) and count >= 1):
         raise UsageError(f"{where}: '{label}.n_resamples' must be a whole number >= 1, got {excerpt(count)}")
+    if widened is not None and not (_is_number(widened) and widened >= 1):
+        raise UsageError(f"{where}: '{label}.widened_by' must be a number >= 1, got {excerpt(widened)}")
     for name, pair in ci.items():
-        if name not in ("level", "n_resamples") and not (
+        if name not in ("level", "n_resamples", "widened_by") and not (
                 isinstance(pair, list) and len(pair) == 2 and all(v is None or _is_number(v) for v in pair)):
             raise UsageError(f"{where}: '{label}.{name}' must be a list [lo, hi] of numbers or nulls, "
                              f"got {excerpt(pair)}")

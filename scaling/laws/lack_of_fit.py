@@ -18,7 +18,14 @@ Two tests, both one-way analyses of variance of the log residuals r = log L_obs 
   F = [SS_lof / (cells - parameters)] / [SS_pe / (points - cells)].
 
 A small p-value says the law's form (or the runs) err systematically: the intervals, which assume
-independent scatter, are then too narrow. Pure functions, no I/O.
+independent scatter, are then too narrow. By how much is the design effect of clustered data (Kish
+1965; Moulton 1990): points that share an error e with intra-class correlation rho carry, m to a
+group, the information of 1 + (m - 1) rho independent ones less, so an estimate that rests on the
+groups' means has its variance multiplied by deff = 1 + (m - 1) rho. The one-way ANOVA estimates
+rho = (F - 1) / (F + m - 1), so deff = m F / (F + m - 1): 1 at F <= 1, m as F grows. The fit's
+bootstrap resamples points as if independent; `LackOfFit.interval_factor`, sqrt(deff) of the test
+that asks most, is what its intervals are widened by (`scaling.laws.bootstrap.widened`).
+Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -43,12 +50,22 @@ class GroupTest:
     statistic: float
     df: tuple[int, int]
     p_value: float
+    group_size: float            # mean points per group (per replicated cell for "replicates")
     offenders: tuple = ()
+
+    @property
+    def design_effect(self) -> float:
+        """m F / (F + m - 1), m the mean points per group (1 at F <= 1): the factor by which the
+        shared errors this test measures multiply the variance of an estimate from these points."""
+        f, m = self.statistic, self.group_size
+        if math.isnan(f) or f <= 1.0:
+            return 1.0
+        return m if math.isinf(f) else m * f / (f + m - 1.0)
 
     def to_json(self) -> dict:
         return json_safe({"by": self.by, "F": self.statistic, "df": self.df, "p_value": self.p_value,
-                          "offenders": [{"value": v, "points": k, "mean_residual_pct": m}
-                                        for v, k, m in self.offenders]})
+                          "design_effect": self.design_effect,
+                          "offenders": [{"value": v, "points": k, "mean_residual_pct": m} for v, k, m in self.offenders]})
 
 
 @dataclass(frozen=True)
@@ -65,10 +82,17 @@ class LackOfFit:
     def worst(self) -> GroupTest | None:
         return min(self.tests, key=lambda t: t.p_value, default=None)
 
+    @property
+    def interval_factor(self) -> float:
+        """sqrt of the largest design effect: how much wider the intervals of a fit that treats
+        these points as independent must be (1 without structure)."""
+        return math.sqrt(max((t.design_effect for t in self.tests), default=1.0))
+
     def to_json(self) -> dict:
         return {"tests": [t.to_json() for t in self.tests],
                 **json_safe({"residual_rms": self.residual_rms, "pure_error_rms": self.pure_error_rms,
-                             "replicated_cells": self.replicated_cells})}
+                             "replicated_cells": self.replicated_cells,
+                             "interval_factor": self.interval_factor})}
 
 
 def group_labels(values: np.ndarray) -> np.ndarray:
@@ -104,7 +128,7 @@ def grouped_test(residuals: np.ndarray, values: np.ndarray, by: str) -> GroupTes
     value = [float(np.exp(np.log(v[lab == g]).mean())) for g in groups]
     offenders = tuple((value[i], int(sizes[i]), 100.0 * float(means[i]))
                       for i in np.argsort(-np.abs(z)) if abs(z[i]) > 2.0)
-    return GroupTest(by, f, (k - 1, n - k), p, offenders)
+    return GroupTest(by, f, (k - 1, n - k), p, n / k, offenders)
 
 
 def replicate_cells(n: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -129,7 +153,7 @@ def pure_error_test(residuals: np.ndarray, n: np.ndarray, d: np.ndarray, n_param
         return None
     pure = pure_error(residuals, inverse, counts)
     f, p = _f_test(float(np.sum(residuals ** 2)) - pure, m - n_params, pure, residuals.size - m)
-    return GroupTest("replicates", f, (m - n_params, residuals.size - m), p)
+    return GroupTest("replicates", f, (m - n_params, residuals.size - m), p, residuals.size / m)
 
 
 def _f_test(ss_num: float, df_num: int, ss_den: float, df_den: int) -> tuple[float, float]:

@@ -156,11 +156,14 @@ class FitOptions:
 
 @dataclass(frozen=True)
 class Intervals:
-    """Percentile bootstrap intervals: `bounds[name]` is [lo, hi], a bound None where undefined."""
+    """Percentile bootstrap intervals: `bounds[name]` is [lo, hi], a bound None where undefined.
+    widened_by: the factor the resamples were moved away from the optimum by, for the errors the
+    lack-of-fit tests found shared between points (`scaling.laws.bootstrap.widened`)."""
 
     level: float
     n_resamples: int | None      # None in a fit.json that did not record it
     bounds: dict
+    widened_by: float = 1.0
 
     def get(self, name: str) -> tuple[float, float] | None:
         """(lo, hi) of `name` when both bounds are finite numbers, else None."""
@@ -171,13 +174,14 @@ class Intervals:
         return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
 
     def to_json(self) -> dict:
-        return {"level": self.level, "n_resamples": self.n_resamples, **self.bounds}
+        return {"level": self.level, "n_resamples": self.n_resamples, "widened_by": self.widened_by, **self.bounds}
 
     @classmethod
     def from_json(cls, ci: dict) -> Intervals:
-        """From fit.json's "ci": {"level", "n_resamples", name: [lo, hi], ...}."""
-        bounds = {k: v for k, v in ci.items() if k not in ("level", "n_resamples")}
-        return cls(ci.get("level", 0.95), ci.get("n_resamples"), bounds)
+        """From fit.json's "ci": {"level", "n_resamples", "widened_by", name: [lo, hi], ...} (a
+        fit.json written before widening existed has no "widened_by": 1)."""
+        bounds = {k: v for k, v in ci.items() if k not in ("level", "n_resamples", "widened_by")}
+        return cls(ci.get("level", 0.95), ci.get("n_resamples"), bounds, ci.get("widened_by", 1.0))
 
 
 @dataclass(frozen=True)

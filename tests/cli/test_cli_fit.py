@@ -25,7 +25,7 @@ SCHEMA = {
 DATA_KEYS = {"source", "n_points", "digest", "param_convention", "dropped", "filters", "n_range",
              "d_range", "c_range", "provenance"}
 OPTION_KEYS = {"delta", "grid", "n_starts", "fixed_E", "bootstrap"}
-CI_KEYS = {"level", "n_resamples", "E", "A", "B", "alpha", "beta", "a", "b", "G", "tokens_per_param"}
+CI_KEYS = {"level", "n_resamples", "E", "A", "B", "alpha", "beta", "a", "b", "G", "tokens_per_param", "widened_by"}
 REFERENCE = {"A": 477.8, "B": 2143.0, "E": 1.8172, "alpha": 0.3473, "beta": 0.3672}
 LAW = Law(E=2.0, A=300.0, B=900.0, alpha=0.3, beta=0.35)
 CHINCHILLA_ARGS = ["fit", "--dataset", "chinchilla", "--drop-highest-loss", "5"]

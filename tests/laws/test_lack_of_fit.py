@@ -6,7 +6,8 @@ import pytest
 from scipy import stats
 
 from scaling.laws import analysis
-from scaling.laws.lack_of_fit import group_labels, lack_of_fit
+from scaling.laws import bootstrap as resampling
+from scaling.laws.lack_of_fit import group_labels, grouped_test, lack_of_fit
 from scaling.laws.references import BESIROGLU
 from scaling.laws.results import dumps_fit
 from scaling.laws.simulate import cross_grid, isoflop_grid, simulate
@@ -75,3 +76,52 @@ def test_row_order_changes_nothing():
     shuffled = data.take(np.random.default_rng(0).permutation(len(data)))
     assert shuffled.digest != data.digest
     assert dumps_fit(analysis.fit_data(shuffled, bootstrap=100)) == dumps_fit(analysis.fit_data(data, bootstrap=100))
+
+
+@pytest.mark.parametrize("rho", [0.0, 0.2, 0.5])
+def test_design_effect_recovers_the_shared_share(rho):
+    """Residuals with a known intra-class correlation rho, 5 to a group: the median estimated
+    design effect over 200 draws is 1 + 4 rho to within 15% (Kish's deff for groups of 5)."""
+    rng = np.random.default_rng(int(rho * 10))
+    labels = np.repeat(np.arange(1, 21), 5).astype(float)          # 20 groups of 5 points
+    effects = []
+    for _ in range(200):
+        shared = np.sqrt(rho) * rng.standard_normal(20)
+        residuals = np.repeat(shared, 5) + np.sqrt(1 - rho) * rng.standard_normal(100)
+        effects.append(grouped_test(residuals, labels, "size").design_effect)
+    assert np.median(effects) == pytest.approx(1 + 4 * rho, rel=0.15, abs=0.05)
+
+
+def test_widened_moves_each_resample_factor_times_as_far():
+    optimum = np.array([0.5, 6.0, 7.0, 0.3, 0.35])
+    rng = np.random.default_rng(0)
+    thetas = optimum * np.exp(0.05 * rng.standard_normal((50, 5)))
+    thetas[0, 3] = -0.1                                             # no allocation: left alone
+    thetas[1, 1] = 720.0                                            # A beyond a float: left alone
+    thetas[2, 3] = 0.14                                             # alpha would go below 0: left alone
+    moved = resampling.widened(thetas, optimum, 2.0)
+    assert np.array_equal(moved[:3], thetas[:3])
+    np.testing.assert_allclose(moved[3:] - optimum, 2.0 * (thetas[3:] - optimum), rtol=1e-12)
+    assert np.array_equal(resampling.widened(thetas, optimum, 1.0), thetas)
+
+
+def test_offsets_widen_the_intervals_by_the_design_effect():
+    """The issue's table (1% offsets per size): the intervals in fit.json are the bootstrap's
+    widened by sqrt of the size test's design effect, and fit.json says by how much."""
+    data = simulate(LAW, ISOFLOP, noise=0.005, size_offset=0.01, seed=0)
+    fit = analysis.fit_data(data, bootstrap=100)
+    factor = fit.ci.widened_by
+    assert factor == pytest.approx(fit.lack_of_fit["interval_factor"]) and factor > 1.2
+    size_test = next(t for t in fit.lack_of_fit["tests"] if t["by"] == "size")
+    assert factor ** 2 == pytest.approx(max(t["design_effect"] for t in fit.lack_of_fit["tests"]))
+    assert size_test["design_effect"] > 1.2
+    plain = resampling.bootstrap(data.n, data.d, data.loss, n_resamples=100, full_fit=fit.optimum,
+                                 reference_compute=fit.reference_compute, flops=data.flops)
+    lo, hi = fit.interval("tokens_per_param")
+    lo0, hi0 = plain.intervals["tokens_per_param"]
+    assert np.log(hi / lo) == pytest.approx(factor * np.log(hi0 / lo0), rel=0.15)
+
+
+def test_clean_scatter_leaves_the_intervals_nearly_as_they_were():
+    data = simulate(LAW, ISOFLOP, noise=0.005, seed=3)
+    assert analysis.fit_data(data, bootstrap=20).ci.widened_by < 1.2
