@@ -65,7 +65,8 @@ class GroupTest:
     def to_json(self) -> dict:
         return json_safe({"by": self.by, "F": self.statistic, "df": self.df, "p_value": self.p_value,
                           "design_effect": self.design_effect,
-                          "offenders": [{"value": v, "points": k, "mean_residual_pct": m} for v, k, m in self.offenders]})
+                          "offenders": [{"value": v, "points": k, "mean_residual_pct": m}
+                                        for v, k, m in self.offenders]})
 
 
 @dataclass(frozen=True)

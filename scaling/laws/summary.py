@@ -36,7 +36,8 @@ def format_summary(fit: LawFit) -> str:
     if len(d.dropped) > SHOWN_DROPPED:
         out.append(f"  ... and {len(d.dropped) - SHOWN_DROPPED} more (data.dropped in fit.json)")
     out.append(f"N counts {d.param_convention or 'what the source counts as'} parameters; {fit.law.flops.describe()}")
-    out.append("constants" + (f" with {100 * ci.level:g}% bootstrap intervals ({ci.n_resamples} resamples)"
+    widened = f", widened {ci.widened_by:.2f}x by the lack of fit" if ci is not None and ci.widened_by > 1 else ""
+    out.append("constants" + (f" with {100 * ci.level:g}% bootstrap intervals ({ci.n_resamples} resamples{widened})"
                                if ci is not None else " (no bootstrap)") + ":")
     for name in PARAM_NAMES:
         out.append(line(name, getattr(fit.law, name)))
@@ -61,6 +62,8 @@ def format_lack_of_fit(lof: dict) -> str:
     beside the residual RMS."""
     tests = ", ".join(f"by {t['by']} p = {t['p_value']:.2g}" for t in lof["tests"] if t.get("p_value") is not None)
     line = f"lack of fit: {tests or 'no grouping of two points or more to test'}"
+    if lof.get("interval_factor", 1.0) > 1.0:
+        line += f"; intervals widened {lof['interval_factor']:.2f}x for the errors shared within groups"
     if lof.get("pure_error_rms") is not None:
         line += (f"; scatter between replicates {lof['pure_error_rms']:.4g} at {lof['replicated_cells']} (N, D) "
                  f"points trained more than once, against the residual RMS {lof['residual_rms']:.4g}")
