@@ -31,6 +31,7 @@ from scipy.optimize import minimize_scalar
 
 from scaling.errors import UsageError
 from scaling.formats import sci
+from scaling.laws.bootstrap import spread
 from scaling.laws.law import Law
 from scaling.train.compute import FlopsPerToken, expected_optimum
 
@@ -253,17 +254,21 @@ class Prediction:
         return f"Prediction(N={self.n:.3g}, D={self.d:.3g}: loss {self.loss:.4f}{bounds})"
 
 
-def loss_interval(resampled, n, d, *, level: float = 0.95, noise: float = 0.0, seed: int = 0) -> tuple:
+def loss_interval(resampled, n, d, *, level: float = 0.95, noise: float = 0.0, seed: int = 0,
+                  widen: float = 1.0) -> tuple:
     """A prediction interval for the loss of one run of N parameters on D tokens, from `resampled`
     (an (R, 5) array of bootstrap constants E, A, B, alpha, beta): each resample's law predicts
     L(N, D), times exp(noise * z) with z standard normal, so both the constants' uncertainty and
-    the runs' own scatter (noise: the fit's residual RMS in log loss) are in it. A resample whose
-    constants overflowed (A = inf where its exponent ran off) predicts nothing and is left out."""
+    the runs' own scatter (noise: the fit's residual RMS in log loss) are in it; the laws'
+    predictions are spread `widen` times about their median first (`bootstrap.spread`: the fit's
+    ci.widened_by). A resample whose constants overflowed (A = inf where its exponent ran off)
+    predicts nothing and is left out."""
     resampled = np.asarray(resampled, dtype=float)
     finite = np.isfinite(resampled).all(axis=1)
     z = np.random.default_rng(seed).standard_normal(finite.size)
     with np.errstate(over="ignore", invalid="ignore"):  # inf constants: dropped as not finite below
-        losses = (Law(*resampled.T).loss(n, d) * np.exp(noise * z))[finite]
+        predicted = spread(Law(*resampled.T).loss(n, d), widen)
+        losses = (predicted * np.exp(noise * z))[finite]
     return _percentiles(losses, level)
 
 
@@ -275,10 +280,11 @@ def _percentiles(values, level: float) -> tuple:
 
 
 def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, noise: float = 0.0,
-                      seed: int = 0) -> OptimumIntervals:
+                      seed: int = 0, widen: float = 1.0) -> OptimumIntervals:
     """Intervals of the optimum at C from `resampled`, an (R, 5) array of bootstrap constants in
-    the order E, A, B, alpha, beta (see `OptimumIntervals`). A resample whose constants overflowed
-    or whose alpha, beta <= 0 has no allocation, and counts in `n_undefined`."""
+    the order E, A, B, alpha, beta (see `OptimumIntervals`), each widened `widen` times about its
+    median (`bootstrap.spread`, as the fit's own). A resample whose constants overflowed or whose
+    alpha, beta <= 0 has no allocation, and counts in `n_undefined`."""
     c = check_compute(compute)
     resampled = np.asarray(resampled, dtype=float)
     e, a, b, alpha, beta = resampled.T
@@ -288,8 +294,8 @@ def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, nois
         n_opt = np.asarray(laws.n_opt(c))[ok]
     d_opt = law.flops.tokens(c, n_opt)
     best = plan(law, c)
-    loss = loss_interval(resampled, best.n, best.d, level=level, noise=noise, seed=seed)
+    loss = loss_interval(resampled, best.n, best.d, level=level, noise=noise, seed=seed, widen=widen)
     undefined = int((~ok).sum())
     n, d, tpp = ((math.nan, math.nan),) * 3 if undefined else \
-        (_percentiles(n_opt, level), _percentiles(d_opt, level), _percentiles(d_opt / n_opt, level))
+        tuple(_percentiles(spread(v, widen), level) for v in (n_opt, d_opt, d_opt / n_opt))
     return OptimumIntervals(c, level, n, d, tpp, loss, undefined, int(ok.size))

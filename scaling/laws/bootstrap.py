@@ -39,7 +39,7 @@ class BootstrapResult:
     n_converged: int = 0       # resamples whose best start met the stopping rule
     n_undefined: dict = field(default_factory=dict)  # name -> resamples where it is not finite
     # (G, a, b, tokens_per_param need alpha, beta > 0); such a quantity's interval is NaN.
-    widened_by: float = 1.0    # each resample's distance from the optimum multiplied by this (`widened`)
+    widened_by: float = 1.0    # the intervals widened this many times about the samples' median (`spread`)
 
 
 def derived_quantities(theta: np.ndarray, reference_compute: float, flops: FlopsPerToken = FlopsPerToken()) -> dict:
@@ -68,27 +68,36 @@ def derived_quantities(theta: np.ndarray, reference_compute: float, flops: Flops
                 "a": a_exp, "b": b_exp, "G": np.exp(log_g), "tokens_per_param": np.exp(log_tpp)}
 
 
-def widened(thetas: np.ndarray, optimum, factor: float) -> np.ndarray:
-    """The resampled constants (R, 5) of (log_e, log_a, log_b, alpha, beta) moved `factor` times
-    as far from the full-data `optimum`: every interval drawn from them widens by about `factor`.
-    The move is linear in the fit's own coordinates, which keeps the resamples on the ridge they
-    share (log A rises with alpha): moving alpha in log and log A linearly would leave it and blow
-    tokens per parameter up far beyond `factor`. A resample that the move would take out of the
-    law's domain (alpha or beta <= 0, A or B beyond a float), or that is out of it already, is
-    left as it is.
+LINEAR = ("alpha", "beta", "a", "b")    # spread linearly; every other quantity is positive: in log
+
+
+def spread(values, factor: float, log: bool = True) -> np.ndarray:
+    """`values` moved `factor` times as far from their median (in log where `log`), NaN and inf
+    left as they are: a percentile interval of the result is the values' own, widened `factor`
+    times about their median, so it holds the unwidened one.
 
     Why: points that share an error (a size's mistuned learning rate) are resampled as if each
     were independent, and the intervals come out too narrow by sqrt of the design effect
-    (`scaling.laws.lack_of_fit`), which is the factor the fit passes here.
+    (`scaling.laws.lack_of_fit`), the factor a fit passes here. Widening each quantity's values,
+    not the constants they come from, widens every interval by the same factor: moving the
+    constants would move a nonlinear quantity (an extrapolated loss) unevenly, even off centre.
     """
-    thetas = np.array(thetas, dtype=float)
+    values = np.array(values, dtype=float)
     if factor == 1.0:
-        return thetas
-    moved = np.asarray(optimum, dtype=float) + factor * (thetas - np.asarray(optimum, dtype=float))
-    inside = lambda t: (t[:, 3:] > 0).all(axis=1) & (t[:, 1:3] < LOG_FLOAT_MAX).all(axis=1)  # noqa: E731
-    keep = np.isfinite(thetas).all(axis=1) & inside(thetas) & inside(moved)
-    thetas[keep] = moved[keep]
-    return thetas
+        return values
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale = np.log(values) if log else values
+    ok = np.isfinite(scale)
+    if ok.any():
+        mid = np.median(scale[ok])
+        moved = mid + factor * (scale[ok] - mid)
+        values[ok] = np.exp(moved) if log else moved
+    return values
+
+
+def spread_samples(samples: dict, factor: float) -> dict:
+    """Each of `samples` (name -> values) spread `factor` times about its median (`spread`)."""
+    return {name: spread(v, factor, log=name not in LINEAR) for name, v in samples.items()}
 
 
 def resample_counts(n_points: int, n_resamples: int, seed: int) -> np.ndarray:
@@ -147,8 +156,8 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
 
     reference_compute: C at which tokens_per_param is evaluated (default: the largest 6 N D).
     flops: the FLOPs per token of the allocation's constraint (C = 6 N D by default).
-    widen: the factor (>= 1) by which each resample is moved away from the optimum (`widened`):
-    the lack-of-fit test's allowance for errors shared between points.
+    widen: the factor (>= 1) each interval is widened by about its samples' median (`spread`): the
+    lack-of-fit tests' allowance for errors shared between points. `samples` stay as fitted.
     """
     if not 1 <= n_resamples <= MAX_RESAMPLES:
         raise UsageError(f"the number of bootstrap resamples must be from 1 to {MAX_RESAMPLES:,} (a 95% "
@@ -179,8 +188,8 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
         n_converged += converged
     if not (math.isfinite(widen) and widen >= 1.0):
         raise UsageError(f"the interval widening factor must be a number >= 1; got {widen}")
-    samples = derived_quantities(widened(thetas, full_fit.theta, widen), reference_compute, flops)
-    intervals, n_undefined = percentile_intervals(samples, level)
+    samples = derived_quantities(thetas, reference_compute, flops)
+    intervals, n_undefined = percentile_intervals(spread_samples(samples, widen), level)
     return BootstrapResult(
         n_resamples=int(n_resamples), seed=int(seed), level=float(level),
         reference_compute=float(reference_compute), intervals=intervals, samples=samples,

@@ -77,6 +77,9 @@ def limitations(data: FitData, result: fitting.FitResult, boot, reference_comput
         out.append("no bootstrap was run: there are no intervals, so agreement with published values "
                    "cannot be judged")
     else:
-        out.append("the intervals are percentile bootstrap intervals over points treated as independent; "
-                   "they do not cover systematic choices (Huber delta, learning-rate schedule, data filters)")
+        widened = (f", widened {boot.widened_by:.2f}x for the errors the lack-of-fit tests find shared within "
+                   "sizes or budgets" if boot.widened_by > 1 else "")
+        out.append("the intervals are percentile bootstrap intervals over points treated as independent"
+                   f"{widened}; they do not cover systematic choices (Huber delta, learning-rate schedule, data "
+                   "filters)")
     return out

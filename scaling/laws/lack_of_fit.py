@@ -24,7 +24,7 @@ group, the information of 1 + (m - 1) rho independent ones less, so an estimate 
 groups' means has its variance multiplied by deff = 1 + (m - 1) rho. The one-way ANOVA estimates
 rho = (F - 1) / (F + m - 1), so deff = m F / (F + m - 1): 1 at F <= 1, m as F grows. The fit's
 bootstrap resamples points as if independent; `LackOfFit.interval_factor`, sqrt(deff) of the test
-that asks most, is what its intervals are widened by (`scaling.laws.bootstrap.widened`).
+that asks most, is what its intervals are widened by (`scaling.laws.bootstrap.spread`).
 Pure functions, no I/O.
 """
 

@@ -157,8 +157,8 @@ class FitOptions:
 @dataclass(frozen=True)
 class Intervals:
     """Percentile bootstrap intervals: `bounds[name]` is [lo, hi], a bound None where undefined.
-    widened_by: the factor the resamples were moved away from the optimum by, for the errors the
-    lack-of-fit tests found shared between points (`scaling.laws.bootstrap.widened`)."""
+    widened_by: the factor every interval drawn from the resamples is widened by about its median,
+    for the errors the lack-of-fit tests found shared between points (`scaling.laws.bootstrap.spread`)."""
 
     level: float
     n_resamples: int | None      # None in a fit.json that did not record it
@@ -202,16 +202,17 @@ class LawFit:
         if self.resampled is None or self.ci is None:
             return None
         return allocation.optimum_intervals(self.law, self.resampled, compute, level=self.ci.level,
-                                            noise=self.residual_rms or 0.0, seed=seed)
+                                            noise=self.residual_rms or 0.0, seed=seed, widen=self.ci.widened_by)
 
     def bootstrap_samples(self) -> dict | None:
-        """{name: (R,) array} of CI_NAMES over the resamples (`resampled`, at the reference compute;
-        the distributions behind `ci`), or None without bootstrap samples."""
+        """{name: (R,) array} of CI_NAMES over the resamples (`resampled`, at the reference compute),
+        spread as `ci` was widened: the distributions behind `ci`; None without bootstrap samples."""
         if self.resampled is None or self.reference_compute is None:
             return None
         with np.errstate(divide="ignore"):          # E, A or B stored as 0 (an underflow): log -inf
             theta = np.column_stack([np.log(self.resampled[:, :3]), self.resampled[:, 3:]])
-        return resampling.derived_quantities(theta, self.reference_compute, self.law.flops)
+        samples = resampling.derived_quantities(theta, self.reference_compute, self.law.flops)
+        return resampling.spread_samples(samples, self.ci.widened_by if self.ci is not None else 1.0)
 
     def loss_interval(self, n, d, seed: int = 0) -> tuple | None:
         """A prediction interval for the final loss of one run of N parameters on D tokens (None
@@ -219,7 +220,7 @@ class LawFit:
         if self.resampled is None or self.ci is None:
             return None
         return allocation.loss_interval(self.resampled, n, d, level=self.ci.level,
-                                        noise=self.residual_rms or 0.0, seed=seed)
+                                        noise=self.residual_rms or 0.0, seed=seed, widen=self.ci.widened_by)
 
     law: Law
     seed: int = 0
