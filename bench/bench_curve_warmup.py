@@ -37,9 +37,9 @@ import time
 from pathlib import Path
 
 from scaling.cli import main as scaling
-from scaling.config import parse_yaml
 from scaling.laws.curve_fit import leave_one_run_out
 from scaling.laws.curve_store import read_curve_runs
+from scaling.reading import parse_yaml
 from scaling.runs import store as run_store
 
 KEEP = ("corpus", "tokenizer", "seed")

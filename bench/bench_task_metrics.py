@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from scaling.config import parse_yaml
+from scaling.reading import parse_yaml
 from scaling.runs import store
 from scaling.train.batches import TokenData, evaluate, val_windows
 from scaling.train.metrics import N_PROMPTS, evaluate_tasks, task_prompts

@@ -4,24 +4,16 @@ Every key, its type, default and meaning is documented in docs/config.md; keep t
 Errors name the key path, a short excerpt of the value found and what is allowed, and raise
 `UsageError` (exit code 2) before anything is written.
 
-This module also holds the one bounded reader of JSON and YAML (`parse_json`, `read_json`,
-`parse_yaml`) that every stage uses for files a user may have edited: a nesting depth or a
-size (aliases expanded) beyond the limits, or a duplicate YAML key, is a UsageError naming the
-file, never a RecursionError, an abort or megabytes echoed to the terminal.
+Files are read by `scaling.reading` (bounded in size and depth, regular files only).
 """
 
 from __future__ import annotations
 
 import codecs
-import json
 import math
-import os
-import reprlib
-import stat
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -35,136 +27,7 @@ from pydantic import (
 )
 
 from scaling.errors import UsageError
-
-# Limits of the bounded readers. Every file of this package nests less than 10 deep and a config
-# holds hundreds of values; the value limit counts YAML aliases expanded, as a consumer walks them.
-MAX_DEPTH = 64
-MAX_VALUES = 1_000_000
-# The largest file a bounded reader reads whole: fit.json, its side CSVs, validate.json, configs.
-# The largest written by this package (a fit of 1e6 rows with every row dropped) is well under.
-MAX_FILE_BYTES = 256 * 2**20
-
-
-_REPR = reprlib.Repr()
-_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 2, 4, 4, 60, 60
-
-
-def excerpt(value, limit: int = 60) -> str:
-    """A short repr of `value` for a message: bounded however large or deep the value is."""
-    short = _REPR.repr(value)
-    return short if len(short) <= limit else short[:limit - 3] + "..."
-
-
-def _too_deep(source: str) -> UsageError:
-    """The one refusal of a file nested past MAX_DEPTH, whichever reader meets it."""
-    return UsageError(f"{source}: nested deeper than {MAX_DEPTH} levels; not a file of this package")
-
-
-def _check_bounds(obj, source: str) -> None:
-    """UsageError when `obj` nests deeper than MAX_DEPTH or holds more than MAX_VALUES values.
-    Iterative, and stops at the limit: an alias bomb is refused without being walked whole."""
-    stack, seen = [(obj, 1)], 0
-    while stack:
-        value, depth = stack.pop()
-        seen += 1
-        if seen > MAX_VALUES:
-            raise UsageError(f"{source}: more than {MAX_VALUES:,} values (aliases counted as expanded); "
-                             "not a file of this package")
-        if depth > MAX_DEPTH:
-            raise _too_deep(source)
-        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-        stack.extend((child, depth + 1) for child in children)
-
-
-def parse_json(text: str, source: str):
-    """JSON text as Python values, bounded in depth and size; UsageError naming `source`."""
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{source} is not valid JSON ({exc})") from None
-    except RecursionError:
-        raise _too_deep(source) from None
-    _check_bounds(obj, source)
-    return obj
-
-
-def open_regular(path: str | Path, what: str = "file"):
-    """`path` opened for reading in binary, when it is a regular file: a FIFO, a device (/dev/zero)
-    or a folder is a UsageError naming it, never a read that hangs or never ends; a missing file is
-    FileNotFoundError, as from open()."""
-    # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever before fstat could refuse it.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    f = os.fdopen(fd, "rb")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        f.close()
-        raise UsageError(f"cannot read {what} {path}: not a regular file (a FIFO, a device or a folder)")
-    return f
-
-
-def read_bounded(path: str | Path, limit: int = MAX_FILE_BYTES, what: str = "file") -> bytes:
-    """The bytes of a regular file (`open_regular`) of at most `limit` bytes; a larger file is a
-    UsageError naming it, never gigabytes read."""
-    with open_regular(path, what) as f:
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise UsageError(f"cannot read {what} {path}: larger than {limit // 2**20} MiB, not a file of this package")
-    return data
-
-
-def read_text(path: str | Path, what: str = "file") -> str:
-    """A bounded regular file as UTF-8 text (`read_bounded`); UsageError naming `path` otherwise."""
-    try:
-        return read_bounded(path, what=what).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"cannot read {what} {path}: not UTF-8 text (byte {exc.start})") from None
-
-
-def read_json(path: str | Path):
-    """A JSON file (UTF-8, regular, at most MAX_FILE_BYTES) through `parse_json`."""
-    try:
-        text = read_bounded(path).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path} is not valid JSON (not UTF-8 text at byte {exc.start})") from None
-    return parse_json(text, str(path))
-
-
-class _BoundedLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a duplicate key (PyYAML keeps the last silently) and stops
-    composing past MAX_DEPTH (its composer recurses: deep nesting would be a RecursionError)."""
-
-    def compose_node(self, parent, index):
-        self._depth = getattr(self, "_depth", 0) + 1
-        try:
-            if self._depth > MAX_DEPTH:
-                raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels")
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-    def construct_mapping(self, node, deep=False):
-        keys = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, (str, int, float, bool)) or key is None:
-                if key in keys:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {excerpt(key)}", key_node.start_mark)
-                keys.add(key)
-        return super().construct_mapping(node, deep)
-
-
-def parse_yaml(text: str, source: str):
-    """YAML text as Python values: safe tags only, no duplicate keys, bounded in depth and in
-    size with aliases expanded; UsageError naming `source`."""
-    try:
-        obj = yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 (a SafeLoader)
-    except yaml.YAMLError as exc:
-        # PyYAML's message spans lines (the mark, a caret); one line, cut short, names the problem.
-        raise UsageError(f"{source}: not valid YAML: {' '.join(str(exc).split())[:300]}") from None
-    except RecursionError:
-        raise _too_deep(source) from None
-    _check_bounds(obj, source)
-    return obj
+from scaling.reading import excerpt, parse_yaml, read_bounded
 
 
 def _count(value):

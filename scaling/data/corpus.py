@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from scaling.config import CorpusConfig, parse_json
+from scaling.config import CorpusConfig
 from scaling.errors import UsageError
+from scaling.reading import parse_json
 
 TEXT_SUFFIXES = (".txt", ".jsonl", ".parquet")
 

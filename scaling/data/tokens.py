@@ -25,9 +25,10 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from scaling.config import SweepConfig, excerpt, read_json
+from scaling.config import SweepConfig
 from scaling.data.corpus import Split, load_split
 from scaling.errors import UsageError
+from scaling.reading import excerpt, read_json
 from scaling.runs import faults, locks, store
 
 EOS = "<|endoftext|>"

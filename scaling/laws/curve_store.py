@@ -15,11 +15,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from scaling.config import TrainConfig, parse_yaml
+from scaling.config import TrainConfig
 from scaling.errors import UsageError
 from scaling.laws.curve_fit import CurveRuns
 from scaling.laws.curve_law import RunSchedule
 from scaling.laws.curves import read_curves
+from scaling.reading import parse_yaml
 from scaling.runs import store
 
 FITTED_STATUSES = ("finished", "stable")

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from scaling.config import parse_yaml
 from scaling.errors import UsageError
 from scaling.laws.approaches import CURVE_COLUMNS
 from scaling.laws.fitdata import RUN_COLUMNS
+from scaling.reading import parse_yaml
 from scaling.runs import store
 
 

@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scaling.config import excerpt, read_text
 from scaling.errors import UsageError
 from scaling.laws.holdout import Holdout
 from scaling.laws.law import PARAM_NAMES, Law
 from scaling.laws.provenance import KINDS, Provenance
 from scaling.laws.repeated import Repeated
+from scaling.reading import excerpt, read_text
 from scaling.train.compute import FlopsPerToken
 
 KIND = "scaling.fit"

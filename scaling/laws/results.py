@@ -68,7 +68,6 @@ from pathlib import Path
 
 import numpy as np
 
-from scaling.config import parse_json, read_bounded
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws import allocation
@@ -92,6 +91,7 @@ from scaling.laws.holdout import Holdout
 from scaling.laws.law import PARAM_NAMES, Law
 from scaling.laws.provenance import Provenance
 from scaling.laws.repeated import SAMPLE_NAMES, Repeated
+from scaling.reading import parse_json, read_bounded
 from scaling.runs.store import write_atomic
 
 DEFAULT_BOOTSTRAP = 1000

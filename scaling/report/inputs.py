@@ -31,12 +31,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from scaling.config import parse_yaml
 from scaling.errors import UsageError
 from scaling.formats import flatten
 from scaling.laws import analysis, fitdata, results, selection
 from scaling.laws.curve_store import read_curve_runs
 from scaling.laws.curves import curves_from_store, read_curves
+from scaling.reading import parse_yaml
 from scaling.runs import store
 from scaling.train.counts import COMPUTE_MEASURES
 from scaling.validate.result import FILENAME as VALIDATION_FILE

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from scaling.config import excerpt, open_regular, parse_json, read_json
 from scaling.errors import UsageError
+from scaling.reading import excerpt, open_regular, parse_json, read_json
 from scaling.runs import faults, locks
 
 SUMMARY = "summary.json"
@@ -204,7 +204,7 @@ def _well_formed(record) -> bool:
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    """Records of a metrics.jsonl (a regular file: `config.open_regular`); a torn, corrupt or ill-typed
+    """Records of a metrics.jsonl (a regular file: `reading.open_regular`); a torn, corrupt or ill-typed
     line is skipped with a warning naming it."""
     records = []
     with io.TextIOWrapper(open_regular(path, "metrics"), encoding="utf-8", errors="replace") as f:

@@ -22,8 +22,9 @@ from pathlib import Path
 
 import yaml
 
-from scaling.config import SweepConfig, parse_json
+from scaling.config import SweepConfig
 from scaling.errors import UsageError
+from scaling.reading import parse_json
 from scaling.runs import locks, store
 from scaling.sweep.job import WAIT, Job
 from scaling.sweep.plan import PlannedRun, run_config

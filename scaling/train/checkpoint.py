@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
-from scaling.config import excerpt
 from scaling.errors import UsageError
+from scaling.reading import excerpt
 from scaling.runs.store import CHECKPOINT, METRICS, read_jsonl, sync_file, write_atomic
 from scaling.train.model import GPT
 from scaling.train.spec import RunSpec

@@ -19,9 +19,9 @@ import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from scaling.config import excerpt, read_json
 from scaling.errors import UsageError
 from scaling.formats import json_safe
+from scaling.reading import excerpt, read_json
 from scaling.runs.store import write_atomic
 
 POSITIONS = ("smaller", "optimum", "larger")

@@ -20,10 +20,11 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from scaling.config import SweepConfig, derived_name, load_config, parse_config, parse_yaml, read_text
+from scaling.config import SweepConfig, derived_name, load_config, parse_config
 from scaling.errors import UsageError
 from scaling.laws.allocation import check_compute
 from scaling.laws.results import LawFit
+from scaling.reading import parse_yaml, read_text
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep
 from scaling.sweep.plan import PlannedRun, budget_tokens, planned_run
