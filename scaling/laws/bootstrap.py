@@ -164,6 +164,8 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
                          f"interval's ends settle within a few thousand); got {n_resamples}")
     if not 0 < level < 1:
         raise UsageError(f"the interval level must be in (0, 1); got {level}")
+    if not (math.isfinite(widen) and widen >= 1.0):
+        raise UsageError(f"the interval widening factor must be a number >= 1; got {widen}")
     check_fit_inputs(n, d, loss, fixed_E)
     log_n, log_d, log_loss = log_points(n, d, loss)
     if reference_compute is None:
@@ -186,8 +188,6 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
         counts = _draw_counts(rng, log_n.size, k)
         thetas[r0:r0 + k], converged = _fit_resamples(counts, starts, log_n, log_d, log_loss, delta, free)
         n_converged += converged
-    if not (math.isfinite(widen) and widen >= 1.0):
-        raise UsageError(f"the interval widening factor must be a number >= 1; got {widen}")
     samples = derived_quantities(thetas, reference_compute, flops)
     intervals, n_undefined = percentile_intervals(spread_samples(samples, widen), level)
     return BootstrapResult(

@@ -19,9 +19,9 @@ Two tests, both one-way analyses of variance of the log residuals r = log L_obs 
 
 A small p-value says the law's form (or the runs) err systematically: the intervals, which assume
 independent scatter, are then too narrow. By how much is the design effect of clustered data (Kish
-1965; Moulton 1990): points that share an error e with intra-class correlation rho carry, m to a
-group, the information of 1 + (m - 1) rho independent ones less, so an estimate that rests on the
-groups' means has its variance multiplied by deff = 1 + (m - 1) rho. The one-way ANOVA estimates
+1965; Moulton 1990): m points to a group whose errors have intra-class correlation rho carry the
+information of m / (1 + (m - 1) rho) independent points, so an estimate that rests on the groups
+(a size's runs all at one N) has its variance multiplied by deff = 1 + (m - 1) rho. The one-way ANOVA estimates
 rho = (F - 1) / (F + m - 1), so deff = m F / (F + m - 1): 1 at F <= 1, m as F grows. The fit's
 bootstrap resamples points as if independent; `LackOfFit.interval_factor`, sqrt(deff) of the test
 that asks most, is what its intervals are widened by (`scaling.laws.bootstrap.spread`).
