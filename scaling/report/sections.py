@@ -218,7 +218,8 @@ def fitted_law(r: Report) -> None:
                 "b = alpha/(alpha+beta) that of D_opt ~ C^b.")
     if fit.lack_of_fit is not None:
         r.doc.p(format_lack_of_fit(fit.lack_of_fit).capitalize() + " (scaling.laws.lack_of_fit: a small p says "
-                "the residuals share errors by that grouping, which the bootstrap's intervals do not include).")
+                "the residuals share errors by that grouping, which a bootstrap over points does not see; every "
+                "interval here is widened by the square root of the largest design effect the tests measure).")
     _points_figures(r)
     _bootstrap_figure(r)
 
