@@ -284,7 +284,9 @@ def interval_checks(boot: resampling.BootstrapResult | None, min_loss: float) ->
 
 def lack_of_fit_check(lof: LackOfFit) -> Check:
     """Residual structure by size, budget or token count, or beyond the replicates' scatter: the
-    intervals assume independent scatter, so a systematic error makes them too narrow."""
+    bootstrap resamples points as if independent, so a systematic error makes its intervals too
+    narrow: the fit widens them by the tests' design effect, and a p below the threshold cautions
+    that the law's form or the runs err systematically."""
     caution = THRESHOLDS["lack_of_fit_p"][0]
     threshold = f"every lack-of-fit F-test p >= {caution:g}"
     worst = lof.worst
