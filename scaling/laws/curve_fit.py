@@ -14,6 +14,10 @@ Runs that warm up over a fraction of their own steps do not (the demo's short ru
 peak in 32-63 steps, its long ones in 101-321, and pay for it: bench/bench_curve_warmup.py), so
 each size records the range of its runs' warmups, and the summary warns where they differ.
 
+The annealing momentum lambda of S2 is fitted: the one of curve_law.DECAYS that leaves the sizes'
+curve laws the least squared error (a simulation with a known lambda may fix it). It is chosen
+once, on all runs: the intervals do not carry its uncertainty.
+
 The intervals resample whole runs (with replacement, across the sweep), never points within a
 curve: a curve's points share its run's seed and data order, so they are not independent, and
 a resample of points would make the intervals too narrow. A resampled run counts as many times
@@ -24,6 +28,7 @@ Pure: a `CurveRuns` (from `scaling.laws.curve_store` or a simulation) in, a `Cur
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,7 +38,7 @@ import pandas as pd
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws import bootstrap as resampling
-from scaling.laws.curve_law import DECAY, fit_curve_law
+from scaling.laws.curve_law import DECAY, DECAYS, fit_curve_law
 from scaling.laws.fit import FitResult, fit_law
 from scaling.laws.fitdata import FitData
 from scaling.laws.law import PARAM_NAMES, Law
@@ -83,19 +88,27 @@ class CurvesFit:
     n_resamples: int = 0
     n_failed: int = 0
     decay: float = DECAY
+    decay_profile: dict = field(default_factory=dict)   # lambda -> the curve laws' residual rms (loss)
     samples: np.ndarray | None = field(default=None, repr=False)   # (R, 5): E, A, B, alpha, beta
 
     @property
-    def tokens_per_param(self) -> float:
-        return float(self.law.tokens_per_param(self.reference_compute))
+    def identified(self) -> bool:
+        """Whether the law has a compute-optimal allocation (alpha, beta > 0), as LawFit's."""
+        return self.law.alpha > 0 and self.law.beta > 0
+
+    @property
+    def tokens_per_param(self) -> float | None:
+        return float(self.law.tokens_per_param(self.reference_compute)) if self.identified else None
 
     def to_json(self) -> dict:
         """fit.json's "curves" section (see scaling.laws.results)."""
         law = self.law
         return json_safe({
             "method": "Tissue et al. 2024 curve law per size, L(N, D) fitted to its final losses",
-            "decay": self.decay, "span": SPAN, "per_size": PER_SIZE,
-            "params": law.to_dict(), "allocation": {"a": law.a, "b": law.b, "G": law.G},
+            "decay": self.decay, "decay_profile": [[k, v] for k, v in self.decay_profile.items()],
+            "span": SPAN, "per_size": PER_SIZE,
+            "params": law.to_dict(),
+            "allocation": {k: getattr(law, k) if self.identified else None for k in ("a", "b", "G")},
             "reference_compute": self.reference_compute, "tokens_per_param_at_reference": self.tokens_per_param,
             "residual_rms": self.optimum.residual_rms,
             "ci": None if not self.n_resamples else {
@@ -143,8 +156,10 @@ def _prepare(runs: CurveRuns, decay: float) -> _Prepared:
                      ends=ends, grids=grids)
 
 
-def _size_laws(prep: _Prepared, weights: np.ndarray, decay: float) -> dict:
-    """N -> CurveLaw of each size with evaluations of weight > 0 (`weights`: one per evaluation)."""
+def _size_laws(prep: _Prepared, weights: np.ndarray | None, decay: float) -> dict:
+    """N -> CurveLaw of each size with evaluations of weight > 0 (`weights`: one per evaluation,
+    None for all once)."""
+    weights = np.ones(len(prep.evals)) if weights is None else weights
     laws = {}
     for n, idx in prep.evals.groupby("n").indices.items():
         if float(n) in prep.grids and weights[idx].sum() > 0:
@@ -172,11 +187,28 @@ def _points(prep: _Prepared, laws: dict, weights: np.ndarray):
     return np.array(n), np.array(d), np.array(loss)
 
 
-def leave_one_run_out(runs: CurveRuns, decay: float = DECAY, prep: _Prepared | None = None) -> dict:
+def fitted_decay(runs: CurveRuns) -> tuple[float, dict]:
+    """The lambda of DECAYS whose curve laws leave the least squared error over every size's
+    evaluations past the warmup (the same evaluations at every lambda), and lambda -> that
+    residual rms (loss) for each."""
+    profile = {}
+    for decay in DECAYS:
+        laws = _size_laws(_prepare(runs, decay), None, decay).values()
+        if laws:
+            profile[decay] = math.sqrt(sum(law.rms ** 2 * law.n_points for law in laws)
+                                       / sum(law.n_points for law in laws))
+    if not profile:
+        raise UsageError(f"{runs.source}: no size has a curve law to fit (at least 5 evaluations past the warmup)")
+    return min(profile, key=profile.__getitem__), profile
+
+
+def leave_one_run_out(runs: CurveRuns, decay: float | None = None, prep: _Prepared | None = None) -> dict:
     """Each fit run's final loss predicted by its size's curve law fitted without it: the relative
     errors (predicted / observed - 1) of the runs whose size has another run to fit on. A run longer
     than the other runs' curves reach ("beyond_reach") is an extrapolation of them: its error is
-    summarised apart ("by_reach"), as it answers another question than a run within their reach."""
+    summarised apart ("by_reach"), as it answers another question than a run within their reach.
+    decay: the annealing momentum (None: fitted); prep: the runs prepared at that decay."""
+    decay = fitted_decay(runs)[0] if decay is None else decay
     prep = _prepare(runs, decay) if prep is None else prep
     rows = []
     for run_id, (n, d, observed) in runs.final.items():
@@ -207,14 +239,16 @@ def leave_one_run_out(runs: CurveRuns, decay: float = DECAY, prep: _Prepared | N
 
 
 def fit_curves(runs: CurveRuns, *, resamples: int = RESAMPLES, seed: int = 0, reference_compute: float | None = None,
-               flops: FlopsPerToken | None = None, decay: float = DECAY, grid=None) -> CurvesFit:
+               flops: FlopsPerToken | None = None, decay: float | None = None, grid=None) -> CurvesFit:
     """The law fitted to every size's curve-law final losses (see module doc), its percentile
     intervals from `resamples` resamples of whole runs (0: none), and the leave-one-run-out check.
     reference_compute: where tokens per parameter is given (default: the largest c(N) D of the
-    runs); flops: the allocation's compute count, as the final-loss fit's; grid: fit.fit_law's."""
+    runs); flops: the allocation's compute count, as the final-loss fit's; decay: the annealing
+    momentum lambda (None: fitted, see fitted_decay); grid: fit.fit_law's."""
     if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)) or resamples < 0:
         raise UsageError(f"the number of resamples must be a whole number >= 0; got {resamples!r}")
     flops = FlopsPerToken() if flops is None else flops
+    decay, profile = fitted_decay(runs) if decay is None else (decay, {})
     prep = _prepare(runs, decay)
     ones = np.ones(len(prep.evals))
     laws = _size_laws(prep, ones, decay)
@@ -230,7 +264,7 @@ def fit_curves(runs: CurveRuns, *, resamples: int = RESAMPLES, seed: int = 0, re
         sizes[size] = {"law": laws[size], "runs": ids, "warmup_steps": [min(warmups), max(warmups)],
                        "d": list(prep.grids[size][0]), "loss": list(laws[size].loss(*prep.grids[size][1:]))}
     fit = CurvesFit(law=law, optimum=full, reference_compute=reference_compute, sizes=sizes,
-                    leave_one_out=leave_one_run_out(runs, decay, prep), decay=decay)
+                    leave_one_out=leave_one_run_out(runs, decay, prep), decay=decay, decay_profile=profile)
     if not resamples:
         return fit
     return _resampled(fit, prep, runs, int(resamples), int(seed), flops, decay)

@@ -22,6 +22,7 @@ from scaling.laws.curve_law import RunSchedule
 from scaling.laws.curves import read_curves
 from scaling.reading import parse_yaml
 from scaling.runs import store
+from scaling.train.schedule import shape_warmup_steps
 
 FITTED_STATUSES = ("finished", "stable")
 
@@ -34,8 +35,11 @@ def _schedule(run_dir: Path) -> tuple[RunSchedule, str | None]:
         train = TrainConfig.model_validate(config["train"])
         wsd = config.get("wsd") or {}
         steps = -(-int(config["tokens"]) // train.batch_tokens)
+        warmup = wsd.get("warmup_steps")
+        if warmup is None:   # a cosine run's warmup: a fraction of its steps, or the shape's one
+            warmup = shape_warmup_steps(train, int(config["n_params_total"]), steps)
         return (RunSchedule(steps=steps, lr=float(config["lr"]), train=train,
-                            warmup=wsd.get("warmup_steps"), constant=bool(wsd.get("branch_points"))),
+                            warmup=warmup, constant=bool(wsd.get("branch_points"))),
                 config.get("role"))
     except (OSError, UnicodeDecodeError, KeyError, TypeError, ValueError, ValidationError) as exc:
         raise UsageError(f"{path}: cannot rebuild the run's learning-rate schedule ({exc.__class__.__name__}: "

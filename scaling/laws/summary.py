@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from scaling.formats import plain_table, sci
 from scaling.laws.allocation import Allocation, OptimumIntervals
+from scaling.laws.curve_law import DECAY
 from scaling.laws.diagnostics import PASS
 from scaling.laws.law import PARAM_NAMES
 from scaling.laws.repeated import RepeatedPlan
@@ -110,6 +111,7 @@ def format_curves(fit: LawFit) -> list[str]:
     out.append(f"  curve laws: {sum(size['law']['n_points'] for size in c['sizes'])} evaluations past the warmup, "
                f"residual RMS {min(rms):.3g} to {max(rms):.3g} (loss) by size; L(N, D) to their final losses "
                f"residual RMS {c['residual_rms']:.4g} (log loss)")
+    out.append(f"  annealing momentum lambda {c['decay']:g}" + _decay_profile(c.get("decay_profile")))
     differ = [s for s in c["sizes"] if s.get("warmup_steps") and s["warmup_steps"][0] != s["warmup_steps"][1]]
     if differ:
         out.append(f"  warning: {len(differ)} of {len(c['sizes'])} sizes' runs warm up over different numbers of steps "
@@ -128,6 +130,16 @@ def format_curves(fit: LawFit) -> list[str]:
     else:
         out.append("  leave one run out: no size has two runs with curves")
     return out
+
+
+def _decay_profile(profile) -> str:
+    """How the curve laws' lambda was chosen: fixed, or fitted against Tissue et al.'s."""
+    if not profile:
+        return " (fixed)"
+    rms = dict(profile)
+    best = min(rms, key=rms.__getitem__)
+    return (f", fitted: the curve laws' residual RMS {rms[best]:.4g} (loss), "
+            f"{rms.get(DECAY, math.nan):.4g} at Tissue et al.'s {DECAY:g}")
 
 
 def _with_interval(value, bounds, f: str) -> str:

@@ -27,7 +27,7 @@ from scaling.config import Shape, SweepConfig, run_lr
 from scaling.errors import UsageError
 from scaling.train.compute import FlopsPerToken, expected_optimum, fit_flops_per_token
 from scaling.train.counts import MEASURE_CONVENTION
-from scaling.train.schedule import cooldown_steps, schedule_bounds
+from scaling.train.schedule import cooldown_steps, schedule_bounds, shape_warmup_steps
 from scaling.train.shape import GPTConfig, flops_by_measure, flops_per_token, param_counts
 from scaling.train.spec import RunSpec
 
@@ -120,14 +120,6 @@ def shape_lr(cfg: SweepConfig, shape: Shape, tokens: int) -> float:
     return run_lr(cfg.train, shape, n_non_embedding, tokens)
 
 
-def shape_warmup(cfg: SweepConfig, n_total: int) -> int:
-    """Warmup steps of every run of a shape of n_total parameters: train.warmup_tokens_per_param."""
-    per_param = cfg.train.warmup_tokens_per_param
-    if per_param is None:
-        raise ValueError(f"config {cfg.name} sets no train.warmup_tokens_per_param (its warmup is a fraction of steps)")
-    return math.ceil(per_param * n_total / cfg.train.batch_tokens)
-
-
 def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmup: int | None = None,
                 branch_points: tuple[int, ...] = (), branch_of: str | None = None,
                 branch_step: int | None = None, budget: float | None = None,
@@ -139,8 +131,8 @@ def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmu
     seed = cfg.seed if seed is None else seed
     model = GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size)
     n_total, n_non_embedding = param_counts(model)
-    if warmup is None and cfg.train.warmup_tokens_per_param is not None:
-        warmup = min(shape_warmup(cfg, n_total), math.ceil(tokens / cfg.train.batch_tokens) - 1)
+    if warmup is None:
+        warmup = shape_warmup_steps(cfg.train, n_total, math.ceil(tokens / cfg.train.batch_tokens))
     extra: dict[str, int | list[int]] = {} if warmup is None else {"warmup_steps": warmup}
     label = None
     if branch_points:  # what a branch computes does not depend on its stable run: not in its id
@@ -231,10 +223,10 @@ def wsd_runs(cfg: SweepConfig, shape: Shape, budgets: list[int], seed: int | Non
     train, lr = cfg.train, shape_lr(cfg, shape, max(budgets))
     steps = [math.ceil(d / train.batch_tokens) for d in budgets]
     points = [n - cooldown_steps(n, train) for n in steps]
-    warmup, _ = schedule_bounds(steps[0], train)
-    if train.warmup_tokens_per_param is not None:
-        n_total = param_counts(GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size))[0]
-        warmup = min(shape_warmup(cfg, n_total), steps[0] - 1)
+    n_total = param_counts(GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size))[0]
+    warmup = shape_warmup_steps(train, n_total, steps[0])
+    if warmup is None:
+        warmup, _ = schedule_bounds(steps[0], train)
     kept = tuple(sorted({p for p in points if p > 0}))  # a cooldown from step 0 needs no checkpoint
     runs = []
     if kept:

@@ -23,6 +23,15 @@ def warmup_steps(steps: int, train: TrainConfig) -> int:
     return min(round(train.warmup_fraction * steps), steps - 1)
 
 
+def shape_warmup_steps(train: TrainConfig, n_total: int, steps: int) -> int | None:
+    """train.warmup_tokens_per_param's warmup for a run of `steps` steps of a shape of n_total
+    parameters: ceil(k n_total / batch_tokens) steps whatever the run's length, capped below its
+    last step; None where the warmup is a fraction of the run's steps (warmup_steps)."""
+    if train.warmup_tokens_per_param is None:
+        return None
+    return min(math.ceil(train.warmup_tokens_per_param * n_total / train.batch_tokens), steps - 1)
+
+
 def cooldown_steps(steps: int, train: TrainConfig) -> int:
     """WSD: round(cooldown_fraction * steps), at least 1 and at most the whole run."""
     return min(steps, max(1, round(train.cooldown_fraction * steps)))

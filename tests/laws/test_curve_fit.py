@@ -12,13 +12,15 @@ from scaling.cli import main
 from scaling.config import TrainConfig
 from scaling.laws import bootstrap as resampling
 from scaling.laws import results
-from scaling.laws.curve_fit import fit_curves, leave_one_run_out
-from scaling.laws.curve_law import RunSchedule, areas, fit_curve_law
+from scaling.laws.curve_fit import fit_curves, fitted_decay, leave_one_run_out
+from scaling.laws.curve_law import DECAY, DECAYS, RunSchedule, areas, fit_curve_law
 from scaling.laws.curve_simulate import simulate_curves
+from scaling.laws.curve_store import read_curve_runs
 from scaling.laws.fit import fit_law
 from scaling.laws.law import Law
 from scaling.laws.simulate import cross_grid
-from tests.conftest import MICRO
+from scaling.runs import store
+from tests.conftest import MICRO, micro_config
 
 LAW = Law(E=1.8, A=400.0, B=2000.0, alpha=0.34, beta=0.37)
 TRAIN = TrainConfig(batch_tokens=16384)
@@ -53,6 +55,20 @@ def test_the_curve_law_of_noiseless_curves_predicts_another_budget_exactly(sched
     (_, d, truth), = other.final.values()
     assert law.final_loss(next(iter(runs.schedules.values())).rescaled(d)) == pytest.approx(truth, rel=1e-6)
     assert leave_one_run_out(runs, decay=SIM["decay"])["max_abs_error"] < 1e-6
+
+
+@pytest.mark.parametrize("decay", [0.0, 0.99])
+def test_the_annealing_momentum_is_fitted(decay):
+    """Noiseless curves of three budgets: the fit finds the lambda they were made with, where its
+    curve laws fit exactly, and fit_curves records it with its profile."""
+    runs = simulate_curves(LAW, cross_grid([1e6, 4e6], [2e7, 5e7, 8e7]), noise=0.0, **{**SIM, "decay": decay})
+    chosen, profile = fitted_decay(runs)
+    assert chosen == decay and list(profile) == list(DECAYS)
+    assert profile[decay] < 1e-6 and 3 * profile[decay] < min(v for k, v in profile.items() if k != decay)
+    fit = fit_curves(runs, resamples=0, grid=GRID)
+    assert fit.decay == decay and fit.to_json()["decay_profile"] == [[k, v] for k, v in profile.items()]
+    assert fit.leave_one_out["max_abs_error"] < 1e-6
+    assert fit_curves(runs, resamples=0, grid=GRID, decay=DECAY).decay_profile == {}   # fixed: no profile
 
 
 def test_curve_fit_recovers_a_and_is_tighter_than_the_final_loss_fit():
@@ -103,6 +119,26 @@ def test_fit_curves_of_a_real_micro_sweep(micro_sweep, tmp_path, capsys):
     assert results.load_fit(out / "fit.json").curves == section
     # Without --curves there is no such section: tests/cli/test_cli_fit.py holds fit.json to its schema.
     assert "curves" not in results.LawFit.from_json({k: v for k, v in fit.items() if k != "curves"}).to_json()
+
+
+def test_a_store_with_one_warmup_per_shape_gives_its_curves_the_schedules_they_trained(tmp_path, cache_dir, capsys):
+    """train.warmup_tokens_per_param: the schedules rebuilt from the runs' config.yaml files follow
+    the learning rates the runs logged, warmup included (they once fell back to warmup_fraction),
+    and a size's runs share their warmup, so fit --curves does not warn."""
+    from scaling.sweep.driver import run_sweep
+
+    train = {**MICRO["train"], "warmup_tokens_per_param": 0.2}
+    sweep = run_sweep(micro_config(train=train), tmp_path / "runs", cache_dir)
+    runs = read_curve_runs(sweep.sweep_dir)
+    assert len(runs.schedules) == len(MICRO["grid"]["models"]) * len(MICRO["grid"]["tokens"])
+    for run_id, schedule in runs.schedules.items():
+        logged = [json.loads(line) for line in (sweep.sweep_dir / run_id / store.METRICS).read_text().splitlines()]
+        steps = np.array([row["step"] for row in logged if "lr" in row])
+        assert schedule.lrs()[steps - 1] == pytest.approx([row["lr"] for row in logged if "lr" in row], rel=1e-9)
+        warmup = -(-0.2 * runs.final[run_id][0] // MICRO["train"]["batch_tokens"])
+        assert schedule.first_decay_step() == min(warmup, schedule.steps - 1)
+    assert main(["fit", str(sweep.sweep_dir), "--curves", "--bootstrap", "10", "--out", str(tmp_path / "fit")]) == 0
+    assert "warm up over different numbers of steps" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv", [["fit", "--dataset", "chinchilla", "--curves"],
