@@ -21,8 +21,8 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # validate --force: a law called `not identified` is refused without it, and the demo's is (its
-# intervals, widened for the errors its sizes share, leave a 0.63 wide); the validation shows what
-# its allocation is worth one budget beyond the sweep all the same.
+# intervals, widened for the errors its sizes share, leave a 0.75 wide); the validation shows what
+# its allocation is worth one budget beyond the sweep all the same (it holds there).
 demo: install
 	$(BIN)/scaling sweep configs/tiny.yaml
 	$(BIN)/scaling fit runs/tiny
