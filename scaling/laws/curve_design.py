@@ -34,19 +34,19 @@ from scaling.laws.law import Law
 FITS = ("curves", "final")
 
 
-def both_fits(runs: CurveRuns, truth: Law, *, resamples: int, seed: int, decay: float, grid=None) -> dict:
-    """One sweep's curves fitted both ways: fit -> {"a", "a_ci", "covers" (a's interval holds the
+def both_fits(runs: CurveRuns, truth: Law, *, resamples: int, seed: int, grid=None) -> dict:
+    """One sweep's curves fitted both ways, as `scaling fit` does (the curves' annealing momentum
+    fitted too, not handed the simulation's): fit -> {"a", "a_ci", "covers" (a's interval holds the
     truth's), "tpp_ci", "tpp_ratio" (hi / lo at the largest run's 6 N D, under the truth's FLOPs per
-    token)}, and "loo":
-    the curve laws' leave-one-run-out mean absolute error."""
+    token)}, "loo": the curve laws' leave-one-run-out mean absolute error, and "decay": the fitted lambda."""
     points = runs.final_points()
     reference = float((6.0 * points.n * points.d).max())
     curves = fit_curves(runs, resamples=resamples, seed=seed, reference_compute=reference, flops=truth.flops,
-                        decay=decay, grid=grid)
+                        grid=grid)
     final = fit_law(points.n, points.d, points.loss, grid=grid)
     boot = resampling.bootstrap(points.n, points.d, points.loss, n_resamples=resamples, seed=seed,
                                 reference_compute=reference, full_fit=final, flops=truth.flops)
-    out = {"loo": curves.leave_one_out["mean_abs_error"]}
+    out = {"loo": curves.leave_one_out["mean_abs_error"], "decay": curves.decay}
     for name, a, a_ci, tpp_ci in (("curves", curves.law.a, curves.ci["a"], curves.ci["tokens_per_param"]),
                                   ("final", final.law.a, boot.intervals["a"], boot.intervals["tokens_per_param"])):
         out[name] = {"a": a, "a_ci": a_ci, "covers": bool(a_ci[0] <= truth.a <= a_ci[1]), "tpp_ci": tpp_ci,
@@ -86,7 +86,7 @@ def curve_outlook(prior: Law, planned, *, anneal: float, decay: float, noise: fl
                                   eval_interval=eval_interval, seed=seed + k)
         if len(runs.final) < 6:
             raise UsageError(f"a design needs at least 6 runs with a final loss; got {len(runs.final)}")
-        sims.append(both_fits(runs, prior, resamples=resamples, seed=seed + k, decay=decay, grid=grid))
+        sims.append(both_fits(runs, prior, resamples=resamples, seed=seed + k, grid=grid))
     return CurveOutlook(n_runs=len(planned), n_points=len(runs.final), n_sims=n_sims,
                         tpp_ratio={f: float(np.median([s[f]["tpp_ratio"] for s in sims])) for f in FITS},
                         a_coverage={f: float(np.mean([s[f]["covers"] for s in sims])) for f in FITS},
