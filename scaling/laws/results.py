@@ -42,8 +42,9 @@ Schema (version 1):
     from `scaling fit --curves`: the law fitted to every size's training curves
     (scaling.laws.curve_fit.CurvesFit.to_json: "params", "allocation", "tokens_per_param_at_reference",
     "ci" from resampling whole runs, "sizes" with each curve law and its points,
-    "warmup_steps" of its runs, "decay" (the annealing momentum lambda) and "decay_profile" ([lambda,
-    the curve laws' residual rms] for each lambda tried; empty where lambda was fixed), "leave_one_run_out" (each run's error, whether it lies beyond its size's
+    "warmup_steps" of its runs, "decay" (the annealing momentum lambda) and "decay_profile"
+    ([lambda, the curve laws' residual rms] for each lambda tried; empty where lambda was fixed),
+    "leave_one_run_out" (each run's error, whether it lies beyond its size's
     other runs, and the errors "by_reach"), and "final_loss_fit": this fit's a and tokens per parameter
     beside them);
     and, added so that `scaling report` draws everything from the file and never refits:
