@@ -8,6 +8,12 @@ many steps) and compares the leave-one-run-out error of final losses before and 
     python bench/bench_curve_warmup.py                       # runs/tiny: 8 runs retrained, ~4 min on 2 cores
     python bench/bench_curve_warmup.py --store runs/tiny --work /tmp/warmup
 
+Since 2026-12-05 the demo warms every run of a shape up over N_total tokens
+(train.warmup_tokens_per_param), so its store has nothing to retrain: point --store at a store
+trained with warmup_fraction (the demo's config with `warmup_fraction: 0.05` in place of
+warmup_tokens_per_param). The leave-one-run-out error now fits the annealing momentum lambda; the
+figures below were measured at Tissue et al.'s 0.999.
+
 The store is read, never written: the retrained runs go to WORK/runs, and the store with them
 swapped in to WORK/store.
 
