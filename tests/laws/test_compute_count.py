@@ -108,7 +108,8 @@ def test_a_6n_non_embedding_design_keeps_the_run_ids_it_had():
     # Ids computed by the code before the measure existed (8b5291c, configs/tiny.yaml of then).
     raw = yaml.safe_load((ROOT / "configs" / "tiny.yaml").read_text())
     raw["grid"]["models"] = [m for m in raw["grid"]["models"] if m["d_model"] >= 24]
-    raw["grid"]["isoflop"].update(budgets=[2.5e11, 5e11, 1e12], tokens_per_param=100, measure="6n_non_embedding")
+    raw["grid"]["isoflop"].update(budgets=[2.5e11, 5e11, 1e12], tokens_per_param=100, measure="6n_non_embedding",
+                                  span=3, per_budget=5)
     del raw["train"]["warmup_tokens_per_param"]         # then each run warmed up over 5% of its steps
     ids = [r.run_id for r in plan_sweep(SweepConfig.model_validate(raw))]
     assert ids[:3] == ['d24-l2-h2-D2962.43K-73d50e4e', 'd32-l2-h2-D1673.22K-dd07fcd8', 'd48-l2-h3-D747.52K-79480a7c']
