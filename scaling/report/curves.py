@@ -36,7 +36,9 @@ def curves_section(r: Report) -> None:
     ci = curves.get("ci") or {}
     r.doc.p("Every evaluation of every run, not only its last: each model size's curves (all its runs, past their "
             "warmup) fix that size's curve law L = L0 + A S1^-alpha - C S2 (Tissue et al. 2024; S1 the summed "
-            f"learning rate, S2 the annealing area with momentum {curves['decay']:g}); the law L(N, D) is then fitted "
+            f"learning rate, S2 the annealing area with momentum {curves['decay']:g}"
+            + (", the momentum of least squared error" if curves.get("decay_profile") else "")
+            + "); the law L(N, D) is then fitted "
             "to the final losses the curve laws give at each size's D's of interest under the sweep's schedule. "
             + (f"{100 * ci['level']:g}% intervals from {ci['n_resamples']} resamples of whole runs (a curve's "
                "points share its run's seed, so they are not resampled one by one)."
