@@ -10,7 +10,11 @@ the family is extended in the sweep's own proportions (the aspect-ratio rule):
 
 and the shape is the candidate whose N (counted as the fit counts it) is nearest the target in
 log N. Two depths per width make the steps in N finer than widths alone (x1.3 to x1.6 apart at
-the tiny demo's sizes instead of x2 to x2.7).
+the tiny demo's sizes instead of x2 to x2.7). A sweep whose shapes all share one depth is a family
+of widths at that depth, and is extended so: at these sizes depth moves the loss at a given N by
+more than the runs' scatter (docs/study.md: a two-layer shape beat the three-layer one of the same
+width, and one of twice its parameters, at every budget), so a validation in deeper shapes would
+test another family than the law was fitted to.
 
 Its learning rate follows the sweep's own rule. Shapes that carry their own rate (tuned per
 shape, as the demo's are) give the power law lr = c N^k fitted through them by least squares in
@@ -39,6 +43,7 @@ class Family:
     aspect: float
     param_convention: str = "non_embedding"
     lr_law: tuple[float, float] | None = None   # (c, k) of lr = c N^k; None: the config's rule
+    depth: int | None = None                    # the sweep's one depth, if all its shapes share it
 
     def n_params(self, shape: Shape) -> int:
         """N of `shape` as the fit counts it."""
@@ -63,7 +68,7 @@ class Family:
         shapes: list[Shape] = []
         width = self.head_width
         while not shapes or self.n_params(shapes[-1]) <= largest_n:
-            depth = width / self.aspect
+            depth = width / self.aspect if self.depth is None else self.depth
             for layers in sorted({max(1, math.floor(depth)), max(1, math.ceil(depth))}):
                 try:
                     shapes.append(Shape(d_model=width, n_layers=layers, n_heads=width // self.head_width))
@@ -98,9 +103,11 @@ def family_of(cfg: SweepConfig, param_convention: str = "non_embedding") -> Fami
     shapes = cfg.grid.models
     head_width = int(np.median([s.d_model // s.n_heads for s in shapes]))
     aspect = float(np.median([s.d_model / s.n_layers for s in shapes]))
-    family = Family(cfg, head_width, aspect, param_convention)
+    depths = {s.n_layers for s in shapes}
+    depth = depths.pop() if len(depths) == 1 else None
+    family = Family(cfg, head_width, aspect, param_convention, depth=depth)
     tuned = [(family.n_params(s), s.lr) for s in shapes if s.lr is not None]
     if len({n for n, _ in tuned}) < 2:
         return family
     k, log_c = np.polyfit(np.log([n for n, _ in tuned]), np.log([lr for _, lr in tuned]), 1)
-    return Family(cfg, head_width, aspect, param_convention, (float(math.exp(log_c)), float(k)))
+    return Family(cfg, head_width, aspect, param_convention, (float(math.exp(log_c)), float(k)), depth)

@@ -154,3 +154,16 @@ def test_the_recipe_read_back_from_a_store_gives_the_sweep_its_run_ids(micro_swe
         assert planned_run(read, shape, int(row.tokens), shape.lr).run_id == row.run_id
     with pytest.raises(UsageError, match="give the sweep's config with --config"):
         recipe(replace(fit, data=DataSummary(source="table runs.csv")), None)
+
+
+def test_a_family_of_one_depth_is_extended_in_width_at_that_depth():
+    """Every sweep shape two layers deep: the validation's shapes keep two layers at any size (the
+    aspect-ratio rule would deepen them, another family than the law's); mixed depths keep the rule."""
+    two_layers = [{"d_model": d, "n_layers": 2, "n_heads": d // 16} for d in (32, 48, 64)]
+    family = family_of(micro_config(grid={**MICRO["grid"], "models": two_layers}))
+    assert family.depth == 2
+    shapes = family.candidates(5e6)
+    assert {s.n_layers for s in shapes} == {2} and [s.d_model for s in shapes[:3]] == [16, 32, 48]
+    assert family.shape_near(2e6).n_layers == 2
+    mixed = family_of(micro_config())      # d16/L1 and d32/L2
+    assert mixed.depth is None and len({s.n_layers for s in mixed.candidates(5e6)}) > 1
