@@ -150,7 +150,10 @@ def _prepare(runs: CurveRuns, decay: float) -> _Prepared:
         d = np.unique(np.concatenate([np.geomspace(hi / SPAN, hi, PER_SIZE),
                                       sweep_d[(sweep_d >= hi / SPAN) & (sweep_d <= hi)]]))
         last_areas = np.array([[a[-1] for a in template.rescaled(x).areas(decay)] for x in d])
-        grids[float(n)] = (d, last_areas[:, 0], last_areas[:, 1])
+        # Not below the summed rate of the size's first fitted evaluation: a law fitted past a long
+        # warmup knows nothing of shorter runs (one run's law once gave 194 nats at D/8).
+        within = last_areas[:, 0] >= group.s1.min()
+        grids[float(n)] = (d[within], last_areas[within, 0], last_areas[within, 1])
     ends = {r: (a[0][-1], a[1][-1]) for r, a in per_run.items()}
     return _Prepared(evals=ev.loc[:, ["run_id", "n", "tokens", "loss", "s1", "s2"]].reset_index(drop=True),
                      ends=ends, grids=grids)

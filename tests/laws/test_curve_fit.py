@@ -12,9 +12,9 @@ from scaling.cli import main
 from scaling.config import TrainConfig
 from scaling.laws import bootstrap as resampling
 from scaling.laws import results
-from scaling.laws.curve_fit import fit_curves, fitted_decay, leave_one_run_out
+from scaling.laws.curve_fit import SPAN, fit_curves, fitted_decay, leave_one_run_out
 from scaling.laws.curve_law import DECAY, DECAYS, RunSchedule, areas, fit_curve_law
-from scaling.laws.curve_simulate import simulate_curves
+from scaling.laws.curve_simulate import PlannedCurve, simulate_curves, simulate_schedules
 from scaling.laws.curve_store import read_curve_runs
 from scaling.laws.fit import fit_law
 from scaling.laws.law import Law
@@ -69,6 +69,21 @@ def test_the_annealing_momentum_is_fitted(decay):
     assert fit.decay == decay and fit.to_json()["decay_profile"] == [[k, v] for k, v in profile.items()]
     assert fit.leave_one_out["max_abs_error"] < 1e-6
     assert fit_curves(runs, resamples=0, grid=GRID, decay=DECAY).decay_profile == {}   # fixed: no profile
+
+
+def test_a_size_s_law_is_used_only_where_its_curves_were_fitted():
+    """Runs that warm up over 400 of their 1,000-2,000 steps: the law of each size is fitted past
+    step 400, so its final losses are taken only at D's whose summed rate its evaluations reach
+    (a one-run size's law once gave 194 nats at D/8, below its warmup)."""
+    planned = [PlannedCurve(n, RunSchedule(steps=steps, lr=SIM["lr"], train=TRAIN, warmup=400))
+               for n in SIZES[:3] for steps in (1000, 2000)]
+    runs = simulate_schedules(LAW, planned, anneal=1.0, decay=0.99, noise=0.002)
+    fit = fit_curves(runs, resamples=0, grid=GRID, decay=0.99)
+    template = RunSchedule(steps=2000, lr=SIM["lr"], train=TRAIN, warmup=400)
+    first = template.areas(0.99)[0][400]                  # the summed rate at the first fitted evaluation
+    for size in fit.sizes.values():
+        assert min(size["d"]) > 2000 * TRAIN.batch_tokens / SPAN        # the grid was cut below
+        assert all(template.rescaled(d).areas(0.99)[0][-1] >= first for d in size["d"])
 
 
 def test_curve_fit_recovers_a_and_is_tighter_than_the_final_loss_fit():
@@ -139,6 +154,10 @@ def test_a_store_with_one_warmup_per_shape_gives_its_curves_the_schedules_they_t
         assert schedule.first_decay_step() == min(warmup, schedule.steps - 1)
     assert main(["fit", str(sweep.sweep_dir), "--curves", "--bootstrap", "10", "--out", str(tmp_path / "fit")]) == 0
     assert "warm up over different numbers of steps" not in capsys.readouterr().out
+    # Each size's law is used only where its curves were fitted (past the warmup): no point of it
+    # lies above the uniform loss (an extrapolation below a long warmup once gave 194 nats).
+    sizes = json.loads((tmp_path / "fit" / "fit.json").read_text())["curves"]["sizes"]
+    assert all(0 < loss < np.log(MICRO["tokenizer"]["vocab_size"]) for s in sizes for _, loss in s["points"])
 
 
 @pytest.mark.parametrize("argv", [["fit", "--dataset", "chinchilla", "--curves"],
