@@ -21,8 +21,8 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # validate --force: a law called `not identified` is refused without it. The demo's is `use with
-# caution` here (a's interval 0.49 wide), close enough to the line that another machine's floating
-# point could cross it; the validation shows what its allocation is worth one budget beyond the
+# caution` here (a's interval 0.25 wide); another machine's floating point could still move it
+# across a line; the validation shows what its allocation is worth one budget beyond the
 # sweep either way (here it holds).
 demo: install
 	$(BIN)/scaling sweep configs/tiny.yaml

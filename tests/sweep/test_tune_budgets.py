@@ -45,7 +45,7 @@ def test_the_pruned_search_finds_the_full_grids_winner_on_every_measured_cell():
 def test_corners_span_the_plans_n_and_d():
     runs = sweep_cells(load_config(Path(__file__).parents[2] / "configs" / "tiny.yaml"))
     corners = select_cells(runs, "corners")
-    assert [r.run_id.split("-D")[0] for r in corners] == ["d16-l2-h2", "d48-l3-h3", "d20-l2-h2"]
+    assert [r.run_id.split("-D")[0] for r in corners] == ["d16-l2-h2", "d64-l2-h4", "d20-l2-h2"]
     assert {r.spec.budget for r in corners} == {5e11, 2e12}
     assert max(r.spec.tokens for r in corners) == max(r.spec.tokens for r in runs)
     assert select_cells(runs, "all") == runs
