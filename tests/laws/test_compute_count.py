@@ -109,7 +109,7 @@ def test_a_6n_non_embedding_design_keeps_the_run_ids_it_had():
     raw = yaml.safe_load((ROOT / "configs" / "tiny.yaml").read_text())
     then = ((24, 2, 2, 5.7e-3), (32, 2, 2, 5.0e-3), (48, 2, 3, 4.14e-3), (48, 3, 3, 3.78e-3), (64, 3, 4, 3.32e-3),
             (64, 4, 4, 3.09e-3), (80, 4, 5, 2.80e-3), (96, 4, 4, 2.58e-3))
-    raw["grid"]["models"] = [{"d_model": d, "n_layers": layers, "n_heads": heads, "lr": lr} for d, layers, heads, lr in then]
+    raw["grid"]["models"] = [dict(zip(("d_model", "n_layers", "n_heads", "lr"), shape)) for shape in then]
     raw["grid"]["isoflop"].update(budgets=[2.5e11, 5e11, 1e12], tokens_per_param=100, measure="6n_non_embedding",
                                   span=3, per_budget=5)
     del raw["train"]["warmup_tokens_per_param"]         # then each run warmed up over 5% of its steps
