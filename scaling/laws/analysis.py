@@ -64,7 +64,7 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
         boot = resampling.bootstrap(data.n, data.d, data.loss, n_resamples=int(bootstrap), seed=int(seed),
                                     delta=delta, fixed_E=fixed_E, reference_compute=reference_compute,
                                     full_fit=result, flops=data.flops, widen=lof.interval_factor)
-    identified = law.alpha > 0 and law.beta > 0     # else there is no compute-optimal allocation
+    identified = law.has_optimum
     ci = None
     if boot is not None:
         ci = Intervals(boot.level, boot.n_resamples,
@@ -127,7 +127,7 @@ def convention_summary(result: fitting.FitResult, boot, reference_compute: float
     """alpha, beta, a and tokens per parameter of one fit, with intervals where bootstrapped."""
     law = result.law
     iv = boot.intervals if boot is not None else {}
-    identified = law.alpha > 0 and law.beta > 0
+    identified = law.has_optimum
     return {"alpha": law.alpha, "beta": law.beta, "a": law.a if identified else None,
             "tokens_per_param": float(law.tokens_per_param(reference_compute)) if identified else None,
             **{f"{k}_ci": list(iv[k]) if k in iv else None for k in ("alpha", "beta", "a", "tokens_per_param")},

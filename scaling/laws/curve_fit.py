@@ -92,13 +92,8 @@ class CurvesFit:
     samples: np.ndarray | None = field(default=None, repr=False)   # (R, 5): E, A, B, alpha, beta
 
     @property
-    def identified(self) -> bool:
-        """Whether the law has a compute-optimal allocation (alpha, beta > 0), as LawFit's."""
-        return self.law.alpha > 0 and self.law.beta > 0
-
-    @property
     def tokens_per_param(self) -> float | None:
-        return float(self.law.tokens_per_param(self.reference_compute)) if self.identified else None
+        return float(self.law.tokens_per_param(self.reference_compute)) if self.law.has_optimum else None
 
     def to_json(self) -> dict:
         """fit.json's "curves" section (see scaling.laws.results)."""
@@ -108,7 +103,7 @@ class CurvesFit:
             "decay": self.decay, "decay_profile": [[k, v] for k, v in self.decay_profile.items()],
             "span": SPAN, "per_size": PER_SIZE,
             "params": law.to_dict(),
-            "allocation": {k: getattr(law, k) if self.identified else None for k in ("a", "b", "G")},
+            "allocation": {k: getattr(law, k) if self.law.has_optimum else None for k in ("a", "b", "G")},
             "reference_compute": self.reference_compute, "tokens_per_param_at_reference": self.tokens_per_param,
             "residual_rms": self.optimum.residual_rms,
             "ci": None if not self.n_resamples else {

@@ -206,7 +206,7 @@ def _range_reduce(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, op) -> np.
 
 
 def bracketing_check(data: FitData, law: Law) -> Check:
-    if not (law.alpha > 0 and law.beta > 0):
+    if not law.has_optimum:
         return Check("bracketed_share", None, "alpha, beta > 0", NOT_IDENTIFIED,
                      f"alpha = {law.alpha:.3g}, beta = {law.beta:.3g}: no compute-optimal allocation exists")
     share = bracketed_share(data, law)
@@ -342,7 +342,7 @@ def holdout_check(check: Holdout, boot, reference_compute: float) -> Check:
                else "the points below the top 20% by compute are too few, or do not bound the constants")
         return Check("holdout_stability", None, threshold, CAUTION, "cannot be judged: " + why)
     law = check.law
-    if not (law.alpha > 0 and law.beta > 0):
+    if not law.has_optimum:
         return Check("holdout_stability", None, threshold, CAUTION,
                      f"without the top 20% by compute the refit has alpha = {law.alpha:.3g}, beta = {law.beta:.3g}: "
                      "no compute-optimal allocation at all")

@@ -53,7 +53,7 @@ def limitations(data: FitData, result: fitting.FitResult, boot, reference_comput
     if reference_compute > r["c_range"][1] * (1 + 1e-12) or reference_compute < r["c_range"][0] * (1 - 1e-12):
         out.append(f"tokens_per_param_at_reference is at C = {reference_compute:.3g} FLOPs, outside the data's "
                    "compute range: an extrapolation")
-    if not (result.law.alpha > 0 and result.law.beta > 0):
+    if not result.law.has_optimum:
         out.append(f"alpha = {result.law.alpha:.4g}, beta = {result.law.beta:.4g}: loss does not fall with both "
                    "N and D in this data, so the law gives no compute-optimal allocation (a, b, G and tokens "
                    "per parameter are null); check the data before using the fit")

@@ -51,6 +51,11 @@ class Law:
         return self.E + self.A / n**self.alpha + self.B / d**self.beta
 
     @property
+    def has_optimum(self) -> bool:
+        """Whether loss falls with both N and D (alpha, beta > 0): else no compute-optimal allocation."""
+        return self.alpha > 0 and self.beta > 0
+
+    @property
     def _gamma_beta(self):
         return self.flops.gamma * self.beta
 

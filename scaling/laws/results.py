@@ -295,7 +295,7 @@ class LawFit:
     def plan(self, compute, seed: int = 0) -> allocation.Plan:
         """The compute-optimal N, D at `compute` FLOPs and the loss they reach, with intervals
         (`optimum_at`); UsageError for a law with no optimum (alpha or beta not positive)."""
-        if not (self.law.alpha > 0 and self.law.beta > 0):
+        if not self.law.has_optimum:
             raise UsageError(f"this law has no compute-optimal allocation: alpha {self.law.alpha:.4g} and beta "
                              f"{self.law.beta:.4g} must both be positive")
         best = allocation.plan(self.law, compute)
