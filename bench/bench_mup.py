@@ -248,8 +248,8 @@ def train(parametrisation: str, cfg: GPTConfig, train_cfg: TrainConfig, data: To
                           train_cfg.grad_clip)
         if step % 50 == 0 and not math.isfinite(loss.item()):
             return None
-    val_loss, _ = evaluate(model, val_windows(data, train_cfg.eval_tokens, cfg.context_length, CPU), n_seqs,
-                           nullcontext())
+    val_loss = evaluate(model, val_windows(data, train_cfg.eval_tokens, cfg.context_length, CPU), n_seqs,
+                        nullcontext()).loss
     return val_loss if math.isfinite(val_loss) else None
 
 

@@ -71,10 +71,13 @@ TABLE_COLUMNS = (
     # exact match of 1-, 4- and 16-token greedy continuations of fixed validation prompts, and the mean
     # log-probability (nats) of a 16-token continuation. Empty in stores from before they were recorded.
     "final_token_accuracy", *(f"final_exact_match_{k}" for k in TASK_KS), "final_continuation_logprob",
+    # How much better the final model predicts in the second half of its context than from a few
+    # tokens (nats; scaling.train.batches.context_use). Empty in stores from before it was recorded.
+    "final_context_use",
 )
 # Types of metrics.jsonl fields; a record with another type is skipped on read.
 METRIC_TYPES = {"step": int, "tokens": int, "lr": float, "train_loss": float, "val_loss": float,
-                "val_bpb": float, "elapsed_s": float, "tokens_per_s": float}
+                "val_bpb": float, "val_context_use": float, "elapsed_s": float, "tokens_per_s": float}
 
 
 def naming(exc: OSError, path: Path) -> OSError:

@@ -24,7 +24,7 @@ from scaling.train.spec import RunSpec
 
 # metrics.jsonl field -> TensorBoard tag.
 TAGS = {"train_loss": "train/loss", "val_loss": "val/loss", "val_bpb": "val/bpb", "lr": "lr",
-        "tokens_per_s": "throughput/tokens_per_s", "tokens": "tokens"}
+        "val_context_use": "val/context_use", "tokens_per_s": "throughput/tokens_per_s", "tokens": "tokens"}
 
 
 def _summary_writer():

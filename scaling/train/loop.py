@@ -213,7 +213,8 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress, log) -> dict
             if reason:
                 status = "diverged"
             elif do_eval:
-                record["val_loss"], record["val_bpb"] = evaluate(model, windows, n_seqs, autocast)
+                record["val_loss"], record["val_bpb"], record["val_context_use"] = evaluate(
+                    model, windows, n_seqs, autocast)
                 if step == steps:  # beyond the loss, once a run: accuracy and exact match (train.metrics)
                     record.update(evaluate_tasks(model, prompts, n_seqs, autocast))
             append_jsonl(metrics_path, record)
@@ -282,6 +283,7 @@ def summarize(spec: RunSpec, data: TokenData, status: str, reason: str | None, s
         "flops_exact": float(flops_per_token(cfg)["exact"]) * tokens,
         "flops_6n_total": 6.0 * n_total * tokens,
         "final_val_loss": final.get("val_loss"), "final_val_bpb": final.get("val_bpb"),
+        "final_context_use": final.get("val_context_use"),
         **{key: final.get(key) for key in TASK_FIELDS},
         "wall_s": wall_s, "tokens_per_s": trained / wall_s if wall_s > 0 else 0.0,
         "budget": spec.budget, "budget_measure": spec.budget_measure, "role": spec.role,

@@ -7,6 +7,12 @@ Two questions, answered separately:
 * the optimum: is that run's loss lower than both neighbours' at the same compute (about N/2.5
   and 2.5 N)? If not, by how much the better neighbour beats it.
 
+And one warning: a run that uses its context (scaling.train.batches.context_use) by more than
+CONTEXT_MARGIN beyond every fitted run has left the regime the law was fitted in, and its loss is
+not the law's to predict. On the demo's corpus this was the whole miss: the two validation runs
+that fell 6% below their prediction intervals used their context (+0.07, +0.09 nats), every sweep
+run and the one validation run inside its interval did not (-0.07 to -0.01).
+
 The types, the judgement and the lines the command prints are pure; validate.json, their JSON,
 is written and read here too (as fit.json is beside `LawFit`), so that a report can read it
 without loading the training stack.
@@ -26,6 +32,7 @@ from scaling.runs.store import write_atomic
 
 POSITIONS = ("smaller", "optimum", "larger")
 FILENAME = "validate.json"
+CONTEXT_MARGIN = 0.02    # nats; the demo's sweep runs spread over 0.06, its regime change was 0.07-0.10
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,7 @@ class ValidationRun:
     interval: tuple | None              # the prediction interval; None without bootstrap samples
     status: str = "planned"             # planned, finished, diverged, failed or incomplete
     observed: float | None = None
+    context_use: float | None = None    # its final context use (nats), when finished and recorded
 
     @property
     def shape(self) -> str:
@@ -71,9 +79,18 @@ class Validation:
     store: str                          # the run store folder the runs are in
     fit: str                            # the fit.json validated
     law: dict                           # its constants (E, A, B, alpha, beta): a refit is another law
+    fit_context_use: tuple | None = None  # (lowest, highest) final context use of the fitted runs
 
     def run(self, position: str) -> ValidationRun:
         return next(r for r in self.runs if r.position == position)
+
+    @property
+    def new_regime(self) -> tuple:
+        """The runs whose context use exceeds every fitted run's by more than CONTEXT_MARGIN."""
+        if self.fit_context_use is None:
+            return ()
+        top = self.fit_context_use[1] + CONTEXT_MARGIN
+        return tuple(r for r in self.runs if r.context_use is not None and r.context_use > top)
 
     @property
     def kind(self) -> str:
@@ -98,7 +115,8 @@ class Validation:
     def to_json(self) -> dict:
         out = asdict(self)
         out["runs"] = [{**asdict(r), "inside": r.inside} for r in self.runs]
-        out.update(kind=self.kind, margins=self.margins, optimum_holds=self.optimum_holds)
+        out.update(kind=self.kind, margins=self.margins, optimum_holds=self.optimum_holds,
+                   new_regime=[r.position for r in self.new_regime])
         return out
 
     @classmethod
@@ -111,8 +129,9 @@ class Validation:
         for r in runs:
             if r.position not in POSITIONS:
                 raise ValueError(f"unknown position {r.position!r}")
-        fields = {k: obj[k] for k in cls.__dataclass_fields__ if k != "runs"}
-        return cls(runs=runs, **fields)
+        fields = {k: obj[k] for k in cls.__dataclass_fields__ if k not in ("runs", "fit_context_use")}
+        fitted = obj.get("fit_context_use")
+        return cls(runs=runs, fit_context_use=None if fitted is None else tuple(fitted), **fields)
 
 
 # validate.json's schema: each entry's test, and what it must be (for the message).
@@ -142,7 +161,8 @@ _FIELDS = {"compute": (_pos, "a positive number"),
            "forced": (lambda v: isinstance(v, bool), "true or false"),
            "store": (lambda v: isinstance(v, str), "text"), "fit": (lambda v: isinstance(v, str), "text"),
            "law": (lambda v: isinstance(v, dict) and all(_num(v.get(k)) for k in ("E", "A", "B", "alpha", "beta")),
-                   "the constants E, A, B, alpha and beta")}
+                   "the constants E, A, B, alpha and beta"),
+           "fit_context_use": (lambda v: v is None or _pair(v), "[lowest, highest] or null")}
 _RUN_FIELDS = {"position": (lambda v: v in POSITIONS, f"one of {', '.join(POSITIONS)}"),
                "run_id": (lambda v: isinstance(v, str), "text"),
                "d_model": (_whole, "a whole number > 0"), "n_layers": (_whole, "a whole number > 0"),
@@ -151,19 +171,24 @@ _RUN_FIELDS = {"position": (lambda v: v in POSITIONS, f"one of {', '.join(POSITI
                "predicted": (_num, "a finite number"),
                "interval": (lambda v: v is None or _pair(v), "[lo, hi] with lo <= hi, or null"),
                "status": (lambda v: isinstance(v, str), "text"),
-               "observed": (lambda v: v is None or _num(v), "a finite number or null")}
+               "observed": (lambda v: v is None or _num(v), "a finite number or null"),
+               "context_use": (lambda v: v is None or _num(v), "a finite number or null")}
+# Entries a validate.json from before they were recorded lacks (their defaults stand).
+_OPTIONAL = ("status", "observed", "context_use", "fit_context_use")
 
 
 def _check_schema(obj) -> None:
     if not isinstance(obj, dict):
         raise ValueError(f"expected an object, got {type(obj).__name__}")
     for key, (ok, what) in _FIELDS.items():
+        if key in _OPTIONAL and key not in obj:
+            continue
         if not ok(obj.get(key)):
             raise ValueError(f"'{key}' must be {what}, got {excerpt(obj.get(key))}")
     for i, run in enumerate(obj["runs"]):
         for key, (ok, what) in _RUN_FIELDS.items():
-            if key in ("status", "observed") and key not in run:
-                continue                            # their defaults: planned, nothing observed
+            if key in _OPTIONAL and key not in run:
+                continue
             if not ok(run.get(key)):
                 raise ValueError(f"'runs[{i}].{key}' must be {what}, got {excerpt(run.get(key))}")
     if sorted(r["position"] for r in obj["runs"]) != sorted(POSITIONS):
@@ -195,9 +220,22 @@ def headline(v: Validation) -> str:
         return text + "; a neighbour did not finish, so the optimum is untested"
     text += f"; neighbours {_loss(neighbours[0])} and {_loss(neighbours[1])}, "
     if v.optimum_holds:
-        return text + "the optimum holds"
-    worst = min(margins, key=lambda name: margins[name])
-    return text + f"the optimum does NOT hold: the {worst} model is lower by {-margins[worst]:.3f}"
+        text += "the optimum holds"
+    else:
+        worst = min(margins, key=lambda name: margins[name])
+        text += f"the optimum does NOT hold: the {worst} model is lower by {-margins[worst]:.3f}"
+    return text + _regime(v)
+
+
+def _regime(v: Validation) -> str:
+    """The warning when runs left the fitted runs' regime of context use ('' otherwise)."""
+    moved = v.new_regime
+    if not moved or v.fit_context_use is None:
+        return ""
+    uses = ", ".join(f"{r.position} {r.context_use:+.3f}" for r in moved)
+    return (f"; but the {' and '.join(r.position for r in moved)} run{'s' if len(moved) > 1 else ''} used "
+            f"{'their' if len(moved) > 1 else 'its'} context ({uses} nats) beyond every fitted run (at most "
+            f"{v.fit_context_use[1]:+.3f}): a regime the law was not fitted in, whose losses it cannot predict")
 
 
 def format_validation(v: Validation) -> list[str]:

@@ -20,6 +20,8 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
+
 from scaling.config import SweepConfig, derived_name, load_config, parse_config
 from scaling.errors import UsageError
 from scaling.laws.allocation import check_compute
@@ -142,7 +144,23 @@ def predictions(fit: LawFit, family: Family, compute: float, runs: list[tuple[st
     return Validation(compute, float(c_range[1]) if c_range else None, float(fit.law.n_opt(compute)),
                       float(fit.law.d_opt(compute)), fit.ci.level if fit.ci else 0.95, tuple(rows),
                       fit.diagnostics.verdict if fit.diagnostics else None, forced, str(store_dir), fit_path,
-                      fit.law.to_dict())
+                      fit.law.to_dict(), fitted_context_use(fit))
+
+
+def fitted_context_use(fit: LawFit) -> tuple[float, float] | None:
+    """(lowest, highest) final context use of the runs the fit used, from its store; None for a fit
+    of a table, or of runs from before context use was recorded."""
+    store_dir = fit_store(fit)
+    if store_dir is None:
+        return None
+    table = store.read_runs(store_dir)
+    if "final_context_use" not in table:
+        return None
+    left_out = {str(d["id"]) for d in fit.data.dropped}
+    fitted = ((table["status"] == "finished") & (table.get("role") != store.VALIDATION_ROLE)
+              & ~table["run_id"].astype(str).isin(left_out))
+    values = pd.to_numeric(table.loc[fitted, "final_context_use"], errors="coerce").dropna()
+    return (float(values.min()), float(values.max())) if len(values) else None
 
 
 def check_trust(fit: LawFit, force: bool) -> bool:
@@ -175,7 +193,8 @@ def observe(planned: Validation, sweep_dir: Path) -> Validation:
     for r in planned.runs:
         summary = store.read_summary(sweep_dir / r.run_id) or {"status": "incomplete"}
         finished = summary["status"] == "finished"
-        runs.append(replace(r, status=summary["status"], observed=summary.get("final_val_loss") if finished else None))
+        runs.append(replace(r, status=summary["status"], observed=summary.get("final_val_loss") if finished else None,
+                            context_use=summary.get("final_context_use") if finished else None))
     return replace(planned, runs=tuple(runs))
 
 

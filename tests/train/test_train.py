@@ -17,8 +17,9 @@ import torch
 from scaling.config import TrainConfig
 from scaling.errors import UsageError
 from scaling.runs.store import CHECKPOINT, METRICS, TABLE_COLUMNS, read_jsonl
-from scaling.train.batches import TokenData
+from scaling.train.batches import TokenData, context_use, evaluate, val_windows
 from scaling.train.loop import train_run
+from scaling.train.model import GPT
 from scaling.train.schedule import lr_at, warmup_steps
 from scaling.train.shape import GPTConfig
 from scaling.train.spec import RunSpec
@@ -87,6 +88,36 @@ def test_metrics_are_complete_and_summary_fills_the_table(reference):
     assert summary["epochs"] == 200 * 512 / 300_000
 
 
+def test_context_use_is_logged_with_every_evaluation(reference):
+    summary, records, _ = reference
+    evaluated = [r for r in records if "val_loss" in r]
+    assert all(isinstance(r["val_context_use"], float) for r in evaluated)
+    assert summary["final_context_use"] == evaluated[-1]["val_context_use"]
+
+
+def test_evaluation_matches_a_loss_computed_token_by_token(data):
+    """evaluate's loss and context use against the same windows scored one window at a time
+    (model(x, y) per window and position): two ways to one number."""
+    torch.manual_seed(0)
+    cfg = make_spec().model
+    model = GPT(cfg)
+    windows = val_windows(data, 4096, cfg.context_length, torch.device("cpu"))
+    got = evaluate(model, windows, 4, torch.autocast("cpu", enabled=False))
+    x, y, _ = windows
+    with torch.no_grad():
+        per_position = np.mean([[model(x[i:i + 1, :t + 1], y[i:i + 1, :t + 1])[1].item() * (t + 1)
+                                 - (model(x[i:i + 1, :t], y[i:i + 1, :t])[1].item() * t if t else 0.0)
+                                 for t in range(cfg.context_length)] for i in range(len(x))], axis=0)
+    assert got.loss == pytest.approx(per_position.mean(), rel=1e-5)
+    assert got.context_use == pytest.approx(per_position[1:8].mean() - per_position[16:].mean(), abs=1e-5)
+
+
+def test_context_use_is_the_gain_of_the_second_half_over_a_few_tokens():
+    profile = np.concatenate([[5.0], np.full(7, 4.0), np.full(8, 3.8), np.full(16, 3.5)])   # context 32
+    assert context_use(profile) == pytest.approx(0.5)
+    assert context_use(np.full(12, 4.0)) is None               # a context too short to tell
+
+
 def test_budget_rounds_up_to_whole_batches(data, tmp_path):
     summary = train_run(make_spec(tokens=10 * 512 + 1), data, tmp_path)
     assert summary["steps"] == 11 and summary["tokens"] == 11 * 512
@@ -121,6 +152,7 @@ def test_schedule_spans_the_run(reference):
 CHILD = """
 import pickle, sys, time
 from scaling.train.loop import train_run
+from scaling.train.model import GPT
 spec, data, run_dir = pickle.load(open(sys.argv[1], "rb"))
 train_run(spec, data, run_dir, progress=lambda *_: time.sleep(0.3))  # slow enough to be caught mid-run
 """

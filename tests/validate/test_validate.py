@@ -21,8 +21,8 @@ from scaling.laws.results import DataSummary, LawFit, load_fit, write_fit
 from scaling.runs import store
 from scaling.sweep.plan import planned_run
 from scaling.validate.family import family_of
-from scaling.validate.result import headline, load_validation
-from scaling.validate.run import prepare, recipe, validate
+from scaling.validate.result import Validation, ValidationRun, headline, load_validation
+from scaling.validate.run import fitted_context_use, prepare, recipe, validate
 from tests.conftest import MICRO, micro_config
 
 # A known law whose optimum at C = 5e9 (N about 16K) lies among the micro family's sizes, so the
@@ -61,7 +61,7 @@ def test_validate_trains_three_runs_stores_them_and_resumes(known_fit, tmp_path,
     for run in result.runs:
         summary = store.read_summary(sweep_dir / run.run_id)
         assert summary["role"] == "validation" and summary["status"] == run.status == "finished"
-        assert run.observed == summary["final_val_loss"]
+        assert run.observed == summary["final_val_loss"] and run.context_use == summary["final_context_use"]
         assert abs(run.d - COMPUTE / (6 * run.n)) <= micro_config().train.batch_tokens / 2
         assert run.predicted == pytest.approx(float(fit.law.loss(run.n, run.d)), rel=1e-12)
         assert run.interval[0] < run.interval[1]
@@ -167,3 +167,44 @@ def test_a_family_of_one_depth_is_extended_in_width_at_that_depth():
     assert family.shape_near(2e6).n_layers == 2
     mixed = family_of(micro_config())      # d16/L1 and d32/L2
     assert mixed.depth is None and len({s.n_layers for s in mixed.candidates(5e6)}) > 1
+
+
+def validation_with(context_uses, fitted=(-0.067, -0.007)) -> Validation:
+    """The demo's validation at 6e12 as measured (losses, context use of each run; README)."""
+    runs = tuple(ValidationRun(p, f"run-{p}", 48, 2, 3, 4e-3, n, d, predicted, (predicted - 0.04, predicted + 0.04),
+                               "finished", observed, use)
+                 for p, n, d, predicted, observed, use in zip(
+                     ("smaller", "optimum", "larger"), (5.6e4, 1.5e5, 4.4e5), (7.75e6, 3.62e6, 1.39e6),
+                     (3.742, 3.699, 3.770), (3.498, 3.488, 3.769), context_uses))
+    return Validation(6e12, 2e12, 1.5e5, 3.6e6, 0.95, runs, "use with caution", False, "runs/tiny-validate",
+                      "fits/tiny/fit.json", LAW.to_dict(), fitted)
+
+
+def test_runs_that_leave_the_fitted_runs_regime_of_context_use_are_named():
+    """The demo's miss: the two runs 6% below their intervals used their context beyond every
+    fitted run; the one inside its interval did not. Named in the headline and validate.json."""
+    moved = validation_with((0.088, 0.066, -0.067))
+    assert [r.position for r in moved.new_regime] == ["smaller", "optimum"]
+    assert "the smaller and optimum runs used their context (smaller +0.088, optimum +0.066 nats) beyond every " \
+           "fitted run (at most -0.007)" in headline(moved)
+    assert moved.to_json()["new_regime"] == ["smaller", "optimum"]
+    assert Validation.from_json(json.loads(json.dumps(moved.to_json()))) == moved
+    within = validation_with((0.0, 0.01, -0.05))              # within CONTEXT_MARGIN of the fitted runs
+    assert within.new_regime == () and "context" not in headline(within)
+    unknown = validation_with((0.088, 0.066, -0.067), fitted=None)   # runs from before it was recorded
+    assert unknown.new_regime == () and "context" not in headline(unknown)
+    old = json.loads(json.dumps(moved.to_json()))             # a validate.json from before: still read
+    del old["fit_context_use"]
+    for run in old["runs"]:
+        del run["context_use"]
+    assert Validation.from_json(old).new_regime == ()
+
+
+def test_the_fitted_runs_context_use_is_read_from_the_fit_store(micro_sweep):
+    _, sweep = micro_sweep
+    points = fitdata.from_runs(sweep.sweep_dir)
+    fit = analysis.fit_data(points, bootstrap=20)
+    uses = pd.read_csv(sweep.sweep_dir / "runs.csv").set_index("run_id").loc[list(points.ids), "final_context_use"]
+    assert uses.notna().all()
+    assert fitted_context_use(fit) == (uses.min(), uses.max())
+    assert fitted_context_use(replace(fit, data=replace(fit.data, store=None, source="table runs.csv"))) is None
