@@ -16,7 +16,14 @@ outlook is the median over simulations of the 95% interval widths of alpha, a an
 tokens per parameter at the design's largest compute, how often the verdict would be `not
 identified`, and how often the tokens-per-parameter interval covers the prior's true value. Two
 designs at equal compute compared this way answer "how should I spend my sweep budget?" with a
-number. Pure: no I/O.
+number.
+
+`asymptotic_precision` is the same question answered without simulation: the widths the best fit
+could reach if the law's form and the scatter were known, from the delta method on the
+Gauss-Newton covariance of the log losses (for log-normal scatter, the Cramer-Rao bound). A design
+whose bound already reaches the `not identified` thresholds cannot determine the allocation at that
+scatter, whatever the fit does; it also checks the simulations (the two agree on a design that is
+well determined). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy import stats
 
 from scaling.errors import UsageError
 from scaling.laws import analysis, results
@@ -128,3 +136,43 @@ def expected_precision(runs, prior: Law, *, noise: float = 0.01, n_sims: int = 2
     return Outlook(len(runs), float(compute.sum()), reference, noise, n_sims, float(alpha_w), float(a_w),
                    float(tpp_r), not_identified / n_sims, covered / n_sims, refused,
                    0 if truths is None else len(truths), noise_df)
+
+
+def _log_constants(law: Law) -> np.ndarray:
+    """The parametrisation the covariance is taken in: log E, log A, log B, alpha, beta (the
+    constants' scales differ by orders of magnitude; their logs and the exponents do not)."""
+    return np.array([np.log(law.E), np.log(law.A), np.log(law.B), law.alpha, law.beta])
+
+
+def _law_at(theta: np.ndarray, flops) -> Law:
+    e, a, b = np.exp(theta[:3])
+    return Law(E=float(e), A=float(a), B=float(b), alpha=float(theta[3]), beta=float(theta[4]), flops=flops)
+
+
+def asymptotic_precision(runs, law: Law, *, noise: float, compute: float,
+                         level: float = 0.95) -> tuple[float, float]:
+    """(hi - lo of a, hi / lo of tokens per parameter at `compute`): the `level` intervals of a fit
+    of the design `runs` (N, D) whose truth is `law`, scattered log-normally by `noise`, to first
+    order. Covariance noise^2 (J^T J)^-1, J the Jacobian of log L at the runs in (log E, log A,
+    log B, alpha, beta); the two answers' gradients by central differences. inf where the design
+    cannot separate the constants (J^T J singular)."""
+    runs = np.asarray(runs, dtype=float)
+    n, d = runs[:, 0], runs[:, 1]
+    terms = np.stack([np.full_like(n, law.E), law.A / n**law.alpha, law.B / d**law.beta], axis=1)
+    loss = terms.sum(axis=1)
+    jac = np.column_stack([terms / loss[:, None], -terms[:, 1] * np.log(n) / loss, -terms[:, 2] * np.log(d) / loss])
+    info = jac.T @ jac
+    if np.linalg.cond(info) > 1e14:
+        return np.inf, np.inf
+    cov = noise**2 * np.linalg.inv(info)
+    theta = _log_constants(law)
+
+    def answers(t):
+        moved = _law_at(t, law.flops)
+        return np.array([moved.a, np.log(moved.tokens_per_param(compute))])
+
+    steps = 1e-6 * np.maximum(np.abs(theta), 1.0)
+    grad = np.column_stack([(answers(theta + e) - answers(theta - e)) / (2 * e.sum()) for e in np.diag(steps)])
+    sd = np.sqrt(np.einsum("ij,jk,ik->i", grad, cov, grad))
+    z = stats.norm.ppf(0.5 + level / 2)
+    return float(2 * z * sd[0]), float(np.exp(2 * z * sd[1]))

@@ -9,9 +9,10 @@ import yaml
 
 from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws.design import expected_precision
+from scaling.laws import analysis
+from scaling.laws.design import asymptotic_precision, expected_precision
 from scaling.laws.references import BESIROGLU
-from scaling.laws.simulate import cross_grid, isoflop_grid
+from scaling.laws.simulate import cross_grid, isoflop_grid, simulate
 from tests.conftest import MICRO
 
 LAW = BESIROGLU.law
@@ -64,3 +65,22 @@ def test_an_uncertain_prior_predicts_wider_intervals_than_its_point_law():
     assert drawn.tpp_ratio > point.tpp_ratio
     with pytest.raises(UsageError, match="alpha, beta > 0"):
         expected_precision(runs, law, laws=spread[:1])
+
+
+def test_the_first_order_bound_agrees_with_the_bootstrap_where_the_fit_is_nearly_linear():
+    """At 0.05% scatter the fit is linear in its constants, so the delta method and the bootstrap
+    are two ways to one width: median over 8 simulated sweeps within 25% of the bound. The bound
+    grows with the scatter, and a design of one size cannot separate N from D at all."""
+    runs = cross_grid(np.geomspace(1e7, 1e9, 5), np.geomspace(1e9, 3e10, 4))
+    compute = float((6 * runs[:, 0] * runs[:, 1]).max())
+    a_bound, tpp_bound = asymptotic_precision(runs, LAW, noise=0.0005, compute=compute)
+    widths = []
+    for seed in range(8):
+        fit = analysis.fit_data(simulate(LAW, runs, noise=0.0005, seed=seed), bootstrap=100, seed=seed)
+        (a_lo, a_hi), (t_lo, t_hi) = fit.interval("a"), fit.interval("tokens_per_param")
+        widths.append((a_hi - a_lo, np.log(t_hi / t_lo)))
+    a_width, log_tpp = np.median(widths, axis=0)
+    assert a_width == pytest.approx(a_bound, rel=0.25) and log_tpp == pytest.approx(np.log(tpp_bound), rel=0.25)
+    assert asymptotic_precision(runs, LAW, noise=0.01, compute=compute)[0] == pytest.approx(20 * a_bound)
+    one_size = cross_grid([1e8], np.geomspace(1e9, 3e10, 6))
+    assert asymptotic_precision(one_size, LAW, noise=0.01, compute=compute) == (np.inf, np.inf)
