@@ -82,6 +82,8 @@ class FitData:
     flops: the FLOPs a token costs as a function of N, c(N) = 6 kappa N^gamma, fitted to the
     points (6 N for a table); spent: each point's training compute in `flops.measure` where the
     source counts it (a run store), else C = c(N) D. budget_measure: what `budgets` count.
+    context_use: each run's final context use in nats (`scaling.train.batches.context_use`), where
+    the store records it for every point; the diagnostics look for runs on both sides of the change.
     digest: sha256 of the float64 arrays (n, d, loss) in this order, computed on construction.
     """
 
@@ -102,6 +104,7 @@ class FitData:
     spent: np.ndarray | None = None
     budget_measure: str | None = None
     provenance: Provenance | None = None     # where the points came from, typed (fit.json's data.provenance)
+    context_use: np.ndarray | None = None
     digest: str = field(init=False, default="")
 
     def __post_init__(self):
@@ -130,6 +133,11 @@ class FitData:
                 raise UsageError(f"{self.source}: {values.size} values of {label} for {self.n.size} points")
             _check_positive(values, label, self.source, ids)
             object.__setattr__(self, name, values)
+        if self.context_use is not None:            # nats, of either sign
+            context_use = _frozen(self.context_use)
+            if context_use.size != self.n.size or not np.isfinite(context_use).all():
+                raise UsageError(f"{self.source}: context use must be one finite value per point")
+            object.__setattr__(self, "context_use", context_use)
         object.__setattr__(self, "digest", digest_arrays(self.n, self.d, self.loss))
 
     def __len__(self) -> int:
@@ -180,7 +188,7 @@ class FitData:
         """The points at positions `idx`, in that order, every per-point array with them."""
         idx = np.asarray(idx, dtype=int)
         per_point: dict[str, Any] = {k: None if getattr(self, k) is None else getattr(self, k)[idx]
-                     for k in ("n_other", "budgets", "unique", "spent")}
+                     for k in ("n_other", "budgets", "unique", "spent", "context_use")}
         return replace(self, n=self.n[idx], d=self.d[idx], loss=self.loss[idx],
                        ids=tuple(self.ids[i] for i in idx), **per_point, **changes)
 
@@ -317,6 +325,10 @@ def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: st
     n_other = pd.to_numeric(table[other], errors="coerce").to_numpy(dtype=float)[keep] if other in table else None
     if n_other is not None and not (np.isfinite(n_other).all() and (n_other > 0).all()):
         n_other = None                         # a damaged summary: no side-by-side fit, nothing worse
+    context_use = pd.to_numeric(table["final_context_use"], errors="coerce").to_numpy(dtype=float)[keep] \
+        if "final_context_use" in table else None
+    if context_use is not None and not np.isfinite(context_use).all():
+        context_use = None                     # runs from before it was recorded
     n, d = values["n"][keep], values["d"][keep]
     spent, measure = _spent(table, keep, compute_measure, param_convention)
     budget_measure = None if budgets is None else _budget_measure(table, keep)
@@ -327,7 +339,7 @@ def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: st
                    param_convention=param_convention, n_other=n_other, unique=unique,
                    budgets=budgets if budget_measure else None, budget_measure=budget_measure,
                    flops=FlopsPerToken(measure) if spent is None else fit_flops_per_token(n, spent / d, measure),
-                   spent=spent)
+                   spent=spent, context_use=context_use)
 
 
 def _spent(table: pd.DataFrame, keep: list[int], measure: str, param_convention: str):

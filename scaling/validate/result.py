@@ -8,7 +8,7 @@ Two questions, answered separately:
   and 2.5 N)? If not, by how much the better neighbour beats it.
 
 And one warning: a run that uses its context (scaling.train.batches.context_use) by more than
-CONTEXT_MARGIN beyond every fitted run has left the regime the law was fitted in, and its loss is
+THRESHOLDS["context_use"] (0.02 nats) beyond every fitted run has left the regime the law was fitted in, and its loss is
 not the law's to predict. On the demo's corpus this was the whole miss: the two validation runs
 that fell 6% below their prediction intervals used their context (+0.07, +0.09 nats), every sweep
 run and the one validation run inside its interval did not (-0.07 to -0.01).
@@ -27,12 +27,12 @@ from pathlib import Path
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe
+from scaling.laws.diagnostics import THRESHOLDS
 from scaling.reading import excerpt, read_json
 from scaling.runs.store import write_atomic
 
 POSITIONS = ("smaller", "optimum", "larger")
 FILENAME = "validate.json"
-CONTEXT_MARGIN = 0.02    # nats; the demo's sweep runs spread over 0.06, its regime change was 0.07-0.10
 
 
 @dataclass(frozen=True)
@@ -86,10 +86,10 @@ class Validation:
 
     @property
     def new_regime(self) -> tuple:
-        """The runs whose context use exceeds every fitted run's by more than CONTEXT_MARGIN."""
+        """The runs whose context use exceeds every fitted run's by more than THRESHOLDS["context_use"]."""
         if self.fit_context_use is None:
             return ()
-        top = self.fit_context_use[1] + CONTEXT_MARGIN
+        top = self.fit_context_use[1] + THRESHOLDS["context_use"]
         return tuple(r for r in self.runs if r.context_use is not None and r.context_use > top)
 
     @property

@@ -296,3 +296,21 @@ def test_a_resample_whose_constants_overflowed_leaves_no_interval_in_fit_json_an
     assert "no interval: 1 of" in row[2]
     path = results.write_fit(tmp_path, dataclasses.replace(fit, resampled=broken))
     assert np.array_equal(results.load_fit(path).resampled, broken)
+
+
+def test_a_sweep_straddling_the_change_to_using_context_is_cautioned(good):
+    """Runs past some tokens start using their context and fall 4% below the law's others (as the
+    builtin corpus's runs do past a few million tokens): the check counts both sides; runs of one
+    side pass; a table without context use has no such check."""
+    data, fit = good
+    late = data.d > np.median(data.d)
+    mixed = dataclasses.replace(data, loss=data.loss * np.where(late, 0.96, 1.0),
+                                context_use=np.where(late, 0.08, -0.03))
+    (check,) = dg.regime_check(mixed)
+    assert check.status == dg.CAUTION and check.value == pytest.approx(late.mean())
+    assert check.reason.startswith(f"{late.sum()} of {len(data)} runs use their context and {(~late).sum()} do not")
+    assert "context_regime" in [c.name for c in analysis.fit_data(mixed, bootstrap=50).diagnostics.checks]
+    one_side = dataclasses.replace(data, context_use=np.full(len(data), -0.03))
+    assert [c.status for c in dg.regime_check(one_side)] == [dg.PASS]
+    assert dg.regime_check(data) == [] and "context_regime" not in [c.name for c in fit.diagnostics.checks]
+    assert mixed.take([0, 1]).context_use.tolist() == mixed.context_use[:2].tolist()
