@@ -316,8 +316,8 @@ def regime_check(data: FitData) -> list[Check]:
     """Runs on both sides of the change to using context (`FitData.context_use`): small models
     first learn what a few tokens predict and only after millions of tokens use the rest of their
     context, falling faster from there. One law across the change carries the jump as error, and
-    predicts neither side: on the builtin corpus a sweep mixing 8 such runs with 13 others was
-    `not identified` (docs/study.md). No check where the runs do not record it."""
+    predicts neither side: on the builtin corpus a sweep of 10 such runs and 11 others was `not
+    identified` (docs/study.md). No check where the runs do not record it."""
     use = data.context_use
     if use is None:
         return []

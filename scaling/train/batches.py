@@ -58,8 +58,8 @@ class Evaluation(NamedTuple):
 # 1-7, which see a few tokens, as an n-gram model does. Tiny models first learn what a few tokens
 # predict and only later use their whole context: on the demo's corpus every sweep run had a
 # negative value, while the longer validation runs had +0.08 to +0.09 nats and beat the law's
-# prediction by 6% (README, "Whether to trust it"). A law fitted on runs of one regime does not
-# foresee the other.
+# prediction by 6% (README, "Checking it"). A law fitted on runs of one regime does not foresee
+# the other.
 FEW_TOKENS = 8
 
 
@@ -84,9 +84,8 @@ def evaluate(model: GPT, windows, n_seqs: int, autocast) -> Evaluation:
         token_nats = F.cross_entropy(logits.float().flatten(0, 1), y[i:i + n_seqs].flatten(), reduction="none")
         nats += token_nats.view(-1, x.shape[1]).sum(0, dtype=torch.float64)
     model.train()
-    by_position = nats.cpu().numpy() / len(x)
-    total = float(by_position.sum() * len(x))
-    return Evaluation(total / y.numel(), total / math.log(2) / n_bytes, context_use(by_position))
+    total = nats.sum().item()
+    return Evaluation(total / y.numel(), total / math.log(2) / n_bytes, context_use(nats.cpu().numpy() / len(x)))
 
 
 def check_data(T: int, eval_tokens: int, data: TokenData) -> None:
