@@ -19,6 +19,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from scaling.formats import sci
 from scaling.laws.approaches import IsoFLOPResult
+from scaling.laws.diagnostics import THRESHOLDS
 from scaling.laws.law import Law
 from scaling.laws.repeated import Repeated
 from scaling.report.style import (
@@ -46,6 +47,26 @@ def loss_curves(curves, colours: SizeColours, *, n_label: str = "parameters") ->
     did not finish are dashed and end in a cross; WSD stable runs (the shared phase their
     cooldown branches start from) are dotted, with no final loss.
     """
+    fig, ax = _run_lines(curves, colours, n_label=n_label)
+    ax.set_ylabel("validation loss (nats/token)")
+    ax.set_title("Validation loss during training, every run")
+    return fig
+
+
+@with_rc
+def context_curves(curves, colours: SizeColours, *, n_label: str = "parameters") -> Figure:
+    """Context use (scaling.train.batches.context_use) against tokens seen, drawn as the loss
+    curves are (its values in the `loss` column), with the line past which a run uses its context."""
+    fig, ax = _run_lines(curves, colours, n_label=n_label)
+    ax.axhline(0.0, color="0.5", lw=0.8)
+    ax.axhline(THRESHOLDS["context_use"], color="0.3", lw=0.8, ls="--")
+    ax.set_ylabel("context use (nats: loss at positions 1-7 minus\nover the context's second half)")
+    ax.set_title("Context use during training, every run (above the dashed line: the run uses its context)")
+    return fig
+
+
+def _run_lines(curves, colours: SizeColours, *, n_label: str):
+    """One line per run of `curves` against log tokens, ending at its last value; the legend."""
     fig, axes = new_figure(size=(7.5, 4.8))
     ax = axes[0, 0]
     sizes = []
@@ -68,15 +89,13 @@ def loss_curves(curves, colours: SizeColours, *, n_label: str = "parameters") ->
                 ms=4.5 if finished else 7, color=colour, mec="white" if finished else "black", mew=0.6)
     log_axis(ax, "x")
     ax.set_xlabel("tokens seen D (tokens, log scale)")
-    ax.set_ylabel("validation loss (nats/token)")
-    ax.set_title("Validation loss during training, every run")
-    extra = [Line2D([], [], color="black", marker="o", ls="none", ms=4.5, label="final loss")]
+    extra = [Line2D([], [], color="black", marker="o", ls="none", ms=4.5, label="final value")]
     if unfinished:
         extra.append(Line2D([], [], color="black", ls="--", marker="X", ms=6, label="did not finish"))
     if stable:
         extra.append(Line2D([], [], color="black", ls=":", label="WSD stable phase"))
     size_legend(fig, ax, colours, sizes, extra_handles=extra, loc="upper right", label=f"N ({n_label})")
-    return fig
+    return fig, ax
 
 
 # ----------------------------------------------------------------------------- 2. final loss

@@ -57,6 +57,7 @@ class Inputs:
     runs_dir: Path | None = None
     runs: pd.DataFrame | None = None          # store.read_runs: every run, any status
     curves: pd.DataFrame | None = None        # run_id, n, tokens, loss, status: every evaluation
+    context_curves: pd.DataFrame | None = None   # the same, context use in place of the loss (if logged)
     settings: dict | None = None              # {"common": {key: value}, "varying": [key]}
     left_out: list = field(default_factory=list)   # (what, why): runs or parts left out
     notes: list = field(default_factory=list)      # what the report cannot show, and why
@@ -277,6 +278,7 @@ def _read_store(inputs: Inputs, runs_dir: Path) -> None:
         inputs.left_out.append((run_id, why))
     inputs.runs = store.read_runs(runs_dir)
     inputs.curves = found.curves
+    inputs.context_curves = read_curves(runs_dir, param_convention=convention, loss_key="val_context_use").curves
     inputs.settings = sweep_settings(runs_dir)
 
 

@@ -38,6 +38,7 @@ MAX_POINTS_LISTED = 60       # longer point tables (a dataset) are summarised in
 
 FIGURE_TITLES = {
     "loss_curves": "Validation loss against tokens for every run",
+    "context_curves": "Context use against tokens for every run",
     "final_loss": "Final loss against N at each D and against D at each N, with the fitted law",
     "isoflop": "IsoFLOP profiles (Approach 2) and the law's optimum (Approach 3)",
     "frontiers": "Iso-loss contours of the fitted law and compute-optimal frontiers to 1e24 FLOPs",
@@ -194,6 +195,13 @@ def sweep(r: Report) -> None:
     else:
         r.missing_figures["loss_curves"] = ("no training curves: a packaged dataset or table has only final "
                                             "losses" if inputs.runs_dir is None else "no run has a validation curve")
+    if inputs.context_curves is not None and len(inputs.context_curves):
+        r.figure("context_curves", figs.context_curves(inputs.context_curves, r.colours, n_label=r.n_label),
+                 "How much lower each run's loss is over the second half of its context than at positions 1-7 "
+                 "(a few tokens seen), against tokens seen. Tiny models first learn what a few tokens predict and "
+                 "only after millions of tokens use the rest of their context, and then their loss falls faster: "
+                 "runs on both sides of the dashed line follow different laws (the verdict's context_regime "
+                 "check), and a law fitted on one side does not predict the other.")
 
 
 def fitted_law(r: Report) -> None:

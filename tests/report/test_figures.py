@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from scaling.laws import approaches
+from scaling.laws.diagnostics import THRESHOLDS
 from scaling.laws.law import Law
 from scaling.report import figures
 from scaling.report.frontiers import frontiers
@@ -114,3 +115,13 @@ def test_loss_curves_draw_each_run_as_recorded():
     assert [line.get_xdata().tolist() for line in runs] == [[100.0, 200.0, 300.0], [100.0, 200.0]]
     assert [line.get_ydata().tolist() for line in runs] == [[5.0, 4.0, 3.0], [4.5, 3.5]]
     assert [line.get_linestyle() for line in runs] == ["-", "--"]          # the failed run is dashed
+
+
+def test_context_curves_draw_each_run_and_the_line_past_which_a_run_uses_its_context():
+    curves = pd.DataFrame({"run_id": ["a"] * 3, "n": [1e6] * 3, "tokens": [1e6, 2e6, 4e6],
+                           "loss": [-0.03, -0.01, 0.08], "status": ["finished"] * 3})
+    ax = figures.context_curves(curves, SizeColours(curves.n)).axes[0]
+    (run,) = [line for line in ax.get_lines() if len(line.get_xdata()) > 2]
+    assert run.get_ydata().tolist() == [-0.03, -0.01, 0.08]
+    levels = sorted(line.get_ydata()[0] for line in ax.get_lines() if line.get_xdata()[0] == 0)
+    assert levels == [0.0, THRESHOLDS["context_use"]]

@@ -30,7 +30,8 @@ from scaling.report.style import DPI
 from scaling.runs import store
 from tests.conftest import MICRO_RUNS
 
-FIGURES = ("loss_curves", "final_loss", "isoflop", "frontiers", "residuals", "bootstrap", "task_metrics")
+FIGURES = ("loss_curves", "context_curves", "final_loss", "isoflop", "frontiers", "residuals", "bootstrap",
+           "task_metrics")
 BOOT = "12"
 
 
