@@ -62,7 +62,7 @@ THRESHOLDS: dict[str, Any] = {   # a (caution, not identified) pair, or one numb
     "extrapolation": (10.0, None),         # reference compute / largest compute in the data
     "rollout_error": (0.03, None),         # median |relative error| predicting the larger sizes
     "lack_of_fit_p": (0.01, None),         # smallest p-value of the lack-of-fit F-tests
-    "context_use": 0.02,                   # nats: a run beyond this uses its context (regime_check)
+    "context_use": 0.04,                   # nats: a run beyond this uses its context (regime_check)
     "holdout_fraction": DEFAULT_FRACTION,
 }
 ROLLOUT_SPLITS = 4     # at most: fit the smaller half, ..., all but the largest size
@@ -316,8 +316,11 @@ def regime_check(data: FitData) -> list[Check]:
     """Runs on both sides of the change to using context (`FitData.context_use`): small models
     first learn what a few tokens predict and only after millions of tokens use the rest of their
     context, falling faster from there. One law across the change carries the jump as error, and
-    predicts neither side: on the builtin corpus a sweep of 10 such runs and 11 others was `not
-    identified` (docs/study.md). No check where the runs do not record it."""
+    predicts neither side: on the builtin corpus a sweep of 9 such runs and 11 others was `not
+    identified` (docs/study.md). The threshold: a run's value moves by up to 0.02 between
+    evaluations on the demo's 32K validation tokens, and runs past the change end at +0.03 to +0.11
+    (those between 0 and the threshold count on neither side). No check where the runs do not
+    record it."""
     use = data.context_use
     if use is None:
         return []
