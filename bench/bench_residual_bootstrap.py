@@ -19,11 +19,11 @@ made them). Prints, for each, the `trustworthy` verdicts whose tokens-per-parame
 the truth and the well-designed sweeps (independent scatter <= 1%) called `not identified`, all and
 determinable (bench_diagnostics.determinable).
 
-Measured 2026-12-05, seeds 0 and 1 (448 tables, 200 resamples, 2 x 9 minutes on one core each): the
-residual bootstrap's intervals are 0.73x the points bootstrap's (a's width, median; log hi/lo of
-tokens per parameter 0.77x). Well-designed sweeps called `not identified`: 6 of 128 (4.7%; of the
-determinable, 1 of 103), against 21 of 128 with points; but `trustworthy` verdicts that miss the
-truth: 9 of 92 (9.8%: 5 with independent scatter, 3 with 0.5% offsets per size, 1 with an N x D
+Measured 2026-12-05, seeds 0 and 1 (448 tables, 200 resamples, about 9 minutes each on one core):
+the residual bootstrap's intervals are 0.73x the points bootstrap's (a's width, median; log hi/lo
+of tokens per parameter 0.77x). Well-designed sweeps called `not identified`: 7 of 128 (5.5%; of
+the determinable, 0 of 103), against 21 of 128 with points; but `trustworthy` verdicts that miss
+the truth: 8 of 92 (8.7%: 3 with independent scatter, 3 with 0.5% offsets per size, 2 with an N x D
 term), against 2 of 65. It trades one target for the other, so `scaling fit` keeps the points.
 """
 
