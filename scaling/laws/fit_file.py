@@ -116,6 +116,11 @@ def _check_data(data: dict, where: str) -> None:
                                      and all(_is_number(v) and v > 0 for v in pair)):
             raise UsageError(f"{where}: 'data.{key}' must be a list [lo, hi] of positive numbers, "
                              f"got {excerpt(pair)}")
+    use = data.get("context_use")
+    if use is not None and not (isinstance(use, list) and len(use) == 2 and all(_is_number(v) for v in use)
+                                and use[0] <= use[1]):
+        raise UsageError(f"{where}: 'data.context_use' must be a list [lowest, highest] of numbers, "
+                         f"got {excerpt(use)}")
     origin = data.get("provenance")
     if origin is not None and Provenance.from_json(origin) is None:
         kinds = " | ".join(map(json.dumps, KINDS))

@@ -18,7 +18,9 @@ Schema (version 1):
      "data": {"source", "n_points", "digest", "param_convention", "dropped": [{"id", "reason"}],
               "filters", "n_range", "d_range", "c_range"} (added: "table", a table's path and
               columns; "store", a run store's {"path": absolute, "digest": sha256 of its run
-              table as runs.csv holds it}, which `validate` and `report` find and check),
+              table as runs.csv holds it}, which `validate` and `report` find and check;
+              "context_use", [lowest, highest] of the fitted runs' final context use, where
+              they recorded it, which `validate` sets its runs beside),
      "options": {"delta", "grid", "n_starts", "fixed_E", "bootstrap"},
      "params": {"E", "A", "B", "alpha", "beta"}, "allocation": {"a", "b", "G"},
      "reference_compute", "tokens_per_param_at_reference",
@@ -115,14 +117,17 @@ class DataSummary:
     table: dict | None = None                # a table's path and columns, to read it again
     store: dict | None = None                # a run store's absolute path and run-table digest
     provenance: Provenance | None = None     # where the points came from, typed
+    context_use: list | None = None          # [lowest, highest] final context use of the runs (nats)
 
     @classmethod
     def of(cls, data: FitData) -> DataSummary:
         r = data.ranges()
+        use = data.context_use
         return cls(source=data.source, n_points=len(data), digest=data.digest,
                    param_convention=data.param_convention, dropped=tuple(d.to_dict() for d in data.dropped),
                    filters=dict(data.filters), n_range=r["n_range"], d_range=r["d_range"], c_range=r["c_range"],
-                   table=data.table, store=data.store, provenance=data.provenance)
+                   table=data.table, store=data.store, provenance=data.provenance,
+                   context_use=None if use is None or not use.size else [float(use.min()), float(use.max())])
 
     @classmethod
     def from_json(cls, data: dict) -> DataSummary:
@@ -138,6 +143,7 @@ class DataSummary:
                 "filters": dict(self.filters), "n_range": self.n_range, "d_range": self.d_range,
                 "c_range": self.c_range, **({"table": self.table} if self.table is not None else {}),
                 **({"store": self.store} if self.store is not None else {}),
+                **({"context_use": self.context_use} if self.context_use is not None else {}),
                 **({"provenance": self.provenance.to_json()} if self.provenance is not None else {})}
 
 

@@ -20,8 +20,6 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-import pandas as pd
-
 from scaling.config import SweepConfig, derived_name, load_config, parse_config
 from scaling.errors import UsageError
 from scaling.laws.allocation import check_compute
@@ -141,26 +139,11 @@ def predictions(fit: LawFit, family: Family, compute: float, runs: list[tuple[st
         rows.append(ValidationRun(position, run.run_id, run.shape.d_model, run.shape.n_layers, run.shape.n_heads,
                                   run.spec.lr, n, d, float(fit.law.loss(n, d)), fit.loss_interval(n, d)))
     c_range = fit.data.c_range
+    use = fit.data.context_use       # the fitted runs' range, as fit.json records it (None: not recorded)
     return Validation(compute, float(c_range[1]) if c_range else None, float(fit.law.n_opt(compute)),
                       float(fit.law.d_opt(compute)), fit.ci.level if fit.ci else 0.95, tuple(rows),
                       fit.diagnostics.verdict if fit.diagnostics else None, forced, str(store_dir), fit_path,
-                      fit.law.to_dict(), fitted_context_use(fit))
-
-
-def fitted_context_use(fit: LawFit) -> tuple[float, float] | None:
-    """(lowest, highest) final context use of the runs the fit used, from its store; None for a fit
-    of a table, or of runs from before context use was recorded."""
-    store_dir = fit_store(fit)
-    if store_dir is None:
-        return None
-    table = store.read_runs(store_dir)
-    if "final_context_use" not in table:
-        return None
-    left_out = {str(d["id"]) for d in fit.data.dropped}
-    fitted = ((table["status"] == "finished") & (table.get("role") != store.VALIDATION_ROLE)
-              & ~table["run_id"].astype(str).isin(left_out))
-    values = pd.to_numeric(table.loc[fitted, "final_context_use"], errors="coerce").dropna()
-    return (float(values.min()), float(values.max())) if len(values) else None
+                      fit.law.to_dict(), None if use is None else tuple(use))
 
 
 def check_trust(fit: LawFit, force: bool) -> bool:

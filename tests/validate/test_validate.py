@@ -22,7 +22,7 @@ from scaling.runs import store
 from scaling.sweep.plan import planned_run
 from scaling.validate.family import family_of
 from scaling.validate.result import Validation, ValidationRun, headline, load_validation
-from scaling.validate.run import fitted_context_use, prepare, recipe, validate
+from scaling.validate.run import prepare, recipe, validate
 from tests.conftest import MICRO, micro_config
 
 # A known law whose optimum at C = 5e9 (N about 16K) lies among the micro family's sizes, so the
@@ -200,11 +200,15 @@ def test_runs_that_leave_the_fitted_runs_regime_of_context_use_are_named():
     assert Validation.from_json(old).new_regime == ()
 
 
-def test_the_fitted_runs_context_use_is_read_from_the_fit_store(micro_sweep):
+def test_the_fitted_runs_context_use_is_recorded_in_fit_json_and_planned_with(micro_sweep, known_fit, tmp_path):
     _, sweep = micro_sweep
     points = fitdata.from_runs(sweep.sweep_dir)
-    fit = analysis.fit_data(points, bootstrap=20)
     uses = pd.read_csv(sweep.sweep_dir / "runs.csv").set_index("run_id").loc[list(points.ids), "final_context_use"]
     assert uses.notna().all()
-    assert fitted_context_use(fit) == (uses.min(), uses.max())
-    assert fitted_context_use(replace(fit, data=replace(fit.data, store=None, source="table runs.csv"))) is None
+    fit = load_fit(write_fit(tmp_path / "fit", analysis.fit_data(points, bootstrap=20)))
+    assert fit.data.context_use == [uses.min(), uses.max()]
+    table_fit = load_fit(known_fit[0])                          # a table records none
+    assert table_fit.data.context_use is None
+    _, _, planned = prepare(replace(table_fit, data=replace(table_fit.data, context_use=[-0.05, -0.01])),
+                            micro_config(), COMPUTE, runs_dir=tmp_path)
+    assert planned.fit_context_use == (-0.05, -0.01)
