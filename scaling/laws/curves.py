@@ -31,11 +31,12 @@ class StoreCurves:
 
 
 def read_curves(sweep_dir, *, param_convention: str = "non_embedding", tokens_key: str = "tokens",
-                loss_key: str = "val_loss") -> StoreCurves:
+                loss_key: str = "val_loss", also: tuple[str, ...] = ()) -> StoreCurves:
     """The training curves of every run of a sweep, whatever its status, in the store's run order.
 
     Reads runs/<sweep>/<run>/metrics.jsonl and keeps the records that carry both `tokens_key`
-    and `loss_key`. N is the run's non-embedding count by default (as the sweep's flops_6nd
+    and `loss_key`; `also`: further fields of those records, as columns of their own (NaN in
+    records without them). N is the run's non-embedding count by default (as the sweep's flops_6nd
     uses; param_convention="total" counts embeddings too), from its summary or, for a run that
     never wrote one, from its config.yaml. A run without metrics, N or any evaluation is listed
     in `missing`. A run without a summary has status "incomplete".
@@ -60,12 +61,13 @@ def read_curves(sweep_dir, *, param_convention: str = "non_embedding", tokens_ke
             missing.append((run_id, status, f"no parameter count in {store.SUMMARY} or {store.CONFIG}"))
             continue
         found = [{"run_id": run_id, "n": float(n), "tokens": float(rec[tokens_key]), "loss": float(rec[loss_key]),
-                  "status": status}
+                  "status": status, **{key: rec.get(key) for key in also}}
                  for rec in store.read_jsonl(path) if rec.get(tokens_key) is not None and rec.get(loss_key) is not None]
         if not found:
             missing.append((run_id, status, f"{store.METRICS} has no {loss_key}"))
         rows += found
-    return StoreCurves(pd.DataFrame(rows, columns=[*CURVE_COLUMNS, "status"]), tuple(missing))
+    frame = pd.DataFrame(rows, columns=[*CURVE_COLUMNS, "status", *also])
+    return StoreCurves(frame.astype({key: float for key in also}), tuple(missing))
 
 
 def _config_value(run_dir: Path, key: str):

@@ -267,7 +267,7 @@ def _read_store(inputs: Inputs, runs_dir: Path) -> None:
     """Run table, every run's validation curve and the sweep's settings (of the store `runs_dir`); runs
     without a curve, listed."""
     convention = (inputs.data.param_convention if inputs.data is not None else None) or DEFAULT_CONVENTION
-    found = read_curves(runs_dir, param_convention=convention)
+    found = read_curves(runs_dir, param_convention=convention, also=("val_context_use",))
     fitted = set(inputs.data.ids) if inputs.data is not None else set()
     for run_id, status, why in found.missing:
         why += ": no loss curve"
@@ -277,8 +277,10 @@ def _read_store(inputs: Inputs, runs_dir: Path) -> None:
             why += f"; its final loss ({store.SUMMARY}) is still fitted"
         inputs.left_out.append((run_id, why))
     inputs.runs = store.read_runs(runs_dir)
-    inputs.curves = found.curves
-    inputs.context_curves = read_curves(runs_dir, param_convention=convention, loss_key="val_context_use").curves
+    curves = found.curves
+    inputs.curves = curves.drop(columns="val_context_use")
+    logged = curves.dropna(subset=["val_context_use"])      # every evaluation logs it since 2026-12-05
+    inputs.context_curves = logged.assign(loss=logged.val_context_use).drop(columns="val_context_use")
     inputs.settings = sweep_settings(runs_dir)
 
 
