@@ -10,9 +10,9 @@ designs that are still called `not identified` (docs/diagnostics.md). A sweep's 
 chosen, not sampled; the bootstrap of a designed experiment keeps the design and resamples its
 residuals (Efron and Tibshirani 1993, ch. 9): each resample's log losses are the fit's
 predictions plus the fit's log residuals drawn with replacement, scaled by sqrt(m / (m - 5)) for
-the degrees of freedom the five constants took, refitted from the fit's distinct end points (as
-`scaling.laws.bootstrap` refits) and widened by the same lack-of-fit factor. This bench draws the
-tables of `bench_diagnostics.py` (the same seed, the same tables), fits each as `scaling fit`
+the degrees of freedom the five constants took, refitted from the fit's distinct end points by
+`scaling.laws.bootstrap`'s own batched refit, and widened by the same lack-of-fit factor. This
+bench draws the tables of `bench_diagnostics.py` (the same seed, the same tables), fits each as `scaling fit`
 does, and judges it twice: with the fit's intervals, and with the residual bootstrap's in place of
 them (the interval checks recomputed; the other checks, the holdout check among them, as the fit
 made them). Prints, for each, the `trustworthy` verdicts whose tokens-per-parameter interval misses
@@ -45,13 +45,13 @@ from scaling.laws import analysis  # noqa: E402
 from scaling.laws import diagnostics as dg  # noqa: E402
 from scaling.laws.bootstrap import (  # noqa: E402
     BootstrapResult,
+    _fit_resamples,
     derived_quantities,
     percentile_intervals,
     spread_samples,
 )
-from scaling.laws.fit import TIGHT_FTOL, TIGHT_GTOL, free_mask, log_points  # noqa: E402
-from scaling.laws.lbfgs import lbfgs_batched  # noqa: E402
-from scaling.laws.objective import DEFAULT_DELTA, log_residuals, objective_batched  # noqa: E402
+from scaling.laws.fit import free_mask, log_points  # noqa: E402
+from scaling.laws.objective import DEFAULT_DELTA, log_residuals  # noqa: E402
 
 GOOD_DESIGNS = ("cross grid", "isoflop")
 CLEAN = ("independent 0.5%", "independent 1%")
@@ -67,20 +67,7 @@ def residual_bootstrap(fit, n_resamples: int, seed: int) -> BootstrapResult:
     draws = np.random.default_rng(seed).integers(0, m, size=(n_resamples, m))
     targets = (log_loss - residuals) + residuals[draws] * np.sqrt(m / (m - 5))
     starts = np.array(fit.optimum.local_optima[:8], dtype=float)
-
-    def fun(x, rows):
-        resample = rows // len(starts)
-        try:
-            return objective_batched(x, log_n, log_d, targets[resample], DEFAULT_DELTA)
-        except ValueError:   # a row overflowed; the stable path takes one row of data at a time
-            one = [objective_batched(x[j:j + 1], log_n, log_d, targets[r], DEFAULT_DELTA)
-                   for j, r in enumerate(resample)]
-            return np.concatenate([f for f, _ in one]), np.vstack([g for _, g in one])
-
-    batch = lbfgs_batched(fun, np.tile(starts, (n_resamples, 1)), free=free_mask(None), ftol=TIGHT_FTOL,
-                          gtol=TIGHT_GTOL)
-    funs = np.where(np.isfinite(batch.fun), batch.fun, np.inf).reshape(n_resamples, len(starts))
-    thetas = batch.x[np.arange(n_resamples) * len(starts) + np.argmin(funs, axis=1)]
+    thetas, _ = _fit_resamples(np.ones_like(targets), starts, log_n, log_d, targets, DEFAULT_DELTA, free_mask(None))
     samples = derived_quantities(thetas, fit.reference_compute, points.flops)
     intervals, undefined = percentile_intervals(spread_samples(samples, fit.ci.widened_by), 0.95)
     return BootstrapResult(n_resamples, seed, 0.95, fit.reference_compute, intervals, samples, len(starts), 0,

@@ -200,14 +200,17 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
 
 def _fit_resamples(counts, starts, log_n, log_d, log_loss, delta, free):
     """(best theta of each resample (R, 5), how many of them converged): every resample (a row
-    of `counts`) refitted from every start in one batch, the best end point kept."""
+    of `counts`, with the losses `log_loss`, (M,) or one row (R, M) per resample) refitted from
+    every start in one batch, the best end point kept."""
     R, S0 = counts.shape[0], starts.shape[0]
     weights = np.repeat(counts, S0, axis=0)             # row r*S0 + k: resample r, start k
+    targets = log_loss if log_loss.ndim == 1 else np.repeat(log_loss, S0, axis=0)
     x0 = np.tile(starts, (R, 1))
     work = Workspace()
 
     def fun(x, rows):
-        return objective_batched(x, log_n, log_d, log_loss, delta, weights[rows], work=work)
+        return objective_batched(x, log_n, log_d, targets if targets.ndim == 1 else targets[rows], delta,
+                                 weights[rows], work=work)
 
     batch = lbfgs_batched(fun, x0, free=free, ftol=TIGHT_FTOL, gtol=TIGHT_GTOL)
     funs = np.where(np.isfinite(batch.fun), batch.fun, np.inf).reshape(R, S0)

@@ -65,7 +65,8 @@ def objective_batched(theta: np.ndarray, log_n: np.ndarray, log_d: np.ndarray, l
                       work: Workspace | None = None):
     """Summed Huber loss of log residuals and its gradient, for a batch of parameter vectors.
 
-    theta: (S, 5) rows of (e, a, b, alpha, beta); log_n, log_d, log_loss: (M,) data;
+    theta: (S, 5) rows of (e, a, b, alpha, beta); log_n, log_d: (M,) data; log_loss: (M,), or
+    (S, M) per-row losses (a residual bootstrap's resamples);
     weights: None, or (S, M) per-row point weights (bootstrap counts); work: scratch arrays
     to reuse between calls. Returns f (S,) and grad (S, 5).
 
@@ -106,8 +107,8 @@ def objective_batched(theta: np.ndarray, log_n: np.ndarray, log_d: np.ndarray, l
         grad[:, 4] = -np.einsum("ij,j->i", x2, log_d)
     bad = ~np.isfinite(f) | ~np.all(np.isfinite(grad), axis=1)
     if bad.any():
-        fb, gb = _objective_stable(theta[bad], log_n, log_d, log_loss, delta,
-                                   None if weights is None else weights[bad])
+        fb, gb = _objective_stable(theta[bad], log_n, log_d, log_loss if log_loss.ndim == 1 else log_loss[bad],
+                                   delta, None if weights is None else weights[bad])
         f[bad] = fb
         grad[bad] = gb
     return f, grad

@@ -88,6 +88,19 @@ def test_overflowing_rows_fall_back_to_the_stable_form(chinchilla):
     np.testing.assert_allclose(g, gs, rtol=1e-9, atol=1e-12)
 
 
+def test_per_row_losses_score_each_row_against_its_own_points(chinchilla):
+    """(S, M) losses, as a residual bootstrap passes them: each row equals a call with that row's
+    losses alone, the overflowing row (stable form) included."""
+    log_n, log_d, log_loss = _logs(chinchilla)
+    theta = np.array([[0.5, 800.0, 7.0, 0.3, 0.3], [0.5, 6.0, 7.0, 0.3, 0.3]])   # row 0 overflows
+    per_row = np.vstack([log_loss, log_loss[::-1]])
+    f, g = objective_batched(theta, log_n, log_d, per_row)
+    for i in range(2):
+        fi, gi = objective_batched(theta[i:i + 1], log_n, log_d, per_row[i])
+        assert f[i] == fi[0]
+        np.testing.assert_array_equal(g[i], gi[0])
+
+
 def test_batched_lbfgs_minimises_rosenbrock_from_many_starts():
     starts = np.random.default_rng(0).uniform(-2, 2, size=(64, 4))
 
