@@ -295,6 +295,7 @@ def test_a_law_without_an_allocation_is_refused_by_every_command(fitted, tmp_pat
     ({"repeated": {"ci": [1, 2]}}, "'repeated.ci' must be a section of intervals or null"),
     ({"data.store": {"path": 3}}, "'data.store' must be"),
     ({"data.provenance": {"kind": "web", "location": "x"}}, "'data.provenance' must be {\"kind\": \"runs\""),
+    ({"data.context_use": [0.1, -0.1]}, "'data.context_use' must be a list [lowest, highest] of numbers"),
     ({"holdout": {"fraction": 0.2}}, "'holdout' is not a hold-out check (KeyError"),
 ])
 def test_a_malformed_fit_json_is_refused_in_one_line(fitted, tmp_path, capsys, changes, expected):
@@ -339,6 +340,8 @@ def good_validation() -> Validation:
     (lambda v: v["runs"][2].update(position="optimum"), "one run at each of smaller, optimum, larger"),
     (lambda v: v["law"].update(alpha="x"), "'law' must be the constants"),
     (lambda v: v.update(forced="no"), "'forced' must be true or false"),
+    (lambda v: v.update(fit_context_use=[0.1]), "'fit_context_use' must be [lowest, highest] or null"),
+    (lambda v: v["runs"][0].update(context_use="high"), "'runs[0].context_use' must be a finite number or null"),
 ])
 def test_a_malformed_validate_json_is_refused_naming_it(tmp_path, edit, expected):
     path = write_validation(tmp_path, good_validation())
