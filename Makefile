@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # validate --force: a law called `not identified` is refused without it. The demo's is `use with
-# caution` here (a's interval 0.25 wide); another machine's floating point could still move it
+# caution` here (a's interval 0.22 wide); another machine's floating point could still move it
 # across a line; the validation shows what its allocation is worth one budget beyond the
 # sweep either way (here it holds).
 demo: install

@@ -4,10 +4,11 @@ refitted with residuals resampled in place of points.
     python bench/bench_residual_bootstrap.py --seed 0      # 16 laws x 2 designs x 7 error kinds: 224 fits
     python bench/bench_residual_bootstrap.py --seed 1 --laws 4
 
-`scaling fit` resamples points, as Besiroglu et al. did: a resample of a 20-run sweep misses
-every run of some size about once in 17, and its intervals run 2-4x the first-order bound on the
-designs that are still called `not identified` (docs/diagnostics.md). A sweep's N and D are
-chosen, not sampled; the bootstrap of a designed experiment keeps the design and resamples its
+`scaling fit` resamples points (Besiroglu et al. drew them with replacement; the fit now weights
+them by the Bayesian bootstrap, which drops none). With counts, a resample of a 20-run sweep missed
+every run of some size about once in 17, and the intervals ran 2-4x the first-order bound on the
+designs still called `not identified` (docs/diagnostics.md). A sweep's N and D are chosen, not
+sampled; the bootstrap of a designed experiment keeps the design and resamples its
 residuals (Efron and Tibshirani 1993, ch. 9): each resample's log losses are the fit's
 predictions plus the fit's log residuals drawn with replacement, scaled by sqrt(m / (m - 5)) for
 the degrees of freedom the five constants took, refitted from the fit's distinct end points by
@@ -19,12 +20,13 @@ made them). Prints, for each, the `trustworthy` verdicts whose tokens-per-parame
 the truth and the well-designed sweeps (independent scatter <= 1%) called `not identified`, all and
 determinable (bench_diagnostics.determinable).
 
-Measured 2026-12-05, seeds 0 and 1 (448 tables, 200 resamples, about 9 minutes each on one core):
-the residual bootstrap's intervals are 0.73x the points bootstrap's (a's width, median; log hi/lo
-of tokens per parameter 0.77x). Well-designed sweeps called `not identified`: 7 of 128 (5.5%; of
-the determinable, 0 of 103), against 21 of 128 with points; but `trustworthy` verdicts that miss
-the truth: 8 of 92 (8.7%: 3 with independent scatter, 3 with 0.5% offsets per size, 2 with an N x D
-term), against 2 of 65. It trades one target for the other, so `scaling fit` keeps the points.
+Measured 2026-12-05 against the multinomial counts the fit then drew, seeds 0 and 1 (448 tables, 200
+resamples, about 9 minutes each on one core): the residual bootstrap's intervals are 0.73x the
+points bootstrap's (a's width, median; log hi/lo of tokens per parameter 0.77x). Well-designed
+sweeps called `not identified`: 7 of 128 (5.5%; of the determinable, 0 of 103), against 21 of 128
+with points; but `trustworthy` verdicts that miss the truth: 8 of 92 (8.7%: 3 with independent
+scatter, 3 with 0.5% offsets per size, 2 with an N x D term), against 2 of 65. It trades one target
+for the other; the fit's Bayesian bootstrap of the points meets both (docs/diagnostics.md).
 """
 
 from __future__ import annotations

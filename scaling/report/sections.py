@@ -267,10 +267,11 @@ def _bootstrap_figure(r: Report) -> None:
     r.figure("bootstrap", figs.bootstrap_distributions(
         samples, estimates, intervals, references=refs, reference_compute=fit.reference_compute,
         n_resamples=ci.n_resamples, level=ci.level),
-        f"Bootstrap distributions over {ci.n_resamples} resamples of the points (seed {fit.seed}), each "
-        f"refitted: alpha, beta, a and tokens per parameter at C = {fit.reference_compute:.3g} FLOPs. Solid "
-        f"black: the full fit; dashed: the {100 * ci.level:g}% interval; coloured lines: published values (E, A, B "
-        "and tokens per parameter depend on the setup and are not compared).")
+        f"Bootstrap distributions over {ci.n_resamples} Bayesian-bootstrap resamples of the points (seed "
+        f"{fit.seed}), each refitted: alpha, beta, a and tokens per parameter at C = "
+        f"{fit.reference_compute:.3g} FLOPs. Solid black: the full fit; dashed: the {100 * ci.level:g}% "
+        "interval; coloured lines: published values (E, A, B and tokens per parameter depend on the setup "
+        "and are not compared).")
 
 
 def holdout_check(r: Report) -> None:

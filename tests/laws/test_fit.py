@@ -14,10 +14,17 @@ from threadpoolctl import threadpool_limits
 
 from scaling.errors import UsageError
 from scaling.laws import fit, fitdata, selection
-from scaling.laws.bootstrap import bootstrap, resample_counts
+from scaling.laws.bootstrap import bootstrap, resample_weights
 from scaling.laws.law import Law
 from scaling.laws.lbfgs import lbfgs_batched
-from scaling.laws.objective import _objective_stable, objective, objective_batched, theta_from_law
+from scaling.laws.objective import (
+    DEFAULT_DELTA,
+    _objective_stable,
+    law_from_theta,
+    objective,
+    objective_batched,
+    theta_from_law,
+)
 from scaling.laws.references import BESIROGLU
 
 # Per-start scipy loop on the 240 points (drop the 5 highest losses): the reference optimum.
@@ -296,15 +303,31 @@ def test_bootstrap_reference_compute_defaults_to_the_largest_6ND(chinchilla, chi
         assert s["G"][i] == pytest.approx(law.G, rel=1e-9)
 
 
-def test_bootstrap_warm_starts_find_the_full_grid_optimum(chinchilla, chinchilla_boot):
-    """The shortcut (start each resample from the full-data optima) loses nothing against the
-    4,500-point grid on the same resample, for the first two resamples."""
-    counts = resample_counts(len(chinchilla), 200, seed=0)
+def test_bootstrap_warm_starts_find_the_grid_optimum(chinchilla, chinchilla_boot):
+    """The shortcut (start each resample from the full-data optima) loses nothing against scipy's
+    L-BFGS-B run on the same weighted resample from every 150th start of Hoffmann's grid, for the
+    first two resamples."""
+    weights = resample_weights(len(chinchilla), 200, seed=0)
+    log_n, log_d, log_loss = fit.log_points(chinchilla.n, chinchilla.d, chinchilla.loss)
+    free = fit.free_mask(None)
     for r in range(2):
-        idx = np.repeat(np.arange(len(chinchilla)), counts[r].astype(int))
-        full = fit.fit_law(chinchilla.n[idx], chinchilla.d[idx], chinchilla.loss[idx])
+        ends = [fit._polish(start, log_n, log_d, log_loss, DEFAULT_DELTA, free, weights[r])
+                for start in fit.hoffmann_grid()[::150]]
+        best = law_from_theta(min(ends, key=lambda end: end[1])[0])
         for name in ("E", "A", "B", "alpha", "beta"):
-            assert chinchilla_boot.samples[name][r] == pytest.approx(getattr(full.law, name), rel=1e-5), (r, name)
+            assert chinchilla_boot.samples[name][r] == pytest.approx(getattr(best, name), rel=1e-5), (r, name)
+
+
+def test_bayesian_bootstrap_weights_are_positive_and_sum_to_the_points():
+    """Rows of n_points x Dirichlet(1, ..., 1): no point left out, each row the total weight of a
+    multinomial resample, each weight of mean 1 and variance (n - 1) / (n + 1) (a count's:
+    (n - 1) / n); and drawn in sequence, resample by resample."""
+    w = resample_weights(20, 20_000, seed=0)
+    assert (w > 0).all()
+    np.testing.assert_allclose(w.sum(axis=1), 20.0)
+    assert w.mean() == pytest.approx(1.0)
+    assert w.var() == pytest.approx(19 / 21, rel=0.02)
+    np.testing.assert_array_equal(resample_weights(20, 3, seed=0), w[:3])
 
 
 def test_bootstrap_is_seeded(chinchilla, chinchilla_fit):

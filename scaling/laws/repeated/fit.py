@@ -24,7 +24,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from scaling.errors import UsageError
-from scaling.laws.bootstrap import MAX_RESAMPLES, resample_counts
+from scaling.laws.bootstrap import MAX_RESAMPLES, resample_weights
 from scaling.laws.fit import (
     TIGHT_FTOL,
     TIGHT_GTOL,
@@ -125,7 +125,7 @@ def repeated_objective(x, pts: Points, delta: float = DEFAULT_DELTA, weights=Non
     """Summed Huber loss of log residuals of the repeated-data law and its gradient, for rows of x.
 
     x: (S, 7) rows of (e, a, b, alpha, beta, log R_D*, log R_N*); weights: None or (S, M) point
-    weights (bootstrap counts); excess: whether parameters decay (R_N* fitted; else N' = N and
+    weights (a bootstrap resample's); excess: whether parameters decay (R_N* fitted; else N' = N and
     log R_N* is ignored). Returns f (S,) and grad (S, 7).
     """
     x = np.atleast_2d(np.asarray(x, dtype=float))
@@ -295,7 +295,7 @@ BOOTSTRAP_NAMES = ("E", "A", "B", "alpha", "beta", "r_d_star", "r_n_star")
 
 @dataclass(frozen=True)
 class RepeatedBootstrap:
-    """Percentile intervals from refitting resamples of the points (drawn with replacement).
+    """Percentile intervals from refitting reweightings of the points (`bootstrap.resample_weights`).
 
     intervals, samples: E, A, B, alpha, beta and whichever of r_d_star, r_n_star were fitted.
     n_at_bound: resamples whose R* ended at a bound of LOG_R_BOUNDS (the resample does not pin
@@ -321,9 +321,9 @@ def bootstrap_repeated_law(n, d, unique, loss, fit: RepeatedFit, n_resamples: in
                           level: float = 0.95) -> RepeatedBootstrap:
     """Percentile bootstrap intervals for the constants and R* of `fit` (a fit of these same points).
 
-    Resample r weights point i by how often it was drawn (`bootstrap.resample_counts`, seeded:
-    the same seed gives the same intervals). Each resample is refitted locally from `fit`'s
-    optimum, all resamples as one batched L-BFGS at tight tolerances: a resample's optimum lies
+    Resample r weights the points by row r of `bootstrap.resample_weights` (the Bayesian
+    bootstrap, seeded: the same seed gives the same intervals). Each resample is refitted
+    locally from `fit`'s optimum, all resamples as one batched L-BFGS at tight tolerances: a resample's optimum lies
     near the full-data one, and a grid per resample would cost a fit_law each.
     """
     if not 1 <= n_resamples <= MAX_RESAMPLES:
@@ -334,11 +334,11 @@ def bootstrap_repeated_law(n, d, unique, loss, fit: RepeatedFit, n_resamples: in
     if pts.log_n.size != fit.n_points:
         raise UsageError(f"the fit is of {fit.n_points} points, not of these {pts.log_n.size}")
     free = _free(fit.law.r_d_star is not None, fit.law.r_n_star is not None)
-    counts = resample_counts(pts.log_n.size, n_resamples, seed)
+    weights = resample_weights(pts.log_n.size, n_resamples, seed)
     excess = bool(free[6])
 
     def fun(x, rows):
-        return repeated_objective(x, pts, fit.delta, counts[rows], excess=excess)
+        return repeated_objective(x, pts, fit.delta, weights[rows], excess=excess)
 
     x0 = np.tile(np.array(fit.x, dtype=float), (n_resamples, 1))
     batch = lbfgs_in_chunks(fun, x0, batch_rows(pts.log_n.size), free=free, ftol=TIGHT_FTOL, gtol=TIGHT_GTOL)

@@ -1,0 +1,55 @@
+"""Do the fit's 95% intervals hold the truth 95% of the time? Coverage on simulated sweeps.
+
+    python bench/bench_bootstrap_coverage.py --noise 0.003     # 60 cross grids at 0.3% scatter
+    python bench/bench_bootstrap_coverage.py --noise 0.0005    # where the fit is linear in its constants
+
+Each sweep is a 20-run cross grid (5 sizes over 2 decades x 4 token counts) from Besiroglu et al.'s
+law with independent log-normal scatter, fitted as `scaling fit` fits it (200 resamples of the
+Bayesian bootstrap, no widening where the lack-of-fit tests find none). Prints the share of
+sweeps whose intervals of a and of tokens per parameter (at the grid's largest compute) hold the
+truth, and the median width of a's interval over its first-order bound at the true scatter
+(`design.asymptotic_precision`).
+
+Measured 2026-12-05 on 60 sweeps: at 0.3% scatter a 95.0%, tokens per parameter 96.7%, width
+1.20x the bound; at 0.05%, 90.0% and 88.3%, width 0.82x: with the fit linear, the residuals the
+bootstrap reweights are sqrt(15 / 20) of the scatter. With multinomial counts (the fit's resampling
+until that day): 100% and 96.7% (1.38x), and 95.0% and 93.3% (1.09x).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from scaling.laws import analysis
+from scaling.laws.design import asymptotic_precision
+from scaling.laws.references import BESIROGLU
+from scaling.laws.simulate import cross_grid, simulate
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--noise", type=float, default=0.003, help="independent log-normal scatter (default 0.003)")
+    p.add_argument("--sweeps", type=int, default=60)
+    p.add_argument("--resamples", type=int, default=200)
+    args = p.parse_args(argv)
+    law = BESIROGLU.law
+    runs = cross_grid(np.geomspace(1e7, 1e9, 5), np.geomspace(1e9, 3e10, 4))
+    compute = float((6 * runs[:, 0] * runs[:, 1]).max())
+    a_bound = asymptotic_precision(runs, law, noise=args.noise, compute=compute)[0]
+    truth = law.a, law.tokens_per_param(compute)
+    held, widths = [], []
+    for seed in range(args.sweeps):
+        fit = analysis.fit_data(simulate(law, runs, noise=args.noise, seed=seed), bootstrap=args.resamples, seed=seed)
+        intervals = fit.interval("a"), fit.interval("tokens_per_param")
+        held.append([lo <= t <= hi for (lo, hi), t in zip(intervals, truth)])
+        widths.append((intervals[0][1] - intervals[0][0]) / a_bound)
+    a_held, tpp_held = np.mean(held, axis=0)
+    print(f"{args.sweeps} cross grids at {args.noise:g} scatter: 95% intervals hold the truth: a {100 * a_held:.1f}%, "
+          f"tokens per parameter {100 * tpp_held:.1f}%; a's width {np.median(widths):.2f}x its first-order bound")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
