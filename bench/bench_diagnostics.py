@@ -41,8 +41,8 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.laws import analysis
+from scaling.laws.checks import THRESHOLDS
 from scaling.laws.design import asymptotic_precision
-from scaling.laws.diagnostics import THRESHOLDS
 from scaling.laws.law import Law
 from scaling.laws.references import BESIROGLU
 from scaling.laws.simulate import cross_grid, isoflop_grid, simulate

@@ -11,131 +11,40 @@ still leave tokens per parameter anywhere between 6 and 12,000. So the checks lo
 starts agree, did a constant run to its bound), at the fit (residuals, E against the lowest loss),
 at the uncertainty of the answer itself (interval widths of alpha, beta, a and tokens per
 parameter), at extrapolation, and at stability (refits without the largest runs; OLMo-style
-rollout: fit the smaller sizes, predict the larger ones).
+rollout: fit the smaller sizes, predict the larger ones: `scaling.laws.stability`).
 
 Each check has a status: "pass", "caution" or "not identified"; the verdict is the worst of them
-("not identified" > "use with caution" > "trustworthy"). The thresholds are all in THRESHOLDS,
-explained in docs/diagnostics.md and calibrated on simulated sweeps (bench/bench_diagnostics.py).
-Pure functions: no I/O; the refits reuse the full fit's distinct end points as starts, as the
-bootstrap does.
+("not identified" > "use with caution" > "trustworthy"). The statuses, the Check record and the
+verdict are `scaling.laws.checks`; the thresholds are all in its THRESHOLDS, explained in
+docs/diagnostics.md and calibrated on simulated sweeps (bench/bench_diagnostics.py). Pure
+functions, no I/O.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from scaling.errors import UsageError
 from scaling.laws import bootstrap as resampling
 from scaling.laws import compare
 from scaling.laws import fit as fitting
+from scaling.laws.checks import (
+    CAUTION,
+    NOT_IDENTIFIED,
+    PASS,
+    THRESHOLDS,
+    Check,
+    Diagnostics,
+    graded,
+    relative_margin,
+    verdict,
+)
 from scaling.laws.fitdata import FitData
-from scaling.laws.holdout import DEFAULT_FRACTION, Holdout
+from scaling.laws.holdout import Holdout
 from scaling.laws.lack_of_fit import LackOfFit
 from scaling.laws.law import Law
-
-PASS, CAUTION, NOT_IDENTIFIED = "pass", "caution", "not identified"
-VERDICTS = {PASS: "trustworthy", CAUTION: "use with caution", NOT_IDENTIFIED: "not identified"}
-_RANK = {PASS: 0, CAUTION: 1, NOT_IDENTIFIED: 2}
-
-# (caution below / above, not identified below / above): see docs/diagnostics.md for each choice.
-THRESHOLDS: dict[str, Any] = {   # a (caution, not identified) pair, or one number
-    "n_decades": (1.0, 0.5),               # spread of N, decades: caution below 1, not identified below 0.5
-    "d_decades": (1.0, 0.5),               # spread of D, decades
-    "n_sizes": (5, 3),                     # distinct model sizes
-    "n_token_counts": (4, 2),              # distinct token counts (a cross grid's D, an IsoFLOP's budgets)
-    "bracketed_share": (0.3, None),        # points whose compute neighbourhood straddles N_opt(C)
-    "compute_neighbourhood": 0.25,         # decades either side of a point's C that count as its budget
-    "starts_at_optimum": (0.001, None),    # share of the start grid that reached the optimum
-    "E_floor": (0.02, None),               # E / lowest loss: below, E sits at its bound (0)
-    "exponent_edge": (0.02, 2.5),          # alpha, beta outside this range: at the edge of the grid
-    "residual_rms": (0.02, 0.05),          # RMS of log residuals
-    "far_share": (0.1, None),              # points off by more than far_error
-    "far_error": 0.05,
-    "E_over_min_loss": (1.0, None),        # E above the lowest observed loss
-    "exponent_rel_width": (1.0, None),     # (hi - lo) / value of alpha, beta
-    "a_width": (0.2, 0.5),                 # hi - lo of a
-    "tpp_ratio": (4.0, 20.0),              # hi / lo of tokens per parameter at the reference compute
-    "extrapolation": (10.0, None),         # reference compute / largest compute in the data
-    "rollout_error": (0.03, None),         # median |relative error| predicting the larger sizes
-    "lack_of_fit_p": (0.01, None),         # smallest p-value of the lack-of-fit F-tests
-    "context_use": 0.04,                   # nats: a run beyond this uses its context (regime_check)
-    "holdout_fraction": DEFAULT_FRACTION,
-}
-ROLLOUT_SPLITS = 4     # at most: fit the smaller half, ..., all but the largest size
-MIN_REFIT_POINTS = 6   # a refit of a subset on fewer points than this is not judged (5 constants)
-
-
-@dataclass(frozen=True)
-class Check:
-    """One diagnostic: its measured value, the threshold it was held to, the status, and why.
-    margin: how far the value sits from the caution threshold, as a fraction of it (positive on
-    the passing side, negative beyond it; None where not measured): a verdict decided by a check
-    with a small margin could flip with another seed or a few more runs."""
-
-    name: str
-    value: float | None
-    threshold: str
-    status: str
-    reason: str
-    margin: float | None = None
-
-    def to_json(self) -> dict:
-        value = None if self.value is None or not math.isfinite(self.value) else float(self.value)
-        out = {"name": self.name, "value": value, "threshold": self.threshold, "status": self.status,
-               "reason": self.reason}
-        if self.margin is not None and math.isfinite(self.margin):
-            out["margin"] = float(self.margin)
-        return out
-
-
-@dataclass(frozen=True)
-class Diagnostics:
-    checks: tuple
-    verdict: str
-    reasons: tuple
-
-    def failing(self) -> list[Check]:
-        return [c for c in self.checks if c.status != PASS]
-
-    def to_json(self) -> dict:
-        """fit.json's two sections: "diagnostics" (the checks) and "verdict" (with its reasons)."""
-        return {"diagnostics": [c.to_json() for c in self.checks],
-                "verdict": {"verdict": self.verdict, "reasons": list(self.reasons)}}
-
-    @classmethod
-    def from_json(cls, obj: dict) -> Diagnostics:
-        """From a fit.json dict holding "diagnostics" and "verdict"."""
-        keys = ("name", "value", "threshold", "status", "reason", "margin")
-        checks = tuple(Check(**{k: c.get(k) for k in keys}) for c in obj["diagnostics"])
-        return cls(checks, obj["verdict"].get("verdict"), tuple(obj["verdict"].get("reasons") or ()))
-
-
-def _graded(name: str, value, *, higher_is_better: bool, unit: str = "", fmt: str = ".3g",
-            what: str, key: str | None = None) -> Check:
-    """A check against THRESHOLDS[key or name] = (caution, not identified), None for no bound."""
-    caution, fail = THRESHOLDS[key or name]
-    bad = (lambda v, t: v < t) if higher_is_better else (lambda v, t: v > t)
-    side = ">=" if higher_is_better else "<="
-    threshold = f"{side} {caution:{fmt}}{unit}" + (f" (not identified beyond {fail:{fmt}}{unit})"
-                                                    if fail is not None else "")
-    if value is None or not math.isfinite(value):
-        return Check(name, value, threshold, NOT_IDENTIFIED if fail is not None else CAUTION,
-                     f"{what}: undefined")
-    status = NOT_IDENTIFIED if fail is not None and bad(value, fail) else CAUTION if bad(value, caution) else PASS
-    return Check(name, value, threshold, status, f"{what}: {value:{fmt}}{unit}",
-                 margin=relative_margin(value, caution, higher_is_better))
-
-
-def relative_margin(value: float, threshold: float, higher_is_better: bool) -> float | None:
-    """(value - threshold) / |threshold|, signed so that the passing side is positive."""
-    if not threshold:
-        return None
-    return (value - threshold) / abs(threshold) * (1.0 if higher_is_better else -1.0)
-
+from scaling.laws.stability import holdout_check, rollout_check
 
 # --------------------------------------------------------------------------------------------
 # The design
@@ -146,12 +55,12 @@ def design_checks(data: FitData) -> list[Check]:
     d_dec = math.log10(data.d.max() / data.d.min())
     token_counts = np.unique(np.round(np.log10(data.d), 3)).size
     return [
-        _graded("n_decades", n_dec, higher_is_better=True, fmt=".2f", unit=" decades",
-                what="N spans (alpha and a need sizes far apart)"),
-        _graded("d_decades", d_dec, higher_is_better=True, fmt=".2f", unit=" decades",
-                what="D spans (beta and a need token counts far apart)"),
-        _graded("n_sizes", data.n_sizes, higher_is_better=True, fmt="d", what="distinct model sizes"),
-        _graded("n_token_counts", token_counts, higher_is_better=True, fmt="d", what="distinct token counts"),
+        graded("n_decades", n_dec, higher_is_better=True, fmt=".2f", unit=" decades",
+               what="N spans (alpha and a need sizes far apart)"),
+        graded("d_decades", d_dec, higher_is_better=True, fmt=".2f", unit=" decades",
+               what="D spans (beta and a need token counts far apart)"),
+        graded("n_sizes", data.n_sizes, higher_is_better=True, fmt="d", what="distinct model sizes"),
+        graded("n_token_counts", token_counts, higher_is_better=True, fmt="d", what="distinct token counts"),
     ]
 
 
@@ -211,8 +120,8 @@ def bracketing_check(data: FitData, law: Law) -> Check:
         return Check("bracketed_share", None, "alpha, beta > 0", NOT_IDENTIFIED,
                      f"alpha = {law.alpha:.3g}, beta = {law.beta:.3g}: no compute-optimal allocation exists")
     share = bracketed_share(data, law)
-    check = _graded("bracketed_share", share, higher_is_better=True, fmt=".2f",
-                    what="share of points whose budget has runs on both sides of the fitted N_opt")
+    check = graded("bracketed_share", share, higher_is_better=True, fmt=".2f",
+                   what="share of points whose budget has runs on both sides of the fitted N_opt")
     if check.status != PASS:
         check = Check(check.name, share, check.threshold, check.status,
                       check.reason + " (the optimum is extrapolated from one side: an IsoFLOP design "
@@ -230,11 +139,11 @@ def optimiser_checks(data: FitData, result: fitting.FitResult) -> list[Check]:
     lo, hi = THRESHOLDS["exponent_edge"]
     edge = [f"{k} = {v:.3g}" for k, v in (("alpha", law.alpha), ("beta", law.beta)) if not lo <= v <= hi]
     return [
-        _graded("starts_at_optimum", share, higher_is_better=True, fmt=".3g",
-                what=f"share of starts at the optimum ({result.n_starts_at_optimum} of {result.n_starts}; "
+        graded("starts_at_optimum", share, higher_is_better=True, fmt=".3g",
+               what=f"share of starts at the optimum ({result.n_starts_at_optimum} of {result.n_starts}; "
                      "few means a flat, ill-determined valley)"),
-        _graded("E_floor", law.E / float(data.loss.min()), higher_is_better=True, fmt=".3g",
-                what=f"E / lowest loss (E = {law.E:.4g}; near 0, E sits at its bound and A, alpha "
+        graded("E_floor", law.E / float(data.loss.min()), higher_is_better=True, fmt=".3g",
+               what=f"E / lowest loss (E = {law.E:.4g}; near 0, E sits at its bound and A, alpha "
                      "absorb the floor)"),
         Check("exponent_edge", None, f"alpha, beta in [{lo:g}, {hi:g}]", CAUTION if edge else PASS,
               ("exponents at the edge of the start grid: " + ", ".join(edge)) if edge
@@ -247,12 +156,12 @@ def residual_checks(data: FitData, law: Law) -> list[Check]:
     rms = float(np.sqrt(np.mean(np.log1p(rel) ** 2)))
     far = float(np.mean(np.abs(rel) > THRESHOLDS["far_error"]))
     return [
-        _graded("residual_rms", rms, higher_is_better=False, fmt=".3g",
-                what="RMS of log residuals (the law's form against the points)"),
-        _graded("far_share", far, higher_is_better=False, fmt=".2f",
-                what=f"share of points off by more than {100 * THRESHOLDS['far_error']:g}%"),
-        _graded("E_over_min_loss", law.E / float(data.loss.min()), higher_is_better=False, fmt=".3g",
-                what=f"E / lowest observed loss (E = {law.E:.4g} cannot lie above a loss that was reached)"),
+        graded("residual_rms", rms, higher_is_better=False, fmt=".3g",
+               what="RMS of log residuals (the law's form against the points)"),
+        graded("far_share", far, higher_is_better=False, fmt=".2f",
+               what=f"share of points off by more than {100 * THRESHOLDS['far_error']:g}%"),
+        graded("E_over_min_loss", law.E / float(data.loss.min()), higher_is_better=False, fmt=".3g",
+               what=f"E / lowest observed loss (E = {law.E:.4g} cannot lie above a loss that was reached)"),
     ]
 
 
@@ -265,21 +174,21 @@ def interval_checks(boot: resampling.BootstrapResult | None, min_loss: float) ->
         return [Check("intervals", None, "a bootstrap", CAUTION,
                       "no bootstrap: the answer's uncertainty is unknown")]
     iv = boot.intervals
-    checks = [_graded("E_lower_bound", iv["E"][0] / min_loss, higher_is_better=True, fmt=".3g", key="E_floor",
-                      what=f"lower end of E's 95% interval over the lowest loss (E in [{iv['E'][0]:.3g}, "
+    checks = [graded("E_lower_bound", iv["E"][0] / min_loss, higher_is_better=True, fmt=".3g", key="E_floor",
+                     what=f"lower end of E's 95% interval over the lowest loss (E in [{iv['E'][0]:.3g}, "
                            f"{iv['E'][1]:.3g}]; near 0, the floor is not determined)")]
     for name in ("alpha", "beta"):
         lo, hi = iv[name]
         mid = float(np.median(boot.samples[name]))
-        checks.append(_graded(f"{name}_rel_width", (hi - lo) / abs(mid) if mid else math.inf,
-                              higher_is_better=False, fmt=".2f", key="exponent_rel_width",
-                              what=f"{name}'s 95% interval [{lo:.3g}, {hi:.3g}] relative to its median"))
+        checks.append(graded(f"{name}_rel_width", (hi - lo) / abs(mid) if mid else math.inf,
+                             higher_is_better=False, fmt=".2f", key="exponent_rel_width",
+                             what=f"{name}'s 95% interval [{lo:.3g}, {hi:.3g}] relative to its median"))
     lo, hi = iv["a"]
-    checks.append(_graded("a_width", hi - lo, higher_is_better=False, fmt=".3f",
-                          what=f"width of a's 95% interval [{lo:.3f}, {hi:.3f}]"))
+    checks.append(graded("a_width", hi - lo, higher_is_better=False, fmt=".3f",
+                         what=f"width of a's 95% interval [{lo:.3f}, {hi:.3f}]"))
     lo, hi = iv["tokens_per_param"]
-    checks.append(_graded("tpp_ratio", hi / lo if lo > 0 else math.inf, higher_is_better=False, fmt=".3g",
-                          what=f"tokens per parameter's 95% interval [{lo:.3g}, {hi:.3g}], hi / lo"))
+    checks.append(graded("tpp_ratio", hi / lo if lo > 0 else math.inf, higher_is_better=False, fmt=".3g",
+                         what=f"tokens per parameter's 95% interval [{lo:.3g}, {hi:.3g}], hi / lo"))
     return checks
 
 
@@ -339,83 +248,12 @@ def regime_check(data: FitData) -> list[Check]:
 
 def extrapolation_check(data: FitData, reference_compute: float) -> Check:
     factor = reference_compute / float(data.compute.max())
-    return _graded("extrapolation", factor, higher_is_better=False, fmt=".3g",
-                   what="reference compute over the largest run's")
+    return graded("extrapolation", factor, higher_is_better=False, fmt=".3g",
+                  what="reference compute over the largest run's")
 
 
 # --------------------------------------------------------------------------------------------
-# Stability: refits without the largest runs
-
-
-def refit(data: FitData, keep: np.ndarray, result: fitting.FitResult) -> fitting.FitResult | None:
-    """The fit of the kept points, from the full fit's distinct end points; None if they are too
-    few, or if the refit runs off to constants too large for a float (the subset does not bound them)."""
-    if keep.sum() < MIN_REFIT_POINTS or np.unique(data.n[keep]).size < 2 or np.unique(data.d[keep]).size < 2:
-        return None
-    try:
-        return fitting.fit_law(data.n[keep], data.d[keep], data.loss[keep], delta=result.delta,
-                               grid=result.end_points, fixed_E=result.fixed_E)
-    except UsageError:          # the subset does not bound the constants
-        return None
-
-
-def holdout_check(check: Holdout, boot, reference_compute: float) -> Check:
-    """Judge the hold-out refit (`holdout.holdout`, without the top ~20% by compute): do alpha, a
-    and tokens per parameter stay inside the full fit's intervals?"""
-    threshold = "alpha, a, tokens per parameter inside the full fit's 95% intervals"
-    if check.law is None or check.n_train < MIN_REFIT_POINTS or boot is None:
-        why = ("no bootstrap intervals" if boot is None
-               else "the points below the top 20% by compute are too few, or do not bound the constants")
-        return Check("holdout_stability", None, threshold, CAUTION, "cannot be judged: " + why)
-    law = check.law
-    if not law.has_optimum:
-        return Check("holdout_stability", None, threshold, CAUTION,
-                     f"without the top 20% by compute the refit has alpha = {law.alpha:.3g}, beta = {law.beta:.3g}: "
-                     "no compute-optimal allocation at all")
-    moved, margins = [], []
-    for name, value in (("alpha", law.alpha), ("a", law.a),
-                        ("tokens_per_param", law.tokens_per_param(reference_compute))):
-        lo, hi = boot.intervals[name]
-        margins.append(min(value - lo, hi - value) / (hi - lo) if hi > lo else -math.inf)
-        if not (lo <= value <= hi):
-            moved.append(f"{name} {value:.3g} outside [{lo:.3g}, {hi:.3g}]")
-    # margin: the nearest approach to an interval's edge, as a fraction of that interval's width
-    return Check("holdout_stability", float(len(moved)), threshold, CAUTION if moved else PASS,
-                 (f"without the top {int(round(100 * THRESHOLDS['holdout_fraction']))}% by compute: "
-                  + ("; ".join(moved) if moved else "alpha, a and tokens per parameter stay inside")),
-                 margin=float(min(margins)))
-
-
-def rollout(data: FitData, result: fitting.FitResult) -> list[dict]:
-    """OLMo-style rollout: for each split, fit the sizes up to the k-th and predict the larger ones;
-    the median absolute relative error of those predictions."""
-    sizes = np.unique(data.n)
-    out = []
-    first = max(3, sizes.size // 2)
-    splits = np.unique(np.linspace(first, sizes.size - 1, ROLLOUT_SPLITS).round().astype(int))
-    for k in splits[(splits >= first) & (splits < sizes.size)]:
-        keep = data.n <= sizes[k - 1]
-        part = refit(data, keep, result)
-        if part is None:
-            continue
-        pred = part.law.loss(data.n[~keep], data.d[~keep])
-        err = np.abs(pred / data.loss[~keep] - 1.0)
-        out.append({"fitted_sizes": int(k), "largest_fitted": float(sizes[k - 1]),
-                    "predicted_points": int((~keep).sum()), "median_abs_rel_error": float(np.median(err))})
-    return out
-
-
-def rollout_check(data: FitData, result: fitting.FitResult) -> Check:
-    splits = rollout(data, result)
-    if not splits:
-        return Check("rollout_error", None, "a split with >= 3 sizes fitted", CAUTION,
-                     "too few sizes to fit the smaller ones and predict the larger")
-    worst = max(s["median_abs_rel_error"] for s in splits)
-    check = _graded("rollout_error", worst, higher_is_better=False, fmt=".3g",
-                    what="largest median |relative error| predicting larger sizes from smaller ones ("
-                         + ", ".join(f"{s['fitted_sizes']} sizes: {100 * s['median_abs_rel_error']:.2g}%"
-                                     for s in splits) + ")")
-    return check
+# Agreement: between the approaches, and between the conventions for N
 
 
 def approaches_check(approaches: dict | None, law: Law, ci) -> Check:
@@ -464,13 +302,6 @@ def _fmt(x) -> str:
 
 # --------------------------------------------------------------------------------------------
 # The verdict
-
-
-def verdict(checks) -> tuple[str, tuple]:
-    """The worst status decides; the reasons are the non-passing checks, worst first."""
-    worst = max((c.status for c in checks), key=_RANK.__getitem__, default=PASS)
-    failing = sorted((c for c in checks if c.status != PASS), key=lambda c: -_RANK[c.status])
-    return VERDICTS[worst], tuple(f"{c.status}: {c.reason}" for c in failing)
 
 
 def diagnose(data: FitData, result: fitting.FitResult, boot: resampling.BootstrapResult | None, *,

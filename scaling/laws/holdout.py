@@ -11,7 +11,7 @@ mean say how well a fit extrapolates as far as the held-out points reach. The fu
 the same points (which it saw) are given for scale.
 
 This is the one hold-out refit: `analysis.fit_data` makes it (from the full fit's end points),
-the diagnostics judge its law (`diagnostics.holdout_check`), fit.json keeps it ("holdout",
+the diagnostics judge its law (`stability.holdout_check`), fit.json keeps it ("holdout",
 `Holdout.to_json`) and the report prints it, so the verdict and the report's table cannot disagree.
 """
 

@@ -77,7 +77,7 @@ from scaling.formats import json_safe
 from scaling.laws import allocation
 from scaling.laws import bootstrap as resampling
 from scaling.laws import fit as fitting
-from scaling.laws.diagnostics import Diagnostics
+from scaling.laws.checks import Diagnostics
 from scaling.laws.fit_file import (
     DIGEST_LINE,
     FILENAME,

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from scaling.formats import plain_table, sci
 from scaling.laws.allocation import Allocation, OptimumIntervals
+from scaling.laws.checks import PASS
 from scaling.laws.curve_law import DECAY
-from scaling.laws.diagnostics import PASS
 from scaling.laws.law import PARAM_NAMES
 from scaling.laws.repeated import RepeatedPlan
 

@@ -19,7 +19,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from scaling.formats import sci
 from scaling.laws.approaches import IsoFLOPResult
-from scaling.laws.diagnostics import THRESHOLDS
+from scaling.laws.checks import THRESHOLDS
 from scaling.laws.law import Law
 from scaling.laws.repeated import Repeated
 from scaling.report.style import (

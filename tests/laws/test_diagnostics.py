@@ -13,7 +13,7 @@ import pytest
 
 from scaling.cli import main
 from scaling.cost.result import fixed_sci
-from scaling.laws import allocation, analysis, fitdata, results, selection, summary
+from scaling.laws import allocation, analysis, fitdata, results, selection, stability, summary
 from scaling.laws import bootstrap as resampling
 from scaling.laws import diagnostics as dg
 from scaling.laws import fit as fitting
@@ -123,22 +123,22 @@ def test_holdout_and_rollout_on_exact_data_and_on_a_broken_top():
     result = fitting.fit_law(data.n, data.d, data.loss)
     boot = bootstrap(data.n, data.d, data.loss, n_resamples=50, full_fit=result)
     check = holdout(data, result.law, delta=result.delta, starts=result.end_points)
-    assert dg.holdout_check(check, boot, float(data.compute.max())).status == dg.PASS
-    splits = dg.rollout(data, result)
+    assert stability.holdout_check(check, boot, float(data.compute.max())).status == dg.PASS
+    splits = stability.rollout(data, result)
     assert splits and max(s["median_abs_rel_error"] for s in splits) < 1e-4
     # The largest sizes lose 8% more than the law says (a regime change at scale): the smaller
     # sizes' law cannot predict them.
     loss = data.loss * np.where(data.n > np.quantile(data.n, 0.7), 1.08, 1.0)
     bent = fitdata.FitData(data.n, data.d, loss, "bent")
     bent_fit = fitting.fit_law(bent.n, bent.d, bent.loss)
-    assert dg.rollout_check(bent, bent_fit).status == dg.CAUTION
+    assert stability.rollout_check(bent, bent_fit).status == dg.CAUTION
 
 
 def test_holdout_moves_a_on_the_chinchilla_points():
     # Known from the issue: without the top 20% by compute, a leaves the full fit's interval.
     data = selection.apply_filters(fitdata.from_dataset("chinchilla"), drop_highest_loss=5)
     fit = analysis.fit_data(data, bootstrap=200)
-    check = dg.holdout_check(fit.holdout, fit.boot, fit.reference_compute)
+    check = stability.holdout_check(fit.holdout, fit.boot, fit.reference_compute)
     assert check.status == dg.CAUTION and "a 0.57" in check.reason
     assert fit.diagnostics.verdict == "use with caution"
     assert fit.diagnostics.reasons and all(r.startswith("caution: ") for r in fit.diagnostics.reasons)

@@ -8,8 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from scaling.laws import analysis, fitdata, results, selection
-from scaling.laws import diagnostics as dg
+from scaling.laws import analysis, fitdata, results, selection, stability
 from scaling.laws.holdout import holdout, holdout_split
 from scaling.laws.provenance import Provenance
 from scaling.report.inputs import load_inputs
@@ -32,7 +31,7 @@ def test_the_verdict_and_the_report_judge_one_hold_out_refit(chinchilla):
     bit for bit, on the top 20% of points by compute."""
     fit, out = chinchilla
     verdicts = {c.name: c for c in fit.diagnostics.checks}
-    assert dg.holdout_check(fit.holdout, fit.boot, fit.reference_compute) == verdicts["holdout_stability"]
+    assert stability.holdout_check(fit.holdout, fit.boot, fit.reference_compute) == verdicts["holdout_stability"]
     refit = fit.holdout.law
     assert f"a {refit.a:.3g} outside" in verdicts["holdout_stability"].reason     # a moves on these points
     shown = Report.start(load_inputs(out)).holdout

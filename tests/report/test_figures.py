@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from scaling.laws import approaches
-from scaling.laws.diagnostics import THRESHOLDS
+from scaling.laws.checks import THRESHOLDS
 from scaling.laws.law import Law
 from scaling.report import figures
 from scaling.report.frontiers import frontiers

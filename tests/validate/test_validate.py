@@ -15,7 +15,7 @@ import scaling
 from scaling.cli import main
 from scaling.errors import UsageError
 from scaling.laws import analysis, fitdata, simulate
-from scaling.laws.diagnostics import Diagnostics
+from scaling.laws.checks import Diagnostics
 from scaling.laws.law import Law
 from scaling.laws.results import DataSummary, LawFit, load_fit, write_fit
 from scaling.runs import store
