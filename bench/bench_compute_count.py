@@ -80,11 +80,11 @@ def design_table() -> None:
 
 
 def store_fits(runs_dir: Path) -> None:
-    from scaling.laws import analysis, fitdata
+    from scaling.laws import analysis, readers
     print(f"\n3. {runs_dir} fitted in each count (200 resamples)")
     for convention in ("total", "non_embedding"):
         for measure in COMPUTE_MEASURES:
-            data = fitdata.from_runs(runs_dir, convention, compute_measure=measure)
+            data = readers.from_runs(runs_dir, convention, compute_measure=measure)
             fit = analysis.fit_data(data, bootstrap=200)
             a, tpp = fit.interval("a"), fit.interval("tokens_per_param")
             iso = fit.approaches["approach_2"]

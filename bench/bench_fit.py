@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from scaling.laws import fit, fitdata, selection
+from scaling.laws import fit, readers, selection
 from scaling.laws.bootstrap import CI_NAMES, bootstrap
 from scaling.laws.references import BESIROGLU
 
@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     args = p.parse_args(argv)
 
-    data = selection.apply_filters(fitdata.from_dataset("chinchilla"), drop_highest_loss=5)
+    data = selection.apply_filters(readers.from_dataset("chinchilla"), drop_highest_loss=5)
     n, d, loss = data.n, data.d, data.loss
     n_grid = fit.hoffmann_grid().shape[0]
     print(f"data: {len(data)} points ({len(data.dropped)} highest-loss dropped), grid: {n_grid} starts")

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from scaling.errors import UsageError
-from scaling.laws import api, fitdata, results, tasks
+from scaling.laws import api, fitdata, readers, results, tasks
 from scaling.laws.bootstrap import MAX_RESAMPLES
 from scaling.laws.fit import DEFAULT_DELTA
 from scaling.train.counts import COMPUTE_MEASURES
@@ -30,8 +30,8 @@ def register(subparsers) -> None:
     p.add_argument("runs_dir", nargs="?", type=Path, metavar="RUNS_DIR",
                    help="a sweep's run store runs/<sweep> (finished runs are used)")
     p.add_argument("--csv", type=Path, metavar="FILE", help="a CSV or parquet table of points instead")
-    p.add_argument("--dataset", metavar="NAME", help=f"a packaged dataset instead: {', '.join(fitdata.DATASETS)}")
-    cols = fitdata.CHINCHILLA_COLUMNS
+    p.add_argument("--dataset", metavar="NAME", help=f"a packaged dataset instead: {', '.join(readers.DATASETS)}")
+    cols = readers.CHINCHILLA_COLUMNS
     p.add_argument("--n-col", help=f"--csv: column of parameters N (default {cols['n_col']!r})")
     p.add_argument("--d-col", help="--csv: column of training tokens D")
     p.add_argument("--c-col", help=f"--csv: column of training FLOPs C, D = C/(6N) (default {cols['c_col']!r} "

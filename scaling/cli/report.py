@@ -17,7 +17,7 @@ from pathlib import Path
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe
-from scaling.laws import fitdata
+from scaling.laws import fitdata, readers
 
 
 def register(subparsers) -> None:
@@ -31,7 +31,7 @@ def register(subparsers) -> None:
                     "and limitations.")
     p.add_argument("source", nargs="?", type=Path, metavar="FIT_DIR_OR_RUNS_DIR",
                    help="a run store runs/<sweep> (fitted here), or a fit folder / fit.json from `scaling fit`")
-    p.add_argument("--dataset", metavar="NAME", help=f"a packaged dataset instead: {', '.join(fitdata.DATASETS)}")
+    p.add_argument("--dataset", metavar="NAME", help=f"a packaged dataset instead: {', '.join(readers.DATASETS)}")
     p.add_argument("--fit", type=Path, metavar="FIT_JSON",
                    help="with a run store: use this fit.json's numbers instead of fitting here")
     p.add_argument("--out", type=Path, metavar="DIR",

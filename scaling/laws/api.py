@@ -18,13 +18,13 @@ from pathlib import Path
 import pandas as pd
 
 from scaling.errors import UsageError
-from scaling.laws import analysis, fitdata, results, selection, tasks
+from scaling.laws import analysis, fitdata, readers, results, selection, tasks
 from scaling.laws.curve_store import read_curve_runs
 from scaling.laws.curves import curves_from_store
 from scaling.laws.fit import DEFAULT_DELTA
 
 KINDS = ("store", "table", "dataset", "frame")
-# The column options, by the name `fit` takes and `fitdata.from_frame`'s.
+# The column options, by the name `fit` takes and `readers.from_frame`'s.
 COLUMNS = {"n": "n_col", "d": "d_col", "c": "c_col", "loss": "loss_col", "embedding": "embedding_col",
            "budget": "budget_col", "unique": "unique_col"}
 
@@ -40,7 +40,7 @@ def kind_of(source) -> str:
     path = Path(source)
     if path.is_dir():
         return "store"
-    if not path.exists() and str(source) in fitdata.DATASETS:
+    if not path.exists() and str(source) in readers.DATASETS:
         return "dataset"
     return "table"
 
@@ -50,7 +50,7 @@ def points(source, *, kind: str | None = None, param_convention: str | None = No
            **columns) -> fitdata.FitData:
     """The points of `source` (see `kind_of`; `kind` says it instead of guessing). Columns, for a
     table or a DataFrame: n, loss and d or c (default: the Chinchilla table's), embedding, budget,
-    unique (`fitdata.from_frame`). param_convention: what a table's N counts, or how to count a run
+    unique (`readers.from_frame`). param_convention: what a table's N counts, or how to count a run
     store's (default total); compute_measure: a run store's count of compute (default exact);
     metric: a run store's number to fit in place of the loss (`tasks.FIT_METRICS`)."""
     kind = kind or kind_of(source)
@@ -71,15 +71,15 @@ def points(source, *, kind: str | None = None, param_convention: str | None = No
     if compute_measure is not None and kind != "store":
         raise UsageError("the compute measure applies to a run store; a table's C is 6 N D of its own N")
     if kind == "store":
-        return fitdata.from_runs(source, param_convention or "total", compute_measure=compute_measure or "exact",
+        return readers.from_runs(source, param_convention or "total", compute_measure=compute_measure or "exact",
                                  metric=metric)
     if kind == "dataset":
         if param_convention is not None:
             raise UsageError("a packaged dataset records its own parameter convention")
-        return fitdata.from_dataset(source)
+        return readers.from_dataset(source)
     if kind == "frame":
-        return fitdata.from_frame(source, source="a DataFrame", param_convention=param_convention, **given)
-    return fitdata.from_table(source, param_convention=param_convention, **given)
+        return readers.from_frame(source, source="a DataFrame", param_convention=param_convention, **given)
+    return readers.from_table(source, param_convention=param_convention, **given)
 
 
 def fit(source, *, kind: str | None = None, drop_highest_loss: int = 0, min_tokens_per_param: float | None = None,

@@ -16,7 +16,7 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.laws.approaches import CURVE_COLUMNS
-from scaling.laws.fitdata import RUN_COLUMNS
+from scaling.laws.readers import RUN_COLUMNS
 from scaling.reading import parse_yaml
 from scaling.runs import store
 

@@ -8,7 +8,7 @@
 What comes from where:
 
 * A run store (runs/<sweep>): its points are loaded as `scaling fit` loads them
-  (`fitdata.from_runs`, `apply_filters`), except that a finished run lacking a number is left
+  (`readers.from_runs`, `apply_filters`), except that a finished run lacking a number is left
   out with the reason instead of refused, and fitted once by `analysis.fit_data` (so the fit.json
   written beside the report is byte-identical to `scaling fit RUNS_DIR --bootstrap K`'s). The
   run table, every run's curve (`scaling.laws.curves.read_curves`) and config.yaml feed the loss
@@ -33,7 +33,7 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.formats import flatten
-from scaling.laws import analysis, fitdata, results, selection
+from scaling.laws import analysis, fitdata, readers, results, selection
 from scaling.laws.curve_store import read_curve_runs
 from scaling.laws.curves import curves_from_store, read_curves
 from scaling.reading import parse_yaml
@@ -92,7 +92,7 @@ def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap:
         if fit is not None or param_convention is not None or curves:
             raise UsageError("an existing fit, a parameter convention and the curves apply to a run store, not to a "
                          "dataset")
-        data = selection.apply_filters(fitdata.from_dataset(dataset), drop_highest_loss=drop_highest_loss)
+        data = selection.apply_filters(readers.from_dataset(dataset), drop_highest_loss=drop_highest_loss)
         return _fit_here(dataset, f"--dataset {dataset}", data, None, bootstrap, seed)
     source = Path(source)
     if not source.exists():
@@ -159,7 +159,7 @@ def _store_points(runs_dir: Path, convention: str, fit: results.LawFit | None = 
     measure = "exact" if fit is None else fit.law.flops.measure
     if measure not in COMPUTE_MEASURES:
         measure = f"6n_{convention}"
-    return fitdata.from_runs(runs_dir, convention, compute_measure=measure, drop_unmeasured=True)
+    return readers.from_runs(runs_dir, convention, compute_measure=measure, drop_unmeasured=True)
 
 
 def _fit_here(name: str, fit_source: str, data: fitdata.FitData, curves, bootstrap: int | None,
@@ -207,10 +207,10 @@ def _from_fit_file(path: Path) -> Inputs:
                                 "curves, run table or residuals")
         else:
             _use_points(inputs, _store_points(inputs.runs_dir, fit.data.param_convention or DEFAULT_CONVENTION, fit))
-    elif origin.kind == "dataset" and origin.location in fitdata.DATASETS:
-        _use_points(inputs, fitdata.from_dataset(origin.location))
+    elif origin.kind == "dataset" and origin.location in readers.DATASETS:
+        _use_points(inputs, readers.from_dataset(origin.location))
     elif origin.kind == "table" and fit.data.table is not None and Path(fit.data.table["path"]).is_file():
-        _use_points(inputs, fitdata.from_table(**fit.data.table))
+        _use_points(inputs, readers.from_table(**fit.data.table))
     else:
         why = {"dataset": "is not a dataset packaged with this scaling",
                "table": "was not found" if fit.data.table is not None
@@ -271,7 +271,7 @@ def _read_store(inputs: Inputs, runs_dir: Path) -> None:
     fitted = set(inputs.data.ids) if inputs.data is not None else set()
     for run_id, status, why in found.missing:
         why += ": no loss curve"
-        if status == fitdata.FINISHED:
+        if status == readers.FINISHED:
             why += ", and no part in Approach 1 (the envelope of training curves)"
         if run_id in fitted:
             why += f"; its final loss ({store.SUMMARY}) is still fitted"

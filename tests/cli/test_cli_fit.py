@@ -11,7 +11,7 @@ import pytest
 
 from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws import fitdata, results, selection
+from scaling.laws import readers, results, selection
 from scaling.laws.law import Law
 from scaling.runs import store
 from tests.conftest import MICRO_RUNS
@@ -65,7 +65,7 @@ def test_chinchilla_fit_json_has_the_schema(chinchilla_cli):
     assert fit["data"]["n_points"] == 240 and len(fit["data"]["dropped"]) == 5
     assert all(set(d) == {"id", "reason"} for d in fit["data"]["dropped"])
     # the digest of the points in the canonical order the fit takes them in (row order changes nothing)
-    assert fit["data"]["digest"] == selection.apply_filters(fitdata.from_dataset("chinchilla"),
+    assert fit["data"]["digest"] == selection.apply_filters(readers.from_dataset("chinchilla"),
                                                           drop_highest_loss=5).canonical().digest
     assert fit["data"]["param_convention"] == "total"
     assert fit["options"] == {"delta": 1e-3, "grid": "hoffmann", "n_starts": 4500, "fixed_E": None,

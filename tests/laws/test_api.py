@@ -14,12 +14,12 @@ import pytest
 import scaling
 from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws import api, fitdata, results
+from scaling.laws import api, readers, results
 from scaling.laws.law import Law
 from scaling.laws.simulate import isoflop_grid, simulate
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-CHINCHILLA_CSV = fitdata._data_file("chinchilla.csv")
+CHINCHILLA_CSV = readers.data_file("chinchilla.csv")
 TRUTH = Law(E=1.9, A=400.0, B=1500.0, alpha=0.33, beta=0.30)
 
 
@@ -54,7 +54,7 @@ def test_a_dataset_name_a_frame_and_a_path_give_the_same_points():
     kinds = [api.kind_of(s) for s in ("chinchilla", frame, CHINCHILLA_CSV, CHINCHILLA_CSV.parent)]
     assert kinds == ["dataset", "frame", "table", "store"]
     digests = {api.points(s).digest for s in ("chinchilla", frame, CHINCHILLA_CSV)}
-    assert digests == {fitdata.from_dataset("chinchilla").digest}
+    assert digests == {readers.from_dataset("chinchilla").digest}
 
 
 def test_plan_and_predict_cover_the_truth_of_a_simulated_sweep():

@@ -13,7 +13,7 @@ import pytest
 
 from scaling.cli import main
 from scaling.cost.result import fixed_sci
-from scaling.laws import allocation, analysis, fitdata, results, selection, stability, summary
+from scaling.laws import allocation, analysis, fitdata, readers, results, selection, stability, summary
 from scaling.laws import bootstrap as resampling
 from scaling.laws import diagnostics as dg
 from scaling.laws import fit as fitting
@@ -136,7 +136,7 @@ def test_holdout_and_rollout_on_exact_data_and_on_a_broken_top():
 
 def test_holdout_moves_a_on_the_chinchilla_points():
     # Known from the issue: without the top 20% by compute, a leaves the full fit's interval.
-    data = selection.apply_filters(fitdata.from_dataset("chinchilla"), drop_highest_loss=5)
+    data = selection.apply_filters(readers.from_dataset("chinchilla"), drop_highest_loss=5)
     fit = analysis.fit_data(data, bootstrap=200)
     check = stability.holdout_check(fit.holdout, fit.boot, fit.reference_compute)
     assert check.status == dg.CAUTION and "a 0.57" in check.reason
@@ -256,7 +256,7 @@ def test_the_parameter_convention_check_flags_answers_that_move_beyond_their_int
 
 def test_a_store_fit_sets_both_conventions_side_by_side(micro_sweep):
     _, result = micro_sweep
-    data = fitdata.from_runs(result.sweep_dir)
+    data = readers.from_runs(result.sweep_dir)
     assert data.param_convention == "total" and data.n_other is not None
     assert (data.n_other < data.n).all()                      # non-embedding leaves the embeddings out
     fit = analysis.fit_data(data, bootstrap=30)

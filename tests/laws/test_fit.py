@@ -13,7 +13,7 @@ from scipy.optimize import minimize, rosen, rosen_der
 from threadpoolctl import threadpool_limits
 
 from scaling.errors import UsageError
-from scaling.laws import fit, fitdata, selection
+from scaling.laws import fit, readers, selection
 from scaling.laws.bootstrap import bootstrap, resample_weights
 from scaling.laws.law import Law
 from scaling.laws.lbfgs import lbfgs_batched
@@ -33,7 +33,7 @@ REFERENCE = {"A": 477.8, "B": 2143.0, "E": 1.8172, "alpha": 0.3473, "beta": 0.36
 
 @pytest.fixture(scope="module")
 def chinchilla():
-    return selection.apply_filters(fitdata.from_dataset("chinchilla"), drop_highest_loss=5)
+    return selection.apply_filters(readers.from_dataset("chinchilla"), drop_highest_loss=5)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from scaling.laws import analysis, fitdata, results, selection, stability
+from scaling.laws import analysis, readers, results, selection, stability
 from scaling.laws.holdout import holdout, holdout_split
 from scaling.laws.provenance import Provenance
 from scaling.report.inputs import load_inputs
@@ -18,7 +18,7 @@ from scaling.report.sections import Report
 @pytest.fixture(scope="module")
 def chinchilla(tmp_path_factory):
     """Besiroglu et al.'s 240 points fitted with a small bootstrap, and its fit.json's folder."""
-    data = selection.apply_filters(fitdata.from_dataset("chinchilla"), drop_highest_loss=5)
+    data = selection.apply_filters(readers.from_dataset("chinchilla"), drop_highest_loss=5)
     fit = analysis.fit_data(data, bootstrap=50)
     out = tmp_path_factory.mktemp("chinchilla")
     results.write_fit(out, fit)

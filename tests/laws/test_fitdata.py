@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 
 from scaling.errors import UsageError
-from scaling.laws import fitdata, selection
+from scaling.laws import fitdata, readers, selection
 from scaling.laws.law import Law
 from scaling.runs import store
 
-CHINCHILLA_CSV = fitdata._data_file("chinchilla.csv")
+CHINCHILLA_CSV = readers.data_file("chinchilla.csv")
 LAW = Law(E=2.0, A=300.0, B=900.0, alpha=0.3, beta=0.3)
 
 
@@ -51,7 +51,7 @@ def sweep_dir(tmp_path):
 # ----------------------------------------------------------------------------- packaged dataset
 
 def test_chinchilla_dataset_is_the_245_runs_with_d_from_compute():
-    data = fitdata.from_dataset("chinchilla")
+    data = readers.from_dataset("chinchilla")
     raw = pd.read_csv(CHINCHILLA_CSV)
     assert len(data) == 245 and data.ids == tuple(range(245))
     np.testing.assert_array_equal(data.n, raw["Model Size"].to_numpy())
@@ -63,7 +63,7 @@ def test_chinchilla_dataset_is_the_245_runs_with_d_from_compute():
 
 
 def test_drop_highest_loss_drops_those_rows_and_records_them():
-    data = fitdata.from_dataset("chinchilla")
+    data = readers.from_dataset("chinchilla")
     kept = selection.apply_filters(data, drop_highest_loss=5)
     assert len(kept) == 240
     worst = set(np.argsort(-data.loss, kind="stable")[:5].tolist())
@@ -76,7 +76,7 @@ def test_drop_highest_loss_drops_those_rows_and_records_them():
 
 
 def test_threshold_filters():
-    data = fitdata.from_dataset("chinchilla")
+    data = readers.from_dataset("chinchilla")
     tpp = selection.apply_filters(data, min_tokens_per_param=10.0)
     assert len(tpp) == int((data.d / data.n >= 10).sum()) and (tpp.d / tpp.n >= 10).all()
     tok = selection.apply_filters(data, min_tokens=1e10)
@@ -94,12 +94,12 @@ def test_threshold_filters():
 ])
 def test_bad_filters(kwargs, message):
     with pytest.raises(UsageError, match=message):
-        selection.apply_filters(fitdata.from_dataset("chinchilla"), **kwargs)
+        selection.apply_filters(readers.from_dataset("chinchilla"), **kwargs)
 
 
 def test_unknown_dataset():
     with pytest.raises(UsageError, match="unknown dataset 'pile'; known: chinchilla"):
-        fitdata.from_dataset("pile")
+        readers.from_dataset("pile")
 
 
 # ----------------------------------------------------------------------------- tables
@@ -114,26 +114,26 @@ def test_csv_and_parquet_with_tokens_or_compute_give_the_same_points(tmp_path):
     frame = _frame()
     frame.to_csv(tmp_path / "p.csv", index=False)
     frame.to_parquet(tmp_path / "p.parquet")
-    a = fitdata.from_table(tmp_path / "p.csv", n_col="params", loss_col="val", d_col="tokens")
-    b = fitdata.from_table(tmp_path / "p.parquet", n_col="params", loss_col="val", d_col="tokens")
-    c = fitdata.from_table(tmp_path / "p.csv", n_col="params", loss_col="val", c_col="flops")
+    a = readers.from_table(tmp_path / "p.csv", n_col="params", loss_col="val", d_col="tokens")
+    b = readers.from_table(tmp_path / "p.parquet", n_col="params", loss_col="val", d_col="tokens")
+    c = readers.from_table(tmp_path / "p.csv", n_col="params", loss_col="val", c_col="flops")
     assert a.digest == b.digest
     np.testing.assert_allclose(c.d, a.d, rtol=1e-12)
     assert a.source == f"table {tmp_path / 'p.csv'}" and a.param_convention is None
 
 
 def test_the_packaged_csv_loads_as_a_table_with_the_chinchilla_defaults():
-    assert fitdata.from_table(CHINCHILLA_CSV).digest == fitdata.from_dataset("chinchilla").digest
+    assert readers.from_table(CHINCHILLA_CSV).digest == readers.from_dataset("chinchilla").digest
 
 
 def test_missing_column_names_it_and_lists_those_present(tmp_path):
     _frame().to_csv(tmp_path / "p.csv", index=False)
     with pytest.raises(UsageError) as exc:
-        fitdata.from_table(tmp_path / "p.csv", n_col="N", loss_col="val", d_col="tokens")
+        readers.from_table(tmp_path / "p.csv", n_col="N", loss_col="val", d_col="tokens")
     msg = str(exc.value)
     assert "'N' (for N)" in msg and "'params', 'tokens', 'flops', 'val'" in msg
     with pytest.raises(UsageError, match="'Training FLOP' \\(for C\\)"):
-        fitdata.from_table(tmp_path / "p.csv", n_col="params", loss_col="val")
+        readers.from_table(tmp_path / "p.csv", n_col="params", loss_col="val")
 
 
 @pytest.mark.parametrize("column, values, expect", [
@@ -149,24 +149,24 @@ def test_non_positive_or_non_finite_values_are_named(tmp_path, column, values, e
         frame.loc[row, column] = v
     frame.to_csv(tmp_path / "p.csv", index=False)
     with pytest.raises(UsageError, match=expect):
-        fitdata.from_table(tmp_path / "p.csv", n_col="params", loss_col="val", d_col="tokens")
+        readers.from_table(tmp_path / "p.csv", n_col="params", loss_col="val", d_col="tokens")
 
 
 def test_table_file_errors(tmp_path):
     with pytest.raises(UsageError, match="does not exist"):
-        fitdata.from_table(tmp_path / "none.csv")
+        readers.from_table(tmp_path / "none.csv")
     (tmp_path / "p.xlsx").write_text("x")
     with pytest.raises(UsageError, match="expected a .csv or .parquet file"):
-        fitdata.from_table(tmp_path / "p.xlsx")
+        readers.from_table(tmp_path / "p.xlsx")
     (tmp_path / "bad.parquet").write_text("not parquet")
     with pytest.raises(UsageError, match="cannot read"):
-        fitdata.from_table(tmp_path / "bad.parquet")
+        readers.from_table(tmp_path / "bad.parquet")
     _frame().to_csv(tmp_path / "p.csv", index=False)
     with pytest.raises(UsageError, match="not both"):
-        fitdata.from_table(tmp_path / "p.csv", n_col="params", loss_col="val", d_col="tokens", c_col="flops")
+        readers.from_table(tmp_path / "p.csv", n_col="params", loss_col="val", d_col="tokens", c_col="flops")
     (tmp_path / "empty.csv").write_text("params,tokens,val\n")
     with pytest.raises(UsageError, match="no rows"):
-        fitdata.from_table(tmp_path / "empty.csv", n_col="params", loss_col="val", d_col="tokens")
+        readers.from_table(tmp_path / "empty.csv", n_col="params", loss_col="val", d_col="tokens")
 
 
 # ----------------------------------------------------------------------------- fittable
@@ -174,7 +174,7 @@ def test_table_file_errors(tmp_path):
 def test_too_few_points_for_the_free_parameters(tmp_path):
     frame = _frame(rows=4)
     frame.to_csv(tmp_path / "p.csv", index=False)
-    data = fitdata.from_table(tmp_path / "p.csv", n_col="params", loss_col="val", d_col="tokens")
+    data = readers.from_table(tmp_path / "p.csv", n_col="params", loss_col="val", d_col="tokens")
     with pytest.raises(UsageError, match="4 point\\(s\\), fewer than the 5 free parameters"):
         selection.check_fittable(data)
     selection.check_fittable(data, fixed_E=2.0)          # 4 points, 4 free parameters with E fixed
@@ -188,7 +188,7 @@ def test_a_single_model_size_is_refused(tmp_path):
     frame = _frame()
     frame["params"] = 1e8
     frame.to_csv(tmp_path / "p.csv", index=False)
-    data = fitdata.from_table(tmp_path / "p.csv", n_col="params", loss_col="val", d_col="tokens")
+    data = readers.from_table(tmp_path / "p.csv", n_col="params", loss_col="val", d_col="tokens")
     with pytest.raises(UsageError, match="all 8 points have the same model size \\(N = 1e\\+08\\)"):
         selection.check_fittable(data)
 
@@ -196,7 +196,7 @@ def test_a_single_model_size_is_refused(tmp_path):
 # ----------------------------------------------------------------------------- run store
 
 def test_from_runs_keeps_finished_runs_and_lists_the_others(sweep_dir):
-    data = fitdata.from_runs(sweep_dir, param_convention="non_embedding")   # the count LAW was written in
+    data = readers.from_runs(sweep_dir, param_convention="non_embedding")   # the count LAW was written in
     assert len(data) == 6 and data.param_convention == "non_embedding"
     assert set(data.ids) == {f"d{n}-t{t:.0e}" for n in (10_000, 40_000, 160_000) for t in (1e6, 4e6)}
     np.testing.assert_allclose(data.loss, LAW.loss(data.n, data.d))
@@ -205,7 +205,7 @@ def test_from_runs_keeps_finished_runs_and_lists_the_others(sweep_dir):
         ("d640-failed", "failed: CUDA out of memory"),
         ("d640-running", "incomplete: no summary.json: interrupted or running"),
     ]
-    total = fitdata.from_runs(sweep_dir)                 # Chinchilla's count, the default
+    total = readers.from_runs(sweep_dir)                 # Chinchilla's count, the default
     np.testing.assert_array_equal(total.n, data.n + 20_000)
     assert total.param_convention == "total" and total.digest != data.digest
     assert data.source == f"runs {sweep_dir}"
@@ -213,12 +213,12 @@ def test_from_runs_keeps_finished_runs_and_lists_the_others(sweep_dir):
 
 def test_from_runs_errors(tmp_path, sweep_dir):
     with pytest.raises(UsageError, match="no run store"):
-        fitdata.from_runs(tmp_path / "nowhere")
+        readers.from_runs(tmp_path / "nowhere")
     (tmp_path / "empty").mkdir()
     with pytest.raises(UsageError, match="has no runs"):
-        fitdata.from_runs(tmp_path / "empty")
+        readers.from_runs(tmp_path / "empty")
     with pytest.raises(UsageError, match="the parameter convention must be one of non_embedding, total"):
-        fitdata.from_runs(sweep_dir, param_convention="embedding")
+        readers.from_runs(sweep_dir, param_convention="embedding")
     # A finished run whose summary lacks the loss is named, not silently dropped.
     summary = sweep_dir / "d10000-t1e+06" / store.SUMMARY
     record = json.loads(summary.read_text())
@@ -226,10 +226,10 @@ def test_from_runs_errors(tmp_path, sweep_dir):
     store.write_json(summary, record)
     with pytest.raises(UsageError, match="1 finished run\\(s\\) have no positive, finite 'final_val_loss'.*"
                                          "run d10000-t1e\\+06"):
-        fitdata.from_runs(sweep_dir)
+        readers.from_runs(sweep_dir)
 
 
 def test_from_runs_with_no_finished_run(tmp_path):
     sweep = write_store(tmp_path, [{"run_id": "a", "status": "diverged", "reason": "NaN"}, {"run_id": "b"}])
     with pytest.raises(UsageError, match="none of its 2 runs finished \\(1 diverged, 1 incomplete\\)"):
-        fitdata.from_runs(sweep)
+        readers.from_runs(sweep)

@@ -9,7 +9,7 @@ import pytest
 
 from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws import analysis, fitdata
+from scaling.laws import analysis, readers
 from scaling.laws.fitdata import FitData
 from scaling.laws.law import Law
 from scaling.laws.repeated.law import RepeatedLaw
@@ -115,7 +115,7 @@ def test_a_sweep_that_repeats_data_records_it_and_its_fit_discounts_it(tmp_path,
     assert "4 of 6 runs repeat data: up to 4.06 epochs of the 16.2K training tokens" in capsys.readouterr().out
     table = result.table
     assert (table.unique_tokens == unique).all() and np.allclose(table.epochs, table.tokens / unique)
-    data = fitdata.from_runs(result.sweep_dir)
+    data = readers.from_runs(result.sweep_dir)
     assert data.repeats and int((data.epochs > 1).sum()) == 4
     fit = analysis.fit_data(data, bootstrap=0, grid=GRID)
     assert fit.repeated is not None and fit.repeated.n_repeated == 4

@@ -29,7 +29,7 @@ import yaml
 
 from scaling.cli import main
 from scaling.config import load_config
-from scaling.laws import fitdata
+from scaling.laws import readers
 from scaling.laws.fit import fit_law
 from scaling.runs import faults, locks, store
 from scaling.sweep.driver import run_sweep
@@ -89,7 +89,7 @@ def snapshot(sweep_dir: Path) -> dict:
                               [without_timing(r) for r in store.read_jsonl(run_dir / store.METRICS)])
     with open(sweep_dir / store.TABLE, newline="") as f:
         table = sorted((without_timing(row) for row in csv.DictReader(f)), key=lambda row: row["run_id"])
-    data = fitdata.from_runs(sweep_dir)
+    data = readers.from_runs(sweep_dir)
     return {"runs": runs, "table": table, "digest": data.digest,
             "fit": fit_law(data.n, data.d, data.loss).law.to_dict()}
 
@@ -366,7 +366,7 @@ def test_nan_loss_marks_the_run_diverged_and_the_retry_replaces_it(clean, tmp_pa
     assert yaml.safe_load((sweep_dir / retry[0]["run_id"] / store.CONFIG).read_text())["retry_of"] == victim.run_id
     assert len(result.table) == KILL_RUNS + 1
 
-    data = fitdata.from_runs(sweep_dir)  # the diverged run is left out, and says why
+    data = readers.from_runs(sweep_dir)  # the diverged run is left out, and says why
     assert [(d.id, d.reason) for d in data.dropped] == [(victim.run_id, "diverged: train loss is nan at step 8")]
     assert retry[0]["run_id"] in data.ids and len(data) == KILL_RUNS
     others = {k: v for k, v in clean["runs"].items() if k != victim.run_id}

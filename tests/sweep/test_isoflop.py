@@ -7,7 +7,7 @@ import yaml
 
 from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws import analysis, fitdata
+from scaling.laws import analysis, readers
 from scaling.sweep.driver import run_sweep
 from scaling.sweep.plan import plan
 from tests.conftest import MICRO, micro_config
@@ -65,7 +65,7 @@ def test_an_isoflop_sweep_records_its_budgets_and_approach_2_groups_by_them(tmp_
     dry = capsys.readouterr().out
     assert "budget C = 5e+08 FLOPs (exact): expected optimum N = 8.82K" in dry and "D/N" in dry
     run_sweep(isoflop_config(), tmp_path, cache_dir=cache_dir)
-    data = fitdata.from_runs(tmp_path / "iso")
+    data = readers.from_runs(tmp_path / "iso")
     assert sorted(set(data.budgets)) == DESIGN["budgets"]
     fit = analysis.fit_data(data, bootstrap=0)
     assert fit.approaches["approach_2"]["grouping"].startswith("given budgets (2)")

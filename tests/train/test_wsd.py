@@ -16,7 +16,7 @@ from scaling.cli import main
 from scaling.config import TrainConfig, load_config
 from scaling.data.tokens import prepare_tokens
 from scaling.errors import UsageError
-from scaling.laws import fitdata
+from scaling.laws import readers
 from scaling.laws.curves import curves_from_store
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep
@@ -106,7 +106,7 @@ def test_store_has_a_branch_per_point_and_stable_runs_the_fitter_leaves_out(wsd_
         assert all((result.sweep_dir / stable_id / store.branch_checkpoint(s)).exists() for s in (24, 48, 96))
     assert pd_csv_columns(result.sweep_dir) >= {"branch_of", "branch_tokens"}
 
-    data = fitdata.from_runs(result.sweep_dir)
+    data = readers.from_runs(result.sweep_dir)
     assert sorted(data.ids) == sorted(branches.index)
     assert {d.id: d.reason.split(":")[0] for d in data.dropped} == {run_id: "stable" for run_id in stable.index}
     assert all("stable phase of WSD" in d.reason for d in data.dropped)

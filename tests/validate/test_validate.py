@@ -14,7 +14,7 @@ import yaml
 import scaling
 from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws import analysis, fitdata, simulate
+from scaling.laws import analysis, readers, simulate
 from scaling.laws.checks import Diagnostics
 from scaling.laws.law import Law
 from scaling.laws.results import DataSummary, LawFit, load_fit, write_fit
@@ -99,7 +99,7 @@ def test_validate_trains_three_runs_stores_them_and_resumes(known_fit, tmp_path,
         del summary["role"]
         path.write_text(json.dumps(summary))
     shutil.copytree(sweep_dir / result.run("optimum").run_id, mixed / result.run("optimum").run_id)
-    data = fitdata.from_runs(mixed)
+    data = readers.from_runs(mixed)
     assert len(data) == 2 and result.run("optimum").run_id not in data.ids
     assert [d.reason for d in data.dropped] == ["a validation run: it checks a fit, and is never fitted"]
 
@@ -202,7 +202,7 @@ def test_runs_that_leave_the_fitted_runs_regime_of_context_use_are_named():
 
 def test_the_fitted_runs_context_use_is_recorded_in_fit_json_and_planned_with(micro_sweep, known_fit, tmp_path):
     _, sweep = micro_sweep
-    points = fitdata.from_runs(sweep.sweep_dir)
+    points = readers.from_runs(sweep.sweep_dir)
     uses = pd.read_csv(sweep.sweep_dir / "runs.csv").set_index("run_id").loc[list(points.ids), "final_context_use"]
     assert uses.notna().all()
     fit = load_fit(write_fit(tmp_path / "fit", analysis.fit_data(points, bootstrap=20)))

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from scaling.cli import main
-from scaling.laws import analysis, fitdata
+from scaling.laws import analysis, readers
 from scaling.laws.curves import curves_from_store
 from scaling.laws.law import Law
 from scaling.laws.simulate import cross_grid, simulate
@@ -120,7 +120,7 @@ def test_import_recovers_the_law_and_keeps_the_curves(kind, sweep, tmp_path, cap
     assert scaling("import", kind, src, "--runs-dir", runs_dir, *flags) == 0
     assert f"imported {len(sweep)} {kind} runs" in capsys.readouterr().out
 
-    data = fitdata.from_runs(runs_dir)
+    data = readers.from_runs(runs_dir)
     assert len(data) == len(sweep) and not data.dropped
     truth = {(run["n"], run["d"]): run["curve"][-1][2] for run in sweep}
     for n, d, loss in zip(data.n, data.d, data.loss):     # float32 in TensorBoard: 1e-7
@@ -148,7 +148,7 @@ def test_provenance_and_runs_without_n_are_listed_not_guessed(sweep, tmp_path, c
                    "--n-key", "params", "--loss-tag", "loss") == 0
     out = capsys.readouterr().out
     assert "3 fit points" in out and "run-02: failed: not a fit point: 'params' is nan" in out
-    data = fitdata.from_runs(tmp_path / "store")
+    data = readers.from_runs(tmp_path / "store")
     assert [d.id for d in data.dropped] == ["run-02"] and "'params' is nan" in data.dropped[0].reason
     config = store.read_runs(tmp_path / "store")
     assert list(config.status) == ["finished", "finished", "failed", "finished"]
@@ -224,7 +224,7 @@ def test_a_run_the_source_says_failed_is_kept_not_fitted(kind, write, sweep, tmp
     assert scaling("import", kind, tmp_path / "logs", "--runs-dir", tmp_path / "store", *flags) == 0
     why = "MLflow status FAILED" if kind == "mlflow" else "W&B exit code 1"
     assert f"run-01: failed: {why}" in capsys.readouterr().out
-    data = fitdata.from_runs(tmp_path / "store")
+    data = readers.from_runs(tmp_path / "store")
     assert len(data) == 2 and [d.reason for d in data.dropped] == [f"failed: {why}"]
     assert len(store.read_jsonl(next((tmp_path / "store").glob("*run-01")) / store.METRICS)) == EVALS
 
