@@ -2,16 +2,17 @@
 
 Besiroglu et al. resample points with replacement, which is the same as weighting each point by
 how many times it was drawn (multinomial counts). The Bayesian bootstrap (Rubin 1981) weights
-each point by n times a Dirichlet(1, ..., 1) draw instead: the same first-order variance, but
-no weight is zero. That matters for a designed sweep: a resample of 20 runs, 4 per size, drops
+each point by n times a Dirichlet(1, ..., 1) draw instead: the same first-order variance, but no
+weight is zero. That matters for a designed sweep: a resample of 20 runs, 4 per size, drops
 every run of some size about once in 17, and those resamples, fitted on 4 sizes, make the
 intervals' tails. On the verdict's calibration tables (bench/bench_diagnostics.py, seeds 0 and
 1, the well-designed sweeps and every error kind) the Bayesian bootstrap calls 4 of 103
 determinable sweeps `not identified` against 8 with counts, and its `trustworthy` intervals miss
-the truth in 2 of 77 against 2 of 65 (seeds 0-3: 10 of 204, and 3 of 140). Its 95% intervals hold the truth 95.0% (a) and 96.7% (tokens
-per parameter) of the time on 20-run cross grids at 0.3% scatter (counts: 100% and 96.7%);
-at 0.05% scatter, where the fit is linear, 90% and 88%: there the residuals it resamples are
-sqrt((m - 5) / m) of the scatter, which counts' heavier tails happened to hide (docs/diagnostics.md).
+the truth in 2 of 77 against 2 of 65 (seeds 0-3: 10 of 204 not identified, 3 of 140 missing).
+Its 95% intervals hold the truth 95.0% (a) and 96.7% (tokens per parameter) of the time on
+20-run cross grids at 0.3% scatter (counts: 100% and 96.7%); at 0.05% scatter, where the fit is
+linear, 90% and 88%: there the residuals it resamples are sqrt((m - 5) / m) of the scatter,
+which counts' heavier tails happened to hide (docs/diagnostics.md).
 
 Every resample is a weighted fit on the same arrays, so all resamples (times their starts) are
 fitted as one batch of the batched L-BFGS (`scaling.laws.lbfgs`). Each resample starts from the
@@ -151,9 +152,9 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
               flops: FlopsPerToken = FlopsPerToken(), widen: float = 1.0) -> BootstrapResult:
     """Percentile bootstrap intervals for the constants, allocation exponents and tokens/param.
 
-    Each resample weights the points by a row of `resample_weights` (numpy Generator seeded with
-    `seed`) and is refitted with the same objective. Starts, per resample: the full-data optimum, the other
-    distinct end points of the full-data grid fit (up to 7; constants differing by more than
+    Each resample weights the points by a row of `resample_weights` (numpy Generator seeded
+    with `seed`) and is refitted with the same objective. Starts, per resample: the full-data
+    optimum, the other distinct end points of the full-data grid fit (up to 7; constants differing by more than
     1%), and `extra_starts` if given. This is a deliberate shortcut over running the 4,500-point
     grid per resample: a resample's optimum lies near the full-data one, and the other basins
     the grid found are tried too. tests/laws/test_fit.py checks on resamples that the full grid
@@ -207,12 +208,12 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
     )
 
 
-def _fit_resamples(resample_weights, starts, log_n, log_d, log_loss, delta, free):
+def _fit_resamples(point_weights, starts, log_n, log_d, log_loss, delta, free):
     """(best theta of each resample (R, 5), how many of them converged): every resample (a row
-    of `resample_weights`, with the losses `log_loss`, (M,) or one row (R, M) per resample)
+    of `point_weights`, with the losses `log_loss`, (M,) or one row (R, M) per resample)
     refitted from every start in one batch, the best end point kept."""
-    R, S0 = resample_weights.shape[0], starts.shape[0]
-    weights = np.repeat(resample_weights, S0, axis=0)   # row r*S0 + k: resample r, start k
+    R, S0 = point_weights.shape[0], starts.shape[0]
+    weights = np.repeat(point_weights, S0, axis=0)      # row r*S0 + k: resample r, start k
     targets = log_loss if log_loss.ndim == 1 else np.repeat(log_loss, S0, axis=0)
     x0 = np.tile(starts, (R, 1))
     work = Workspace()

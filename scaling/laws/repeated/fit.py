@@ -323,8 +323,9 @@ def bootstrap_repeated_law(n, d, unique, loss, fit: RepeatedFit, n_resamples: in
 
     Resample r weights the points by row r of `bootstrap.resample_weights` (the Bayesian
     bootstrap, seeded: the same seed gives the same intervals). Each resample is refitted
-    locally from `fit`'s optimum, all resamples as one batched L-BFGS at tight tolerances: a resample's optimum lies
-    near the full-data one, and a grid per resample would cost a fit_law each.
+    locally from `fit`'s optimum, all resamples as one batched L-BFGS at tight tolerances: a
+    resample's optimum lies near the full-data one, and a grid per resample would cost a
+    fit_law each.
     """
     if not 1 <= n_resamples <= MAX_RESAMPLES:
         raise UsageError(f"the number of bootstrap resamples must be from 1 to {MAX_RESAMPLES:,}; got {n_resamples}")
