@@ -38,6 +38,7 @@ from scaling.laws import analysis, results
 from scaling.laws.allocation import check_allocatable, has_allocation
 from scaling.laws.bootstrap import MAX_RESAMPLES
 from scaling.laws.law import Law
+from scaling.laws.objective import law_from_theta, theta_from_law
 from scaling.laws.simulate import simulate
 
 
@@ -138,17 +139,6 @@ def expected_precision(runs, prior: Law, *, noise: float = 0.01, n_sims: int = 2
                    0 if truths is None else len(truths), noise_df)
 
 
-def _log_constants(law: Law) -> np.ndarray:
-    """The parametrisation the covariance is taken in: log E, log A, log B, alpha, beta (the
-    constants' scales differ by orders of magnitude; their logs and the exponents do not)."""
-    return np.array([np.log(law.E), np.log(law.A), np.log(law.B), law.alpha, law.beta])
-
-
-def _law_at(theta: np.ndarray, flops) -> Law:
-    e, a, b = np.exp(theta[:3])
-    return Law(E=float(e), A=float(a), B=float(b), alpha=float(theta[3]), beta=float(theta[4]), flops=flops)
-
-
 def asymptotic_precision(runs, law: Law, *, noise: float, compute: float,
                          level: float = 0.95) -> tuple[float, float]:
     """(hi - lo of a, hi / lo of tokens per parameter at `compute`): the `level` intervals of a fit
@@ -165,10 +155,10 @@ def asymptotic_precision(runs, law: Law, *, noise: float, compute: float,
     if np.linalg.cond(info) > 1e14:
         return np.inf, np.inf
     cov = noise**2 * np.linalg.inv(info)
-    theta = _log_constants(law)
+    theta = theta_from_law(law)        # log E, log A, log B, alpha, beta: scales alike
 
     def answers(t):
-        moved = _law_at(t, law.flops)
+        moved = replace(law_from_theta(t), flops=law.flops)
         return np.array([moved.a, np.log(moved.tokens_per_param(compute))])
 
     steps = 1e-6 * np.maximum(np.abs(theta), 1.0)

@@ -67,7 +67,7 @@ def objective_batched(theta: np.ndarray, log_n: np.ndarray, log_d: np.ndarray, l
 
     theta: (S, 5) rows of (e, a, b, alpha, beta); log_n, log_d: (M,) data; log_loss: (M,), or
     (S, M) per-row losses (a residual bootstrap's resamples);
-    weights: None, or (S, M) per-row point weights (bootstrap counts); work: scratch arrays
+    weights: None, or (S, M) per-row point weights (a bootstrap resample's); work: scratch arrays
     to reuse between calls. Returns f (S,) and grad (S, 5).
 
     The log-sum-exp is taken relative to e, LSE = e + log(1 + e^(t1 - e) + e^(t2 - e)), which
