@@ -28,9 +28,9 @@ import argparse
 import numpy as np
 
 from scaling.laws import analysis
-from scaling.laws.design import asymptotic_precision
-from scaling.laws.references import BESIROGLU
-from scaling.laws.simulate import cross_grid, simulate
+from scaling.laws.design.simulate import cross_grid, simulate
+from scaling.laws.design.sweep import asymptotic_precision
+from scaling.laws.forms.references import BESIROGLU
 
 
 def main(argv=None) -> int:

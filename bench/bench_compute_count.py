@@ -80,7 +80,8 @@ def design_table() -> None:
 
 
 def store_fits(runs_dir: Path) -> None:
-    from scaling.laws import analysis, readers
+    from scaling.laws import analysis
+    from scaling.laws.fitting import readers
     print(f"\n3. {runs_dir} fitted in each count (200 resamples)")
     for convention in ("total", "non_embedding"):
         for measure in COMPUTE_MEASURES:

@@ -3,7 +3,7 @@
     python bench/bench_curve_fit.py                  # 50 simulated sweeps (issue 26's check)
     python bench/bench_curve_fit.py --reps 5         # a quick look
 
-Each sweep is `scaling.laws.curve_simulate`'s: SIZES x TOKENS (a cross grid, 5 sizes x 3 token
+Each sweep is `scaling.laws.curves.simulate`'s: SIZES x TOKENS (a cross grid, 5 sizes x 3 token
 counts, 1,200 to 20,000 steps of a cosine schedule) whose curves follow Tissue et al.'s form with
 the law LAW (a = beta / (alpha + beta)), an annealing effect worth ANNEAL * S2 (about 0.09 nats at
 the end of a run) and log-normal scatter (per evaluation and per run). The same runs are fitted
@@ -34,10 +34,10 @@ import time
 import numpy as np
 
 from scaling.config import TrainConfig
-from scaling.laws.curve_design import both_fits
-from scaling.laws.curve_simulate import simulate_curves
-from scaling.laws.law import Law
-from scaling.laws.simulate import cross_grid
+from scaling.laws.curves.simulate import simulate_curves
+from scaling.laws.design.curves import both_fits
+from scaling.laws.design.simulate import cross_grid
+from scaling.laws.forms.law import Law
 
 LAW = Law(E=1.8, A=400.0, B=2000.0, alpha=0.34, beta=0.37)
 SIZES = np.geomspace(1e6, 1.6e7, 5)

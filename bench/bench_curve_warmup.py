@@ -43,8 +43,8 @@ import time
 from pathlib import Path
 
 from scaling.cli import main as scaling
-from scaling.laws.curve_fit import leave_one_run_out
-from scaling.laws.curve_store import read_curve_runs
+from scaling.laws.curves.fit import leave_one_run_out
+from scaling.laws.curves.runs import read_curve_runs
 from scaling.reading import parse_yaml
 from scaling.runs import store as run_store
 

@@ -29,9 +29,9 @@ from bench_diagnostics import random_law  # noqa: E402
 
 from scaling.errors import UsageError  # noqa: E402
 from scaling.laws import analysis  # noqa: E402
-from scaling.laws.design import expected_precision, measured_scatter, usable_laws  # noqa: E402
-from scaling.laws.law import Law  # noqa: E402
-from scaling.laws.simulate import isoflop_grid, simulate  # noqa: E402
+from scaling.laws.design.simulate import isoflop_grid, simulate  # noqa: E402
+from scaling.laws.design.sweep import expected_precision, measured_scatter, usable_laws  # noqa: E402
+from scaling.laws.forms.law import Law  # noqa: E402
 
 NOISE = 0.01
 BUDGETS = np.geomspace(1e18, 1e20, 4)

@@ -3,7 +3,7 @@
     python bench/bench_diagnostics.py                 # 8 laws x 5 designs x 7 error kinds = 280 fits
     python bench/bench_diagnostics.py --laws 2        # a quick look (70 fits)
 
-Each table comes from `scaling.laws.simulate`, with a law drawn either around Besiroglu et al.'s
+Each table comes from `scaling.laws.design.simulate`, with a law drawn either around Besiroglu et al.'s
 refit of Chinchilla (`random_law`) or far from it (`distant_law`: alpha != beta, E from 1.5 to 3.5),
 alternately; one of five designs (a cross grid of 5 sizes over 2 decades x 4 token counts; 5 IsoFLOP
 budgets x 5 sizes of one model family (a ladder, as a real sweep has) nearest the optimum; 6 sizes
@@ -41,11 +41,11 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.laws import analysis
-from scaling.laws.checks import THRESHOLDS
-from scaling.laws.design import asymptotic_precision
-from scaling.laws.law import Law
-from scaling.laws.references import BESIROGLU
-from scaling.laws.simulate import cross_grid, isoflop_grid, simulate
+from scaling.laws.checks.verdict import THRESHOLDS
+from scaling.laws.design.simulate import cross_grid, isoflop_grid, simulate
+from scaling.laws.design.sweep import asymptotic_precision
+from scaling.laws.forms.law import Law
+from scaling.laws.forms.references import BESIROGLU
 
 BUDGETS = np.geomspace(1e18, 1e20, 5)
 LADDER = np.geomspace(3e6, 3e10, 21)        # a model family: sizes a factor 1.58 apart

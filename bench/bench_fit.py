@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from scaling.laws import fit, readers, selection
-from scaling.laws.bootstrap import CI_NAMES, bootstrap
-from scaling.laws.references import BESIROGLU
+from scaling.laws.fitting import fit, readers, selection
+from scaling.laws.fitting.bootstrap import CI_NAMES, bootstrap
+from scaling.laws.forms.references import BESIROGLU
 
 
 def main(argv=None) -> int:

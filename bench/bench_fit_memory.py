@@ -17,7 +17,7 @@ Measured (2 shared cores, after bracketed_share lost its n x n matrix; before: 1
         10000  1000    523        356
       1000000     0    129        505    (an earlier run on a busier machine: 273 s, 539 MB)
 
-The bootstrap fits its resamples a chunk at a time (scaling.laws.objective.batch_rows), so its
+The bootstrap fits its resamples a chunk at a time (scaling.laws.fitting.objective.batch_rows), so its
 memory does not grow with the resamples; 1e6 rows with the default 1,000 resamples is bounded the
 same way but takes hours of CPU, and was not run.
 """
@@ -37,8 +37,8 @@ def write_table(rows: int, path: Path) -> None:
     import numpy as np
     import pandas as pd
 
-    from scaling.laws.references import reference
-    from scaling.laws.simulate import cross_grid, simulate
+    from scaling.laws.design.simulate import cross_grid, simulate
+    from scaling.laws.forms.references import reference
 
     side = int(round(rows ** 0.5))
     grid = cross_grid(np.geomspace(1e6, 1e10, side), np.geomspace(1e8, 1e12, rows // side))

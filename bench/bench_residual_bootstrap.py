@@ -12,7 +12,7 @@ sampled; the bootstrap of a designed experiment keeps the design and resamples i
 residuals (Efron and Tibshirani 1993, ch. 9): each resample's log losses are the fit's
 predictions plus the fit's log residuals drawn with replacement, scaled by sqrt(m / (m - 5)) for
 the degrees of freedom the five constants took, refitted from the fit's distinct end points by
-`scaling.laws.bootstrap`'s own batched refit, and widened by the same lack-of-fit factor. This
+`scaling.laws.fitting.bootstrap`'s own batched refit, and widened by the same lack-of-fit factor. This
 bench draws the tables of `bench_diagnostics.py` (the same seed, the same tables), fits each as `scaling fit`
 does, and judges it twice: with the fit's intervals, and with the residual bootstrap's in place of
 them (the interval checks recomputed; the other checks, the holdout check among them, as the fit
@@ -44,16 +44,16 @@ from bench_diagnostics import ERRORS, designs, determinable, distant_law, random
 
 from scaling.errors import UsageError  # noqa: E402
 from scaling.laws import analysis  # noqa: E402
-from scaling.laws import diagnostics as dg  # noqa: E402
-from scaling.laws.bootstrap import (  # noqa: E402
+from scaling.laws.checks import diagnostics as dg  # noqa: E402
+from scaling.laws.fitting.bootstrap import (  # noqa: E402
     BootstrapResult,
     _fit_resamples,
     derived_quantities,
     percentile_intervals,
     spread_samples,
 )
-from scaling.laws.fit import free_mask, log_points  # noqa: E402
-from scaling.laws.objective import DEFAULT_DELTA, log_residuals  # noqa: E402
+from scaling.laws.fitting.fit import free_mask, log_points  # noqa: E402
+from scaling.laws.fitting.objective import DEFAULT_DELTA, log_residuals  # noqa: E402
 
 GOOD_DESIGNS = ("cross grid", "isoflop")
 CLEAN = ("independent 0.5%", "independent 1%")

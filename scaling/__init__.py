@@ -32,9 +32,9 @@ _EXPORTS = {
     "read_runs": "scaling.runs.store",
     "fit": "scaling.laws.api",
     "load": "scaling.laws.api",
-    "LawFit": "scaling.laws.results",
-    "Law": "scaling.laws.law",
-    "REFERENCES": "scaling.laws.references",
+    "LawFit": "scaling.laws.results.lawfit",
+    "Law": "scaling.laws.forms.law",
+    "REFERENCES": "scaling.laws.forms.references",
 }
 
 __all__ = sorted(_EXPORTS)

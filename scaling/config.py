@@ -233,7 +233,7 @@ class TrainConfig(Strict):
     # Replicates: each planned run is trained once per seed (initialisation and batch order) on the
     # same tokens and evaluation windows; the data seed (split, tokenizer) stays the config's
     # `seed`. None: one run, with the config's seed. The scatter between replicates is the pure
-    # error of the fit's lack-of-fit test (scaling.laws.lack_of_fit).
+    # error of the fit's lack-of-fit test (scaling.laws.checks.lack_of_fit).
     seeds: Annotated[list[Seed], Field(min_length=1, max_length=64)] | None = None
     divergence_factor: Annotated[Number, Field(gt=1)] = 3.0
     retries: Annotated[int, Field(ge=0)] = 0

@@ -19,9 +19,10 @@ import pytest
 
 from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws import diagnostics, results
-from scaling.laws.fitdata import FitData
-from scaling.laws.references import reference
+from scaling.laws.checks import diagnostics
+from scaling.laws.fitting.fitdata import FitData
+from scaling.laws.forms.references import reference
+from scaling.laws.results import lawfit as results
 from scaling.runs import store
 from scaling.validate.result import Validation, ValidationRun, load_validation, write_validation
 

@@ -21,9 +21,10 @@ from scaling.cli import build_parser, main
 from scaling.config import parse_config
 from scaling.data.tokens import prepare_tokens
 from scaling.errors import UsageError
-from scaling.laws import analysis, simulate
-from scaling.laws.law import Law
-from scaling.laws.results import write_fit
+from scaling.laws import analysis
+from scaling.laws.design import simulate
+from scaling.laws.forms.law import Law
+from scaling.laws.results.lawfit import write_fit
 from scaling.sweep.tune import tuned_config
 from tests.conftest import MICRO, micro_config
 from tests.test_hardening import TINY, refused

@@ -99,16 +99,16 @@ def test_no_import_cycles():
 def test_the_check_sees_a_later_stage_import(tmp_path):
     # The rules above would pass vacuously if `imports` found nothing: it must see these.
     source = tmp_path / "example.py"
-    source.write_text("from scaling.laws import fit\nimport scaling.cost.estimates\n"
+    source.write_text("from scaling.laws.fitting import fit\nimport scaling.cost.estimates\n"
                       "def late():\n    from scaling.runs.store import read_runs\n")
-    assert imports(source) == {"scaling.laws.fit", "scaling.cost.estimates", "scaling.runs.store"}
+    assert imports(source) == {"scaling.laws.fitting.fit", "scaling.cost.estimates", "scaling.runs.store"}
 
 
 def test_the_check_leaves_out_imports_for_annotations_only(tmp_path):
     source = tmp_path / "example.py"
-    source.write_text("from typing import TYPE_CHECKING\nfrom scaling.laws import law\n"
-                      "if TYPE_CHECKING:\n    from scaling.laws.results import LawFit\n")
-    assert imports(source) == {"scaling.laws.law"}
+    source.write_text("from typing import TYPE_CHECKING\nfrom scaling.laws.forms import law\n"
+                      "if TYPE_CHECKING:\n    from scaling.laws.results.lawfit import LawFit\n")
+    assert imports(source) == {"scaling.laws.forms.law"}
 
 
 def test_fitting_and_reporting_do_not_load_torch():

@@ -22,7 +22,7 @@ from scaling.cli.cost_common import NumberArgs, print_assumptions, print_json
 from scaling.cli.law_choice import LawChoice, choose_law
 from scaling.errors import UsageError
 from scaling.formats import positive
-from scaling.laws.references import REFERENCES
+from scaling.laws.forms.references import REFERENCES
 
 
 def register(subparsers) -> None:
@@ -130,7 +130,7 @@ def _law_note(choice: LawChoice) -> None:
         print("law: the published chinchilla law (Hoffmann et al. 2022), by default; "
               "--fit FIT_JSON for yours")
     if choice.fit is not None:
-        from scaling.laws.summary import verdict_preamble  # late, as choose_law loads the fitter only for --fit
+        from scaling.laws.results.summary import verdict_preamble  # late, as choose_law loads the fitter only for --fit
 
         print("\n".join(verdict_preamble(choice.fit)))
 

@@ -5,7 +5,7 @@
 
 Each config's planned runs (N counted as the prior counts it, D their tokens) are simulated under
 the prior law with log-normal scatter, refitted and diagnosed `--sims` times
-(`scaling.laws.design.expected_precision`); the table sets the designs side by side with their
+(`scaling.laws.design.sweep.expected_precision`); the table sets the designs side by side with their
 total compute, so two designs of equal compute can be compared by what they would measure.
 
     scaling design configs/tiny_wsd.yaml --prior fits/tiny --curves   # every evaluation vs final losses
@@ -13,7 +13,7 @@ total compute, so two designs of equal compute can be compared by what they woul
 --curves: each config's runs (a WSD plan's stable runs and branches too) are simulated as training
 curves under the prior law and a schedule effect (the prior's curve laws, from `scaling fit
 --curves`, or --anneal), and fitted both from every evaluation and from the final losses only, at
-the same compute (`scaling.laws.curve_design.curve_outlook`); both tokens-per-parameter intervals
+the same compute (`scaling.laws.design.curves.curve_outlook`); both tokens-per-parameter intervals
 are printed side by side.
 """
 
@@ -72,8 +72,8 @@ def planned_points(config: Path, param_convention: str) -> np.ndarray:
 def planned_curves(config: Path, param_convention: str) -> list:
     """Every run a config would train (WSD stable runs too), as `curve_simulate.PlannedCurve`s;
     a branch logs from its branch step, before which its curve is its stable run's."""
-    from scaling.laws.curve_law import RunSchedule
-    from scaling.laws.curve_simulate import PlannedCurve
+    from scaling.laws.curves.law import RunSchedule
+    from scaling.laws.curves.simulate import PlannedCurve
     from scaling.sweep.plan import plan
 
     column = "n_params_total" if param_convention == "total" else "n_params_non_embedding"
@@ -85,7 +85,7 @@ def planned_curves(config: Path, param_convention: str) -> list:
 
 def schedule_effect(args, fit) -> tuple[float, float]:
     """(anneal C, decay) of the simulated curves: --anneal, or the prior's curve laws' median C."""
-    from scaling.laws.curve_law import DECAY
+    from scaling.laws.curves.law import DECAY
 
     curves = (fit.curves if fit is not None else None) or {}
     decay = float(curves.get("decay", DECAY))
@@ -101,7 +101,7 @@ def schedule_effect(args, fit) -> tuple[float, float]:
 
 def cmd_curve_design(args, choice, noise: float, convention: str) -> int:
     """--curves: each config fitted from its curves and from its final losses (see module doc)."""
-    from scaling.laws.curve_design import curve_outlook
+    from scaling.laws.design.curves import curve_outlook
 
     anneal, decay = schedule_effect(args, choice.fit)
     run_noise = noise / math.sqrt(2) if args.run_noise is None else args.run_noise
@@ -140,7 +140,7 @@ def cmd_curve_design(args, choice, noise: float, convention: str) -> int:
 
 
 def cmd_design(args) -> int:
-    from scaling.laws.design import expected_precision, measured_scatter  # the fitter: after the arguments
+    from scaling.laws.design.sweep import expected_precision, measured_scatter  # the fitter: after the arguments
 
     choice = choose_law(args.prior, args.law, parametric=True, fit_flag="--prior")
     law = choice.law

@@ -15,9 +15,11 @@ import time
 from pathlib import Path
 
 from scaling.errors import UsageError
-from scaling.laws import api, fitdata, readers, results, tasks
-from scaling.laws.bootstrap import MAX_RESAMPLES
-from scaling.laws.fit import DEFAULT_DELTA
+from scaling.laws import api, tasks
+from scaling.laws.fitting import fitdata, readers
+from scaling.laws.fitting.bootstrap import MAX_RESAMPLES
+from scaling.laws.fitting.fit import DEFAULT_DELTA
+from scaling.laws.results import lawfit as results
 from scaling.train.counts import COMPUTE_MEASURES
 
 

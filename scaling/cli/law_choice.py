@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scaling.errors import UsageError
-from scaling.laws.law import Law
-from scaling.laws.references import REFERENCES, reference
+from scaling.laws.forms.law import Law
+from scaling.laws.forms.references import REFERENCES, reference
 
 if TYPE_CHECKING:   # loaded only with --fit (below): `--law` alone need not load the fitter
-    from scaling.laws.results import LawFit
+    from scaling.laws.results.lawfit import LawFit
 
 DEFAULT_LAW = "chinchilla"
 
@@ -40,7 +40,7 @@ def choose_law(fit_path: Path | None, name: str | None, *, parametric: bool = Fa
     if fit_path is not None and name is not None:
         raise UsageError(f"give {fit_flag} or --law, not both")
     if fit_path is not None:
-        from scaling.laws.results import load_fit  # late: `--law` alone need not load the fitter
+        from scaling.laws.results.lawfit import load_fit  # late: `--law` alone need not load the fitter
 
         fit = load_fit(fit_path)
         return LawChoice(fit.law, f"fit {fit_path}", f"your fit {fit_path}", fit)

@@ -11,7 +11,7 @@
         predicts for it). With neither --fit nor --law the published Chinchilla law is used,
         and the output says so. --law kaplan has no L(N, D): Kaplan's allocation only.
 
-Thin layer over scaling.laws.allocation and scaling.laws.compare. Numbers are parsed here, not by
+Thin layer over scaling.laws.optimal.allocation and scaling.laws.optimal.compare. Numbers are parsed here, not by
 argparse, so a bad one is a UsageError (exit 2) that names it.
 """
 
@@ -24,9 +24,10 @@ from pathlib import Path
 from scaling.cli.law_choice import DEFAULT_LAW, choose_law
 from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, positive
-from scaling.laws import allocation, compare, summary
-from scaling.laws.references import REFERENCES
-from scaling.laws.results import load_fit
+from scaling.laws.forms.references import REFERENCES
+from scaling.laws.optimal import allocation, compare
+from scaling.laws.results import summary
+from scaling.laws.results.lawfit import load_fit
 
 
 def register(subparsers) -> None:

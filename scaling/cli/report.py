@@ -17,7 +17,7 @@ from pathlib import Path
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe
-from scaling.laws import fitdata, readers
+from scaling.laws.fitting import fitdata, readers
 
 
 def register(subparsers) -> None:
@@ -70,7 +70,7 @@ def default_out(args) -> Path:
 
 def cmd_report(args) -> int:
     # matplotlib is imported only by this command
-    from scaling.laws.holdout import format_holdout
+    from scaling.laws.checks.holdout import format_holdout
     from scaling.report.document import FIGURE_DIR
     from scaling.report.report import make_report
 

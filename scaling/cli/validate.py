@@ -15,8 +15,8 @@ from pathlib import Path
 from scaling.cli.sweep import RichReporter, console, progress_bars, stop_on_signals
 from scaling.errors import UsageError
 from scaling.formats import json_safe, positive
-from scaling.laws.allocation import check_allocatable
-from scaling.laws.results import FILENAME, load_fit
+from scaling.laws.optimal.allocation import check_allocatable
+from scaling.laws.results.lawfit import FILENAME, load_fit
 from scaling.runs.store import check_output
 
 

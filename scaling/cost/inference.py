@@ -19,7 +19,7 @@ from scipy.optimize import brentq, minimize_scalar
 from scaling.cost.result import SIX_ND, Result, check_allocation
 from scaling.errors import UsageError
 from scaling.formats import positive
-from scaling.laws.law import Law
+from scaling.laws.forms.law import Law
 
 
 def non_negative(value, name: str) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from scaling import formats
 from scaling.formats import json_safe
-from scaling.laws import allocation
+from scaling.laws.optimal import allocation
 
 SIX_ND = ("C = 6 N D: 2 N forward + 4 N backward FLOPs per parameter and training token; "
           "ignores attention over the context and counts every parameter (embeddings included) "
@@ -19,7 +19,7 @@ SIX_ND = ("C = 6 N D: 2 N forward + 4 N backward FLOPs per parameter and trainin
 
 def check_allocation(law, law_label: str | None = None):
     """`law`, when it has a compute-optimal allocation; else a UsageError saying why not
-    (`scaling.laws.allocation.check_allocatable`)."""
+    (`scaling.laws.optimal.allocation.check_allocatable`)."""
     return allocation.check_allocatable(law, law_label)
 
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from scaling.cost.result import SIX_ND, Result, check_allocation, fixed_sci
 from scaling.errors import UsageError
 from scaling.formats import positive
-from scaling.laws.allocation import rule_of_thumb
-from scaling.laws.law import Law
+from scaling.laws.forms.law import Law
+from scaling.laws.optimal.allocation import rule_of_thumb
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
     fit = fit_data(data, bootstrap=1000, seed=0)
 
-The constants (Approach 3, `scaling.laws.fit`), their bootstrap, Approaches 1 and 2, Kaplan's
+The constants (Approach 3, `scaling.laws.fitting.fit`), their bootstrap, Approaches 1 and 2, Kaplan's
 single-variable laws, the fit with N counted the other way where the points give both, and the
 diagnostics with their verdict. Pure: points in, a `results.LawFit` out.
 """
@@ -18,18 +18,21 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe
-from scaling.laws import approaches, curve_fit, diagnostics, kaplan, vpnls
-from scaling.laws import bootstrap as resampling
-from scaling.laws import fit as fitting
-from scaling.laws.evidence import evidence, limitations
-from scaling.laws.fitdata import FitData
-from scaling.laws.holdout import holdout
-from scaling.laws.lack_of_fit import LackOfFit, lack_of_fit
-from scaling.laws.law import PARAM_NAMES
+from scaling.laws.checks import diagnostics
+from scaling.laws.checks.evidence import evidence, limitations
+from scaling.laws.checks.holdout import holdout
+from scaling.laws.checks.lack_of_fit import LackOfFit, lack_of_fit
+from scaling.laws.curves import fit as curve_fit
+from scaling.laws.fitting import bootstrap as resampling
+from scaling.laws.fitting import fit as fitting
+from scaling.laws.fitting import vpnls
+from scaling.laws.fitting.fitdata import FitData
+from scaling.laws.fitting.selection import check_fittable
+from scaling.laws.forms.law import PARAM_NAMES
+from scaling.laws.optimal import approaches, kaplan
 from scaling.laws.repeated import RESAMPLES as REPEATED_RESAMPLES
 from scaling.laws.repeated import fit_repeated
-from scaling.laws.results import DEFAULT_BOOTSTRAP, DataSummary, FitOptions, Intervals, LawFit
-from scaling.laws.selection import check_fittable
+from scaling.laws.results.lawfit import DEFAULT_BOOTSTRAP, DataSummary, FitOptions, Intervals, LawFit
 
 
 def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: float | None = None,
@@ -109,7 +112,7 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
 
 
 def residual_structure(data: FitData, result: fitting.FitResult) -> LackOfFit:
-    """The lack-of-fit tests of a fit's residuals (`scaling.laws.lack_of_fit`), made before its
+    """The lack-of-fit tests of a fit's residuals (`scaling.laws.checks.lack_of_fit`), made before its
     bootstrap: the intervals are widened by what they find shared between points."""
     return lack_of_fit(data.n, data.d, data.loss, result.law.loss(data.n, data.d), compute=data.compute,
                        budgets=data.budgets, n_params=4 if result.fixed_E is not None else 5)
@@ -172,7 +175,7 @@ def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None, seed: int = 
     """Hoffmann et al.'s three estimates of a (N_opt ~ C^a), as in their Table 2, and VPNLS.
 
     Approach 1 needs training curves (only a run store has them); Approach 2 groups the points by
-    compute budget; Approach 3 is the parametric fit itself; VPNLS (`scaling.laws.vpnls`) the law by
+    compute budget; Approach 3 is the parametric fit itself; VPNLS (`scaling.laws.fitting.vpnls`) the law by
     variable projection, bootstrapped with as many resamples as the fit (at most vpnls.RESAMPLES).
     An approach the data cannot support is null in `a`, with its `reason`.
     """

@@ -18,10 +18,12 @@ from pathlib import Path
 import pandas as pd
 
 from scaling.errors import UsageError
-from scaling.laws import analysis, fitdata, readers, results, selection, tasks
-from scaling.laws.curve_store import read_curve_runs
-from scaling.laws.curves import curves_from_store
-from scaling.laws.fit import DEFAULT_DELTA
+from scaling.laws import analysis, tasks
+from scaling.laws.curves.runs import read_curve_runs
+from scaling.laws.curves.store import curves_from_store
+from scaling.laws.fitting import fitdata, readers, selection
+from scaling.laws.fitting.fit import DEFAULT_DELTA
+from scaling.laws.results import lawfit as results
 
 KINDS = ("store", "table", "dataset", "frame")
 # The column options, by the name `fit` takes and `readers.from_frame`'s.

@@ -21,7 +21,7 @@ import yaml
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, sci
-from scaling.laws.approaches import PowerLaw, fit_power_law
+from scaling.laws.optimal.approaches import PowerLaw, fit_power_law
 from scaling.reading import parse_yaml
 from scaling.runs.store import check_output, write_atomic
 from scaling.sweep.tune import TUNED, ShapeTuning, Tuning, tuned_config

@@ -9,6 +9,6 @@ It owns, in the order a report is made:
     document   the Markdown / self-contained HTML document
     report     build_report, write_report, make_report: what `scaling report` calls
 
-It takes a `scaling.laws.results.LawFit` and re-derives nothing the fit computed. It imports
+It takes a `scaling.laws.results.lawfit.LawFit` and re-derives nothing the fit computed. It imports
 matplotlib; only `scaling report` loads it.
 """

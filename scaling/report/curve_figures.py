@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from scaling.laws.law import Law
+from scaling.laws.forms.law import Law
 from scaling.report.style import SizeColours, human, log_axis, new_figure, size_legend, with_rc
 
 MAX_COLUMNS = 4

@@ -17,9 +17,9 @@ import numpy as np
 
 from scaling.errors import UsageError
 from scaling.formats import sci
-from scaling.laws.curve_law import CurveLaw
-from scaling.laws.curve_store import read_curve_runs
-from scaling.laws.law import Law
+from scaling.laws.curves.law import CurveLaw
+from scaling.laws.curves.runs import read_curve_runs
+from scaling.laws.forms.law import Law
 from scaling.report import curve_figures
 from scaling.report.prose import bounds, number
 from scaling.report.sections import Report

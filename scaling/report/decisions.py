@@ -11,8 +11,8 @@ import math
 import numpy as np
 
 from scaling.formats import sci
-from scaling.laws import allocation
-from scaling.laws.summary import allocation_row
+from scaling.laws.optimal import allocation
+from scaling.laws.results.summary import allocation_row
 from scaling.report import figures as figs
 from scaling.report import prose
 from scaling.report.prose import bounds, number

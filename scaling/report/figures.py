@@ -18,9 +18,9 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from scaling.formats import sci
-from scaling.laws.approaches import IsoFLOPResult
-from scaling.laws.checks import THRESHOLDS
-from scaling.laws.law import Law
+from scaling.laws.checks.verdict import THRESHOLDS
+from scaling.laws.forms.law import Law
+from scaling.laws.optimal.approaches import IsoFLOPResult
 from scaling.laws.repeated import Repeated
 from scaling.report.style import (
     MAX_LEGEND_ENTRIES,

@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from scaling.formats import sci
-from scaling.laws.law import Law
+from scaling.laws.forms.law import Law
 from scaling.report.style import REFERENCE_LABEL, REFERENCE_STYLE, SizeColours, log_axis, new_figure, with_rc
 
 # ----------------------------------------------------------------------------- 4. frontiers

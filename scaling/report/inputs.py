@@ -11,7 +11,7 @@ What comes from where:
   (`readers.from_runs`, `apply_filters`), except that a finished run lacking a number is left
   out with the reason instead of refused, and fitted once by `analysis.fit_data` (so the fit.json
   written beside the report is byte-identical to `scaling fit RUNS_DIR --bootstrap K`'s). The
-  run table, every run's curve (`scaling.laws.curves.read_curves`) and config.yaml feed the loss
+  run table, every run's curve (`scaling.laws.curves.store.read_curves`) and config.yaml feed the loss
   curves, the run table and the sweep's settings.
 * A fit.json (or its folder): every number is the file's and its side files': the bootstrap's
   resamples (fit.bootstrap.csv), the hold-out refit ("holdout"). Nothing is refitted or
@@ -33,9 +33,11 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.formats import flatten
-from scaling.laws import analysis, fitdata, readers, results, selection
-from scaling.laws.curve_store import read_curve_runs
-from scaling.laws.curves import curves_from_store, read_curves
+from scaling.laws import analysis
+from scaling.laws.curves.runs import read_curve_runs
+from scaling.laws.curves.store import curves_from_store, read_curves
+from scaling.laws.fitting import fitdata, readers, selection
+from scaling.laws.results import lawfit as results
 from scaling.reading import parse_yaml
 from scaling.runs import store
 from scaling.train.counts import COMPUTE_MEASURES

@@ -11,9 +11,10 @@ import math
 import pandas as pd
 
 from scaling.formats import sci
-from scaling.laws import fitdata, results
-from scaling.laws.holdout import Holdout, pct
-from scaling.laws.provenance import Provenance
+from scaling.laws.checks.holdout import Holdout, pct
+from scaling.laws.fitting import fitdata
+from scaling.laws.fitting.provenance import Provenance
+from scaling.laws.results import lawfit as results
 from scaling.report.inputs import Inputs
 from scaling.report.style import human
 

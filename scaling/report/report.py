@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scaling.errors import UsageError
-from scaling.laws import results
+from scaling.laws.results import lawfit as results
 from scaling.report import decisions, sections, tasks
 from scaling.report.curves import curves_section
 from scaling.report.document import FIGURE_DIR

@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scaling.formats import sci
-from scaling.laws import allocation, analysis, approaches, compare, results
-from scaling.laws import fit as fitting
-from scaling.laws.fitdata import FitData
-from scaling.laws.holdout import Holdout, holdout, pct
-from scaling.laws.law import PARAM_NAMES
-from scaling.laws.references import BESIROGLU, CHINCHILLA, KAPLAN
-from scaling.laws.summary import FORMATS, format_lack_of_fit
+from scaling.laws import analysis
+from scaling.laws.checks.holdout import Holdout, holdout, pct
+from scaling.laws.fitting import fit as fitting
+from scaling.laws.fitting.fitdata import FitData
+from scaling.laws.forms.law import PARAM_NAMES
+from scaling.laws.forms.references import BESIROGLU, CHINCHILLA, KAPLAN
+from scaling.laws.optimal import allocation, approaches, compare
+from scaling.laws.results import lawfit as results
+from scaling.laws.results.summary import FORMATS, format_lack_of_fit
 from scaling.report import figures as figs
 from scaling.report import frontiers as frontier_figure
 from scaling.report import prose
@@ -225,7 +227,7 @@ def fitted_law(r: Report) -> None:
                 "starts ended at the optimum. a = beta/(alpha+beta) is the exponent of N_opt ~ C^a, "
                 "b = alpha/(alpha+beta) that of D_opt ~ C^b.")
     if fit.lack_of_fit is not None:
-        r.doc.p(format_lack_of_fit(fit.lack_of_fit).capitalize() + " (scaling.laws.lack_of_fit: a small p says "
+        r.doc.p(format_lack_of_fit(fit.lack_of_fit).capitalize() + " (scaling.laws.checks.lack_of_fit: a small p says "
                 "the residuals share errors by that grouping, which a bootstrap over points does not see; every "
                 "interval here is widened by the square root of the largest design effect the tests measure).")
     _points_figures(r)

@@ -11,7 +11,7 @@ Here the constraint is C = c(N) D with
     c(N) = 6 kappa N^gamma
 
 fitted by least squares on ln(c / 6) against ln N over the family's shapes (kappa = gamma = 1 is
-Chinchilla's 6 N). Under it the optimum keeps a closed form (`scaling.laws.law.Law`):
+Chinchilla's 6 N). Under it the optimum keeps a closed form (`scaling.laws.forms.law.Law`):
 
     N_opt = G (C / 6 kappa)^a,  D_opt = (C / 6 kappa)^b / G^gamma,
     G = (alpha A / (gamma beta B))^(1 / (alpha + gamma beta)),

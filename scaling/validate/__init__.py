@@ -16,7 +16,7 @@ class _CallableStage(ModuleType):
         FLOPs and its two neighbours, as `scaling validate` does; the `result.Validation`.
         config: the sweep's YAML (default: read back from the fit's run store); runs_dir: the run
         store root (default: the one holding the fit's store). Loads torch."""
-        from scaling.laws.results import FILENAME, LawFit, load_fit
+        from scaling.laws.results.lawfit import FILENAME, LawFit, load_fit
         from scaling.validate.run import recipe, runs_root, validate
 
         fit_path = ""

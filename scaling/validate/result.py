@@ -28,7 +28,7 @@ from pathlib import Path
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe
-from scaling.laws.checks import THRESHOLDS
+from scaling.laws.checks.verdict import THRESHOLDS
 from scaling.reading import excerpt, read_json
 from scaling.runs.store import write_atomic
 

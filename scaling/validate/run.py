@@ -22,8 +22,8 @@ from pathlib import Path
 
 from scaling.config import SweepConfig, derived_name, load_config, parse_config
 from scaling.errors import UsageError
-from scaling.laws.allocation import check_compute
-from scaling.laws.results import LawFit
+from scaling.laws.optimal.allocation import check_compute
+from scaling.laws.results.lawfit import LawFit
 from scaling.reading import parse_yaml, read_text
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep

@@ -11,8 +11,9 @@ import pytest
 
 from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws import readers, results, selection
-from scaling.laws.law import Law
+from scaling.laws.fitting import readers, selection
+from scaling.laws.forms.law import Law
+from scaling.laws.results import lawfit as results
 from scaling.runs import store
 from tests.conftest import MICRO_RUNS
 

@@ -17,7 +17,7 @@ import pytest
 from scaling import cost
 from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws.references import BESIROGLU, CHINCHILLA
+from scaling.laws.forms.references import BESIROGLU, CHINCHILLA
 
 TRAIN_ARGV = [
     "cost", "train",

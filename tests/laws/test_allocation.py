@@ -7,7 +7,9 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 from scaling.errors import UsageError
-from scaling.laws.allocation import (
+from scaling.laws.forms.law import Law
+from scaling.laws.forms.references import BESIROGLU, CHINCHILLA
+from scaling.laws.optimal.allocation import (
     PF_DAY_FLOP,
     compare_allocations,
     kaplan_allocation,
@@ -15,8 +17,6 @@ from scaling.laws.allocation import (
     plan,
     rule_of_thumb,
 )
-from scaling.laws.law import Law
-from scaling.laws.references import BESIROGLU, CHINCHILLA
 
 BUDGETS = (1e18, 1e21, 1e23, 1e25)
 
@@ -41,7 +41,7 @@ WIDE_BUDGETS = (1e15, 1e18, 1e21, 1e23, 1e25, 1e27)
 
 def minimise_on_log_n(law: Law, compute: float) -> float:
     """N minimising L(N, C / (6N)), found by minimize_scalar on x = ln N; written here, apart from
-    scaling.laws.allocation.
+    scaling.laws.optimal.allocation.
 
     L is flat at its minimum, so L itself cannot place the argmin closer than about
     sqrt(eps L / L'') ~ 1e-7 in x. Minimised instead: L(x0 + u) - L(x0) =

@@ -14,9 +14,11 @@ import pytest
 import scaling
 from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws import api, readers, results
-from scaling.laws.law import Law
-from scaling.laws.simulate import isoflop_grid, simulate
+from scaling.laws import api
+from scaling.laws.design.simulate import isoflop_grid, simulate
+from scaling.laws.fitting import readers
+from scaling.laws.forms.law import Law
+from scaling.laws.results import lawfit as results
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 CHINCHILLA_CSV = readers.data_file("chinchilla.csv")

@@ -8,9 +8,9 @@ import pytest
 from scipy import stats
 
 from scaling.errors import UsageError
-from scaling.laws.approaches import envelope, fit_power_law, group_by_exact_budget, isoflop
-from scaling.laws.curves import curves_from_store
-from scaling.laws.references import BESIROGLU, CHINCHILLA
+from scaling.laws.curves.store import curves_from_store
+from scaling.laws.forms.references import BESIROGLU, CHINCHILLA
+from scaling.laws.optimal.approaches import envelope, fit_power_law, group_by_exact_budget, isoflop
 from scaling.runs import store
 
 LAWS = pytest.mark.parametrize("law", [CHINCHILLA.law, BESIROGLU.law], ids=["chinchilla", "besiroglu"])
@@ -265,7 +265,7 @@ def test_curves_from_a_real_sweep(micro_sweep):
 
 # ----------------------------------------------------------------------------- Kaplan's laws
 
-from scaling.laws.kaplan import compute_frontier, fit_kaplan, fit_kaplan_table  # noqa: E402
+from scaling.laws.optimal.kaplan import compute_frontier, fit_kaplan, fit_kaplan_table  # noqa: E402
 
 A_N, A_D, N_C, D_C = 0.076, 0.095, 8.8e13, 5.4e13  # Kaplan et al. 2020, eqs. 1.1-1.2
 

@@ -7,11 +7,11 @@ import sys
 import pytest
 
 from scaling.cli import main
-from scaling.laws.allocation import kaplan_allocation, numerical_optimum
-from scaling.laws.compare import CAVEATS, compare, compare_approaches, format_table
-from scaling.laws.law import Law
-from scaling.laws.references import BESIROGLU, CHINCHILLA
-from scaling.laws.results import Intervals
+from scaling.laws.forms.law import Law
+from scaling.laws.forms.references import BESIROGLU, CHINCHILLA
+from scaling.laws.optimal.allocation import kaplan_allocation, numerical_optimum
+from scaling.laws.optimal.compare import CAVEATS, compare, compare_approaches, format_table
+from scaling.laws.results.lawfit import Intervals
 from scaling.train.compute import FlopsPerToken
 
 # Besiroglu et al.'s published 95% intervals, plus allocation intervals around their a = 0.513.
@@ -289,13 +289,13 @@ def test_python_m_scaling_plan_exit_codes():
 
 @pytest.mark.parametrize("flops", [FlopsPerToken(), FlopsPerToken("exact", kappa=1.3, gamma=0.97)])
 def test_end_to_end_with_a_real_fit_json(tmp_path, capsys, flops):
-    # scaling.laws.results writes the file; compare and plan read it back. The plan spends C in the fit's
+    # scaling.laws.results.lawfit writes the file; compare and plan read it back. The plan spends C in the fit's
     # own measure: c(N_opt) D_opt = C, at the numerical minimiser's point.
     import numpy as np
 
     from scaling.laws.analysis import fit_data
-    from scaling.laws.fitdata import FitData
-    from scaling.laws.results import write_fit
+    from scaling.laws.fitting.fitdata import FitData
+    from scaling.laws.results.lawfit import write_fit
 
     law = BESIROGLU.law
     n, d = (g.ravel() for g in np.meshgrid(np.logspace(7, 9, 6), np.logspace(9, 11, 6)))

@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from scaling.config import SweepConfig, load_config
-from scaling.laws.allocation import numerical_optimum, optimum_intervals, plan, rule_of_thumb
-from scaling.laws.bootstrap import derived_quantities
-from scaling.laws.law import Law
-from scaling.laws.references import BESIROGLU
+from scaling.laws.fitting.bootstrap import derived_quantities
+from scaling.laws.forms.law import Law
+from scaling.laws.forms.references import BESIROGLU
+from scaling.laws.optimal.allocation import numerical_optimum, optimum_intervals, plan, rule_of_thumb
 from scaling.sweep.plan import plan as plan_sweep
 from scaling.train.compute import FlopsPerToken, expected_optimum, fit_flops_per_token
 

@@ -1,5 +1,5 @@
 """`scaling design --curves`: the same planned runs fitted from their whole curves and from their
-final losses, at equal FLOPs (scaling.laws.curve_design)."""
+final losses, at equal FLOPs (scaling.laws.design.curves)."""
 
 import json
 
@@ -8,10 +8,10 @@ import pytest
 
 from scaling.cli import main
 from scaling.config import TrainConfig
-from scaling.laws.curve_design import curve_outlook
-from scaling.laws.curve_law import RunSchedule
-from scaling.laws.curve_simulate import PlannedCurve, simulate_schedules
-from scaling.laws.law import Law
+from scaling.laws.curves.law import RunSchedule
+from scaling.laws.curves.simulate import PlannedCurve, simulate_schedules
+from scaling.laws.design.curves import curve_outlook
+from scaling.laws.forms.law import Law
 
 LAW = Law(E=1.8, A=400.0, B=2000.0, alpha=0.34, beta=0.37)
 TRAIN = TrainConfig(batch_tokens=16384)

@@ -10,15 +10,15 @@ import pytest
 
 from scaling.cli import main
 from scaling.config import TrainConfig
-from scaling.laws import bootstrap as resampling
-from scaling.laws import results
-from scaling.laws.curve_fit import SPAN, fit_curves, fitted_decay, leave_one_run_out
-from scaling.laws.curve_law import DECAY, DECAYS, RunSchedule, areas, fit_curve_law
-from scaling.laws.curve_simulate import PlannedCurve, simulate_curves, simulate_schedules
-from scaling.laws.curve_store import read_curve_runs
-from scaling.laws.fit import fit_law
-from scaling.laws.law import Law
-from scaling.laws.simulate import cross_grid
+from scaling.laws.curves.fit import SPAN, fit_curves, fitted_decay, leave_one_run_out
+from scaling.laws.curves.law import DECAY, DECAYS, RunSchedule, areas, fit_curve_law
+from scaling.laws.curves.runs import read_curve_runs
+from scaling.laws.curves.simulate import PlannedCurve, simulate_curves, simulate_schedules
+from scaling.laws.design.simulate import cross_grid
+from scaling.laws.fitting import bootstrap as resampling
+from scaling.laws.fitting.fit import fit_law
+from scaling.laws.forms.law import Law
+from scaling.laws.results import lawfit as results
 from scaling.runs import store
 from tests.conftest import MICRO, micro_config
 
@@ -110,7 +110,7 @@ def test_curve_fit_recovers_a_and_is_tighter_than_the_final_loss_fit():
 
 
 def test_the_curve_law_module_does_not_load_torch():
-    code = "import sys, scaling.laws.curve_fit, scaling.train.schedule; print('torch' in sys.modules)"
+    code = "import sys, scaling.laws.curves.fit, scaling.train.schedule; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

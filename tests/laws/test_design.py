@@ -10,9 +10,9 @@ import yaml
 from scaling.cli import main
 from scaling.errors import UsageError
 from scaling.laws import analysis
-from scaling.laws.design import asymptotic_precision, expected_precision
-from scaling.laws.references import BESIROGLU
-from scaling.laws.simulate import cross_grid, isoflop_grid, simulate
+from scaling.laws.design.simulate import cross_grid, isoflop_grid, simulate
+from scaling.laws.design.sweep import asymptotic_precision, expected_precision
+from scaling.laws.forms.references import BESIROGLU
 from tests.conftest import MICRO
 
 LAW = BESIROGLU.law

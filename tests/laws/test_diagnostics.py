@@ -1,6 +1,6 @@
 """The diagnostics and the verdict: data built to fail each check, and data built to pass it.
 
-Synthetic sweeps come from a known law (`scaling.laws.simulate`), so what each check should say
+Synthetic sweeps come from a known law (`scaling.laws.design.simulate`), so what each check should say
 is known in advance: a design of six sizes within a factor 1.3 cannot determine alpha, an
 IsoFLOP design centred on the optimum brackets it, exact data have no residuals.
 """
@@ -13,14 +13,19 @@ import pytest
 
 from scaling.cli import main
 from scaling.cost.result import fixed_sci
-from scaling.laws import allocation, analysis, fitdata, readers, results, selection, stability, summary
-from scaling.laws import bootstrap as resampling
-from scaling.laws import diagnostics as dg
-from scaling.laws import fit as fitting
-from scaling.laws.bootstrap import bootstrap
-from scaling.laws.holdout import holdout
-from scaling.laws.law import Law
-from scaling.laws.simulate import cross_grid, isoflop_grid, simulate
+from scaling.laws import analysis
+from scaling.laws.checks import diagnostics as dg
+from scaling.laws.checks import stability
+from scaling.laws.checks.holdout import holdout
+from scaling.laws.design.simulate import cross_grid, isoflop_grid, simulate
+from scaling.laws.fitting import bootstrap as resampling
+from scaling.laws.fitting import fit as fitting
+from scaling.laws.fitting import fitdata, readers, selection
+from scaling.laws.fitting.bootstrap import bootstrap
+from scaling.laws.forms.law import Law
+from scaling.laws.optimal import allocation
+from scaling.laws.results import lawfit as results
+from scaling.laws.results import summary
 
 LAW = Law(E=1.82, A=482.0, B=2085.0, alpha=0.3478, beta=0.3658)   # Besiroglu et al.'s, rounded
 WIDE = cross_grid(np.geomspace(1e7, 1e9, 5), np.geomspace(2e8, 2e10, 5))

@@ -13,11 +13,10 @@ from scipy.optimize import minimize, rosen, rosen_der
 from threadpoolctl import threadpool_limits
 
 from scaling.errors import UsageError
-from scaling.laws import fit, readers, selection
-from scaling.laws.bootstrap import bootstrap, resample_weights
-from scaling.laws.law import Law
-from scaling.laws.lbfgs import lbfgs_batched
-from scaling.laws.objective import (
+from scaling.laws.fitting import fit, readers, selection
+from scaling.laws.fitting.bootstrap import bootstrap, resample_weights
+from scaling.laws.fitting.lbfgs import lbfgs_batched
+from scaling.laws.fitting.objective import (
     DEFAULT_DELTA,
     _objective_stable,
     law_from_theta,
@@ -25,7 +24,8 @@ from scaling.laws.objective import (
     objective_batched,
     theta_from_law,
 )
-from scaling.laws.references import BESIROGLU
+from scaling.laws.forms.law import Law
+from scaling.laws.forms.references import BESIROGLU
 
 # Per-start scipy loop on the 240 points (drop the 5 highest losses): the reference optimum.
 REFERENCE = {"A": 477.8, "B": 2143.0, "E": 1.8172, "alpha": 0.3473, "beta": 0.3672}
@@ -345,8 +345,8 @@ def test_bootstrap_is_seeded(chinchilla, chinchilla_fit):
 def test_chunked_starts_and_streamed_resamples_give_the_same_numbers(monkeypatch):
     """Issue 15, case 9: memory bounded by slicing the starts and streaming the resamples; each
     start is an independent problem, so the numbers are those of one batch, to the bit."""
-    from scaling.laws import bootstrap as resampling
-    from scaling.laws import objective
+    from scaling.laws.fitting import bootstrap as resampling
+    from scaling.laws.fitting import objective
 
     rng = np.random.default_rng(3)
     n, d = np.repeat([1e6, 1e7, 1e8, 1e9], 5), np.tile([1e8, 3e8, 1e9, 3e9, 1e10], 4)

@@ -8,9 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from scaling.laws import analysis, readers, results, selection, stability
-from scaling.laws.holdout import holdout, holdout_split
-from scaling.laws.provenance import Provenance
+from scaling.laws import analysis
+from scaling.laws.checks import stability
+from scaling.laws.checks.holdout import holdout, holdout_split
+from scaling.laws.fitting import readers, selection
+from scaling.laws.fitting.provenance import Provenance
+from scaling.laws.results import lawfit as results
 from scaling.report.inputs import load_inputs
 from scaling.report.sections import Report
 

@@ -1,4 +1,4 @@
-"""scaling.laws.fitdata: loaders (run store, CSV, parquet, packaged dataset), filters, and their errors."""
+"""scaling.laws.fitting.fitdata: loaders (run store, CSV, parquet, packaged dataset), filters, and their errors."""
 
 import json
 
@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from scaling.errors import UsageError
-from scaling.laws import fitdata, readers, selection
-from scaling.laws.law import Law
+from scaling.laws.fitting import fitdata, readers, selection
+from scaling.laws.forms.law import Law
 from scaling.runs import store
 
 CHINCHILLA_CSV = readers.data_file("chinchilla.csv")

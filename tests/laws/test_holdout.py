@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from scaling.errors import UsageError
-from scaling.laws.fitdata import FitData
-from scaling.laws.holdout import format_holdout, holdout, holdout_split
-from scaling.laws.law import Law
+from scaling.laws.checks.holdout import format_holdout, holdout, holdout_split
+from scaling.laws.fitting.fitdata import FitData
+from scaling.laws.forms.law import Law
 
 TRUE = Law(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)     # Hoffmann et al.'s published constants
 

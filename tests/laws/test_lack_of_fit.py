@@ -1,4 +1,4 @@
-"""Lack of fit (scaling.laws.lack_of_fit): tests that hold their size on clean scatter, catch the
+"""Lack of fit (scaling.laws.checks.lack_of_fit): tests that hold their size on clean scatter, catch the
 per-size offsets a mistuned learning rate gives, and a verdict that row order cannot move."""
 
 import numpy as np
@@ -6,11 +6,11 @@ import pytest
 from scipy import stats
 
 from scaling.laws import analysis
-from scaling.laws import bootstrap as resampling
-from scaling.laws.lack_of_fit import group_labels, grouped_test, lack_of_fit
-from scaling.laws.references import BESIROGLU
-from scaling.laws.results import dumps_fit
-from scaling.laws.simulate import cross_grid, isoflop_grid, simulate
+from scaling.laws.checks.lack_of_fit import group_labels, grouped_test, lack_of_fit
+from scaling.laws.design.simulate import cross_grid, isoflop_grid, simulate
+from scaling.laws.fitting import bootstrap as resampling
+from scaling.laws.forms.references import BESIROGLU
+from scaling.laws.results.lawfit import dumps_fit
 
 LAW = BESIROGLU.law
 BUDGETS = np.geomspace(1e18, 1e20, 5)

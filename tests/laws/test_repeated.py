@@ -9,13 +9,14 @@ import pytest
 
 from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws import analysis, readers
-from scaling.laws.fitdata import FitData
-from scaling.laws.law import Law
+from scaling.laws import analysis
+from scaling.laws.fitting import readers
+from scaling.laws.fitting.fitdata import FitData
+from scaling.laws.forms.law import Law
 from scaling.laws.repeated.law import RepeatedLaw
 from scaling.laws.repeated.plan import repeated_allocation
-from scaling.laws.results import load_fit
-from scaling.laws.summary import format_summary
+from scaling.laws.results.lawfit import load_fit
+from scaling.laws.results.summary import format_summary
 from scaling.report.figures import repeated_data
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep

@@ -8,10 +8,10 @@ import pytest
 from scipy.optimize import approx_fprime
 
 from scaling.errors import UsageError
-from scaling.laws.allocation import plan
-from scaling.laws.fit import fit_law
-from scaling.laws.law import Law
-from scaling.laws.objective import objective
+from scaling.laws.fitting.fit import fit_law
+from scaling.laws.fitting.objective import objective
+from scaling.laws.forms.law import Law
+from scaling.laws.optimal.allocation import plan
 from scaling.laws.repeated.fit import (
     bootstrap_repeated_law,
     fit_repeated_law,

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scaling.laws import approaches
-from scaling.laws.checks import THRESHOLDS
-from scaling.laws.law import Law
+from scaling.laws.checks.verdict import THRESHOLDS
+from scaling.laws.forms.law import Law
+from scaling.laws.optimal import approaches
 from scaling.report import figures
 from scaling.report.frontiers import frontiers
 from scaling.report.style import SizeColours

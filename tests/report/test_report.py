@@ -23,7 +23,7 @@ import pytest
 from matplotlib.image import imread
 
 from scaling.cli import main
-from scaling.laws.law import Law
+from scaling.laws.forms.law import Law
 from scaling.report.inputs import load_inputs
 from scaling.report.report import build_report
 from scaling.report.style import DPI
@@ -156,9 +156,9 @@ def test_holdout_predicts_the_largest_runs_of_the_store(from_fit, micro_sweep):
 
 # The law optimiser and the bootstrap, from the outside in: a whole fit, one fit of the law, one
 # bootstrap, and the two L-BFGS loops everything above runs on (each module holds its own name).
-OPTIMISERS = (("scaling.laws.analysis", "fit_data"), ("scaling.laws.fit", "fit_law"),
-              ("scaling.laws.bootstrap", "bootstrap"), ("scaling.laws.fit", "lbfgs_in_chunks"),
-              ("scaling.laws.bootstrap", "lbfgs_batched"))
+OPTIMISERS = (("scaling.laws.analysis", "fit_data"), ("scaling.laws.fitting.fit", "fit_law"),
+              ("scaling.laws.fitting.bootstrap", "bootstrap"), ("scaling.laws.fitting.fit", "lbfgs_in_chunks"),
+              ("scaling.laws.fitting.bootstrap", "lbfgs_batched"))
 
 
 def _count_optimiser_calls(monkeypatch) -> collections.Counter:
@@ -192,7 +192,7 @@ def test_report_of_a_fit_refits_nothing_and_draws_fit_jsons_numbers(fit_dir, tmp
     assert not rep.inputs.notes and set(rep.figures) >= {"bootstrap", "residuals"}
     # Another hold-out fraction, asked for, is the one refit: the hold-out's, not the law's or the bootstrap's.
     other = build_report(load_inputs(fit_dir), holdout_fraction=0.1).holdout
-    assert dict(calls) == {"scaling.laws.fit.fit_law": 1, "scaling.laws.fit.lbfgs_in_chunks": 1}
+    assert dict(calls) == {"scaling.laws.fitting.fit.fit_law": 1, "scaling.laws.fitting.fit.lbfgs_in_chunks": 1}
     assert other.fraction == 0.1 and other.n_train == fit["data"]["n_points"] - 1 and other.law is not None
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from scaling.cli import main
-from scaling.laws.fitdata import digest_arrays
+from scaling.laws.fitting.fitdata import digest_arrays
 from scaling.report.report import make_report
 from scaling.runs import store
 from scaling.train.metrics import TASK_FIELDS

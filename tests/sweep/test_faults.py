@@ -29,8 +29,8 @@ import yaml
 
 from scaling.cli import main
 from scaling.config import load_config
-from scaling.laws import readers
-from scaling.laws.fit import fit_law
+from scaling.laws.fitting import readers
+from scaling.laws.fitting.fit import fit_law
 from scaling.runs import faults, locks, store
 from scaling.sweep.driver import run_sweep
 from scaling.sweep.plan import plan

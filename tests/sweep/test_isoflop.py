@@ -7,7 +7,8 @@ import yaml
 
 from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws import analysis, readers
+from scaling.laws import analysis
+from scaling.laws.fitting import readers
 from scaling.sweep.driver import run_sweep
 from scaling.sweep.plan import plan
 from tests.conftest import MICRO, micro_config

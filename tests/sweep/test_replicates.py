@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from scaling.errors import UsageError
-from scaling.laws import analysis, readers
+from scaling.laws import analysis
+from scaling.laws.fitting import readers
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep
 from scaling.sweep.plan import plan

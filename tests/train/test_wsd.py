@@ -16,8 +16,8 @@ from scaling.cli import main
 from scaling.config import TrainConfig, load_config
 from scaling.data.tokens import prepare_tokens
 from scaling.errors import UsageError
-from scaling.laws import readers
-from scaling.laws.curves import curves_from_store
+from scaling.laws.curves.store import curves_from_store
+from scaling.laws.fitting import readers
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep
 from scaling.sweep.job import token_data

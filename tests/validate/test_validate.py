@@ -14,10 +14,12 @@ import yaml
 import scaling
 from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws import analysis, readers, simulate
-from scaling.laws.checks import Diagnostics
-from scaling.laws.law import Law
-from scaling.laws.results import DataSummary, LawFit, load_fit, write_fit
+from scaling.laws import analysis
+from scaling.laws.checks.verdict import Diagnostics
+from scaling.laws.design import simulate
+from scaling.laws.fitting import readers
+from scaling.laws.forms.law import Law
+from scaling.laws.results.lawfit import DataSummary, LawFit, load_fit, write_fit
 from scaling.runs import store
 from scaling.sweep.plan import planned_run
 from scaling.validate.family import family_of

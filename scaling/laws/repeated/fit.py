@@ -1,7 +1,7 @@
 """Fit the data-constrained law (Muennighoff et al. 2023) to points (N, D, U, loss), with bootstrap intervals.
 
 Pure functions of numpy arrays, no I/O; the law is in `scaling.laws.repeated.law`. The objective is
-`scaling.laws.objective`'s: the summed Huber loss (delta 1e-3) of log residuals, here of
+`scaling.laws.fitting.objective`'s: the summed Huber loss (delta 1e-3) of log residuals, here of
 log L(N', D') at the effective N' and D', over x = (e, a, b, alpha, beta, log R_D*, log R_N*).
 
 The route. For a fixed R_D* the effective data D' is known and the law is the ordinary
@@ -24,8 +24,8 @@ import numpy as np
 from scipy.optimize import minimize
 
 from scaling.errors import UsageError
-from scaling.laws.bootstrap import MAX_RESAMPLES, resample_weights
-from scaling.laws.fit import (
+from scaling.laws.fitting.bootstrap import MAX_RESAMPLES, resample_weights
+from scaling.laws.fitting.fit import (
     TIGHT_FTOL,
     TIGHT_GTOL,
     FitResult,
@@ -34,8 +34,8 @@ from scaling.laws.fit import (
     log_points,
     single_threaded_blas,
 )
-from scaling.laws.lbfgs import SCIPY_GTOL, lbfgs_batched, lbfgs_in_chunks
-from scaling.laws.objective import DEFAULT_DELTA, batch_rows, law_from_theta
+from scaling.laws.fitting.lbfgs import SCIPY_GTOL, lbfgs_batched, lbfgs_in_chunks
+from scaling.laws.fitting.objective import DEFAULT_DELTA, batch_rows, law_from_theta
 from scaling.laws.repeated.law import RepeatedLaw, decayed, repetitions
 
 # R* from 0.01 (a repeat is worth almost nothing) to 1e4 (repeats as good as new for any

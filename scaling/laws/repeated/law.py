@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scaling.errors import UsageError
-from scaling.laws.law import Law
+from scaling.laws.forms.law import Law
 
 
 def _check_star(name: str, value) -> None:

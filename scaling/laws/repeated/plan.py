@@ -23,7 +23,7 @@ from scipy.optimize import minimize_scalar
 
 from scaling.errors import UsageError
 from scaling.formats import positive
-from scaling.laws.allocation import Allocation, check_compute, plan
+from scaling.laws.optimal.allocation import Allocation, check_compute, plan
 from scaling.laws.repeated.law import RepeatedLaw
 
 GRID_POINTS = 401     # the grid over ln N that brackets the optimum before Brent's method

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from scaling.formats import json_safe
-from scaling.laws.fitdata import FitData
-from scaling.laws.law import PARAM_NAMES, Law
+from scaling.laws.fitting.fitdata import FitData
+from scaling.laws.forms.law import PARAM_NAMES, Law
 from scaling.laws.repeated.fit import LOG_R_BOUNDS, at_bound, bootstrap_repeated_law, fit_repeated_law
 from scaling.laws.repeated.law import RepeatedLaw
 from scaling.laws.repeated.plan import diminishing_epochs, plan_intervals, repeated_allocation

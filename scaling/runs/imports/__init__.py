@@ -1,6 +1,6 @@
 """Runs trained elsewhere, brought into a run store: TensorBoard, Weights & Biases, MLflow, CSV.
 
-    result = import_runs("tensorboard", "logs/", "runs/theirs")   # then scaling.laws.readers.from_runs
+    result = import_runs("tensorboard", "logs/", "runs/theirs")   # then scaling.laws.fitting.readers.from_runs
 
 One file reads each kind of log into `SourceRun`s (a name, hyperparameters, scalar series,
 provenance): `tensorboard`, `wandb`, `mlflow`, `csv`, each through the library made for its

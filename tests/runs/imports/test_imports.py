@@ -14,10 +14,11 @@ import pytest
 import yaml
 
 from scaling.cli import main
-from scaling.laws import analysis, readers
-from scaling.laws.curves import curves_from_store
-from scaling.laws.law import Law
-from scaling.laws.simulate import cross_grid, simulate
+from scaling.laws import analysis
+from scaling.laws.curves.store import curves_from_store
+from scaling.laws.design.simulate import cross_grid, simulate
+from scaling.laws.fitting import readers
+from scaling.laws.forms.law import Law
 from scaling.runs import store
 
 LAW = Law(E=1.8, A=400.0, B=2000.0, alpha=0.34, beta=0.37)

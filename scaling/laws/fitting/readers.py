@@ -1,0 +1,298 @@
+"""Reading the (N, D, loss) points a law is fitted to: from a run store, a table, or a packaged dataset.
+
+I/O happens here, at the edge; `scaling.laws.fitting.fit` only sees arrays. Every reader returns a
+validated `scaling.laws.fitting.fitdata.FitData`.
+
+    data = from_runs("runs/tiny")                                   # finished runs only
+    data = from_table("points.csv", n_col="N", loss_col="loss", d_col="D")
+    data = from_dataset("chinchilla")                               # Hoffmann et al.'s 245 runs
+
+Bad input raises `UsageError` with the problem named: which column is missing (and which are
+there), which column has how many non-positive or non-finite values and where the first is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from scaling.errors import UsageError
+from scaling.laws import tasks
+from scaling.laws.fitting.fitdata import Dropped, FitData, not_positive, show_cell
+from scaling.laws.fitting.provenance import Provenance
+from scaling.runs import store
+from scaling.train.compute import SIX_N, FlopsPerToken, fit_flops_per_token
+from scaling.train.counts import COMPUTE_MEASURES, PARAM_CONVENTIONS
+
+FINISHED = "finished"
+RUN_COLUMNS = {"non_embedding": "n_params_non_embedding", "total": "n_params_total"}
+# A run's training FLOPs in each measure (runs.csv), and the measure of budgets written before
+# the measure was recorded.
+COMPUTE_COLUMNS = {"exact": "flops_exact", "6n_total": "flops_6n_total", "6n_non_embedding": "flops_6nd"}
+LEGACY_BUDGET_MEASURE = "6n_non_embedding"
+
+# Packaged datasets: name -> (file in scaling/laws/datasets, columns, parameter convention, description).
+DATASETS = {
+    "chinchilla": {
+        "file": "chinchilla.csv",
+        "n_col": "Model Size", "c_col": "Training FLOP", "loss_col": "loss",
+        "param_convention": "total",
+        "description": "Hoffmann et al. 2022 Figure 4 runs as extracted by Besiroglu et al. 2024 "
+                       "(epoch-research/analyzing-chinchilla, data/svg_extracted_data.csv)",
+    },
+}
+CHINCHILLA_COLUMNS = {k: DATASETS["chinchilla"][k] for k in ("n_col", "c_col", "loss_col")}
+
+
+def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: str = "exact",
+              drop_unmeasured: bool = False, metric: str = "loss") -> FitData:
+    """Finished runs of a run store runs/<sweep>/: N (by `param_convention`, Chinchilla's total
+    count by default), tokens, final val loss, and each run's training FLOPs in `compute_measure`
+    (the exact count by default: what the run spent), with c(N) fitted to them.
+
+    Runs that diverged, failed or never finished are left out and listed in `dropped` with
+    their status and the reason the store gives. A finished run whose summary lacks a positive,
+    finite N, D or loss is an error (the store is damaged), unless `drop_unmeasured`: then it is
+    left out too, with the missing numbers as its reason (a report still shows such a store).
+
+    `metric` puts another of the run's numbers in the place of the loss (scaling.laws.tasks.FIT_METRICS,
+    e.g. token_error = 1 - per-token accuracy); UsageError for one the law does not describe.
+    """
+    if param_convention not in PARAM_CONVENTIONS:
+        raise UsageError(f"the parameter convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
+                         f"got {param_convention!r}")
+    if compute_measure not in COMPUTE_MEASURES:
+        raise UsageError(f"the compute measure must be one of {', '.join(COMPUTE_MEASURES)}; got {compute_measure!r}")
+    fitted = tasks.fit_metric(metric)
+    sweep_dir = Path(sweep_dir)
+    table = store.read_runs(sweep_dir)
+    if table.empty:
+        raise UsageError(f"{sweep_dir} has no runs (no <run-id>/{store.CONFIG}); run `scaling sweep` first")
+    finished = (table["status"] == FINISHED).to_numpy()
+    if not finished.any():
+        raise UsageError(f"{sweep_dir}: none of its {len(table)} runs finished "
+                         f"({_status_counts(table)}); nothing to fit")
+    columns = {"n": RUN_COLUMNS[param_convention], "d": "tokens", "loss": fitted.column}
+    values = {key: pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float) for key, col in columns.items()}
+    if metric != "loss" and not np.isfinite(values["loss"][finished]).any():
+        raise UsageError(f"{sweep_dir}: no finished run recorded {fitted.column!r} (runs trained before it was "
+                         f"recorded); retrain them, or fit another metric")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values["loss"] = fitted.transform(values["loss"])
+    unmeasured = {col: finished & (~np.isfinite(values[key]) | (values[key] <= 0)) for key, col in columns.items()}
+    if not drop_unmeasured:
+        for col, bad in unmeasured.items():
+            if bad.any():
+                first = int(np.flatnonzero(bad)[0])
+                raise UsageError(f"{sweep_dir}: {int(bad.sum())} finished run(s) have no positive, finite "
+                                 f"{col!r} in {store.SUMMARY} (first: run {table['run_id'].iloc[first]}, value "
+                                 f"{show_cell(table[col].iloc[first])})")
+    dropped, keep = [], []
+    for i, row in enumerate(table.itertuples(index=False)):
+        missing = [col for col, bad in unmeasured.items() if bad[i]]
+        if row.role == store.VALIDATION_ROLE:
+            dropped.append(Dropped(str(row.run_id), "a validation run: it checks a fit, and is never fitted"))
+        elif not finished[i]:
+            status = row.status if isinstance(row.status, str) else "unknown"
+            reason = row.reason if isinstance(row.reason, str) and row.reason else "no reason recorded"
+            dropped.append(Dropped(str(row.run_id), f"{status}: {reason}"))
+        elif missing:
+            dropped.append(Dropped(str(row.run_id), f"finished, but {store.SUMMARY} has no positive, finite "
+                                                    f"{', '.join(missing)}"))
+        else:
+            keep.append(i)
+    if not keep:
+        raise UsageError(f"{sweep_dir}: no finished run has a positive, finite N, D and final loss; nothing to fit")
+    budgets = pd.to_numeric(table["budget"], errors="coerce").to_numpy(dtype=float)[keep] \
+        if "budget" in table else None
+    if budgets is not None and not (np.isfinite(budgets).all() and (budgets > 0).all()):
+        budgets = None                         # not an IsoFLOP design (or not all of it): Approach 2 bins C
+    recorded = _unique_tokens(table)[keep]      # not all: a store from before U was recorded, without epochs
+    unique = recorded if np.isfinite(recorded).all() and (recorded > 0).all() else None
+    other = RUN_COLUMNS["total" if param_convention == "non_embedding" else "non_embedding"]
+    n_other = pd.to_numeric(table[other], errors="coerce").to_numpy(dtype=float)[keep] if other in table else None
+    if n_other is not None and not (np.isfinite(n_other).all() and (n_other > 0).all()):
+        n_other = None                         # a damaged summary: no side-by-side fit, nothing worse
+    context_use = pd.to_numeric(table["final_context_use"], errors="coerce").to_numpy(dtype=float)[keep] \
+        if "final_context_use" in table else None
+    if context_use is not None and not np.isfinite(context_use).all():
+        context_use = None                     # runs from before it was recorded
+    n, d = values["n"][keep], values["d"][keep]
+    spent, measure = _spent(table, keep, compute_measure, param_convention)
+    budget_measure = None if budgets is None else _budget_measure(table, keep)
+    return FitData(n=n, d=d, loss=values["loss"][keep], source=f"runs {sweep_dir}",
+                   provenance=Provenance("runs", str(sweep_dir)),
+                   store={"path": str(sweep_dir.resolve()), "digest": store.table_digest(table)},
+                   ids=tuple(str(table["run_id"].iloc[i]) for i in keep), dropped=tuple(dropped),
+                   param_convention=param_convention, n_other=n_other, unique=unique,
+                   budgets=budgets if budget_measure else None, budget_measure=budget_measure,
+                   flops=FlopsPerToken(measure) if spent is None else fit_flops_per_token(n, spent / d, measure),
+                   spent=spent, context_use=context_use)
+
+
+def _spent(table: pd.DataFrame, keep: list[int], measure: str, param_convention: str):
+    """(each kept run's training FLOPs in `measure`, the measure): 6 N_total D where a run predates
+    flops_6n_total; (None, 6n_<convention>) for a store that records no FLOPs at all (hand-made):
+    then C = 6 N D in the fit's own N, and the fit says so."""
+    def number(col):
+        return pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float)[keep] if col in table else \
+            np.full(len(keep), np.nan)
+    spent = number(COMPUTE_COLUMNS[measure])
+    if measure == "6n_total":
+        spent = np.where(np.isfinite(spent), spent, 6.0 * number("n_params_total") * number("tokens"))
+    if not np.isfinite(spent).any():
+        return None, f"6n_{param_convention}"
+    if not (np.isfinite(spent).all() and (spent > 0).all()):
+        first = int(np.flatnonzero(~(np.isfinite(spent) & (spent > 0)))[0])
+        raise UsageError(f"run {table['run_id'].iloc[keep[first]]} has no positive, finite "
+                         f"{COMPUTE_COLUMNS[measure]!r} in {store.SUMMARY}, though other runs of the store do")
+    return spent, measure
+
+
+def _budget_measure(table: pd.DataFrame, keep: list[int]) -> str | None:
+    """The one measure the kept runs' budgets count (a store from before it was recorded: 6N
+    non-embedding); None when they mix measures (then Approach 2 bins the compute)."""
+    recorded = table["budget_measure"] if "budget_measure" in table else pd.Series([None] * len(table))
+    found = {m if isinstance(m, str) and m else LEGACY_BUDGET_MEASURE for m in recorded.iloc[keep]}
+    return found.pop() if len(found) == 1 else None
+
+
+def _unique_tokens(table: pd.DataFrame) -> np.ndarray:
+    """Each run's unique training tokens: recorded, or (stores from before) its tokens / epochs."""
+    def number(col):
+        return pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float) if col in table else \
+            np.full(len(table), np.nan)
+    recorded = number("unique_tokens")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        derived = np.round(number("tokens") / number("epochs"))
+    return np.where(np.isfinite(recorded), recorded, derived)
+
+
+def _status_counts(table: pd.DataFrame) -> str:
+    counts = table["status"].fillna("unknown").value_counts()
+    return ", ".join(f"{int(v)} {k}" for k, v in sorted(counts.items()))
+
+
+def read_table(path) -> pd.DataFrame:
+    """A CSV or parquet file as a DataFrame, with a UsageError for a missing or unreadable file."""
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"table {path} does not exist")
+    if not path.is_file():    # a FIFO or a device (/dev/zero) would be read forever
+        raise UsageError(f"cannot read table {path}: not a regular file (a FIFO, a device or a folder)")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+        if suffix in (".csv", ".txt", ".tsv"):
+            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    raise UsageError(f"{path}: expected a .csv or .parquet file (got {suffix or 'no suffix'!r})")
+
+
+def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLUMNS["n_col"],
+               loss_col: str = CHINCHILLA_COLUMNS["loss_col"], d_col: str | None = None,
+               c_col: str | None = None, param_convention: str | None = None,
+               embedding_col: str | None = None, budget_col: str | None = None, unique_col: str | None = None,
+               unique_tokens: float | None = None) -> FitData:
+    """Points from a DataFrame: N from n_col, loss from loss_col, D from d_col or D = C/(6N) from c_col.
+
+    With neither d_col nor c_col, c_col defaults to "Training FLOP" (the Chinchilla table).
+    param_convention says what n_col counts; embedding_col (which needs it) gives each row's
+    embedding parameters, so N is known both ways and the fit can set the two side by side.
+    budget_col: each run's planned compute budget (an IsoFLOP design), which Approach 2 then
+    groups by instead of binning C. unique_col, or one unique_tokens for every row: the unique
+    tokens each run drew its D from, for the data-constrained fit.
+    """
+    if unique_col is not None and unique_tokens is not None:
+        raise UsageError("give the unique-tokens column or one number of unique tokens, not both")
+    if param_convention is not None and param_convention not in PARAM_CONVENTIONS:
+        raise UsageError(f"the parameter convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
+                         f"got {param_convention!r}")
+    if embedding_col is not None and param_convention is None:
+        raise UsageError("an embedding-parameter column needs the table's parameter convention "
+                         "(does its N count embeddings or not?)")
+    if d_col is not None and c_col is not None:
+        raise UsageError("give the tokens column (d_col) or the compute column (c_col), not both")
+    d_or_c_col = d_col if d_col is not None else c_col if c_col is not None else CHINCHILLA_COLUMNS["c_col"]
+    wanted = {"N": n_col, "loss": loss_col, ("D" if d_col is not None else "C"): d_or_c_col,
+              **({"embedding parameters": embedding_col} if embedding_col is not None else {}),
+              **({"compute budget": budget_col} if budget_col is not None else {}),
+              **({"unique tokens": unique_col} if unique_col is not None else {})}
+    missing = [f"{col!r} (for {what})" for what, col in wanted.items() if col not in frame.columns]
+    if missing:
+        present = ", ".join(repr(str(c)) for c in frame.columns) or "none"
+        raise UsageError(f"{source}: column(s) {', '.join(missing)} not found; the columns present are: "
+                         f"{present} (name the N, D or C, and loss columns to use)")
+    if frame.empty:
+        raise UsageError(f"{source}: the table has no rows")
+
+    def column(col: str) -> np.ndarray:
+        values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
+        if found := not_positive(values):
+            count, first = found
+            raise UsageError(f"{source}: column {col!r} must be positive and finite, but {count} "
+                             f"of {values.size} rows are not (first at row index {first}: "
+                             f"{show_cell(frame[col].iloc[first])})")
+        return values
+
+    n = column(n_col)
+    loss = column(loss_col)
+    d = column(d_or_c_col) if d_col is not None else column(d_or_c_col) / (6.0 * n)
+    n_other = None
+    if embedding_col is not None:
+        embedding = pd.to_numeric(frame[embedding_col], errors="coerce").to_numpy(dtype=float)
+        n_other = n - embedding if param_convention == "total" else n + embedding
+    unique = column(unique_col) if unique_col is not None else \
+        None if unique_tokens is None else np.full(n.size, float(unique_tokens))
+    return FitData(n=n, d=d, loss=loss, source=source, ids=tuple(range(len(frame))),
+                   param_convention=param_convention, n_other=n_other,
+                   budgets=None if budget_col is None else column(budget_col),
+                   budget_measure=None if budget_col is None else SIX_N, unique=unique)
+
+
+def from_table(path, n_col: str = CHINCHILLA_COLUMNS["n_col"], loss_col: str = CHINCHILLA_COLUMNS["loss_col"],
+               d_col: str | None = None, c_col: str | None = None,
+               param_convention: str | None = None, embedding_col: str | None = None,
+               budget_col: str | None = None, unique_col: str | None = None,
+               unique_tokens: float | None = None) -> FitData:
+    """Points from a CSV or parquet file (see `from_frame` for the columns). The path and columns
+    are kept in `table`, so the same points can be read again from the fit's record."""
+    frame = read_table(path)
+    columns: dict[str, Any] = dict(
+        n_col=n_col, loss_col=loss_col, d_col=d_col, c_col=c_col, param_convention=param_convention,
+        embedding_col=embedding_col, budget_col=budget_col, unique_col=unique_col, unique_tokens=unique_tokens)
+    data = from_frame(frame, source=f"table {path}", **columns)
+    return replace(data, table={"path": str(path), **columns}, provenance=Provenance("table", str(path)))
+
+
+def data_file(filename: str):
+    """A file of scaling/laws/datasets, through importlib.resources.
+
+    Where `scaling` is imported as a namespace package (seen here with an editable install
+    whose finder predates scaling/__init__.py), Python 3.11's resources.files() fails with
+    NotADirectoryError from MultiplexedPath; then the file is taken from the laws package's
+    folder (this module's parent's), which is where both the wheel and the editable install keep it.
+    """
+    try:
+        return resources.files("scaling.laws") / "datasets" / filename
+    except (NotADirectoryError, TypeError, ValueError):
+        return Path(__file__).resolve().parents[1] / "datasets" / filename
+
+
+def from_dataset(name: str = "chinchilla") -> FitData:
+    """A dataset packaged with scaling: "chinchilla" (245 runs; D = C / (6N))."""
+    if name not in DATASETS:
+        raise UsageError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+    spec = DATASETS[name]
+    with data_file(spec["file"]).open("r") as f:
+        frame = pd.read_csv(f)
+    data = from_frame(frame, source=f"dataset {name}: {spec['description']}", n_col=spec["n_col"],
+                      loss_col=spec["loss_col"], c_col=spec["c_col"], param_convention=spec["param_convention"])
+    return replace(data, provenance=Provenance("dataset", name))

@@ -1,0 +1,301 @@
+"""How to split a compute budget C = 6 N D between parameters N and tokens D.
+
+Pure functions, no I/O. Where a law plans for a family whose tokens cost c(N) = 6 kappa N^gamma
+FLOPs (`Law.flops`, `scaling.train.compute`), every allocation below spends C under that
+constraint, C = c(N) D, and with kappa = gamma = 1 it is C = 6 N D. Four allocations:
+
+* `plan(law, C)`: the law's closed-form optimum (`Law.n_opt`, `Law.d_opt`, Hoffmann et al.
+  2022, eq. 4) with its predicted loss.
+* `numerical_optimum(law, C)`: the same optimum found a second, independent way, by minimising
+  L(N, C / (6 N)) over log N with a bounded scalar minimiser. It shares nothing with the closed
+  form but the law itself, so the two agreeing checks both.
+* `rule_of_thumb(C, tokens_per_param=20)`: D = 20 N, the rule read off Hoffmann et al.'s
+  Table 3 (70e9 parameters, 1.4e12 tokens): N = sqrt(C / (6 * 20)).
+* `kaplan_allocation(C)`: Kaplan et al. 2020 (arXiv:2001.08361), Table 6 / Figure 14:
+  N_opt = 1.3e9 * (C / 1 PF-day)^0.73 non-embedding parameters, with 1 PF-day = 1e15 FLOP/s
+  * 86,400 s = 8.64e19 FLOP, and here D = C / (6 N).
+
+  Kaplan's C is C_min, their "minimum compute" (non-embedding, adjusted to training at the
+  critical batch size), not 6 N D of an actual run; their own Table 6 gives
+  D_opt = 2e10 * C_min^0.27 tokens, about 1.8x what C / (6 N) gives. We use C / (6 N) so all
+  allocations spend the same C, and count N as non-embedding parameters as Kaplan did.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from scaling.errors import UsageError
+from scaling.formats import sci
+from scaling.laws.fitting.bootstrap import spread
+from scaling.laws.forms.law import Law
+from scaling.train.compute import FlopsPerToken, expected_optimum
+
+PF_DAY_FLOP = 1e15 * 86_400          # 8.64e19 FLOP
+KAPLAN_N_COEFF = 1.3e9               # non-embedding parameters at C_min = 1 PF-day
+KAPLAN_N_EXPONENT = 0.73
+RULE_TOKENS_PER_PARAM = 20.0
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One way to spend C FLOPs: N parameters on D tokens (C = c(N) D; 6 N D by default)."""
+
+    method: str
+    compute: float
+    n: float
+    d: float
+    loss: float | None = None   # predicted loss, where a law is given
+
+    @property
+    def tokens_per_param(self) -> float:
+        return self.d / self.n
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["tokens_per_param"] = self.tokens_per_param
+        return out
+
+
+def check_compute(compute) -> float:
+    """A compute budget as a float; UsageError unless it is positive and finite."""
+    return check_size(compute, "compute", unit=" of FLOPs")
+
+
+def check_allocatable(law: Law, law_label: str | None = None) -> Law:
+    """`law`, when it has a compute-optimal allocation; else a UsageError saying why not.
+
+    N_opt and D_opt (and the inference-aware optimum) exist only for finite A, B > 0 and
+    alpha, beta > 0: with an exponent at or below zero more parameters or tokens never lower
+    the loss, and the closed forms divide by alpha + beta. A fit can end there (fit.json
+    records what the points gave), so every allocation checks first."""
+    values = {"A": law.A, "B": law.B, "alpha": law.alpha, "beta": law.beta, "E": law.E}
+    bad = [f"{name} = {sci(v)}" for name, v in values.items()
+           if not (math.isfinite(v) and (v > 0 or (name == "E" and v >= 0)))]
+    if bad:
+        raise UsageError(f"law {law_label or 'given'} has {', '.join(bad)}; a compute-optimal allocation "
+                         "needs A, B, alpha and beta positive and finite (and E >= 0): choose another law")
+    return law
+
+
+def check_size(value, what: str, unit: str = "") -> float:
+    """A number of parameters, tokens (or, with `unit`, FLOPs) as a float; UsageError naming `what`
+    unless it is positive and finite."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{what} {value!r} is not a number") from None
+    if not math.isfinite(x) or x <= 0:
+        raise UsageError(f"{what} must be a positive, finite number{unit}, got {value!r}")
+    return x
+
+
+def has_allocation(resampled) -> np.ndarray:
+    """Which rows of (R, 5) bootstrap constants E, A, B, alpha, beta make a law with a compute-optimal
+    allocation: every constant a float, alpha and beta > 0."""
+    resampled = np.asarray(resampled, dtype=float)
+    return np.isfinite(resampled).all(axis=1) & (resampled[:, 3] > 0) & (resampled[:, 4] > 0)
+
+
+def plan(law: Law, compute) -> Allocation:
+    """The compute-optimal N, D of `law` at C FLOPs (closed form) and the loss it predicts."""
+    c = check_compute(compute)
+    check_allocatable(law)
+    n, d = float(law.n_opt(c)), float(law.d_opt(c))
+    return Allocation("law", c, n, d, float(law.loss(n, d)))
+
+
+def numerical_optimum(law: Law, compute, *, xatol: float = 1e-10) -> Allocation:
+    """Minimise L(N, C / c(N)) over x = ln N numerically (scipy's bounded Brent method); c(N) = 6 N
+    unless the law's `flops` says otherwise.
+
+    The objective is the reducible part A/N^alpha + B/D^beta: E does not move the argmin, and
+    leaving it out keeps the flat bottom of the curve further above float rounding. It is
+    convex in x, so one minimum lies in N in [1, N(D = 1 token)]. A coarse grid over that
+    range brackets it first, and Brent's method then searches u = x - x_grid in the bracket:
+    scipy's stopping rule adds sqrt(machine eps) * |u| to `xatol`, which would cap the
+    precision at ~3e-7 relative if it searched x = ln N (~20) directly.
+    """
+    c = check_compute(compute)
+    flops = law.flops
+    if c <= 6.0 * flops.kappa:
+        raise UsageError(f"compute {c:g} FLOPs cannot train even one parameter on one token ({flops.describe()})")
+    log_c6 = math.log(c / (6.0 * flops.kappa))      # ln D = log_c6 - gamma x
+
+    def reducible(x: float) -> float:
+        return law.A * math.exp(-law.alpha * x) + law.B * math.exp(-law.beta * (log_c6 - flops.gamma * x))
+
+    grid = np.linspace(0.0, log_c6 / flops.gamma, 201)
+    i = int(np.argmin([reducible(x) for x in grid]))
+    x0 = grid[i]
+    lo, hi = (grid[max(i - 1, 0)] - x0), (grid[min(i + 1, len(grid) - 1)] - x0)
+    res = minimize_scalar(lambda u: reducible(x0 + u), bounds=(lo, hi), method="bounded",
+                          options={"xatol": xatol, "maxiter": 10_000})
+    if not res.success:  # pragma: no cover - Brent on a convex function does not fail
+        raise RuntimeError(f"numerical optimum did not converge at C={c:g}: {res.message}")
+    x = x0 + res.x
+    n = math.exp(x)
+    d = float(flops.tokens(c, n))
+    return Allocation("numerical", c, n, d, float(law.loss(n, d)))
+
+
+def rule_of_thumb(compute, tokens_per_param: float = RULE_TOKENS_PER_PARAM,
+                  law: Law | None = None) -> Allocation:
+    """D = k N with C = 6 N D: N = sqrt(C / (6 k)); under the law's C = 6 kappa N^gamma D,
+    N = (C / (6 kappa k))^(1 / (1 + gamma)). Loss predicted by `law` when given."""
+    c = check_compute(compute)
+    k = float(tokens_per_param)
+    if not math.isfinite(k) or k <= 0:
+        raise UsageError(f"tokens per parameter must be positive and finite, got {tokens_per_param!r}")
+    n = expected_optimum(_flops(law), c, k)
+    d = k * n
+    return Allocation(f"{k:g} tokens/param", c, n, d, _loss(law, n, d))
+
+
+def kaplan_allocation(compute, law: Law | None = None) -> Allocation:
+    """Kaplan et al.'s N_opt = 1.3e9 (C / 8.64e19 FLOP)^0.73, D = C / (6 N) (see module doc), or
+    C / c(N) under the law's compute count."""
+    c = check_compute(compute)
+    n = KAPLAN_N_COEFF * (c / PF_DAY_FLOP) ** KAPLAN_N_EXPONENT
+    d = float(_flops(law).tokens(c, n))   # C / (6 N) to the bit when c(N) = 6 N
+    return Allocation("kaplan", c, n, d, _loss(law, n, d))
+
+
+def _loss(law: Law | None, n: float, d: float) -> float | None:
+    return None if law is None else float(law.loss(n, d))
+
+
+def _flops(law: Law | None) -> FlopsPerToken:
+    return FlopsPerToken() if law is None else law.flops
+
+
+def compare_allocations(law: Law | None, compute) -> list[Allocation]:
+    """The law's optimum (when there is a law) beside the 20-tokens rule and Kaplan's split,
+    each with the loss `law` predicts for it."""
+    rows = [] if law is None else [plan(law, compute)]
+    rows.append(rule_of_thumb(compute, law=law))
+    rows.append(kaplan_allocation(compute, law=law))
+    return rows
+
+
+
+@dataclass(frozen=True)
+class OptimumIntervals:
+    """95% (or `level`) intervals of the compute-optimal allocation at one budget.
+
+    n, d, tokens_per_param: percentiles of N_opt(C), D_opt(C), D_opt/N_opt over the bootstrap
+    laws; where any of the `n_resamples` has no allocation (alpha or beta <= 0, or a constant
+    beyond a float: `n_undefined` of them) there is no interval (NaN), the rule fit.json's
+    intervals follow (`bootstrap.percentile_intervals`), so both give one interval or none. loss:
+    a prediction interval for the loss of the recommended run (the fitted law's N_opt, D_opt): the
+    bootstrap laws' predictions for it, each times exp(noise * z) with z standard normal, so both
+    the parameters' uncertainty and the runs' own scatter (the fit's residual RMS) are in it.
+    """
+
+    compute: float
+    level: float
+    n: tuple
+    d: tuple
+    tokens_per_param: tuple
+    loss: tuple
+    n_undefined: int
+    n_resamples: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to train at C FLOPs: the law's optimum N, D and its predicted loss, with their
+    intervals from the bootstrap (`OptimumIntervals`; None for a fit without bootstrap samples)."""
+
+    compute: float
+    n: float
+    d: float
+    loss: float
+    intervals: OptimumIntervals | None = None
+
+    @property
+    def tokens_per_param(self) -> float:
+        return self.d / self.n
+
+    def __repr__(self) -> str:
+        iv = self.intervals
+
+        def show(name: str, value: float, fmt: str) -> str:
+            bounds = "" if iv is None else " [{:{f}}, {:{f}}]".format(*getattr(iv, name), f=fmt)
+            return f"{name}={value:{fmt}}{bounds}"
+
+        return (f"Plan(C={self.compute:.3g}: " + ", ".join((
+            show("n", self.n, ".3g"), show("d", self.d, ".3g"),
+            show("tokens_per_param", self.tokens_per_param, ".3g"), show("loss", self.loss, ".4f")))
+            + ("" if iv is None else f"; {100 * iv.level:g}% intervals") + ")")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The loss a law predicts for one run of N parameters on D tokens, with a prediction interval
+    (`loss_interval`; None for a fit without bootstrap samples) at `level`."""
+
+    n: float
+    d: float
+    loss: float
+    interval: tuple | None = None
+    level: float | None = None
+
+    def __repr__(self) -> str:
+        bounds = "" if self.interval is None or self.level is None else \
+            " [{:.4f}, {:.4f}] ({:g}% prediction interval)".format(*self.interval, 100 * self.level)
+        return f"Prediction(N={self.n:.3g}, D={self.d:.3g}: loss {self.loss:.4f}{bounds})"
+
+
+def loss_interval(resampled, n, d, *, level: float = 0.95, noise: float = 0.0, seed: int = 0,
+                  widen: float = 1.0) -> tuple:
+    """A prediction interval for the loss of one run of N parameters on D tokens, from `resampled`
+    (an (R, 5) array of bootstrap constants E, A, B, alpha, beta): each resample's law predicts
+    L(N, D), times exp(noise * z) with z standard normal, so both the constants' uncertainty and
+    the runs' own scatter (noise: the fit's residual RMS in log loss) are in it; the laws'
+    predictions are spread `widen` times about their median first (`bootstrap.spread`: the fit's
+    ci.widened_by). A resample whose constants overflowed (A = inf where its exponent ran off)
+    predicts nothing and is left out."""
+    resampled = np.asarray(resampled, dtype=float)
+    finite = np.isfinite(resampled).all(axis=1)
+    z = np.random.default_rng(seed).standard_normal(finite.size)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf constants: dropped as not finite below
+        predicted = spread(Law(*resampled.T).loss(n, d), widen)
+        losses = (predicted * np.exp(noise * z))[finite]
+    return _percentiles(losses, level)
+
+
+def _percentiles(values, level: float) -> tuple:
+    values = np.asarray(values, dtype=float)
+    if not values.size:
+        return (math.nan, math.nan)
+    return tuple(float(v) for v in np.percentile(values, (50 * (1 - level), 50 * (1 + level))))
+
+
+def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, noise: float = 0.0,
+                      seed: int = 0, widen: float = 1.0) -> OptimumIntervals:
+    """Intervals of the optimum at C from `resampled`, an (R, 5) array of bootstrap constants in
+    the order E, A, B, alpha, beta (see `OptimumIntervals`), each widened `widen` times about its
+    median (`bootstrap.spread`, as the fit's own). A resample whose constants overflowed or whose
+    alpha, beta <= 0 has no allocation, and counts in `n_undefined`."""
+    c = check_compute(compute)
+    resampled = np.asarray(resampled, dtype=float)
+    e, a, b, alpha, beta = resampled.T
+    laws = Law(e, a, b, alpha, beta, flops=law.flops)     # one law per resample: Law broadcasts
+    ok = has_allocation(resampled)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n_opt = np.asarray(laws.n_opt(c))[ok]
+    d_opt = law.flops.tokens(c, n_opt)
+    best = plan(law, c)
+    loss = loss_interval(resampled, best.n, best.d, level=level, noise=noise, seed=seed, widen=widen)
+    undefined = int((~ok).sum())
+    n, d, tpp = ((math.nan, math.nan),) * 3 if undefined else \
+        tuple(_percentiles(spread(v, widen), level) for v in (n_opt, d_opt, d_opt / n_opt))
+    return OptimumIntervals(c, level, n, d, tpp, loss, undefined, int(ok.size))

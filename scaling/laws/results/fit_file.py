@@ -1,0 +1,250 @@
+"""Reading a fit.json back: the schema checks of its dict and of its side files.
+
+    law = check_fit(obj, "fits/tiny/fit.json")     # UsageError naming the file and the bad entry
+    rows = read_samples(samples_path(path), PARAM_NAMES, count, fit_digest(raw))
+
+`scaling.laws.results.lawfit` builds the `LawFit` from a dict that passed `check_fit`, and writes the
+files these functions read; the format itself (fit.json's sections) is documented there. Every
+check raises a one-line UsageError that names the file and the entry, so a hand-edited or
+truncated file is refused where it is read, not deep inside a later stage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from scaling.errors import UsageError
+from scaling.laws.checks.holdout import Holdout
+from scaling.laws.fitting.provenance import KINDS, Provenance
+from scaling.laws.forms.law import PARAM_NAMES, Law
+from scaling.laws.repeated import Repeated
+from scaling.reading import excerpt, read_text
+from scaling.train.compute import FlopsPerToken
+
+KIND = "scaling.fit"
+VERSION = 1
+FILENAME = "fit.json"
+
+# The side CSVs' first line: the sha256 of the fit.json text they belong to. A fit's files are
+# written side files first, fit.json last, each atomically; a write cut short (a full disk, a
+# kill) leaves a side file whose digest is not its fit.json's, and the reader refuses it rather
+# than pair one fit's numbers with another's intervals.
+DIGEST_LINE = "# fit.json sha256 "
+SIDE_KINDS = ("bootstrap", "repeated")
+
+# The sections that must be objects when present, and the data section's typed entries (None is
+# always allowed).
+_OBJECTS = ("approaches", "kaplan", "verdict", "param_conventions", "repeated", "lack_of_fit", "curves", "holdout")
+_DATA_TYPES = {"source": str, "n_points": int, "digest": str, "param_convention": str, "filters": dict,
+               "table": dict, "store": dict, "provenance": dict}
+
+
+def fit_digest(text: str | bytes) -> str:
+    """The sha256 of fit.json's text, as its side files record it."""
+    return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+
+
+def samples_path(path: Path, kind: str = "bootstrap") -> Path:
+    """Where the bootstrap's constants go beside a fit.json: fit.json -> fit.bootstrap.csv (the
+    law's), fit.repeated.csv (the data-constrained law's)."""
+    return path.with_name(f"{path.stem}.{kind}.csv")
+
+
+# --------------------------------------------------------------------------------------------
+# fit.json's dict
+
+
+def section(obj: dict, key: str, where: str, kinds: tuple, *, required: bool = False):
+    """obj[key] when it is one of `kinds` (None when absent and not required); UsageError otherwise."""
+    value = obj.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, kinds):
+        raise UsageError(f"{where}: '{key}' must be {' or '.join(k.__name__ for k in kinds)}, "
+                         f"not {type(value).__name__}")
+    return value
+
+
+def number(obj: dict, key: str, where: str, label: str = ""):
+    """A finite number or None from `obj`; UsageError for anything else."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not _is_number(value):
+        raise UsageError(f"{where}: {label + ' ' if label else ''}'{key}' must be a finite number or null, "
+                         f"got {value!r}")
+    return value
+
+
+def _is_number(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def check_intervals(ci: dict, where: str, label: str) -> None:
+    """A "ci" section: a level in (0, 1), a whole number of resamples, a widening factor >= 1 (each may be absent),
+    each bound pair a list of two numbers (or nulls, where undefined); UsageError naming the entry otherwise."""
+    level, count, widened = ci.get("level"), ci.get("n_resamples"), ci.get("widened_by")
+    if level is not None and not (_is_number(level) and 0 < level < 1):
+        raise UsageError(f"{where}: '{label}.level' must be a number in (0, 1), got {excerpt(level)}")
+    if count is not None and not (isinstance(count, int) and not isinstance(count, bool) and count >= 1):
+        raise UsageError(f"{where}: '{label}.n_resamples' must be a whole number >= 1, got {excerpt(count)}")
+    if widened is not None and not (_is_number(widened) and widened >= 1):
+        raise UsageError(f"{where}: '{label}.widened_by' must be a number >= 1, got {excerpt(widened)}")
+    for name, pair in ci.items():
+        if name not in ("level", "n_resamples", "widened_by") and not (
+                isinstance(pair, list) and len(pair) == 2 and all(v is None or _is_number(v) for v in pair)):
+            raise UsageError(f"{where}: '{label}.{name}' must be a list [lo, hi] of numbers or nulls, "
+                             f"got {excerpt(pair)}")
+
+
+def _check_data(data: dict, where: str) -> None:
+    for key, kind in _DATA_TYPES.items():
+        value = data.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise UsageError(f"{where}: 'data.{key}' must be {kind.__name__} or null, got {excerpt(value)}")
+    for key in ("n_range", "d_range", "c_range"):
+        pair = data.get(key)
+        if pair is not None and not (isinstance(pair, list) and len(pair) == 2
+                                     and all(_is_number(v) and v > 0 for v in pair)):
+            raise UsageError(f"{where}: 'data.{key}' must be a list [lo, hi] of positive numbers, "
+                             f"got {excerpt(pair)}")
+    use = data.get("context_use")
+    if use is not None and not (isinstance(use, list) and len(use) == 2 and all(_is_number(v) for v in use)
+                                and use[0] <= use[1]):
+        raise UsageError(f"{where}: 'data.context_use' must be a list [lowest, highest] of numbers, "
+                         f"got {excerpt(use)}")
+    origin = data.get("provenance")
+    if origin is not None and Provenance.from_json(origin) is None:
+        kinds = " | ".join(map(json.dumps, KINDS))
+        raise UsageError(f"{where}: 'data.provenance' must be {{\"kind\": {kinds}, \"location\": text}}, got "
+                         f"{excerpt(origin)}")
+
+
+def _law(obj: dict, where: str) -> Law:
+    params = section(obj, "params", where, (dict,))
+    if params is None or any(k not in params for k in PARAM_NAMES):
+        raise UsageError(f"{where} has no 'params' with all of {', '.join(PARAM_NAMES)}")
+    values = [number(params, k, where, "params") for k in PARAM_NAMES]
+    if None in values or min(params["E"], params["A"], params["B"]) <= 0:
+        raise UsageError(f"{where}: 'params' must be finite with E, A, B > 0 ({params!r})")
+    counted = section(obj, "compute", where, (dict,))
+    try:
+        flops = FlopsPerToken() if counted is None else FlopsPerToken.from_dict(counted)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{where}: 'compute' must hold measure, kappa, gamma and max_error ({exc})") from None
+    return replace(Law.from_dict(params), flops=flops)
+
+
+def check_fit(obj, where: str) -> Law:
+    """Check a parsed fit.json (`where` names it in messages) and return its law; UsageError
+    naming the first bad section. Sections absent from an older file pass (they read as none)."""
+    if not isinstance(obj, dict) or ("kind" not in obj and "params" not in obj):
+        raise UsageError(f"{where} is not a fit.json (no \"kind\": \"{KIND}\" and no 'params')")
+    if "kind" in obj and obj["kind"] != KIND:
+        raise UsageError(f"{where} is not a fit.json (\"kind\" is {obj['kind']!r}, not \"{KIND}\")")
+    if "kind" in obj and obj.get("version") != VERSION:
+        raise UsageError(f"{where} has fit.json version {obj.get('version')!r}; this scaling reads version {VERSION}")
+    law = _law(obj, where)
+    data = section(obj, "data", where, (dict,)) or {}
+    options = section(obj, "options", where, (dict,)) or {}
+    allocation = section(obj, "allocation", where, (dict,)) or {}
+    for key in ("dropped", "evidence", "limitations"):
+        section(data if key == "dropped" else obj, key, where, (list,))
+    for key in _OBJECTS:
+        section(obj, key, where, (dict,))
+    checks = section(obj, "diagnostics", where, (list,))
+    if checks is not None and not (all(isinstance(c, dict) for c in checks) and isinstance(obj.get("verdict"), dict)):
+        raise UsageError(f"{where}: 'diagnostics' must be a list of checks, with a 'verdict'")
+    ci = section(obj, "ci", where, (dict,))
+    if ci is not None:
+        check_intervals(ci, where, "ci")
+    _check_data(data, where)
+    rms = number(obj, "residual_rms", where)
+    if rms is not None and rms < 0:
+        raise UsageError(f"{where}: 'residual_rms' must be >= 0 (a root mean square), got {rms!r}")
+    bootstrap = options.get("bootstrap", 0)
+    if not (isinstance(bootstrap, int) and not isinstance(bootstrap, bool) and bootstrap >= 0):
+        raise UsageError(f"{where}: 'options.bootstrap' must be a whole number >= 0, got {excerpt(bootstrap)}")
+    for key in ("a", "b", "G"):
+        number(allocation, key, where, "allocation")
+    for key in ("reference_compute", "tokens_per_param_at_reference"):
+        number(obj, key, where)
+    return law
+
+
+def repeated_of(obj: dict, where: str) -> Repeated | None:
+    """The data-constrained fit of a checked fit.json (None where it has none)."""
+    part = obj.get("repeated")
+    if part is None:
+        return None
+    if isinstance(part.get("ci"), dict):
+        check_intervals(part["ci"], where, "repeated.ci")
+    elif part.get("ci") is not None:
+        raise UsageError(f"{where}: 'repeated.ci' must be a section of intervals or null, got {excerpt(part['ci'])}")
+    try:
+        return Repeated.from_json(part)
+    except (KeyError, TypeError, ValueError, UsageError) as exc:
+        raise UsageError(f"{where}: 'repeated' is not a data-constrained fit ({exc})") from None
+
+
+def holdout_of(obj: dict, where: str) -> Holdout | None:
+    """The hold-out refit of a checked fit.json (None for a file written before it was recorded)."""
+    part = obj.get("holdout")
+    if part is None:
+        return None
+    try:
+        return Holdout.from_json(part)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{where}: 'holdout' is not a hold-out check ({type(exc).__name__}: {exc})") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Side files
+
+
+# Constants no fit can have: a sample is finite or +inf (A or B run off with its exponent), E, A
+# and B are >= 0 (E's bound; A and B are exponentials, 0 where one underflowed), and an exponent
+# may take any sign in a resample. NaN, -inf or a negative E, A or B is a corrupted file.
+def _check_samples(values: np.ndarray, names, path: Path) -> None:
+    least = np.array([0.0 if n in ("E", "A", "B") else -np.inf for n in names])
+    bad = np.isnan(values) | np.isneginf(values) | (values < least)
+    if bad.any():
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        raise UsageError(f"{path}: row {row + 1} holds {names[col]} = {float(values[row, col])!r}; bootstrap "
+                         "constants are numbers, E, A and B not negative (rerun `scaling fit`)")
+
+
+def read_samples(path: Path, names, count, digest: str) -> np.ndarray | None:
+    """Bootstrap constants from `path` (None when there is no such file), with these columns,
+    `count` rows and fit.json's `digest`; UsageError for a file that is not theirs."""
+    try:
+        text = read_text(path, "bootstrap samples")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    first, _, rest = text.partition("\n")
+    if not first.startswith(DIGEST_LINE):
+        raise UsageError(f"{path} does not name the fit.json it belongs to (written by an older scaling, or "
+                         "edited); rerun `scaling fit` to write the fit's files together")
+    if first[len(DIGEST_LINE):].strip() != digest:
+        raise UsageError(f"{path} belongs to another fit than {path.with_name(FILENAME)} (its fit.json digest "
+                         "differs: a write was cut short, or one file was replaced); rerun `scaling fit`")
+    try:
+        table = pd.read_csv(io.StringIO(rest))
+        values = table.to_numpy(dtype=float)            # text where a number should be: ValueError
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise UsageError(f"{path} is not a table of bootstrap constants ({exc})") from None
+    if list(table.columns) != list(names) or len(table) != count:
+        raise UsageError(f"{path}: expected {count} rows of {', '.join(names)}; found {len(table)} rows of "
+                         f"{', '.join(map(str, table.columns))}")
+    _check_samples(values, names, path)
+    return values

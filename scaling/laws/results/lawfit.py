@@ -1,0 +1,436 @@
+"""A fitted law as one typed object, `LawFit`, and its file, fit.json.
+
+    fit = analysis.fit_data(data, bootstrap=1000)   # scaling.laws.analysis: the whole fit -> LawFit
+    fit.law, fit.ci.get("alpha"), fit.tokens_per_param, fit.limitations
+    write_fit("fits/mine/fit.json", fit)
+    fit = load_fit("fits/mine/fit.json")            # the same LawFit, less what is held in memory only
+    print(summary.format_summary(fit))              # scaling.laws.results.summary
+
+`scaling fit` is exactly: a `scaling.laws.fitting.fitdata` loader, `apply_filters`, `analysis.fit_data`, `write_fit`,
+`summary.format_summary`. Every later stage (compare, plan, cost, report, the CLI) takes a `LawFit`; none
+re-derives what the fit computed. The same inputs and seed give a byte-identical file (keys
+sorted, floats written in full by repr, no timestamps or timings) on the same machine and library
+versions.
+
+Schema (version 1):
+
+    {"kind": "scaling.fit", "version": 1, "seed": int,
+     "data": {"source", "n_points", "digest", "param_convention", "dropped": [{"id", "reason"}],
+              "filters", "n_range", "d_range", "c_range"} (added: "table", a table's path and
+              columns; "store", a run store's {"path": absolute, "digest": sha256 of its run
+              table as runs.csv holds it}, which `validate` and `report` find and check;
+              "context_use", [lowest, highest] of the fitted runs' final context use, where
+              they recorded it, which `validate` sets its runs beside),
+     "options": {"delta", "grid", "n_starts", "fixed_E", "bootstrap"},
+     "params": {"E", "A", "B", "alpha", "beta"}, "allocation": {"a", "b", "G"},
+     "reference_compute", "tokens_per_param_at_reference",
+     "compute": {"measure", "kappa", "gamma", "max_error"}: what C counts, and the FLOPs per token
+                c(N) = 6 kappa N^gamma the allocation is solved under (scaling.train.compute; added
+                with the compute measure: a file without it counts C = 6 N D),
+     "ci": {"level", "n_resamples", "E", "A", "B", "alpha", "beta", "a", "b", "G",
+            "tokens_per_param"} or null when the bootstrap is off,
+     "objective", "n_starts_at_optimum", "residual_rms", "evidence": [str], "limitations": [str],
+     "approaches": {"approach_1", "approach_2", "approach_3"}: each {"method", "a", "b", "a_ci",
+                   "b_ci", "reason", ...} or null (approach_1 needs a run store's curves),
+     "kaplan": {"param_convention", "L_N", "L_D", "L_C", "reasons"},
+     "diagnostics": [{"name", "value", "threshold", "status", "reason"}],
+     "verdict": {"verdict": "trustworthy" | "use with caution" | "not identified", "reasons": [str]}}
+    (diagnostics and verdict were added after version 1's first files; a file without them is read
+    as having none; so was "repeated", the data-constrained fit (scaling.laws.repeated), present
+    only where runs repeat data: {"params", "r_d_star", "n_repeated", "max_epochs", "unique_range",
+    "objective", "residual_rms", "message", "ci"}; and "lack_of_fit" (scaling.laws.checks.lack_of_fit):
+    {"tests": [{"by", "F", "df", "p_value", "offenders"}], "residual_rms", "pure_error_rms",
+    "replicated_cells"}, with its check "lack_of_fit" among the diagnostics; and "curves", only
+    from `scaling fit --curves`: the law fitted to every size's training curves
+    (scaling.laws.curves.fit.CurvesFit.to_json: "params", "allocation", "tokens_per_param_at_reference",
+    "ci" from resampling whole runs, "sizes" with each curve law and its points,
+    "warmup_steps" of its runs, "decay" (the annealing momentum lambda) and "decay_profile"
+    ([lambda, the curve laws' residual rms] for each lambda tried; empty where lambda was fixed),
+    "leave_one_run_out" (each run's error, whether it lies beyond its size's
+    other runs, and the errors "by_reach"), and "final_loss_fit": this fit's a and tokens per parameter
+    beside them);
+    and, added so that `scaling report` draws everything from the file and never refits:
+    "holdout" (scaling.laws.checks.holdout.Holdout.to_json): the one refit without the top 20% of points
+    by compute that the verdict's holdout_stability check judges, {"fraction", "n_points",
+    "n_train", "train_max_compute", "mean_abs_rel_error", "full_mean_abs_rel_error", "reason",
+    "params": the refit's constants or null, "rows": [{"id", "n", "d", "compute", "loss",
+    "predicted", "abs_rel_error", "full_predicted"}]}; and "data.provenance"
+    (scaling.laws.fitting.provenance): {"kind": "runs" | "dataset" | "table", "location"}, read from the
+    source's words for an older file)
+
+Reading a fit.json back, with its schema checks and its side files' (fit.bootstrap.csv,
+fit.repeated.csv: the resamples' constants, first line the fit.json's sha256), is
+`scaling.laws.results.fit_file`; this module holds the LawFit and writes the files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from scaling.errors import UsageError
+from scaling.formats import json_safe
+from scaling.laws.checks.holdout import Holdout
+from scaling.laws.checks.verdict import Diagnostics
+from scaling.laws.fitting import bootstrap as resampling
+from scaling.laws.fitting import fit as fitting
+from scaling.laws.fitting.fitdata import FitData
+from scaling.laws.fitting.provenance import Provenance
+from scaling.laws.forms.law import PARAM_NAMES, Law
+from scaling.laws.optimal import allocation
+from scaling.laws.repeated import SAMPLE_NAMES, Repeated
+from scaling.laws.results.fit_file import (
+    DIGEST_LINE,
+    FILENAME,
+    KIND,
+    VERSION,
+    check_fit,
+    fit_digest,
+    holdout_of,
+    read_samples,
+    repeated_of,
+    samples_path,
+)
+from scaling.reading import parse_json, read_bounded
+from scaling.runs.store import write_atomic
+
+DEFAULT_BOOTSTRAP = 1000
+
+
+@dataclass(frozen=True)
+class DataSummary:
+    """Which points were fitted: where from, how many, their digest and ranges, what was left out."""
+
+    source: str | None = None
+    n_points: int | None = None
+    digest: str | None = None
+    param_convention: str | None = None
+    dropped: tuple = ()                      # ({"id", "reason"}, ...)
+    filters: dict = field(default_factory=dict)
+    n_range: list | None = None
+    d_range: list | None = None
+    c_range: list | None = None
+    table: dict | None = None                # a table's path and columns, to read it again
+    store: dict | None = None                # a run store's absolute path and run-table digest
+    provenance: Provenance | None = None     # where the points came from, typed
+    context_use: list | None = None          # [lowest, highest] final context use of the runs (nats)
+
+    @classmethod
+    def of(cls, data: FitData) -> DataSummary:
+        r = data.ranges()
+        use = data.context_use
+        return cls(source=data.source, n_points=len(data), digest=data.digest,
+                   param_convention=data.param_convention, dropped=tuple(d.to_dict() for d in data.dropped),
+                   filters=dict(data.filters), n_range=r["n_range"], d_range=r["d_range"], c_range=r["c_range"],
+                   table=data.table, store=data.store, provenance=data.provenance,
+                   context_use=None if use is None or not use.size else [float(use.min()), float(use.max())])
+
+    @classmethod
+    def from_json(cls, data: dict) -> DataSummary:
+        """From a checked "data" section; a file from before provenance was recorded has it read
+        from its source's words (`Provenance.from_source`)."""
+        fields = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "provenance"}
+        recorded = Provenance.from_json(data.get("provenance"))
+        return cls(**fields, provenance=recorded or Provenance.from_source(data.get("source")))
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "n_points": self.n_points, "digest": self.digest,
+                "param_convention": self.param_convention, "dropped": list(self.dropped),
+                "filters": dict(self.filters), "n_range": self.n_range, "d_range": self.d_range,
+                "c_range": self.c_range, **({"table": self.table} if self.table is not None else {}),
+                **({"store": self.store} if self.store is not None else {}),
+                **({"context_use": self.context_use} if self.context_use is not None else {}),
+                **({"provenance": self.provenance.to_json()} if self.provenance is not None else {})}
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """How the fit was made: Huber delta, start grid, number of starts, a fixed E, bootstrap size."""
+
+    delta: float | None = None
+    grid: str | None = None
+    n_starts: int | None = None
+    fixed_E: float | None = None
+    bootstrap: int = 0
+
+    def to_json(self) -> dict:
+        return {"delta": self.delta, "grid": self.grid, "n_starts": self.n_starts,
+                "fixed_E": self.fixed_E, "bootstrap": self.bootstrap}
+
+
+@dataclass(frozen=True)
+class Intervals:
+    """Percentile bootstrap intervals: `bounds[name]` is [lo, hi], a bound None where undefined.
+    widened_by: the factor every interval drawn from the resamples is widened by about its median,
+    for the errors the lack-of-fit tests found shared between points (`scaling.laws.fitting.bootstrap.spread`)."""
+
+    level: float
+    n_resamples: int | None      # None in a fit.json that did not record it
+    bounds: dict
+    widened_by: float = 1.0
+
+    def get(self, name: str) -> tuple[float, float] | None:
+        """(lo, hi) of `name` when both bounds are finite numbers, else None."""
+        pair = self.bounds.get(name)
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or None in pair:
+            return None
+        lo, hi = (float(v) for v in pair)
+        return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
+
+    def to_json(self) -> dict:
+        return {"level": self.level, "n_resamples": self.n_resamples, "widened_by": self.widened_by, **self.bounds}
+
+    @classmethod
+    def from_json(cls, ci: dict) -> Intervals:
+        """From fit.json's "ci": {"level", "n_resamples", "widened_by", name: [lo, hi], ...} (a
+        fit.json written before widening existed has no "widened_by": 1)."""
+        bounds = {k: v for k, v in ci.items() if k not in ("level", "n_resamples", "widened_by")}
+        return cls(ci.get("level", 0.95), ci.get("n_resamples"), bounds, ci.get("widened_by", 1.0))
+
+
+@dataclass(frozen=True)
+class LawFit:
+    """A fitted law L = E + A/N^alpha + B/D^beta, everything it was fitted from, and its caveats.
+
+    The attributes are fit.json's sections, and `resampled`: the bootstrap's constants, one row
+    per resample (stored beside fit.json in a CSV, see `samples_path`), from which the plan draws
+    intervals at any compute and the report its bootstrap distributions (`bootstrap_samples`).
+    `points`, `optimum` and `boot` (the FitData, the `fit.FitResult` and the
+    `bootstrap.BootstrapResult`) exist only in the process that made the fit; a LawFit read from
+    a file has them as None, and nothing downstream needs them: what they gave is in the file.
+    """
+
+    def optimum_at(self, compute, seed: int = 0) -> allocation.OptimumIntervals | None:
+        """Intervals of N_opt, D_opt, tokens per parameter and the predicted loss at `compute`
+        (None without bootstrap samples); the loss interval includes the runs' scatter."""
+        if self.resampled is None or self.ci is None:
+            return None
+        return allocation.optimum_intervals(self.law, self.resampled, compute, level=self.ci.level,
+                                            noise=self.residual_rms or 0.0, seed=seed, widen=self.ci.widened_by)
+
+    def bootstrap_samples(self) -> dict | None:
+        """{name: (R,) array} of CI_NAMES over the resamples (`resampled`, at the reference compute),
+        spread as `ci` was widened: the distributions behind `ci`; None without bootstrap samples."""
+        if self.resampled is None or self.reference_compute is None:
+            return None
+        with np.errstate(divide="ignore"):          # E, A or B stored as 0 (an underflow): log -inf
+            theta = np.column_stack([np.log(self.resampled[:, :3]), self.resampled[:, 3:]])
+        samples = resampling.derived_quantities(theta, self.reference_compute, self.law.flops)
+        return resampling.spread_samples(samples, self.ci.widened_by if self.ci is not None else 1.0)
+
+    def loss_interval(self, n, d, seed: int = 0) -> tuple | None:
+        """A prediction interval for the final loss of one run of N parameters on D tokens (None
+        without bootstrap samples): the constants' uncertainty and the runs' scatter."""
+        if self.resampled is None or self.ci is None:
+            return None
+        return allocation.loss_interval(self.resampled, n, d, level=self.ci.level,
+                                        noise=self.residual_rms or 0.0, seed=seed, widen=self.ci.widened_by)
+
+    law: Law
+    seed: int = 0
+    data: DataSummary = field(default_factory=DataSummary)
+    options: FitOptions = field(default_factory=FitOptions)
+    a: float | None = None
+    b: float | None = None
+    G: float | None = None
+    reference_compute: float | None = None
+    tokens_per_param: float | None = None        # D_opt / N_opt at reference_compute
+    ci: Intervals | None = None
+    objective: float | None = None
+    n_starts_at_optimum: int | None = None
+    residual_rms: float | None = None
+    evidence: tuple = ()
+    limitations: tuple = ()
+    approaches: dict | None = None
+    kaplan: dict | None = None
+    diagnostics: Diagnostics | None = None
+    param_conventions: dict | None = None    # the fit with N counted each way, where both are known
+    repeated: Repeated | None = None         # the data-constrained fit, where runs repeat data
+    lack_of_fit: dict | None = None          # the F-tests of residual structure (scaling.laws.checks.lack_of_fit)
+    curves: dict | None = None               # the law fitted to the training curves (scaling fit --curves)
+    holdout: Holdout | None = None           # the refit without the top 20% by compute (scaling.laws.checks.holdout)
+    resampled: np.ndarray | None = field(default=None, repr=False, compare=False)  # (R, 5): E, A, B, alpha, beta
+    points: FitData | None = field(default=None, repr=False, compare=False)
+    optimum: fitting.FitResult | None = field(default=None, repr=False, compare=False)
+    boot: resampling.BootstrapResult | None = field(default=None, repr=False, compare=False)
+
+    def interval(self, name: str) -> tuple[float, float] | None:
+        """The bootstrap interval of `name` (a constant, a, b, G or tokens_per_param), or None."""
+        return self.ci.get(name) if self.ci is not None else None
+
+    # The notebook's view (docs/api.md): the constants, verdict and intervals by name, a
+    # prediction, a plan and the CLI's summary, each a call away from `scaling.fit`.
+
+    E = property(lambda self: self.law.E, doc="the irreducible loss E")
+    A = property(lambda self: self.law.A, doc="the parameter term's coefficient A")
+    B = property(lambda self: self.law.B, doc="the data term's coefficient B")
+    alpha = property(lambda self: self.law.alpha, doc="the parameter exponent alpha")
+    beta = property(lambda self: self.law.beta, doc="the data exponent beta")
+
+    @property
+    def verdict(self) -> str | None:
+        """"trustworthy", "use with caution" or "not identified" (docs/diagnostics.md); None for a
+        fit.json written before the diagnostics."""
+        return None if self.diagnostics is None else self.diagnostics.verdict
+
+    @property
+    def reasons(self) -> tuple:
+        """Why the verdict is what it is, one sentence each (empty for a trustworthy fit)."""
+        return () if self.diagnostics is None else tuple(self.diagnostics.reasons)
+
+    @property
+    def intervals(self) -> dict:
+        """{name: (lo, hi)}: the bootstrap intervals of the constants, a, b, G and tokens per
+        parameter at the reference compute, for those that have one (empty without bootstrap)."""
+        if self.ci is None:
+            return {}
+        return {name: bounds for name in self.ci.bounds if (bounds := self.ci.get(name)) is not None}
+
+    def predict(self, n, d, seed: int = 0) -> allocation.Prediction:
+        """The loss the law predicts for N parameters trained on D tokens, with a prediction
+        interval that holds the constants' uncertainty and the runs' scatter (`loss_interval`)."""
+        n, d = allocation.check_size(n, "N (parameters)"), allocation.check_size(d, "D (tokens)")
+        interval = self.loss_interval(n, d, seed)
+        return allocation.Prediction(n, d, float(self.law.loss(n, d)), interval,
+                                     None if interval is None or self.ci is None else self.ci.level)
+
+    def plan(self, compute, seed: int = 0) -> allocation.Plan:
+        """The compute-optimal N, D at `compute` FLOPs and the loss they reach, with intervals
+        (`optimum_at`); UsageError for a law with no optimum (alpha or beta not positive)."""
+        if not self.law.has_optimum:
+            raise UsageError(f"this law has no compute-optimal allocation: alpha {self.law.alpha:.4g} and beta "
+                             f"{self.law.beta:.4g} must both be positive")
+        best = allocation.plan(self.law, compute)
+        return allocation.Plan(best.compute, best.n, best.d, float(self.law.loss(best.n, best.d)),
+                               self.optimum_at(best.compute, seed))
+
+    def summary(self) -> str:
+        """What `scaling fit` prints: the constants with intervals, the allocation, the verdict."""
+        from scaling.laws.results.summary import format_summary  # summary formats a LawFit: imported late
+        return format_summary(self)
+
+    def __repr__(self) -> str:
+        law = self.law
+        head = (f"LawFit(L = {law.E:.4g} + {law.A:.4g}/N^{law.alpha:.4f} + {law.B:.4g}/D^{law.beta:.4f}"
+                + (f"; {self.data.n_points} points" if self.data.n_points is not None else ""))
+        tail = (f"a = {'undefined' if self.a is None else format(self.a, '.4f')}"
+                + ("" if self.ci is None else f", {100 * self.ci.level:g}% intervals from {self.ci.n_resamples} "
+                   "resamples") + f"; verdict: {self.verdict or 'none recorded'})")
+        return f"{head};\n       {tail}"
+
+    def to_json(self) -> dict:
+        """fit.json's dict (strict JSON types)."""
+        return {
+            "kind": KIND, "version": VERSION, "seed": self.seed,
+            "data": self.data.to_json(), "options": self.options.to_json(),
+            "params": {k: json_safe(v) for k, v in self.law.to_dict().items()},
+            "allocation": {"a": self.a, "b": self.b, "G": self.G},
+            "reference_compute": self.reference_compute,
+            "tokens_per_param_at_reference": self.tokens_per_param,
+            "compute": json_safe(self.law.flops.to_dict()),
+            "ci": None if self.ci is None else self.ci.to_json(),
+            "objective": self.objective, "n_starts_at_optimum": self.n_starts_at_optimum,
+            "residual_rms": self.residual_rms,
+            "evidence": list(self.evidence), "limitations": list(self.limitations),
+            "approaches": self.approaches, "kaplan": self.kaplan,
+            **({} if self.diagnostics is None else self.diagnostics.to_json()),
+            **({} if self.param_conventions is None else {"param_conventions": self.param_conventions}),
+            **({} if self.repeated is None else {"repeated": self.repeated.to_json()}),
+            **({} if self.lack_of_fit is None else {"lack_of_fit": self.lack_of_fit}),
+            **({} if self.curves is None else {"curves": self.curves}),
+            **({} if self.holdout is None else {"holdout": self.holdout.to_json()}),
+        }
+
+    @classmethod
+    def from_json(cls, obj, where: str = "fit.json") -> LawFit:
+        """The LawFit of a fit.json dict; UsageError naming `where` and the bad section
+        (`fit_file.check_fit`). Sections an older file lacks read as none."""
+        law = check_fit(obj, where)
+        data, options, split = obj.get("data") or {}, obj.get("options") or {}, obj.get("allocation") or {}
+        return cls(
+            law=law, seed=obj.get("seed", 0), data=DataSummary.from_json(data),
+            options=FitOptions(**{k: options[k] for k in FitOptions.__dataclass_fields__ if k in options}),
+            a=split.get("a"), b=split.get("b"), G=split.get("G"), reference_compute=obj.get("reference_compute"),
+            tokens_per_param=obj.get("tokens_per_param_at_reference"),
+            ci=None if obj.get("ci") is None else Intervals.from_json(obj["ci"]), objective=obj.get("objective"),
+            n_starts_at_optimum=obj.get("n_starts_at_optimum"), residual_rms=obj.get("residual_rms"),
+            evidence=tuple(obj.get("evidence") or ()), limitations=tuple(obj.get("limitations") or ()),
+            approaches=obj.get("approaches"), kaplan=obj.get("kaplan"),
+            diagnostics=None if obj.get("diagnostics") is None else Diagnostics.from_json(obj),
+            param_conventions=obj.get("param_conventions"), repeated=repeated_of(obj, where),
+            lack_of_fit=obj.get("lack_of_fit"), curves=obj.get("curves"), holdout=holdout_of(obj, where))
+
+
+# --------------------------------------------------------------------------------------------
+# Files
+
+
+def dumps_fit(fit: LawFit) -> str:
+    """fit.json text: sorted keys, 2-space indent, floats in full, a final newline."""
+    return json.dumps(fit.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def _write_samples(path: Path, names, rows: np.ndarray, digest: str) -> None:
+    lines = [DIGEST_LINE + digest, ",".join(names)] + [",".join(repr(float(v)) for v in row) for row in rows]
+    write_atomic(path, "\n".join(lines) + "\n")
+
+
+def write_fit(path, fit: LawFit) -> Path:
+    """Write fit.json atomically (a folder path gets fit.json inside it), and the bootstrap's
+    constants beside it when there are any (each stamped with fit.json's digest, and written
+    before it); a side file the new fit has none of is removed. Return the fit.json path."""
+    path = Path(path)
+    if path.is_dir() or path.suffix != ".json":
+        path = path / FILENAME
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {path.parent}: {exc}") from None
+    text = dumps_fit(fit)
+    digest = fit_digest(text)
+    sides = {"bootstrap": (PARAM_NAMES, fit.resampled),
+             "repeated": (SAMPLE_NAMES, None if fit.repeated is None else fit.repeated.samples)}
+    for kind, (names, rows) in sides.items():
+        if rows is not None:
+            _write_samples(samples_path(path, kind), names, rows, digest)
+    write_atomic(path, text)
+    for kind, (_, rows) in sides.items():
+        if rows is None:
+            samples_path(path, kind).unlink(missing_ok=True)   # an older fit's: it would never match
+    return path
+
+
+def load_fit(path) -> LawFit:
+    """The LawFit in a fit.json (or a folder holding one). UsageError for a missing, unreadable or
+    invalid file.
+
+    A file written by `scaling fit` has "kind": "scaling.fit" and "version": 1. A hand-written
+    file with only {"params": {"E", "A", "B", "alpha", "beta"}} (no "kind") is accepted as a
+    law; its other sections are then empty.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / FILENAME
+    try:
+        raw = read_bounded(path)            # a regular file, size-capped: never /dev/zero or a FIFO
+    except FileNotFoundError:
+        raise UsageError(f"fit file {path} does not exist (write one with `scaling fit`)") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read fit file {path}: {exc}") from None
+    try:
+        obj = parse_json(raw.decode("utf-8"), str(path))   # bounded: a deep file is refused, not recursed
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not valid JSON (not UTF-8 text at byte {exc.start})") from None
+    fit = LawFit.from_json(obj, str(path))
+    digest = fit_digest(raw)
+    if fit.ci is not None:
+        fit = replace(fit, resampled=read_samples(samples_path(path), PARAM_NAMES, fit.options.bootstrap, digest))
+    if fit.repeated is not None and fit.repeated.ci is not None:
+        samples = read_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.ci.get("n_resamples"),
+                               digest)
+        fit = replace(fit, repeated=replace(fit.repeated, samples=samples))
+    return fit
