@@ -9,7 +9,7 @@ TORCH ?= torch==2.13.0
 # an open torch requirement otherwise pulls a CUDA build of several GB.
 TORCH_INDEX ?=
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test study bench clean
 
 install: $(VENV)/.installed
 
@@ -28,6 +28,17 @@ demo: install
 	$(BIN)/scaling sweep configs/tiny.yaml
 	$(BIN)/scaling fit runs/tiny
 	$(BIN)/scaling validate fits/tiny --compute 6e12 --force
+
+# The study past the change to using context (configs/study.yaml: 7 two-layer shapes at 8e12,
+# 1.6e13 and 3.2e13 exact FLOPs, 21 runs, 3.9e14 FLOPs), its fit, and the validation of its law at
+# 3x its largest budget (3 runs of about 9.6e13 each). About 3.5 h on 2 CPU cores; on a GPU:
+# docs/performance.md. `scaling sweep configs/study.yaml --dry-run` prints the plan first. Like
+# the demo, it resumes where it stopped. --force: a `not identified` law is validated too, and
+# the output says so.
+study: install
+	$(BIN)/scaling sweep configs/study.yaml
+	$(BIN)/scaling fit runs/study
+	$(BIN)/scaling validate fits/study --compute 9.6e13 --force
 
 test: install
 	$(BIN)/python -m pytest -q
