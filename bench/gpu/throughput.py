@@ -90,6 +90,8 @@ def time_shapes(jobs: list[ShapeJob], train: TrainConfig, layout: Layout, timing
 def measure(jobs: list[ShapeJob], train: TrainConfig, layout: Layout, timing: Timing, deadline: float) -> list[dict]:
     """Each shape's figures with `layout.runs` runs at once, as far as the time to `deadline`
     (time.monotonic) allows: a shape is reported only once all its runs have reported it."""
+    if time.monotonic() >= deadline:
+        return []
     context = mp.get_context("spawn")
     start, results = context.Barrier(layout.runs), context.Queue()
     workers = [context.Process(target=time_shapes, args=(jobs, train, layout, timing, start, results))
