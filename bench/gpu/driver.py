@@ -143,7 +143,9 @@ def environment(call: Call) -> dict:
             "cuda": torch.version.cuda, "python": platform.python_version(), "cores": usable_cores(),
             "peak_part": table[0] if table else None, "peak_flop_s": table[1] if table else None,
             "peak_source": "NVIDIA datasheet, dense bf16" if table else None,
-            "matmul_flop_s": matmul_flops(device), "matmul_dtype": "bf16" if cuda else "fp32",
+            # 8192^3 on a GPU (about 1.4 ms on an H100: well past the launch), 2048^3 on CPU
+            "matmul_flop_s": matmul_flops(device, size=8192 if cuda else 2048),
+            "matmul_dtype": "bf16" if cuda else "fp32",
             "gpu_memory_bytes": torch.cuda.get_device_properties(0).total_memory if cuda else None}
 
 
@@ -174,8 +176,8 @@ def stage_throughput(call: Call, limit: float) -> dict:
     for k in RUNS_AT_ONCE[call.kind]:
         if k > usable_cores() or time.monotonic() > deadline:
             break
-        threads = 1 if call.dry_run else None
-        rows += measure(jobs, train, Layout(k, threads), TIMING[call.kind], deadline)
+        # One torch thread a run, as the sweep's workers (executor.threads_per_run's default).
+        rows += measure(jobs, train, Layout(k, 1), TIMING[call.kind], deadline)
         with_shares(rows, peak(call))
         call.figures["stages"]["throughput"] = {"rows": rows}
         call.save()
@@ -201,10 +203,9 @@ def stage_compile(call: Call, limit: float) -> dict:
     jobs, train = shape_jobs(call)
     job = jobs[len(jobs) // 2]
     deadline = time.monotonic() + limit
-    threads = 1 if call.dry_run else None
     rows = []
     for compile_ in (False, True):
-        rows += measure([job], train, Layout(1, threads, compile=compile_), TIMING[call.kind], deadline)
+        rows += measure([job], train, Layout(1, 1, compile=compile_), TIMING[call.kind], deadline)
     with_shares(rows, peak(call))
     return {"rows": rows, "timed_out": len(rows) < 2}
 
@@ -345,6 +346,8 @@ def main(argv=None) -> int:
     call = Call(args.out, args.work, args.dry_run, args.total or TOTAL[kind])
     begin = time.monotonic()
     call.figures["env"] = environment(call)
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()   # the matmul's 384 MB: the workers get the card
     print(json.dumps(call.figures["env"], indent=1), flush=True)
     for name in [s for s in STAGES if s in stages]:
         left = call.deadline - time.monotonic()
