@@ -1,6 +1,6 @@
 """The GPU path measured in one call of a lent GPU (issue 42): every figure under OUT as it comes.
 
-    bash bench/gpu/run.sh                       # on the GPU machine: every stage, about 500 s
+    bash bench/gpu/run.sh                       # on the GPU machine: every stage, about 520 s
     SCALING_DRY_RUN=1 bash bench/gpu/run.sh     # on CPU: every stage on micro configs (a few minutes)
     python bench/gpu/driver.py --only study,validate --total 540   # some stages, with the whole time
 
@@ -11,6 +11,7 @@ leaves after the validation's share), each recorded as ok, failed or timed out w
     throughput  the study's 7 shapes, k = 1, 2, 4, 8, 16 runs at once on the GPU: summed tokens/s,
                 share of the card's bf16 peak, GPU memory per run (bench/gpu/throughput.py)
     compile     one shape with train.compile against eager, one run: tokens/s and compile time
+    stacked     R runs of one shape stacked in one process (bench/gpu/stacked.py): tokens/s, memory
     demo        configs/tiny.yaml (the demo, 20 runs) swept with runs_per_gpu = the best k, fitted
     study       configs/study.yaml (21 runs past the change to using context) swept, fitted
     validate    the study's law validated at 3x its largest budget
@@ -41,11 +42,13 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import torch
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_tables import write_report  # noqa: E402
+from stacked import time_stacked  # noqa: E402
 from throughput import ShapeJob, bf16_peak, measure  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: bench_train
@@ -56,16 +59,18 @@ from scaling.data.tokens import prepare_tokens  # noqa: E402
 from scaling.runs import store  # noqa: E402
 from scaling.sweep.packing import usable_cores  # noqa: E402
 from scaling.sweep.plan import plan  # noqa: E402
-from scaling.train.shape import GPTConfig  # noqa: E402
+from scaling.train.shape import GPTConfig, flops_per_token  # noqa: E402
+from scaling.train.spec import RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = {"demo": REPO / "configs" / "tiny.yaml", "study": REPO / "configs" / "study.yaml"}
-STAGES = ("tests", "throughput", "compile", "demo", "study", "validate")
+STAGES = ("tests", "throughput", "compile", "stacked", "demo", "study", "validate")
 # Seconds each stage may take (the study: what the total leaves after the validation's share).
-LIMITS = {"gpu": {"tests": 45, "throughput": 90, "compile": 60, "demo": 80, "validate": 75},
-          "cpu": {"tests": 60, "throughput": 40, "compile": 90, "demo": 60, "validate": 40}}
-TOTAL = {"gpu": 500, "cpu": 420}
+LIMITS = {"gpu": {"tests": 45, "throughput": 90, "compile": 50, "stacked": 45, "demo": 75, "validate": 75},
+          "cpu": {"tests": 60, "throughput": 40, "compile": 90, "stacked": 40, "demo": 60, "validate": 40}}
+TOTAL = {"gpu": 520, "cpu": 420}   # gpu: inside the device's 600 s a call, with the install and a margin
 RUNS_AT_ONCE = {"gpu": (1, 2, 4, 8, 16), "cpu": (1, 2)}
+RUNS_STACKED = {"gpu": (1, 3, 8, 21), "cpu": (1, 3)}   # 3: a shape's runs in the study; 21: all its runs
 TIMING = {"gpu": Timing(warmup=20, windows=3, steps=40), "cpu": Timing(warmup=2, windows=2, steps=3)}
 STOP_GRACE_S = 25      # after SIGTERM, how long a command has to checkpoint and leave
 
@@ -210,6 +215,31 @@ def stage_compile(call: Call, limit: float) -> dict:
     return {"rows": rows, "timed_out": len(rows) < 2}
 
 
+def stage_stacked(call: Call, limit: float) -> dict:
+    """R runs of one shape stacked in this process (bench/gpu/stacked.py), for the smallest, middle
+    and largest study shapes: summed tokens/s beside the packed processes of stage throughput."""
+    jobs, train = shape_jobs(call)
+    device = torch.device("cpu" if call.dry_run else "cuda")
+    timing = TIMING[call.kind]
+    tokens = np.random.default_rng(0).integers(0, jobs[0].model.vocab_size, size=1_000_000, dtype=np.uint16)
+    deadline, rows = time.monotonic() + limit, []
+    for job in (jobs[0], jobs[len(jobs) // 2], jobs[-1]):
+        spec = RunSpec("stacked", job.model, train, job.lr, tokens=train.batch_tokens, seed=0)
+        for runs in RUNS_STACKED[call.kind]:
+            if time.monotonic() > deadline:
+                return {"rows": rows, "timed_out": True}
+            got = time_stacked(spec, runs, tokens, device, timing.warmup, timing.windows, timing.steps)
+            per_token = flops_per_token(job.model)["exact"]
+            rows.append({"shape": f"d{job.model.d_model}/L{job.model.n_layers}", "runs": runs, "compile": False,
+                         "stacked": True, "tokens_per_s": got["tokens_per_s"],
+                         "tokens_per_s_per_run": got["tokens_per_s"] / runs, "flops_per_token": per_token,
+                         "flop_s": got["tokens_per_s"] * per_token, "warmup_s": got["warmup_s"],
+                         "vmap_fallbacks": got["vmap_fallbacks"],
+                         "memory_bytes_per_run": None if got["memory_bytes"] is None else got["memory_bytes"] / runs})
+            with_shares(rows, peak(call))
+    return {"rows": rows}
+
+
 def sweep_config(call: Call, name: str) -> tuple[SweepConfig, Path]:
     """The config `name` as this call sweeps it (micro on a dry run; runs_per_gpu the best k),
     written to the work folder for the command line."""
@@ -332,7 +362,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "/tmp/scaling-gpu-out"))
     p.add_argument("--work", type=Path, default=Path("/tmp/scaling-gpu-work"), help="run stores, fits, token cache")
     p.add_argument("--only", help=f"comma-separated stages (default: all of {', '.join(STAGES)})")
-    p.add_argument("--total", type=float, help="seconds for the whole call (default 500; dry run 420)")
+    p.add_argument("--total", type=float, help="seconds for the whole call (default 520; dry run 420)")
     args = p.parse_args(argv)
     stages = args.only.split(",") if args.only else list(STAGES)
     if unknown := set(stages) - set(STAGES):

@@ -36,7 +36,8 @@ def _throughput(rows: list[dict]) -> list[str]:
              "GPU memory per run | warm-up s |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         memory = "-" if r["memory_bytes_per_run"] is None else f"{r['memory_bytes_per_run'] / 2**20:.0f} MiB"
-        lines.append(f"| {r['shape']}{' compiled' if r['compile'] else ''} | {r['runs']} | {r['tokens_per_s']:,.0f} | "
+        label = r["shape"] + (" compiled" if r["compile"] else "") + (" stacked" if r.get("stacked") else "")
+        lines.append(f"| {label} | {r['runs']} | {r['tokens_per_s']:,.0f} | "
                      f"{r['tokens_per_s_per_run']:,.0f} | {_si(r['flop_s'])} | {_pct(r.get('share_of_peak'))} | "
                      f"{memory} | {r['warmup_s']:.1f} |")
     return lines + [""]
@@ -88,8 +89,11 @@ def write_report(figures: dict) -> str:
             lines += ["```", s["error"].strip(), "```", ""]
         elif name == "tests":
             lines += [f"- pytest -m cuda: exit {s['pytest']['rc']}", ""]
-        elif name in ("throughput", "compile"):
+        elif name in ("throughput", "compile", "stacked"):
             lines += _throughput(s.get("rows", []))
+            fallbacks = sorted({op for r in s.get("rows", []) for op in r.get("vmap_fallbacks", [])})
+            if fallbacks:
+                lines += [f"- vmap ran these one run at a time (no batching rule): {', '.join(fallbacks)}", ""]
             if s.get("best_runs_per_gpu"):
                 lines += [f"- best runs per GPU {s['best_runs_per_gpu']} (mean speed-up over one run by k: "
                           + ", ".join(f"{k}: {v:.2f}x" for k, v in s["mean_speedup_by_runs"].items()) + ")", ""]
