@@ -10,7 +10,7 @@ leaves after the validation's share), each recorded as ok, failed or timed out w
     tests       the tests that need CUDA (pytest -m cuda; on CPU they skip)
     throughput  the study's 7 shapes, k = 1, 2, 4, 8, 16 runs at once on the GPU: summed tokens/s,
                 share of the card's bf16 peak, GPU memory per run (bench/gpu/throughput.py)
-    compile     one shape with train.compile against eager, one run: tokens/s and compile time
+    compile     one shape with train.compile, one run: tokens/s and compile time, beside eager
     stacked     R runs of one shape stacked in one process (bench/gpu/stacked.py): tokens/s, memory
     demo        configs/tiny.yaml (the demo, 20 runs) swept with runs_per_gpu = the best k, fitted
     study       configs/study.yaml (21 runs past the change to using context) swept, fitted
@@ -71,7 +71,7 @@ LIMITS = {"gpu": {"tests": 45, "throughput": 90, "compile": 50, "stacked": 45, "
 TOTAL = {"gpu": 520, "cpu": 420}   # gpu: inside the device's 600 s a call, with the install and a margin
 RUNS_AT_ONCE = {"gpu": (1, 2, 4, 8, 16), "cpu": (1, 2)}
 RUNS_STACKED = {"gpu": (1, 3, 8, 21), "cpu": (1, 3)}   # 3: a shape's runs in the study; 21: all its runs
-TIMING = {"gpu": Timing(warmup=20, windows=3, steps=40), "cpu": Timing(warmup=2, windows=2, steps=3)}
+TIMING = {"gpu": Timing(warmup=15, windows=3, steps=30), "cpu": Timing(warmup=2, windows=2, steps=3)}
 STOP_GRACE_S = 25      # after SIGTERM, how long a command has to checkpoint and leave
 
 
@@ -204,13 +204,16 @@ def with_shares(rows: list[dict], peak_flop_s: float) -> None:
 
 
 def stage_compile(call: Call, limit: float) -> dict:
-    """The middle study shape, one run, eager and with train.compile."""
+    """The middle study shape, one run with train.compile; beside it the same shape's eager run from
+    stage throughput (measured here when that stage did not run)."""
     jobs, train = shape_jobs(call)
     job = jobs[len(jobs) // 2]
+    shape = f"d{job.model.d_model}/L{job.model.n_layers}"
+    eager = [r for r in call.figures["stages"].get("throughput", {}).get("rows", []) if r["shape"] == shape
+             and r["runs"] == 1]
     deadline = time.monotonic() + limit
-    rows = []
-    for compile_ in (False, True):
-        rows += measure([job], train, Layout(1, 1, compile=compile_), TIMING[call.kind], deadline)
+    rows = measure([job], train, Layout(1, 1, compile=True), TIMING[call.kind], deadline)
+    rows += eager or measure([job], train, Layout(1, 1), TIMING[call.kind], deadline)
     with_shares(rows, peak(call))
     return {"rows": rows, "timed_out": len(rows) < 2}
 
