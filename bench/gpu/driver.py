@@ -262,10 +262,14 @@ def sweep_and_fit(call: Call, name: str, limit: float) -> dict:
     prepare_tokens(cfg, call.work / "cache")
     figures: dict = {"tokenize_s": time.monotonic() - begin, "runs_per_gpu": call.runs_per_gpu,
                      "planned_runs": len(plan(cfg)), "planned_flops": sum(r.spec.trained_flops() for r in plan(cfg))}
+    runs, sweep_dir = plan(cfg), call.work / "runs" / cfg.name
+    before = trained(sweep_dir, runs)    # > 0 when a run store from an earlier call came along
     figures["sweep"] = call.command(call.scaling("sweep", str(path), "--runs-dir", str(call.work / "runs"),
                                                  "--cache-dir", str(call.work / "cache")),
                                     deadline - time.monotonic())
-    figures.update(sweep_figures(call.work / "runs" / cfg.name, figures["sweep"]["wall_s"], peak(call)))
+    figures.update(sweep_figures(sweep_dir, figures["sweep"]["wall_s"], peak(call)))
+    figures.update(this_call(before, trained(sweep_dir, runs), figures["planned_flops"], figures["sweep"]["wall_s"],
+                             peak(call)))
     call.figures["stages"][name] = figures
     call.save()
     if figures["finished_runs"] == figures["planned_runs"]:
@@ -275,6 +279,16 @@ def sweep_and_fit(call: Call, name: str, limit: float) -> dict:
                                                    *bootstrap), deadline - time.monotonic())
         figures.update(fit_figures(fit_dir / "fit.json"))
     return figures
+
+
+def this_call(before: tuple[float, int], after: tuple[float, int], planned_flops: float, wall_s: float,
+              peak_flop_s: float) -> dict:
+    """The sweep's rates over what it trained in this call (runs in flight included, runs finished
+    by an earlier call left out), and the wall time all it had left would take at that rate."""
+    flops, tokens = after[0] - before[0], after[1] - before[1]
+    return {"flops_trained_before": before[0], "flops_trained": flops, "flop_s": flops / wall_s,
+            "tokens_per_s": tokens / wall_s, "share_of_peak": flops / wall_s / peak_flop_s,
+            "projected_wall_s": (planned_flops - before[0]) / flops * wall_s if flops > 0 else None}
 
 
 def sweep_figures(sweep_dir: Path, wall_s: float, peak_flop_s: float) -> dict:
@@ -292,6 +306,18 @@ def sweep_figures(sweep_dir: Path, wall_s: float, peak_flop_s: float) -> dict:
             "flop_s": flops / wall_s, "tokens_per_s": tokens / wall_s, "share_of_peak": flops / wall_s / peak_flop_s,
             "run_seconds": sum(s["wall_s"] for s in done),
             "tokens_per_s_per_run_by_shape": {k: statistics.median(v) for k, v in by_shape.items()}}
+
+
+def trained(sweep_dir: Path, runs: list) -> tuple[float, int]:
+    """(exact FLOPs, tokens) the store's runs have trained, the runs in flight counted to their last
+    logged step."""
+    flops, tokens = 0.0, 0
+    for run in runs:
+        metrics = sweep_dir / run.spec.run_id / store.METRICS
+        records = store.read_jsonl(metrics) if metrics.exists() else []
+        seen = min(max((r.get("tokens") or 0 for r in records), default=0), run.spec.tokens)
+        flops, tokens = flops + run.spec.trained_flops(seen), tokens + seen
+    return flops, tokens
 
 
 def fit_figures(path: Path) -> dict:

@@ -52,10 +52,15 @@ def _sweep(s: dict) -> list[str]:
         lines.append(f"sweep wall {c['wall_s']:.1f} s (exit {c['rc']}{stopped}); "
                      f"{_si(s.get('flops_done'))} of {_si(s.get('planned_flops'))} exact FLOPs; "
                      f"{_si(s.get('flop_s'), 'FLOP/s')} = {_pct(s.get('share_of_peak'))} of peak; "
-                     f"{s.get('tokens_per_s', 0):,.0f} tokens/s")
+                     f"{s.get('tokens_per_s', 0):,.0f} tokens/s; at this call's rate the sweep needs "
+                     f"{_g(s.get('projected_wall_s'))} s ({_si(s.get('flops_trained'))} FLOPs trained in this call, "
+                     f"runs in flight counted to their last log; {_si(s.get('flops_trained_before'))} before it)")
     if s.get("tokens_per_s_per_run_by_shape"):
         lines.append("each run's own rate, median by shape (tokens/s): " + ", ".join(
             f"{k} {v:,.0f}" for k, v in s["tokens_per_s_per_run_by_shape"].items()))
+    if "fit" in s and "verdict" not in s:
+        stopped = ", stopped at its limit" if s["fit"]["timed_out"] else ""
+        lines.append(f"fit: no fit.json (exit {s['fit']['rc']}{stopped}, {s['fit']['wall_s']:.1f} s)")
     if "verdict" in s:
         lines.append(f"fit: `{s['verdict']}`, a = {_g(s['a'])} {_g(s['a_interval'])} (width "
                      f"{_g(s['a_interval_width'])}), tokens per parameter {_g(s['tokens_per_param'])} "
