@@ -385,6 +385,25 @@ def run_stage(call: Call, name: str, limit: float) -> None:
     print(f"=== {name}: {status} in {figures['wall_s']:.1f} s ===", flush=True)
 
 
+def stage_limit(call: Call, name: str, stages: list[str]) -> float:
+    """Seconds for stage `name`: its own limit, within what is left of the call. The study takes
+    what the later stages leave, or everything left when stage throughput's rates say it cannot
+    finish in that (then the validation, which needs its fit, would have nothing to validate)."""
+    left = call.deadline - time.monotonic()
+    own = LIMITS[call.kind].get(name)
+    if own is not None:
+        return max(1.0, min(own, left))
+    later = sum(LIMITS[call.kind].get(s, 0) for s in stages if STAGES.index(s) > STAGES.index(name))
+    rows = [r for r in call.figures["stages"].get("throughput", {}).get("rows", []) if r["runs"] == call.runs_per_gpu]
+    if rows:
+        cfg = call.config("study")
+        estimate = sum(r.spec.trained_flops() for r in plan(cfg)) / statistics.mean(r["flop_s"] for r in rows)
+        call.figures["study_estimate_s"] = estimate   # at the packed rate, averaged over the shapes
+        if estimate > left - later:
+            return max(1.0, left)
+    return max(1.0, left - later)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dry-run", action="store_true", help="on CPU, micro configs, short limits")
@@ -409,10 +428,7 @@ def main(argv=None) -> int:
         torch.cuda.empty_cache()   # the matmul's 384 MB: the workers get the card
     print(json.dumps(call.figures["env"], indent=1), flush=True)
     for name in [s for s in STAGES if s in stages]:
-        left = call.deadline - time.monotonic()
-        later = sum(LIMITS[kind].get(s, 0) for s in stages if STAGES.index(s) > STAGES.index(name))
-        own = LIMITS[kind].get(name)   # None: the study, which takes what the later stages leave
-        run_stage(call, name, max(1.0, left - later if own is None else min(own, left)))
+        run_stage(call, name, stage_limit(call, name, stages))
     call.figures["wall_s"] = time.monotonic() - begin
     call.save()
     failed = [n for n, s in call.figures["stages"].items() if s["status"] not in ("ok", "skipped")]

@@ -106,6 +106,9 @@ def write_report(figures: dict) -> str:
             lines += _validation(s)
         else:
             lines += _sweep(s)
+            if name == "study" and figures.get("study_estimate_s"):
+                lines[-1:-1] = [f"- estimated beforehand from stage throughput's packed rate: "
+                                f"{figures['study_estimate_s']:.0f} s"]
     if "wall_s" in figures:
         lines.append(f"whole call: {figures['wall_s']:.1f} s")
     return "\n".join(lines) + "\n"
