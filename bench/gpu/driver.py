@@ -4,8 +4,8 @@
     SCALING_DRY_RUN=1 bash bench/gpu/run.sh     # on CPU: every stage on micro configs (a few minutes)
     python bench/gpu/driver.py --only study,validate --total 540   # some stages, with the whole time
 
-Stages, in this order, each under its own time limit (`LIMITS`; the study takes what the total
-leaves after the validation's share), each recorded as ok, failed or timed out with what it had:
+Stages, in this order, each under its own time limit (`LIMITS`; the study: `stage_limit`), each
+recorded as ok, failed, timed out or skipped, with what it had:
 
     tests       the tests that need CUDA (pytest -m cuda; on CPU they skip)
     throughput  the study's 7 shapes, k = 1, 2, 4, 8, 16 runs at once on the GPU: summed tokens/s,

@@ -16,7 +16,8 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/scaling-gpu-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 OUT
-PY=${PY:-python3}
+# The project's venv where `make install` made one (a dry run on a fresh clone); the image's python3 on the GPU machine.
+if [ -x .venv/bin/python ]; then PY=${PY:-.venv/bin/python}; else PY=${PY:-python3}; fi
 args=("$@")
 if [ -n "${SCALING_DRY_RUN:-}" ]; then
   args+=(--dry-run)
