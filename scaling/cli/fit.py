@@ -1,7 +1,8 @@
 """`scaling fit`: fit L(N, D) = E + A/N^alpha + B/D^beta with bootstrap intervals; write fit.json.
 
     scaling fit runs/tiny                                  # finished runs of a sweep
-    scaling fit --csv points.csv --n-col N --d-col D --loss-col loss
+    scaling fit --csv points.csv                           # columns N, D (or C), loss found by name
+    scaling fit --csv runs.csv --n params --d tokens --loss val_loss
     scaling fit --dataset chinchilla --drop-highest-loss 5 # Hoffmann et al.'s runs, as Besiroglu et al.
 
 Thin layer over the Python API: `scaling.fit` (`scaling.laws.api.fit`: a `fitdata` loader, the filters,
@@ -10,6 +11,7 @@ Thin layer over the Python API: `scaling.fit` (`scaling.laws.api.fit`: a `fitdat
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 from pathlib import Path
@@ -33,26 +35,26 @@ def register(subparsers) -> None:
                    help="a sweep's run store runs/<sweep> (finished runs are used)")
     p.add_argument("--csv", type=Path, metavar="FILE", help="a CSV or parquet table of points instead")
     p.add_argument("--dataset", metavar="NAME", help=f"a packaged dataset instead: {', '.join(readers.DATASETS)}")
-    cols = readers.CHINCHILLA_COLUMNS
-    p.add_argument("--n-col", help=f"--csv: column of parameters N (default {cols['n_col']!r})")
-    p.add_argument("--d-col", help="--csv: column of training tokens D")
-    p.add_argument("--c-col", help=f"--csv: column of training FLOPs C, D = C/(6N) (default {cols['c_col']!r} "
-                                   "when no --d-col)")
-    p.add_argument("--loss-col", help=f"--csv: column of final loss (default {cols['loss_col']!r})")
+    names = lambda option: ", ".join(dict.fromkeys(readers.TABLE_NAMES[option]))   # noqa: E731
+    _column(p, "n", "COLUMN", f"--csv: column of parameters N (default: the one named {names('n_col')})")
+    _column(p, "d", "COLUMN", f"--csv: column of training tokens D (default: the one named {names('d_col')})")
+    _column(p, "c", "COLUMN", f"--csv: instead of D, column of training FLOPs C, D = C/(6N) (default, "
+                              f"where no D column: the one named {names('c_col')})")
+    _column(p, "loss", "COLUMN", f"--csv: column of final loss (default: the one named {names('loss_col')})")
     p.add_argument("--param-convention", choices=fitdata.PARAM_CONVENTIONS,
                    help="RUNS_DIR: count N as total (default, Chinchilla's count) or non_embedding parameters "
                         "(the fit is shown both ways); --csv: what the N column counts (recorded in fit.json)")
     p.add_argument("--compute-measure", choices=COMPUTE_MEASURES,
                    help="RUNS_DIR: count each run's compute C as exact (default: the FLOPs it spent, output layer "
                         "and attention included), 6n_total or 6n_non_embedding; the allocation is solved under it")
-    p.add_argument("--budget-col", help="--csv: column of each run's planned compute budget (an IsoFLOP design); "
-                                        "Approach 2 groups by it instead of binning C")
-    p.add_argument("--embedding-col", help="--csv: column of embedding parameters, so N is known both ways and "
-                                           "the fit is shown with each (needs --param-convention)")
-    p.add_argument("--unique-col", help="--csv: column of the unique tokens each run drew its D from (runs with "
-                                        "D above it repeat data; the data-constrained law is fitted too)")
+    _column(p, "budget", "COLUMN", "--csv: column of each run's planned compute budget (an IsoFLOP design); "
+                                   "Approach 2 groups by it instead of binning C")
+    _column(p, "embedding", "COLUMN", "--csv: column of embedding parameters, so N is known both ways and "
+                                      "the fit is shown with each (needs --param-convention)")
+    _column(p, "unique", "COLUMN", "--csv: column of the unique tokens each run drew its D from (runs with "
+                                   "D above it repeat data; the data-constrained law is fitted too)")
     p.add_argument("--unique-tokens", type=float, metavar="U",
-                   help="--csv: the unique tokens of every run (one corpus), instead of --unique-col")
+                   help="--csv: the unique tokens of every run (one corpus), instead of --unique")
     p.add_argument("--data-constrained", action="store_true",
                    help="fit the data-constrained law (Muennighoff et al. 2023) even if no run repeats data")
     p.add_argument("--metric", default="loss", metavar="NAME",
@@ -78,6 +80,12 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_fit)
 
 
+def _column(p, name: str, metavar: str, help: str) -> None:
+    """--NAME COLUMN (the API's keyword), and its older spelling --NAME-col, kept hidden."""
+    p.add_argument(f"--{name}", dest=f"{name}_col", metavar=metavar, help=help)
+    p.add_argument(f"--{name}-col", dest=f"{name}_col", help=argparse.SUPPRESS)
+
+
 def source_of(args) -> tuple[object, str, str]:
     """The one data source the arguments name: (source, its kind for `api.points`, a name for the
     default output folder). The flags are checked here, in flag names; the loading is `api.fit`'s."""
@@ -86,9 +94,9 @@ def source_of(args) -> tuple[object, str, str]:
     if len(sources) != 1:
         raise UsageError("give exactly one data source: RUNS_DIR, --csv FILE or --dataset NAME"
                          + (f" (got {', '.join(sources)})" if sources else ""))
-    column_flags = [f for f, v in (("--n-col", args.n_col), ("--d-col", args.d_col), ("--c-col", args.c_col),
-                                   ("--loss-col", args.loss_col), ("--embedding-col", args.embedding_col),
-                                   ("--budget-col", args.budget_col), ("--unique-col", args.unique_col),
+    column_flags = [f for f, v in (("--n", args.n_col), ("--d", args.d_col), ("--c", args.c_col),
+                                   ("--loss", args.loss_col), ("--embedding", args.embedding_col),
+                                   ("--budget", args.budget_col), ("--unique", args.unique_col),
                                    ("--unique-tokens", args.unique_tokens))
                     if v is not None]
     if column_flags and args.csv is None:
@@ -97,7 +105,7 @@ def source_of(args) -> tuple[object, str, str]:
         raise UsageError("--param-convention applies to a run store or a --csv table; a packaged dataset "
                          "records its own")
     if args.embedding_col is not None and args.param_convention is None:
-        raise UsageError("--embedding-col needs --param-convention: does the N column count embeddings or not?")
+        raise UsageError("--embedding needs --param-convention: does the N column count embeddings or not?")
     if args.compute_measure is not None and args.runs_dir is None:
         raise UsageError("--compute-measure applies to a run store; a table's C is 6 N D of its own N")
     if args.metric != "loss" and args.runs_dir is None:
@@ -131,7 +139,7 @@ def cmd_fit(args) -> int:
     _check_number("--min-tokens-per-param", args.min_tokens_per_param)
     _check_number("--min-tokens", args.min_tokens)
     if args.d_col is not None and args.c_col is not None:
-        raise UsageError("give --d-col or --c-col, not both")
+        raise UsageError("give --d or --c, not both")
     _check_number("--delta", args.delta)
     _check_number("--fixed-E", args.fixed_E)
     _check_number("--reference-compute", args.reference_compute)

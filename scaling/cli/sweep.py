@@ -261,16 +261,26 @@ def cmd_runs(args) -> int:
         return 0
     width = max(28, *(len(str(r)) for r in table.run_id))  # WSD stable run ids are longer
     console.print(f"{'run':<{width}} {'status':<9} {'d':>4} {'L':>3} {'H':>3} {'N non-emb':>10} {'N total':>9} "
-                  f"{'D':>8} {'C=6ND':>10} {'val loss':>9} {'bpb':>6} {'wall':>8}")
+                  f"{'D':>8} {'C (FLOPs)':>10} {'val loss':>9} {'bpb':>6} {'wall':>8}")
     for _, r in table.iterrows():
         done = r.status == "finished"
         timed = done or r.status == "stable"  # a stable run is no fit point: no loss shown, its time is
         console.print(
             f"{r.run_id:<{width}} {r.status:<9} {_int(r.d_model):>4} {_int(r.n_layers):>3} {_int(r.n_heads):>3} "
             f"{_si_or(r.n_params_non_embedding):>10} {_si_or(r.n_params_total):>9} {_si_or(r.tokens):>8} "
-            f"{_num(r.flops_6nd, '.3g'):>10} {_num(r.final_val_loss, '.4f') if done else '-':>9} "
+            f"{_num(_compute(r), '.3g'):>10} {_num(r.final_val_loss, '.4f') if done else '-':>9} "
             f"{_num(r.final_val_bpb, '.3f') if done else '-':>6} {_num(r.wall_s, '.0f') + ' s' if timed else '-':>8}")
+    console.print("C: the exact FLOPs a run spent (what `scaling fit` counts); an imported run's: 6 N D of its own N")
     return 0
+
+
+def _compute(run) -> float | None:
+    """The run's compute as the fit counts it: exact FLOPs, else (an imported run) 6 N D."""
+    for column in ("flops_exact", "flops_6n_total", "flops_6nd"):
+        value = run.get(column)
+        if value is not None and value == value:
+            return value
+    return None
 
 
 def _int(x) -> str:

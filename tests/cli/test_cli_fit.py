@@ -222,7 +222,7 @@ def test_loss_rising_with_N_gives_no_allocation_and_says_why(tmp_path, capsys):
     (["fit"], "give exactly one data source: RUNS_DIR, --csv FILE or --dataset NAME"),
     (["fit", "runs/x", "--dataset", "chinchilla"], "exactly one data source.*\\(got RUNS_DIR, --dataset\\)"),
     (["fit", "--dataset", "pile"], "unknown dataset 'pile'; known: chinchilla"),
-    (["fit", "--dataset", "chinchilla", "--n-col", "N"], "--n-col apply to --csv only"),
+    (["fit", "--dataset", "chinchilla", "--n-col", "N"], "--n apply to --csv only"),
     (["fit", "--dataset", "chinchilla", "--param-convention", "total"], "--param-convention applies to a run store"),
     (["fit", "--dataset", "chinchilla", "--drop-highest-loss", "300"], "would drop all 245"),
     (["fit", "--dataset", "chinchilla", "--delta", "0"], "--delta must be a positive, finite number"),
@@ -237,6 +237,32 @@ def test_bad_input_exits_2_with_the_problem_named(argv, message, capsys):
     err = capsys.readouterr().err
     assert err.startswith("scaling fit: error: ")
     assert re.search(message, err), err
+
+
+def test_a_table_s_common_column_names_need_no_flags(tmp_path, capsys):
+    """N, D, loss (or params, tokens, val_loss; or C instead of D) are found as `scaling import`
+    finds them; the new flags and the old spellings name the same columns; what is not found is
+    named all at once, with the columns present."""
+    law = Law(E=1.8, A=400.0, B=2000.0, alpha=0.34, beta=0.37)
+    n, d = np.meshgrid(np.geomspace(1e7, 1e9, 4), np.geomspace(1e9, 1e11, 4))
+    table = pd.DataFrame({"N": n.ravel(), "D": d.ravel(), "loss": law.loss(n.ravel(), d.ravel())})
+    table.to_csv(tmp_path / "plain.csv", index=False)
+    table.rename(columns={"N": "params", "D": "tokens", "loss": "val_loss"}).to_csv(tmp_path / "log.csv", index=False)
+    table.assign(C=6 * table.N * table.D).drop(columns="D").to_csv(tmp_path / "compute.csv", index=False)
+    alphas = []
+    for name, flags in (("plain", []), ("log", []), ("compute", []),
+                        ("log", ["--n", "params", "--d", "tokens", "--loss", "val_loss"]),
+                        ("log", ["--n-col", "params", "--d-col", "tokens", "--loss-col", "val_loss"])):
+        out = tmp_path / f"fit-{len(alphas)}"
+        assert main(["fit", "--csv", str(tmp_path / f"{name}.csv"), *flags, "--bootstrap", "0", "--out", str(out)]) == 0
+        alphas.append(json.loads((out / "fit.json").read_text())["params"]["alpha"])
+    assert alphas == pytest.approx([0.34] * 5, abs=1e-4)
+    table.rename(columns={"N": "size", "D": "seen"}).to_csv(tmp_path / "odd.csv", index=False)
+    capsys.readouterr()
+    assert main(["fit", "--csv", str(tmp_path / "odd.csv"), "--bootstrap", "0", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "no column for N (under none of 'n_params'" in err and "; D or C (under none of 'tokens'" in err
+    assert "the columns present are: 'size', 'seen', 'loss'" in err and len(err.splitlines()) == 1
 
 
 def test_bad_csv_exits_2_without_a_traceback(tmp_path):

@@ -132,8 +132,12 @@ def test_missing_column_names_it_and_lists_those_present(tmp_path):
         readers.from_table(tmp_path / "p.csv", n_col="N", loss_col="val", d_col="tokens")
     msg = str(exc.value)
     assert "'N' (for N)" in msg and "'params', 'tokens', 'flops', 'val'" in msg
-    with pytest.raises(UsageError, match="'Training FLOP' \\(for C\\)"):
-        readers.from_table(tmp_path / "p.csv", n_col="params", loss_col="val")
+    # Not named: found by the conventional names ('tokens' is D), or every one missing said at once.
+    assert readers.from_table(tmp_path / "p.csv", n_col="params", loss_col="val").d.tolist() == _frame().tokens.tolist()
+    _frame().rename(columns={"tokens": "seen", "flops": "spent"}).to_csv(tmp_path / "q.csv", index=False)
+    with pytest.raises(UsageError, match="no column for D or C \\(under none of 'tokens', .*'Training FLOP'\\); "
+                                         "the columns present are: 'params', 'seen', 'spent', 'val'"):
+        readers.from_table(tmp_path / "q.csv", n_col="params", loss_col="val")
 
 
 @pytest.mark.parametrize("column, values, expect", [

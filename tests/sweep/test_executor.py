@@ -20,6 +20,7 @@ from scaling.sweep.executor import LocalExecutor
 from scaling.sweep.executors import make_executor
 from scaling.sweep.packing import default_workers
 from tests.conftest import MICRO, MICRO_RUNS, micro_config
+from tests.extras import needs_extra
 
 TIMING = {"elapsed_s", "tokens_per_s"}  # metrics fields that measure the machine, not the run
 
@@ -273,7 +274,7 @@ def test_kind_ray_without_ray_is_a_usage_error(monkeypatch, tmp_path, cache_dir)
 @pytest.fixture(scope="module")
 def ray_cluster():
     """A local Ray instance with 2 CPUs for this module's tests (the executor joins it)."""
-    ray = pytest.importorskip("ray", reason="Ray is optional: pip install 'scaling[ray]' to test kind: ray")
+    ray = needs_extra("ray", "ray")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # Ray would report usage stats by default
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     yield ray

@@ -3,7 +3,9 @@ training run, with the curves metrics.jsonl holds; the store is the same as with
 
 import pytest
 
-pytest.importorskip("tensorboard", reason="the tensorboard extra is not installed")
+from tests.extras import needs_extra
+
+needs_extra("tensorboard", "tensorboard")
 
 from tensorboard.backend.event_processing.event_multiplexer import EventMultiplexer  # noqa: E402
 

@@ -26,6 +26,7 @@ from scaling.laws import tasks
 from scaling.laws.fitting.fitdata import Dropped, FitData, not_positive, show_cell
 from scaling.laws.fitting.provenance import Provenance
 from scaling.runs import store
+from scaling.runs.imports.resolve import LOSS_TAGS, N_KEYS, TOKENS_KEYS
 from scaling.train.compute import SIX_N, FlopsPerToken, fit_flops_per_token
 from scaling.train.counts import COMPUTE_MEASURES, PARAM_CONVENTIONS
 
@@ -47,6 +48,14 @@ DATASETS = {
     },
 }
 CHINCHILLA_COLUMNS = {k: DATASETS["chinchilla"][k] for k in ("n_col", "c_col", "loss_col")}
+# A table's columns found by name when not given: the names `scaling import` looks for, and
+# Chinchilla's. A table's "loss" is its final loss (a log's "loss" is usually the training loss,
+# so the import does not guess it).
+TABLE_NAMES = {"n_col": (*N_KEYS, CHINCHILLA_COLUMNS["n_col"]),
+               "d_col": TOKENS_KEYS,
+               "c_col": ("C", "compute", "flops", CHINCHILLA_COLUMNS["c_col"]),
+               "loss_col": (CHINCHILLA_COLUMNS["loss_col"], *LOSS_TAGS)}
+WHAT = {"n_col": "N", "d_col": "D", "c_col": "C", "loss_col": "the loss"}
 
 
 def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: str = "exact",
@@ -196,14 +205,45 @@ def read_table(path) -> pd.DataFrame:
     raise UsageError(f"{path}: expected a .csv or .parquet file (got {suffix or 'no suffix'!r})")
 
 
-def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLUMNS["n_col"],
-               loss_col: str = CHINCHILLA_COLUMNS["loss_col"], d_col: str | None = None,
+def _named(frame: pd.DataFrame, source: str, option: str) -> str | None:
+    """The one column of `frame` under a conventional name of `option` (TABLE_NAMES), None if none."""
+    found = [c for c in dict.fromkeys(TABLE_NAMES[option]) if c in frame.columns]
+    if len(found) > 1:
+        raise UsageError(f"{source}: columns {found[0]!r} and {found[1]!r} could both be {WHAT[option]}; "
+                         f"name the one to use")
+    return found[0] if found else None
+
+
+def table_columns(frame: pd.DataFrame, source: str, n_col: str | None, loss_col: str | None,
+                  d_col: str | None, c_col: str | None) -> tuple[str, str, str | None, str | None]:
+    """(n_col, loss_col, d_col, c_col) with each one not given found by its conventional names
+    (TABLE_NAMES): D before C, since a table's tokens need no 6N. Every one missing is named in
+    one error, with the columns present."""
+    n_col = n_col if n_col is not None else _named(frame, source, "n_col")
+    loss_col = loss_col if loss_col is not None else _named(frame, source, "loss_col")
+    if d_col is None and c_col is None:
+        d_col = _named(frame, source, "d_col")
+        c_col = None if d_col is not None else _named(frame, source, "c_col")
+    missing = [f"{WHAT[o]} (under none of {', '.join(map(repr, dict.fromkeys(TABLE_NAMES[o])))})"
+               for o, col in (("n_col", n_col), ("loss_col", loss_col)) if col is None]
+    if d_col is None and c_col is None:
+        missing.append(f"D or C (under none of {', '.join(map(repr, TABLE_NAMES['d_col'] + TABLE_NAMES['c_col']))})")
+    if missing:
+        present = ", ".join(repr(str(c)) for c in frame.columns) or "none"
+        raise UsageError(f"{source}: no column for {'; '.join(missing)}; the columns present are: {present} "
+                         f"(name the columns to use)")
+    return n_col or "", loss_col or "", d_col, c_col    # not None: missing ones raised above
+
+
+def from_frame(frame: pd.DataFrame, *, source: str, n_col: str | None = None,
+               loss_col: str | None = None, d_col: str | None = None,
                c_col: str | None = None, param_convention: str | None = None,
                embedding_col: str | None = None, budget_col: str | None = None, unique_col: str | None = None,
                unique_tokens: float | None = None) -> FitData:
     """Points from a DataFrame: N from n_col, loss from loss_col, D from d_col or D = C/(6N) from c_col.
 
-    With neither d_col nor c_col, c_col defaults to "Training FLOP" (the Chinchilla table).
+    A column not given is found by its conventional names (`table_columns`: N, n_params, params,
+    Model Size, ...; D, tokens, ...; C, Training FLOP, ...; loss, val_loss, ...).
     param_convention says what n_col counts; embedding_col (which needs it) gives each row's
     embedding parameters, so N is known both ways and the fit can set the two side by side.
     budget_col: each run's planned compute budget (an IsoFLOP design), which Approach 2 then
@@ -220,7 +260,8 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLU
                          "(does its N count embeddings or not?)")
     if d_col is not None and c_col is not None:
         raise UsageError("give the tokens column (d_col) or the compute column (c_col), not both")
-    d_or_c_col = d_col if d_col is not None else c_col if c_col is not None else CHINCHILLA_COLUMNS["c_col"]
+    n_col, loss_col, d_col, c_col = table_columns(frame, source, n_col, loss_col, d_col, c_col)
+    d_or_c_col = d_col or c_col or ""      # table_columns found one of them
     wanted = {"N": n_col, "loss": loss_col, ("D" if d_col is not None else "C"): d_or_c_col,
               **({"embedding parameters": embedding_col} if embedding_col is not None else {}),
               **({"compute budget": budget_col} if budget_col is not None else {}),
@@ -257,7 +298,7 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str = CHINCHILLA_COLU
                    budget_measure=None if budget_col is None else SIX_N, unique=unique)
 
 
-def from_table(path, n_col: str = CHINCHILLA_COLUMNS["n_col"], loss_col: str = CHINCHILLA_COLUMNS["loss_col"],
+def from_table(path, n_col: str | None = None, loss_col: str | None = None,
                d_col: str | None = None, c_col: str | None = None,
                param_convention: str | None = None, embedding_col: str | None = None,
                budget_col: str | None = None, unique_col: str | None = None,
@@ -265,6 +306,7 @@ def from_table(path, n_col: str = CHINCHILLA_COLUMNS["n_col"], loss_col: str = C
     """Points from a CSV or parquet file (see `from_frame` for the columns). The path and columns
     are kept in `table`, so the same points can be read again from the fit's record."""
     frame = read_table(path)
+    n_col, loss_col, d_col, c_col = table_columns(frame, f"table {path}", n_col, loss_col, d_col, c_col)
     columns: dict[str, Any] = dict(
         n_col=n_col, loss_col=loss_col, d_col=d_col, c_col=c_col, param_convention=param_convention,
         embedding_col=embedding_col, budget_col=budget_col, unique_col=unique_col, unique_tokens=unique_tokens)

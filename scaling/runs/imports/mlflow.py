@@ -1,5 +1,6 @@
-"""An MLflow file store (`mlruns/`), read with MLflow's own client (the `mlflow` extra: mlflow or
-mlflow-skinny).
+"""An MLflow store, read with MLflow's own client (the `mlflow` extra: mlflow-skinny, and the
+SQLAlchemy, Alembic and sqlparse its SQL store needs): a file store (`mlruns/`), or a tracking
+database in a sqlite file (`mlflow.db`, what `--backend-store-uri sqlite:///mlflow.db` writes).
 
 Every run of every experiment, named "<experiment>/<run name>"; its params are the hyperparameters
 (MLflow keeps them as text), its metrics' full histories the scalars. MLflow 3 refuses a file
@@ -18,6 +19,7 @@ from scaling.errors import UsageError
 from scaling.runs.imports.source import SourceRun, needs
 
 ALLOW = "MLFLOW_ALLOW_FILE_STORE"
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 @contextmanager
@@ -44,14 +46,28 @@ def _all_runs(client, experiment_id: str):
             return
 
 
-def read(src: Path) -> list[SourceRun]:
-    """The runs of the file store `src`."""
-    tracking = needs("mlflow.tracking", "mlflow")
+def _tracking_uri(src: Path) -> str:
+    """The URI MLflow's client opens `src` by: a sqlite file's, or a file store's folder's."""
+    if src.is_file():
+        with src.open("rb") as f:
+            if f.read(16) != SQLITE_HEADER:
+                raise UsageError(f"{src}: not an MLflow store (a file store is a folder; this file is not a "
+                                 f"sqlite database)")
+        needs("sqlalchemy", "mlflow")     # the SQL store's own dependencies, in the extra
+        needs("alembic", "mlflow")
+        return f"sqlite:///{src.resolve()}"
     if not (src / "0").is_dir() and not list(src.glob("*/meta.yaml")):
         raise UsageError(f"{src}: not an MLflow file store (no <experiment-id>/meta.yaml)")
+    return src.resolve().as_uri()
+
+
+def read(src: Path) -> list[SourceRun]:
+    """The runs of the store `src`: a file store's folder or a sqlite database file."""
+    tracking = needs("mlflow.tracking", "mlflow")
+    uri = _tracking_uri(src)
     runs = []
     with _file_store_allowed():
-        client = tracking.MlflowClient(tracking_uri=src.resolve().as_uri())
+        client = tracking.MlflowClient(tracking_uri=uri, registry_uri=uri)
         for experiment in client.search_experiments():
             for run in _all_runs(client, experiment.experiment_id):
                 info = run.info
@@ -63,5 +79,6 @@ def read(src: Path) -> list[SourceRun]:
                 runs.append(SourceRun(
                     name=f"{experiment.name}/{info.run_name or info.run_id}", params=dict(run.data.params),
                     scalars=scalars, problem=None if info.status == "FINISHED" else f"MLflow status {info.status}",
-                    origin={"experiment": experiment.name, "run_id": info.run_id}))
+                    origin={"experiment": experiment.name, "run_id": info.run_id},
+                    wall_s=(info.end_time - info.start_time) / 1e3 if info.end_time and info.start_time else None))
     return runs

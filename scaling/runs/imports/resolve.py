@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from scaling.errors import UsageError
 from scaling.runs.imports.source import SourceRun, number, plain
 
-N_KEYS = ("n_params", "num_params", "n_parameters", "N")
+N_KEYS = ("n_params", "num_params", "n_parameters", "params", "N")
 TOKENS_KEYS = ("tokens", "D", "n_tokens", "num_tokens", "train_tokens")
 BATCH_KEYS = ("batch_tokens", "tokens_per_step")
 LOSS_TAGS = ("val_loss", "val/loss", "eval/loss", "eval_loss", "validation/loss", "valid/loss", "loss/val")
@@ -50,31 +50,51 @@ class Resolved:
     curve: tuple = ()
 
 
-def _choose(runs, given, candidates, holds, what: str, flag: str) -> str | None:
-    """The one name `what` goes by: `given`, checked to be in some run, or the conventional one
-    all runs that hold any use (None: no run holds any)."""
+class MissingNames(UsageError):
+    """N, D or the loss not found: `missing` holds which ("n", "d", "loss"), so a caller can
+    name its own ways of giving them; the message lists what the runs do hold."""
+
+    def __init__(self, message: str, missing: tuple[str, ...]):
+        super().__init__(message)
+        self.missing = missing
+
+
+def _choose(runs, given, candidates, holds, what: str) -> tuple[str | None, str | None]:
+    """(the one name `what` goes by, None) or (None, why none was found): `given`, if some run
+    holds it, else the conventional name all runs that hold any use."""
     if given is not None:
         if not any(given in holds(r) for r in runs):
-            present = sorted(set().union(*(holds(r) for r in runs)))
-            raise UsageError(f"no {what}: none of the {len(runs)} runs logs {given!r} "
-                             f"(they log: {', '.join(map(repr, present[:20])) or 'nothing'})")
-        return given
+            return None, f"{what}: none of the {len(runs)} runs holds {given!r}"
+        return given, None
     used: dict[str, list[str]] = {}   # name -> the runs logging it
     for run in runs:
         found = [c for c in candidates if c in holds(run)]
         if len(found) > 1:
             raise UsageError(f"run {run.name!r} logs {what} as both {found[0]!r} and {found[1]!r}; "
-                             f"name the one to use as the {flag}")
+                             f"name the one to use")
         if found:
             used.setdefault(found[0], []).append(run.name)
     if len(used) > 1:
         mixed = "; ".join(f"{name!r} ({len(names)} runs, e.g. {names[0]!r})" for name, names in used.items())
-        raise UsageError(f"mixed names for {what}: {mixed}; name the one to use as the {flag}")
-    return next(iter(used), None)
+        raise UsageError(f"mixed names for {what}: {mixed}; name the one to use")
+    if not used:
+        return None, f"{what}: under none of {', '.join(candidates)}"
+    return next(iter(used)), None
+
+
+def _held(runs: list[SourceRun]) -> str:
+    """What the runs hold, for a message: their hyperparameters and logged scalars (30 of each)."""
+    def names(kind: str) -> str:
+        found = sorted(set().union(*(getattr(r, kind) for r in runs)))
+        shown = ", ".join(map(repr, found[:30])) + (f" and {len(found) - 30} more" if len(found) > 30 else "")
+        return shown or "none"
+    return f"the runs hold hyperparameters {names('params')}; scalars {names('scalars')}"
 
 
 def choose_names(runs: list[SourceRun], names: Names) -> Names:
-    """The names every run is read by; a UsageError when one is missing, ambiguous or mixed."""
+    """The names every run is read by. Every one of N, D and the loss not found is named in one
+    MissingNames error, with what the runs hold; two names in one run, or mixed between runs,
+    are a UsageError."""
     if not runs:
         raise UsageError("the source holds no runs")
     if names.tokens_key is not None and names.batch_tokens_key is not None:
@@ -82,21 +102,17 @@ def choose_names(runs: list[SourceRun], names: Names) -> Names:
     params = lambda r: set(r.params)                       # noqa: E731
     scalars = lambda r: set(r.scalars)                     # noqa: E731
     both = lambda r: set(r.params) | set(r.scalars)        # noqa: E731
-    loss = _choose(runs, names.loss_tag, LOSS_TAGS, scalars, "the loss", "loss tag")
-    if loss is None:
-        raise UsageError(f"no loss tag: no run logs any of {', '.join(LOSS_TAGS)}; name it as the loss tag")
-    n = _choose(runs, names.n_key, N_KEYS, params, "N (parameters)", "N key")
-    if n is None:
-        raise UsageError(f"N missing: no run has a hyperparameter {' or '.join(N_KEYS)}; name it as the N key")
-    tokens = batch = None
+    loss, no_loss = _choose(runs, names.loss_tag, LOSS_TAGS, scalars, "the loss (a logged scalar)")
+    n, no_n = _choose(runs, names.n_key, N_KEYS, params, "N (a hyperparameter)")
+    tokens = batch = no_d = None
     if names.batch_tokens_key is None:
-        tokens = _choose(runs, names.tokens_key, TOKENS_KEYS, both, "D (tokens)", "tokens key")
-    if tokens is None:
-        batch = _choose(runs, names.batch_tokens_key, BATCH_KEYS, params, "tokens per step", "batch-tokens key")
-    if tokens is None and batch is None:
-        raise UsageError(f"D missing: no run logs any of {', '.join(TOKENS_KEYS)} (tokens) or "
-                         f"{', '.join(BATCH_KEYS)} (tokens per step); name one as the tokens key "
-                         f"or the batch-tokens key")
+        tokens, no_d = _choose(runs, names.tokens_key, TOKENS_KEYS, both, "D (tokens: a hyperparameter or scalar)")
+    if tokens is None and names.tokens_key is None:
+        batch, no_batch = _choose(runs, names.batch_tokens_key, BATCH_KEYS, params, "tokens per step")
+        no_d = None if batch is not None else no_batch if names.batch_tokens_key else f"{no_d}; nor {no_batch}"
+    missing = {key: why for key, why in (("n", no_n), ("d", no_d), ("loss", no_loss)) if why is not None}
+    if missing:
+        raise MissingNames(f"not found: {'; '.join(missing.values())}; {_held(runs)}", tuple(missing))
     return Names(n_key=n, tokens_key=tokens, batch_tokens_key=batch, loss_tag=loss)
 
 

@@ -1,7 +1,7 @@
 """What every reader returns: a source run as its log holds it, before N, D and the loss are found.
 
 A reader keeps the log's own names (hyperparameter keys, scalar tags), so that the names a user
-gives (--n-key, --tokens-key, --loss-tag) are matched exactly, whatever the format.
+gives (--n, --d, --loss) are matched exactly, whatever the format.
 """
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ class SourceRun:
     """One run of a log. name: the source's own (a folder, a run name or id); params: its
     hyperparameters, nested ones flattened to dotted keys; scalars: tag -> [(step, value)] in step
     order; problem: why the source says the run did not finish (None: it did); origin: where it
-    came from, for the provenance."""
+    came from, for the provenance; wall_s: its wall time in seconds, where the log keeps it."""
 
     name: str
     params: dict = field(default_factory=dict)
     scalars: dict = field(default_factory=dict)
     problem: str | None = None
     origin: dict = field(default_factory=dict)
+    wall_s: float | None = None
 
 
 def needs(module: str, kind: str):

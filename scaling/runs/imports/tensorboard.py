@@ -54,10 +54,12 @@ def _read_run(folder: Path, name: str) -> SourceRun:
         _check_whole(path)
     accumulator = accumulators.EventAccumulator(str(folder), size_guidance={"scalars": 0})
     accumulator.Reload()
-    scalars = {tag: [(e.step, e.value) for e in accumulator.Scalars(tag)]
-               for tag in accumulator.Tags()["scalars"]}
+    events = {tag: accumulator.Scalars(tag) for tag in accumulator.Tags()["scalars"]}
+    scalars = {tag: [(e.step, e.value) for e in logged] for tag, logged in events.items()}
+    times = [e.wall_time for logged in events.values() for e in logged]
     return SourceRun(name=name, params=_hparams(accumulator), scalars=scalars,
-                     origin={"event_files": [p.name for p in files]})
+                     origin={"event_files": [p.name for p in files]},
+                     wall_s=max(times) - min(times) if times else None)   # first to last scalar logged
 
 
 def read(src: Path) -> list[SourceRun]:
@@ -71,6 +73,6 @@ def read(src: Path) -> list[SourceRun]:
         parent = runs.get(folder.parent)
         if run.params and parent is not None and not parent.params:   # add_hparams' subfolder
             runs[folder.parent] = SourceRun(parent.name, run.params, parent.scalars, origin={
-                **parent.origin, "hparams_from": str(folder.relative_to(src))})
+                **parent.origin, "hparams_from": str(folder.relative_to(src))}, wall_s=parent.wall_s)
             del runs[folder]
     return list(runs.values())

@@ -29,6 +29,9 @@ from scaling.runs.imports.resolve import Names, Resolved, choose_names, resolve
 from scaling.runs.imports.source import KINDS, SourceRun, plain
 
 PARAM_COLUMNS = {"total": "n_params_total", "non_embedding": "n_params_non_embedding"}
+# An imported run's compute: 6 N D of its own N (the count a table carries), in the column of
+# that convention (runs.csv's flops_6n_total or flops_6nd).
+FLOPS_COLUMNS = {"total": "flops_6n_total", "non_embedding": "flops_6nd"}
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ def _write_run(run_dir: Path, run_id: str, r: Resolved, kind: str, src: Path, na
     store.write_json(run_dir / store.SUMMARY, {
         "run_id": run_id, "status": r.status, "reason": r.reason,
         PARAM_COLUMNS[param_convention]: _whole(r.n), "tokens": _whole(r.tokens),
+        FLOPS_COLUMNS[param_convention]: 6.0 * r.n * r.tokens if r.n and r.tokens else None,
+        "wall_s": r.run.wall_s,
         "final_val_loss": r.curve[-1]["val_loss"] if r.status == "finished" else None,
         "imported_from": kind, "source_run": r.run.name})
 

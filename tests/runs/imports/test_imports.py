@@ -20,6 +20,7 @@ from scaling.laws.design.simulate import cross_grid, simulate
 from scaling.laws.fitting import readers
 from scaling.laws.forms.law import Law
 from scaling.runs import store
+from tests.extras import needs_extra
 
 LAW = Law(E=1.8, A=400.0, B=2000.0, alpha=0.34, beta=0.37)
 RUNS = cross_grid(sizes=np.geomspace(1e6, 3e7, 4), tokens=np.geomspace(2e7, 6e8, 4))
@@ -45,7 +46,7 @@ def sweep():
 
 def write_tensorboard(root, runs):
     """One folder per run: val/loss at each step, N and D as hparams (both as PyTorch writes them)."""
-    pytest.importorskip("tensorboard")
+    needs_extra("tensorboard", "tensorboard")
     from torch.utils.tensorboard import SummaryWriter
     from torch.utils.tensorboard.summary import hparams
 
@@ -57,13 +58,15 @@ def write_tensorboard(root, runs):
                 writer.add_scalar("val/loss", loss, step)
 
 
-def write_mlflow(root, runs, *, running=None, failed=None):
-    """An experiment of the file store, N and D as params, the loss as a metric history."""
-    pytest.importorskip("mlflow")
+def write_mlflow(root, runs, *, running=None, failed=None, uri=None):
+    """An experiment of the file store (or of the tracking database at `uri`), N and D as params,
+    the loss as a metric history."""
+    needs_extra("mlflow", "mlflow")
     from mlflow.tracking import MlflowClient
 
+    uri = uri or root.resolve().as_uri()
     with mock.patch.dict(os.environ, {"MLFLOW_ALLOW_FILE_STORE": "true"}):   # MLflow 3 asks for it
-        client = MlflowClient(tracking_uri=root.resolve().as_uri())
+        client = MlflowClient(tracking_uri=uri, registry_uri=uri)
         experiment = client.create_experiment("sweep")
     for run in runs:
         info = client.create_run(experiment, run_name=run["name"]).info
@@ -77,7 +80,7 @@ def write_mlflow(root, runs, *, running=None, failed=None):
 
 def write_wandb(root, runs, *, failed=None):
     """Offline runs: N nested in the config, tokens seen and the loss logged at each step."""
-    pytest.importorskip("wandb")
+    needs_extra("wandb", "wandb")
     import wandb
 
     settings = wandb.Settings(mode="offline", console="off", save_code=False, disable_git=True,
@@ -101,8 +104,8 @@ def write_csv(path, runs):
 WRITERS = {
     "tensorboard": (write_tensorboard, "logs", []),
     "mlflow": (write_mlflow, "mlruns", []),
-    "wandb": (write_wandb, "wandb", ["--n-key", "model.n_params", "--tokens-key", "tokens_seen"]),
-    "csv": (write_csv, "runs.csv", ["--n-key", "params", "--loss-tag", "loss"]),
+    "wandb": (write_wandb, "wandb", ["--n", "model.n_params", "--d", "tokens_seen"]),
+    "csv": (write_csv, "runs.csv", ["--n", "params", "--loss", "loss"]),
 }
 
 
@@ -171,15 +174,18 @@ def bad(capsys, *args) -> str:
 def test_bad_input_is_one_line_and_writes_nothing(sweep, tmp_path, capsys):
     out = tmp_path / "out" / "store"
     write_csv(tmp_path / "runs.csv", sweep[:3])
-    assert "no loss tag" in bad(capsys, "csv", tmp_path / "runs.csv", "--runs-dir", out, "--n-key", "params")
-    assert "N missing" in bad(capsys, "csv", tmp_path / "runs.csv", "--runs-dir", out, "--loss-tag", "loss")
-    assert "none of the 3 runs logs 'size'" in bad(capsys, "csv", tmp_path / "runs.csv", "--runs-dir", out,
-                                                   "--loss-tag", "loss", "--n-key", "size")
+    err = bad(capsys, "csv", tmp_path / "runs.csv", "--runs-dir", out, "--n", "params")
+    assert "the loss (a logged scalar): under none of val_loss" in err and err.endswith("give --loss TAG")
+    assert "none of the 3 runs holds 'size'" in bad(capsys, "csv", tmp_path / "runs.csv", "--runs-dir", out,
+                                                    "--loss", "loss", "--n", "size")
+    # The old spellings still work.
+    assert "give --n KEY" in bad(capsys, "csv", tmp_path / "runs.csv", "--runs-dir", out, "--loss-tag", "loss",
+                                 "--n-key", "size")
     mixed = pd.read_csv(tmp_path / "runs.csv").rename(columns={"loss": "val_loss"})
     mixed["eval_loss"] = mixed.val_loss.where(mixed.run == "run-00")
     mixed["val_loss"] = mixed.val_loss.where(mixed.run != "run-00")
     mixed.to_csv(tmp_path / "mixed.csv", index=False)
-    err = bad(capsys, "csv", tmp_path / "mixed.csv", "--runs-dir", out, "--n-key", "params")
+    err = bad(capsys, "csv", tmp_path / "mixed.csv", "--runs-dir", out, "--n", "params")
     assert "mixed names for the loss" in err and "'val_loss' (2 runs" in err and "'eval_loss' (1 runs" in err
     assert "does not exist" in bad(capsys, "mlflow", tmp_path / "nowhere", "--runs-dir", out)
 
@@ -221,7 +227,7 @@ def test_missing_extra_is_one_line(kind, modules, tmp_path, capsys, monkeypatch)
 @pytest.mark.parametrize("kind,write", [("mlflow", write_mlflow), ("wandb", write_wandb)])
 def test_a_run_the_source_says_failed_is_kept_not_fitted(kind, write, sweep, tmp_path, capsys):
     write(tmp_path / "logs", sweep[:3], failed="run-01")
-    flags = ["--n-key", "model.n_params", "--tokens-key", "tokens_seen"] if kind == "wandb" else []
+    flags = ["--n", "model.n_params", "--d", "tokens_seen"] if kind == "wandb" else []
     assert scaling("import", kind, tmp_path / "logs", "--runs-dir", tmp_path / "store", *flags) == 0
     why = "MLflow status FAILED" if kind == "mlflow" else "W&B exit code 1"
     assert f"run-01: failed: {why}" in capsys.readouterr().out
@@ -254,7 +260,7 @@ def test_csv_one_row_per_run_and_steps_times_batch(sweep, tmp_path, capsys):
     # The last step and the tokens per step instead of D: D = steps x batch.
     finals.assign(step=STEPS, batch_tokens=finals.D / STEPS).drop(columns="D").to_csv(tmp_path / "steps.csv",
                                                                                       index=False)
-    assert scaling("import", "csv", tmp_path / "steps.csv", "--runs-dir", tmp_path / "b", "--run-key", "name") == 0
+    assert scaling("import", "csv", tmp_path / "steps.csv", "--runs-dir", tmp_path / "b", "--run", "name") == 0
     assert "D = steps x 'batch_tokens'" in capsys.readouterr().out
     assert list(store.read_runs(tmp_path / "b").tokens) == pytest.approx(list(finals.D), abs=0.5)
 
@@ -265,3 +271,46 @@ def test_truncated_wandb_log_is_refused(sweep, tmp_path, capsys):
     log.write_bytes(log.read_bytes()[:-40])                  # a run killed mid-write, or a copy cut short
     err = bad(capsys, "wandb", tmp_path / "wandb", "--runs-dir", tmp_path / "store")
     assert "truncated or corrupt record at byte" in err and log.name in err
+
+
+def test_custom_names_missing_are_all_named_in_one_message(sweep, tmp_path, capsys):
+    """TensorBoard runs with names of their own: one refused try names every missing flag and
+    lists the tags and hyperparameters the runs hold, so the second try is the last."""
+    needs_extra("tensorboard", "tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+    from torch.utils.tensorboard.summary import hparams
+
+    for run in sweep[:2]:
+        with SummaryWriter(str(tmp_path / "logs" / run["name"])) as writer:
+            for summary in hparams({"model_size": run["n"], "train_tokens_total": run["d"]}, {}):
+                writer.file_writer.add_summary(summary)
+            for step, _, loss in run["curve"]:
+                writer.add_scalar("heldout/xent", loss, step)
+    err = bad(capsys, "tensorboard", tmp_path / "logs", "--runs-dir", tmp_path / "store")
+    assert "N (a hyperparameter)" in err and "D (tokens" in err and "the loss (a logged scalar)" in err
+    assert "'model_size', 'train_tokens_total'" in err and "scalars 'heldout/xent'" in err
+    assert err.endswith("give --n KEY, --d KEY (or --batch-tokens KEY), --loss TAG")
+    assert scaling("import", "tensorboard", tmp_path / "logs", "--runs-dir", tmp_path / "store", "--n", "model_size",
+                   "--d", "train_tokens_total", "--loss", "heldout/xent") == 0
+    assert len(readers.from_runs(tmp_path / "store")) == 2
+    capsys.readouterr()
+    assert scaling("runs", tmp_path / "store") == 0    # C = 6 N D and the wall time, as TensorBoard timed it
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("run-")]
+    expected = [f"{6 * run['n'] * run['d']:.3g}" for run in sweep[:2]]
+    assert [row[8] for row in rows] == expected and all(row[-1] == "s" and row[-2] != "-" for row in rows)
+
+
+def test_mlflow_sqlite_store_imports(sweep, tmp_path, capsys):
+    """A tracking database (what `--backend-store-uri sqlite:///mlflow.db` writes) reads as the
+    file store does: every run, its N, D and whole loss curve."""
+    needs_extra("sqlalchemy", "mlflow")
+    database = tmp_path / "mlflow.db"
+    write_mlflow(tmp_path, sweep[:4], uri=f"sqlite:///{database}")
+    assert scaling("import", "mlflow", database, "--runs-dir", tmp_path / "store") == 0
+    assert "imported 4 mlflow runs" in capsys.readouterr().out
+    table = store.read_runs(tmp_path / "store")
+    assert sorted(table.n_params_total) == sorted(run["n"] for run in sweep[:4])
+    assert sorted(table.final_val_loss) == pytest.approx(sorted(run["curve"][-1][2] for run in sweep[:4]), rel=1e-9)
+    assert len(curves_from_store(tmp_path / "store", param_convention="total")) == 4 * EVALS
+    (tmp_path / "not.db").write_text("runs\n")
+    assert "not a sqlite database" in bad(capsys, "mlflow", tmp_path / "not.db", "--runs-dir", tmp_path / "s2")
