@@ -51,7 +51,8 @@ def register(subparsers) -> None:
                    help="a run store fitted here: also fit the law to its training curves, as `scaling fit --curves` "
                         "(a fit.json shows its own curve fit, if it was made with --curves)")
     p.add_argument("--param-convention", choices=fitdata.PARAM_CONVENTIONS,
-                   help="for a run store fitted here: count N as non_embedding (default) or total")
+                   help="for a run store fitted here: count N as total (default, as `scaling fit`) or "
+                        "non_embedding parameters")
     p.add_argument("--json", action="store_true",
                    help="print what was written, the hold-out check and what the report lacks, as JSON")
     p.set_defaults(func=cmd_report)

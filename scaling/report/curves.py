@@ -2,7 +2,7 @@
 et al. 2024): every size's curves with its fitted curve law, the leave-one-run-out check of the
 curve laws, and the curve-based law beside the final-loss law.
 
-    curves_section(report)      # in scaling.report.report.SECTIONS, after the hold-out check
+    curves_section(report)      # in scaling.report.report.SECTIONS, with the detail after the decisions
 
 Drawn when the fit has a "curves" section: a fit.json made with `scaling fit --curves`, or a run
 store fitted here with `scaling report RUNS_DIR --curves` (the same fit, made once). Every number

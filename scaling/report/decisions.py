@@ -12,6 +12,7 @@ import numpy as np
 
 from scaling.formats import sci
 from scaling.laws.optimal import allocation
+from scaling.laws.repeated.fit import at_bound
 from scaling.laws.results.summary import allocation_row
 from scaling.report import figures as figs
 from scaling.report import prose
@@ -58,6 +59,11 @@ def repeated_data(r: Report) -> None:
               f"base law alpha {rep.law.base.alpha:.3g} {bounds(rep.interval('alpha'), '.3g')}, beta "
               f"{rep.law.base.beta:.3g} {bounds(rep.interval('beta'), '.3g')}; residual RMS {rep.residual_rms:.3g}"]
              + ([rep.message] if rep.message else []))
+    interval = rep.interval("r_d_star")
+    if interval is not None and at_bound(np.asarray(interval)).any():
+        r.missing_figures["repeated"] = ("R_D* is not determined by these runs (its interval reaches the search's "
+                                         "bound): a decay drawn from its point value would be no finding")
+        return
     compute, unique = r.fit.reference_compute, rep.unique_range[1]
     r.figure("repeated", figs.repeated_data(rep, compute, unique),
              f"Left: the predicted loss along C = {compute:.3g} FLOPs (the fit's reference compute) with "

@@ -29,6 +29,7 @@ from scaling.report.style import (
     REFERENCE_STYLE,
     LogColours,
     SizeColours,
+    compute_axis,
     human,
     log_axis,
     new_figure,
@@ -172,7 +173,8 @@ def isoflop(iso: IsoFLOPResult, n, loss, law: Law, *, frontier=None, data_c_rang
     fig, axes = new_figure(1, 2, size=(13.0, 5.6), gridspec_kw={"width_ratios": [1.4, 1]})
     ax = axes[0, 0]
     cs = [b.compute for b in iso.budgets]
-    c_colours = LogColours(cs, OTHER_CMAP, f"compute budget C ({law.flops.measure} FLOPs)")
+    c_colours = LogColours(cs, OTHER_CMAP, compute_axis(law.flops.name).replace("compute C", "compute budget C")
+                           .replace(", log scale", ""))
     many = len(cs) > MAX_LEGEND_ENTRIES
     stars = 0
     for budget, profile in zip(iso.budgets, iso.profiles):
@@ -250,7 +252,7 @@ def _optimal_sizes(ax, iso: IsoFLOPResult, law: Law, c_colours: LogColours, *, f
                edgecolors="black", linewidths=0.6, s=90, zorder=6, label="law's optimum at each budget")
     log_axis(ax, "x", counts=False)
     log_axis(ax, "y")
-    ax.set_xlabel(f"compute C ({law.flops.measure} FLOPs, log scale)")
+    ax.set_xlabel(compute_axis(law.flops.name))
     ax.set_ylabel(f"compute-optimal N ({n_label}, log scale)")
     ax.set_title("Compute-optimal model size by approach")
     ax.legend(loc="upper left", frameon=True, framealpha=0.85)
@@ -259,12 +261,13 @@ def _optimal_sizes(ax, iso: IsoFLOPResult, law: Law, c_colours: LogColours, *, f
 # ----------------------------------------------------------------------------- 5. residuals
 
 @with_rc
-def residuals(n, c, resid, colours: SizeColours, *, n_label: str = "parameters") -> Figure:
-    """ln L_observed - ln L_fitted against compute (left) and against N (right)."""
+def residuals(n, c, resid, colours: SizeColours, *, n_label: str = "parameters",
+              compute_label: str = "6ND") -> Figure:
+    """ln L_observed - ln L_fitted against compute (left, C in `compute_label`'s measure) and against N (right)."""
     n, c, resid = (np.asarray(v, dtype=float) for v in (n, c, resid))
     fig, axes = new_figure(1, 2, size=(11.5, 4.3), sharey=True)
     rms = float(np.sqrt(np.mean(resid**2))) if resid.size else 0.0
-    for ax, x, label in ((axes[0, 0], c, "compute C = 6ND (FLOPs, log scale)"),
+    for ax, x, label in ((axes[0, 0], c, compute_axis(compute_label)),
                          (axes[0, 1], n, f"parameters N ({n_label}, log scale)")):
         ax.axhline(0, color="black", lw=0.8)
         ax.axhspan(-rms, rms, color="grey", alpha=0.15, lw=0, label=f"± RMS ({rms:.3g})")
@@ -352,7 +355,7 @@ def validation(v: Validation, law: Law, band, *, n_label: str = "parameters") ->
         ax.fill_between(band[0], band[1], band[2], color="#9ecae1", alpha=0.45, lw=0,
                         label=f"{100 * v.level:g}% prediction interval")
     ax.plot(grid, law.loss(grid, law.flops.tokens(c, grid)), color="#3182bd", lw=1.6,
-            label=f"fitted law along C = {law.flops.measure} FLOPs")
+            label=f"fitted law along C = {law.flops.name}")
     ax.axvline(v.n_opt, color="#3182bd", ls=":", lw=1.0, label=f"law's N_opt = {human(v.n_opt)}")
     for run in v.runs:
         if run.interval is not None:

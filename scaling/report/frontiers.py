@@ -13,14 +13,23 @@ from matplotlib.figure import Figure
 
 from scaling.formats import sci
 from scaling.laws.forms.law import Law
-from scaling.report.style import REFERENCE_LABEL, REFERENCE_STYLE, SizeColours, log_axis, new_figure, with_rc
+from scaling.report.style import (
+    REFERENCE_LABEL,
+    REFERENCE_STYLE,
+    SizeColours,
+    compute_axis,
+    log_axis,
+    new_figure,
+    with_rc,
+)
 
 # ----------------------------------------------------------------------------- 4. frontiers
 
 @with_rc
 def frontiers(law: Law, n, c, colours: SizeColours, *, references: dict, c_range=None, c_max: float = 1e24,
               budgets=(), n_label: str = "parameters") -> Figure:
-    """Iso-loss contours of the fitted L(N, D = C/6N) over the (C, N) plane, the runs as points,
+    """Iso-loss contours of the fitted L(N, D = C / c(N)) over the (C, N) plane (C in the fit's
+    measure, `law.flops`), the runs as points,
     the fitted compute-optimal frontier N_opt(C) (solid where measured, dashed beyond), and the
     published frontiers (`references`: name -> callable C -> N_opt) up to `c_max` FLOPs.
 
@@ -50,7 +59,7 @@ def frontiers(law: Law, n, c, colours: SizeColours, *, references: dict, c_range
     xs = np.geomspace(c_lo, c_max, 300)
     ys = np.geomspace(n_lo, n_hi, 300)
     X, Y = np.meshgrid(xs, ys)
-    D = X / (6 * Y)
+    D = law.flops.tokens(X, Y)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         Z = np.where(D >= 1, law.loss(Y, D), np.nan)
     # One contour per decade of C: the loss the law reaches there with the best split, so each
@@ -58,7 +67,15 @@ def frontiers(law: Law, n, c, colours: SizeColours, *, references: dict, c_range
     decades = 10.0 ** np.arange(math.ceil(math.log10(c_lo)), math.floor(math.log10(c_max)) + 1, 1)
     if len(decades) > 9:
         decades = decades[:: math.ceil(len(decades) / 9)]
-    touch = {float(np.round(law.optimal_loss(c), 6)): float(c) for c in decades}   # level -> its C
+    # Near E the levels of successive decades differ in a digit the labels do not show: one
+    # contour per label, the lowest C's, so no label repeats.
+    touch: dict[float, float] = {}                   # level -> its C
+    shown: set[str] = set()
+    for decade in decades:
+        level = float(np.round(law.optimal_loss(decade), 6))
+        if f"{level:.3g}" not in shown:
+            shown.add(f"{level:.3g}")
+            touch[level] = float(decade)
     levels = np.array(sorted(touch))
     cs = ax.contour(X, Y, Z, levels=levels, colors="#555555", linewidths=0.7, alpha=0.75)
     spots = _contour_label_spots(law, touch, c_max, n_lo, n_hi)
@@ -90,7 +107,7 @@ def frontiers(law: Law, n, c, colours: SizeColours, *, references: dict, c_range
     ax.set_ylim(n_lo, n_hi)
     log_axis(ax, "x", counts=False)
     log_axis(ax, "y")
-    ax.set_xlabel("training compute C = 6ND (FLOPs, log scale)")
+    ax.set_xlabel("training " + compute_axis(law.flops.name))
     ax.set_ylabel(f"parameters N ({n_label}, log scale)")
     ax.set_title("Iso-loss contours of the fitted L(N, D) and compute-optimal frontiers")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False,
@@ -108,7 +125,7 @@ def _contour_label_spots(law: Law, touch: dict, c_max, n_lo, n_hi) -> list[tuple
     n_star = float(law.n_opt(x))
     col = np.geomspace(n_lo, min(n_star, n_hi), 400)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        z = law.loss(col, x / (6 * col))          # falls as N grows towards the optimum
+        z = law.loss(col, law.flops.tokens(x, col))   # falls as N grows towards the optimum
     for level, c in sorted(touch.items()):
         ok = np.isfinite(z)
         if ok.sum() > 1 and z[ok].min() < level < z[ok].max():

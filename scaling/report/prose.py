@@ -104,9 +104,12 @@ def _cell(value, f: str) -> str:
     return format(value, f) if math.isfinite(value) else "-"
 
 
-def run_rows(runs: pd.DataFrame, fitted: set, held: set) -> list:
-    """One row per run of the store, by N, D and id; whether it is fitted, held out, or why not."""
+def run_rows(runs: pd.DataFrame, fitted: set, held: set, compute_column: str) -> list:
+    """One row per run of the store, by N, D and id; whether it is fitted, held out, or why not.
+    compute_column: the store's column of the compute the fit counted (flops_exact, ...)."""
     df = runs.copy()
+    if compute_column not in df:
+        df[compute_column] = float("nan")
     df["_n"] = pd.to_numeric(df.n_params_non_embedding, errors="coerce")
     df["_d"] = pd.to_numeric(df.tokens, errors="coerce")
     df = df.sort_values(["_n", "_d", "run_id"], na_position="last", kind="stable")
@@ -120,7 +123,7 @@ def run_rows(runs: pd.DataFrame, fitted: set, held: set) -> list:
         else:
             role = "no" + (f": {r.reason}" if isinstance(r.reason, str) and r.reason else "")
         rows.append((rid, r.status if isinstance(r.status, str) else "-", _cell(r.n_params_non_embedding, ".4g"),
-                     _cell(r.n_params_total, ".4g"), _cell(r.tokens, ".4g"), _cell(r.flops_6nd, ".3g"),
+                     _cell(r.n_params_total, ".4g"), _cell(r.tokens, ".4g"), _cell(r[compute_column], ".4g"),
                      _cell(r.lr, ".3g"), _cell(r.final_val_loss, ".4f"), _cell(r.final_val_bpb, ".4f"),
                      _cell(r.epochs, ".3g"), _cell(r.wall_s, ".1f"), role))
     return rows
@@ -130,8 +133,9 @@ def points_summary(data: fitdata.FitData, listed: bool) -> str:
     r = data.ranges()
     where = "listed below" if listed else "not listed here; see the source"
     return (f"{len(data)} points ({where}): {data.n_sizes} distinct N from {r['n_range'][0]:.3g} to "
-            f"{r['n_range'][1]:.3g}, D from {r['d_range'][0]:.3g} to {r['d_range'][1]:.3g} tokens, C = 6ND from "
-            f"{r['c_range'][0]:.3g} to {r['c_range'][1]:.3g} FLOPs, loss from {data.loss.min():.4g} to "
+            f"{r['n_range'][1]:.3g}, D from {r['d_range'][0]:.3g} to {r['d_range'][1]:.3g} tokens, "
+            f"compute from {r['c_range'][0]:.3g} to {r['c_range'][1]:.3g} FLOPs ({data.flops.name}), "
+            f"loss from {data.loss.min():.4g} to "
             f"{data.loss.max():.4g} nats/token.")
 
 

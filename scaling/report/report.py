@@ -25,11 +25,12 @@ from scaling.report.style import save
 from scaling.runs.store import write_atomic
 
 FORMATS = ("md", "html")
-# The report's sections in reading order: what was fitted and how far to trust it, then what to train.
-SECTIONS = (sections.summary, sections.left_out, sections.sweep, sections.fitted_law, sections.diagnostics,
-            sections.holdout_check, curves_section, tasks.task_metrics, sections.allocation_exponents,
-            sections.kaplan_laws, sections.published_laws, decisions.plan, decisions.repeated_data,
-            decisions.validation, sections.closing)
+# Decisions first (the verdict, what to train at a few budgets with intervals, whether the
+# recommendation held when trained), then the evidence behind them, then the detail.
+SECTIONS = (sections.summary, decisions.plan, decisions.validation, sections.left_out, sections.fitted_law,
+            sections.diagnostics, sections.holdout_check, decisions.repeated_data, sections.allocation_exponents,
+            sections.published_laws, sections.kaplan_laws, curves_section, tasks.task_metrics, sections.sweep,
+            sections.closing)
 
 
 def build_report(inputs: Inputs, *, holdout_fraction: float | None = None) -> Report:

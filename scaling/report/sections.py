@@ -13,6 +13,7 @@ provenance) are in `scaling.report.prose`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,7 @@ from scaling.formats import sci
 from scaling.laws import analysis
 from scaling.laws.checks.holdout import Holdout, holdout, pct
 from scaling.laws.fitting import fit as fitting
+from scaling.laws.fitting import readers
 from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.forms.law import PARAM_NAMES
 from scaling.laws.forms.references import BESIROGLU, CHINCHILLA, KAPLAN
@@ -176,19 +178,22 @@ def sweep(r: Report) -> None:
         r.doc.p(f"Points: {r.fit.data.source or data.source}.")
     if inputs.runs is not None:
         fitted = set(map(str, data.ids)) if data is not None else set()
+        flops = r.fit.law.flops
         r.doc.p(f"{len(inputs.runs)} runs in the store, {len(fitted)} fitted. "
-                "N_ne: non-embedding parameters; N: total; C = 6 N_ne D (the store's flops_6nd); "
+                f"N_ne: non-embedding parameters; N: total; C: the compute the fit counts, {flops.name} "
+                f"(the store's {readers.COMPUTE_COLUMNS.get(flops.measure, 'flops_6nd')}); "
                 "loss: final validation loss in nats/token; bpb: bits per byte.")
         held = {row.id for row in r.holdout.rows} if r.holdout is not None else set()
-        r.doc.table(["run", "status", "N_ne", "N", "D (tokens)", "C (FLOPs)", "lr", "loss", "bpb", "epochs",
-                     "wall (s)", "in the fit"], prose.run_rows(inputs.runs, fitted, held),
+        r.doc.table(["run", "status", "N_ne", "N", "D (tokens)", f"C ({flops.name})", "lr", "loss", "bpb",
+                     "epochs", "wall (s)", "in the fit"],
+                    prose.run_rows(inputs.runs, fitted, held, readers.COMPUTE_COLUMNS.get(flops.measure, "flops_6nd")),
                     align=["l", "l"] + ["r"] * 9 + ["l"])
     elif data is not None:
         r.doc.p(prose.points_summary(data, listed=len(data) <= MAX_POINTS_LISTED))
         if len(data) <= MAX_POINTS_LISTED:
-            r.doc.table(["point", "N", "D (tokens)", "C (FLOPs)", "loss"],
-                        [(str(i), f"{n:.4g}", f"{d:.4g}", f"{6 * n * d:.4g}", f"{loss:.4f}")
-                         for i, n, d, loss in zip(data.ids, data.n, data.d, data.loss)])
+            r.doc.table(["point", "N", "D (tokens)", f"C ({data.flops.name})", "loss"],
+                        [(str(i), f"{n:.4g}", f"{d:.4g}", f"{c:.4g}", f"{loss:.4f}")
+                         for i, n, d, c, loss in zip(data.ids, data.n, data.d, data.compute, data.loss)])
     if inputs.curves is not None and len(inputs.curves):
         r.figure("loss_curves", figs.loss_curves(inputs.curves, r.colours, n_label=r.n_label),
                  "Validation loss against tokens seen for every run (log tokens). One colour per model size, the "
@@ -224,14 +229,24 @@ def fitted_law(r: Report) -> None:
     r.doc.table(["constant", "value", f"{100 * level:g}% interval"], rows)
     if fit.residual_rms is not None:
         r.doc.p(f"Residual RMS {fit.residual_rms:.4g} in log loss; {fit.n_starts_at_optimum} of {options.n_starts} "
-                "starts ended at the optimum. a = beta/(alpha+beta) is the exponent of N_opt ~ C^a, "
-                "b = alpha/(alpha+beta) that of D_opt ~ C^b.")
+                f"starts ended at the optimum. {_allocation_formula(fit.law.flops)}")
     if fit.lack_of_fit is not None:
         r.doc.p(format_lack_of_fit(fit.lack_of_fit).capitalize() + " (scaling.laws.checks.lack_of_fit: a small p says "
                 "the residuals share errors by that grouping, which a bootstrap over points does not see; every "
                 "interval here is widened by the square root of the largest design effect the tests measure).")
     _points_figures(r)
     _bootstrap_figure(r)
+
+
+def _allocation_formula(flops) -> str:
+    """How a and b follow from alpha and beta under the fit's compute count (the table's a, b)."""
+    if flops.is_six_n:
+        return ("a = beta/(alpha+beta) is the exponent of N_opt ~ C^a, b = alpha/(alpha+beta) that of "
+                f"D_opt ~ C^b (C = {flops.name}).")
+    return (f"a = beta/(alpha + gamma beta) is the exponent of N_opt ~ C^a, b = alpha/(alpha + gamma beta) that of "
+            f"D_opt ~ C^b, with C in {flops.name}: a token costs c(N) = 6 kappa N^gamma of them, kappa = "
+            f"{flops.kappa:.4g} and gamma = {flops.gamma:.4g} fitted across the runs' shapes (within "
+            f"{100 * flops.max_error:.1f}%), so C = c(N) D.")
 
 
 def _points_figures(r: Report) -> None:
@@ -248,7 +263,8 @@ def _points_figures(r: Report) -> None:
                 "values of N and D; the colour bars match points to curves)."))
     resid = np.log(data.loss) - np.log(law.loss(data.n, data.d))
     worst = int(np.argmax(np.abs(resid)))
-    r.figure("residuals", figs.residuals(data.n, data.compute, resid, r.colours, n_label=r.n_label),
+    r.figure("residuals", figs.residuals(data.n, data.compute, resid, r.colours, n_label=r.n_label,
+                                         compute_label=law.flops.name),
              f"Residuals ln L_observed - ln L_fitted against compute and model size (RMS "
              f"{np.sqrt(np.mean(resid ** 2)):.3g}; largest {resid[worst]:+.3g} at {data.ids[worst]}). A trend with "
              "compute or size means the law's form misses something there; scatter without trend is noise.")
@@ -289,8 +305,8 @@ def holdout_check(r: Report) -> None:
         return
     refit = check.law
     assert refit is not None, "a Holdout has either a refit or the reason it has none"
-    r.doc.table(["held-out run", "N", "D (tokens)", "C (FLOPs)", "observed loss", "predicted", "abs rel error",
-                 "full fit's error"],
+    r.doc.table(["held-out run", "N", "D (tokens)", f"C ({r.fit.law.flops.name})", "observed loss", "predicted",
+                 "abs rel error", "full fit's error"],
                 [(row.id, f"{row.n:.4g}", f"{row.d:.4g}", f"{row.compute:.4g}", f"{row.loss:.4f}",
                   f"{row.predicted:.4f}", pct(row.abs_rel_error), pct(abs(row.full_predicted - row.loss) / row.loss))
                  for row in check.rows])
@@ -355,7 +371,7 @@ def kaplan_laws(r: Report) -> None:
     r.doc.p(f"L(X) = (X_c / X)^alpha_X without an irreducible term (Kaplan et al. 2020), fitted on the runs "
             f"closest to each law's condition; N counted as {kap.get('param_convention')}. Kaplan's own "
             "exponents are for non-embedding parameters on WebText2.")
-    rows = []
+    rows, degenerate = [], []
     for key, label in (("L_N", "L(N)"), ("L_D", "L(D)"), ("L_C", "L(C)")):
         theirs = f"{KAPLAN.extra['alpha_' + key[-1]]:.3f}"
         e = kap.get(key)
@@ -363,10 +379,31 @@ def kaplan_laws(r: Report) -> None:
             rows.append((label, "-", "-", "-", "-", theirs))
             continue
         iv = e.get("alpha_ci")
+        why = _kaplan_degenerate(e)
+        if why:
+            degenerate.append(f"{label} is not determined: {why}; its row is no finding")
+            rows.append((label, "not determined", "-", "-", e.get("n_points"), theirs))
+            continue
         rows.append((label, number(e.get("alpha"), ".4f"), "-" if not iv or None in iv else bounds(iv, ".4f"),
                      number(e.get("x_c"), ".3g"), e.get("n_points"), theirs))
     r.doc.table(["law", "alpha_X", "interval", "X_c", "points", "Kaplan et al."], rows)
-    r.doc.ul(kap.get("reasons") or [])
+    r.doc.ul(degenerate + list(kap.get("reasons") or []))
+
+
+# An X_c beyond any compute, parameter or token count a law could describe: alpha_X near 0 with
+# X_c running off to keep the loss, i.e. no power law in X measured.
+KAPLAN_X_C_MAX = 1e40
+
+
+def _kaplan_degenerate(e: dict) -> str | None:
+    """Why a Kaplan-style fit L(X) = (X_c / X)^alpha_X determines nothing, or None when it does."""
+    alpha, x_c, iv = e.get("alpha"), e.get("x_c"), e.get("alpha_ci")
+    if iv and None not in iv and iv[0] <= 0 <= iv[1]:
+        return (f"alpha_X's interval [{iv[0]:.3g}, {iv[1]:.3g}] reaches 0 (X_c = {number(x_c, '.3g')} grows to "
+                "make up for it)")
+    if x_c is None or not math.isfinite(x_c) or x_c > KAPLAN_X_C_MAX or alpha is None or alpha <= 0:
+        return f"alpha_X = {number(alpha, '.3g')} with X_c = {number(x_c, '.3g')}: the loss barely moves with X here"
+    return None
 
 
 def published_laws(r: Report) -> None:
@@ -382,7 +419,8 @@ def published_laws(r: Report) -> None:
         references={"chinchilla": CHINCHILLA.parametric_law.n_opt, "besiroglu": BESIROGLU.parametric_law.n_opt,
                     "kaplan": lambda c: allocation.KAPLAN_N_COEFF * (np.asarray(c) / allocation.PF_DAY_FLOP)
                     ** allocation.KAPLAN_N_EXPONENT}),
-        "Iso-loss contours of the fitted L(N, D = C/6N) over compute and model size (each contour is the loss the "
+        f"Iso-loss contours of the fitted L(N, D) along C = {fit.law.flops.name} over compute and model size "
+        "(each contour is the loss the "
         "fit reaches at a power of ten of C with the best split, and touches the fitted frontier there); your "
         "runs as points; your compute-optimal N_opt(C), solid over your runs' compute and dashed beyond; "
         "Chinchilla's, Besiroglu et al.'s and Kaplan's frontiers, to "

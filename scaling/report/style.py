@@ -193,3 +193,10 @@ def svg_bytes(fig: Figure) -> bytes:
     with rc_context(RC):  # type: ignore[arg-type]  # matplotlib's stubs want each key as a Literal
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     return buf.getvalue()
+
+
+def compute_axis(measure_name: str) -> str:
+    """An axis of compute in the fit's measure (`FlopsPerToken.name`): exact FLOPs or 6ND."""
+    if "FLOPs" in measure_name:
+        return f"compute C ({measure_name}, log scale)"
+    return f"compute C = {measure_name} (FLOPs, log scale)"

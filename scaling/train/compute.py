@@ -30,6 +30,10 @@ import numpy as np
 from scaling.errors import UsageError
 
 SIX_N = "6N"   # the measure of a table that gives C = 6 N D (or N and D alone)
+# Each measure's one name in text, axes and columns: a table's count in its own N, a run store's in
+# the N it names (a run store fitted with total N and measure 6n_total counts 6 N D as a table does).
+MEASURE_NAMES = {SIX_N: "6ND", "6n_total": "6 N_total D", "6n_non_embedding": "6 N_non-embedding D",
+                 "exact": "exact FLOPs"}
 
 
 @dataclass(frozen=True)
@@ -58,10 +62,20 @@ class FlopsPerToken:
         """D = C / c(N): the tokens N parameters train on with C FLOPs."""
         return np.asarray(compute, dtype=float) / self.per_token(n)
 
+    @property
+    def name(self) -> str:
+        """What C counts, in the words every output uses: 'exact FLOPs', '6ND', ..."""
+        return MEASURE_NAMES.get(self.measure, self.measure)
+
+    @property
+    def quantity(self) -> str:
+        """C named with its measure, for a range in words: 'C = 6ND' or 'C (exact FLOPs)'."""
+        return f"C ({self.name})" if "FLOPs" in self.name else f"C = {self.name}"
+
     def describe(self) -> str:
         if self.is_six_n:
-            return f"C = 6 N D ({self.measure})"
-        return (f"C = {self.measure} FLOPs = 6 x {self.kappa:.4g} N^{self.gamma:.4g} D "
+            return f"C = {self.name}"
+        return (f"C = {self.name} = 6 x {self.kappa:.4g} N^{self.gamma:.4g} D "
                 f"(fitted to the family, within {100 * self.max_error:.1f}%)")
 
     def to_dict(self) -> dict:

@@ -17,7 +17,7 @@ def evidence(data: FitData, result: fitting.FitResult, boot) -> list[str]:
         f"{len(data)} points fitted from {data.source}; {len(data.dropped)} left out (listed in data.dropped)",
         f"{data.n_sizes} distinct model sizes, N from {r['n_range'][0]:.4g} to {r['n_range'][1]:.4g}{conv}",
         f"D from {r['d_range'][0]:.4g} to {r['d_range'][1]:.4g} tokens; D/N from {tpp[0]:.3g} to {tpp[1]:.3g}",
-        f"C = 6ND from {r['c_range'][0]:.4g} to {r['c_range'][1]:.4g} FLOPs",
+        f"{data.flops.quantity} from {r['c_range'][0]:.4g} to {r['c_range'][1]:.4g} FLOPs",
         f"residual RMS {result.residual_rms:.4g} in log loss (about {100 * result.residual_rms:.2g}% of the loss)",
         f"{result.n_starts_at_optimum} of {result.n_starts} starts ended at the optimum (objective within "
         f"{fitting.OPTIMUM_FUN_RTOL:g} relative or {fitting.SCIPY_FTOL:.2g} absolute, all constants within "
@@ -42,7 +42,7 @@ def evidence(data: FitData, result: fitting.FitResult, boot) -> list[str]:
 def limitations(data: FitData, result: fitting.FitResult, boot, reference_compute: float) -> list[str]:
     r = data.ranges()
     out = [
-        f"the law describes C = 6ND from {r['c_range'][0]:.3g} to {r['c_range'][1]:.3g} FLOPs and N from "
+        f"the law describes {data.flops.quantity} from {r['c_range'][0]:.3g} to {r['c_range'][1]:.3g} FLOPs and N from "
         f"{r['n_range'][0]:.3g} to {r['n_range'][1]:.3g}; anything beyond (including compute-optimal "
         "allocations at larger budgets) is an extrapolation of the fitted form, not a measurement",
         "E, A and B depend on the tokenizer, data and loss definition: compare only alpha, beta, a, b "
