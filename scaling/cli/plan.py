@@ -83,7 +83,7 @@ def cmd_compare(args) -> int:
                                     "warnings": warnings}), indent=2))
         return 0
     print(f"fit: {args.fit}  ({_data_line(fit)})")
-    print("\n".join(summary.format_verdict(fit)))
+    print("\n".join(summary.verdict_preamble(fit)))
     print(compare.format_table(rows, c))
     print("in / OUT: the published value lies inside / outside your 95% interval")
     if approach_rows:

@@ -37,6 +37,7 @@ from scaling.laws.checks.verdict import (
     Check,
     Diagnostics,
     graded,
+    interval_text,
     relative_margin,
     verdict,
 )
@@ -182,13 +183,13 @@ def interval_checks(boot: resampling.BootstrapResult | None, min_loss: float) ->
         mid = float(np.median(boot.samples[name]))
         checks.append(graded(f"{name}_rel_width", (hi - lo) / abs(mid) if mid else math.inf,
                              higher_is_better=False, fmt=".2f", key="exponent_rel_width",
-                             what=f"{name}'s 95% interval [{lo:.3g}, {hi:.3g}] relative to its median"))
+                             what=f"{name}'s 95% interval {interval_text(lo, hi)} relative to its median"))
     lo, hi = iv["a"]
     checks.append(graded("a_width", hi - lo, higher_is_better=False, fmt=".3f",
-                         what=f"width of a's 95% interval [{lo:.3f}, {hi:.3f}]"))
+                         what=f"width of a's 95% interval {interval_text(lo, hi, '.3f')}"))
     lo, hi = iv["tokens_per_param"]
     checks.append(graded("tpp_ratio", hi / lo if lo > 0 else math.inf, higher_is_better=False, fmt=".3g",
-                         what=f"tokens per parameter's 95% interval [{lo:.3g}, {hi:.3g}], hi / lo"))
+                         what=f"tokens per parameter's 95% interval {interval_text(lo, hi)}, hi / lo"))
     return checks
 
 
@@ -269,7 +270,7 @@ def approaches_check(approaches: dict | None, law: Law, ci) -> Check:
                                "parabola; give each run's planned budget (a budget column) if the sweep had them"]
     unsupported = [f"{compare.APPROACH_NAMES.get(k, k)}: {e.get('reason')}" for k, e in sorted(approaches.items())
                    if isinstance(e, dict) and e.get("a") is None and e.get("reason")]
-    reason = "; ".join(warnings + unsupported) if warnings or unsupported else \
+    reason = "; ".join(w.rstrip(".") for w in warnings + unsupported) if warnings or unsupported else \
         "a = " + ", ".join(f"{r['a']:.3f} ({r['name']})" for r in rows)
     return Check("approaches_agree", float(len(warnings)), threshold, CAUTION if warnings else PASS, reason)
 

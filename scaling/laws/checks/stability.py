@@ -17,7 +17,7 @@ import numpy as np
 
 from scaling.errors import UsageError
 from scaling.laws.checks.holdout import Holdout
-from scaling.laws.checks.verdict import CAUTION, PASS, THRESHOLDS, Check, graded
+from scaling.laws.checks.verdict import CAUTION, PASS, THRESHOLDS, Check, graded, interval_text
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.fitdata import FitData
 
@@ -51,12 +51,12 @@ def holdout_check(check: Holdout, boot, reference_compute: float) -> Check:
                      f"without the top 20% by compute the refit has alpha = {law.alpha:.3g}, beta = {law.beta:.3g}: "
                      "no compute-optimal allocation at all")
     moved, margins = [], []
-    for name, value in (("alpha", law.alpha), ("a", law.a),
-                        ("tokens_per_param", law.tokens_per_param(reference_compute))):
+    for name, words, value in (("alpha", "alpha", law.alpha), ("a", "a", law.a),
+                               ("tokens_per_param", "tokens per parameter", law.tokens_per_param(reference_compute))):
         lo, hi = boot.intervals[name]
         margins.append(min(value - lo, hi - value) / (hi - lo) if hi > lo else -math.inf)
         if not (lo <= value <= hi):
-            moved.append(f"{name} {value:.3g} outside [{lo:.3g}, {hi:.3g}]")
+            moved.append(f"{words} {value:.3g} outside {interval_text(lo, hi)}")
     # margin: the nearest approach to an interval's edge, as a fraction of that interval's width
     return Check("holdout_stability", float(len(moved)), threshold, CAUTION if moved else PASS,
                  (f"without the top {int(round(100 * THRESHOLDS['holdout_fraction']))}% by compute: "

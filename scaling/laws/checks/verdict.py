@@ -92,6 +92,14 @@ class Diagnostics:
         return cls(checks, obj["verdict"].get("verdict"), tuple(obj["verdict"].get("reasons") or ()))
 
 
+def interval_text(lo, hi, fmt: str = ".3g") -> str:
+    """An interval for a reason in words: "[lo, hi]", or where the bootstrap gave none (too few of
+    its resamples have a compute-optimal allocation), that it has none."""
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return "(none: too few resamples have a compute-optimal allocation)"
+    return f"[{lo:{fmt}}, {hi:{fmt}}]"
+
+
 def graded(name: str, value, *, higher_is_better: bool, unit: str = "", fmt: str = ".3g",
            what: str, key: str | None = None) -> Check:
     """A check against THRESHOLDS[key or name] = (caution, not identified), None for no bound."""
@@ -102,7 +110,7 @@ def graded(name: str, value, *, higher_is_better: bool, unit: str = "", fmt: str
                                                     if fail is not None else "")
     if value is None or not math.isfinite(value):
         return Check(name, value, threshold, NOT_IDENTIFIED if fail is not None else CAUTION,
-                     f"{what}: undefined")
+                     f"{what}: not measurable")
     status = NOT_IDENTIFIED if fail is not None and bad(value, fail) else CAUTION if bad(value, caution) else PASS
     return Check(name, value, threshold, status, f"{what}: {value:{fmt}}{unit}",
                  margin=relative_margin(value, caution, higher_is_better))

@@ -178,15 +178,28 @@ def format_verdict(fit: LawFit) -> list[str]:
     close = [c for c in d.checks if c.status == PASS and c.margin is not None and c.margin < CLOSE_MARGIN]
     if close:
         out.append("  close to a threshold (another seed or a few more runs could move the verdict): "
-                   + "; ".join(f"{c.name} {c.value:.3g} ({c.threshold.split(' (')[0]}, margin {c.margin:.0%})"
+                   + "; ".join(f"{c.reason} ({c.threshold.split(' (')[0]}, margin {c.margin:.0%})"
                                for c in sorted(close, key=lambda c: c.margin)))
     return out
 
 
+def verdict_line(fit: LawFit) -> str:
+    """The verdict in one line, for a command that prints numbers drawn from a fit (`format_verdict`
+    and `scaling fit`'s summary give the reasons)."""
+    if fit.diagnostics is None:
+        return "verdict: none recorded (this fit.json predates the diagnostics; refit it for one)"
+    d = fit.diagnostics
+    n_fail = len(d.failing())
+    return (f"verdict: {d.verdict.upper()}"
+            + (f" ({n_fail} of {len(d.checks)} checks did not pass; the fit's summary gives the reasons)"
+               if n_fail else ""))
+
+
 def verdict_preamble(fit: LawFit) -> list[str]:
-    """What a command prints before any number drawn from a fit: its verdict, and for a law the
-    data do not determine, that the numbers are not a recommendation."""
-    out = format_verdict(fit)
+    """What a command prints before any number drawn from a fit: its verdict in one line (the
+    reasons are the fit's summary's, not repeated atop every command), and for a law the data do
+    not determine, that the numbers are not a recommendation."""
+    out = [verdict_line(fit)]
     if fit.diagnostics is not None and fit.diagnostics.verdict == "not identified":
         out.append("The data do not determine this law: the numbers below are what it says, not a recommendation.")
     return out
