@@ -10,13 +10,22 @@ import pytest
 import yaml
 
 from scaling.cli import main
-from scaling.config import load_config
+from scaling.config import load_config, parse_config
 from scaling.errors import UsageError
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep
 from scaling.sweep.plan import plan
 from scaling.sweep.tune import choose
-from scaling.sweep.tune_budgets import LADDER, START, extend, select_cells, sweep_cells
+from scaling.sweep.tune_budgets import (
+    LADDER,
+    START,
+    CellTuning,
+    budget_tuned_config,
+    extend,
+    fit_lr_law,
+    select_cells,
+    sweep_cells,
+)
 from tests.conftest import MICRO, micro_config
 
 MEASURED = Path(__file__).with_name("demo_lr_grid.csv")
@@ -99,31 +108,50 @@ def test_the_beta2_of_lowest_mean_loss_is_chosen(budget_tuned):
     _, _, out, _, _ = budget_tuned
     record = json.loads((out / "tune.json").read_text())
     means = {t["beta2"]: np.mean([c["loss_opt"] for c in t["cells"]]) for t in record["beta2_tried"]}
+    assert len(means) == 2 and means[0.95] != means[0.99]
     assert record["beta2"] == min(means, key=means.get)
-    if (out / "micro-tuned.yaml").exists():
-        assert load_config(out / "micro-tuned.yaml").train.beta2 == record["beta2"]
+    # The record's chosen cells are the chosen beta2's (what a tuned config would carry).
+    chosen = next(t for t in record["beta2_tried"] if t["beta2"] == record["beta2"])
+    assert [c["loss_opt"] for c in record["cells"]] == [c["loss_opt"] for c in chosen["cells"]]
 
 
-def test_the_law_and_the_tuned_config(budget_tuned):
-    config, _, out, _, code = budget_tuned
+def test_too_few_inside_optima_give_no_law_and_no_tuned_config(budget_tuned):
+    """The micro sweep's corners: fewer than 3 cells have their optimum inside the grid, so no law
+    in N and D, said with the count, exit code 1 and no tuned config (the law itself is tested on
+    the demo's measured grid below)."""
+    _, _, out, _, code = budget_tuned
     record = json.loads((out / "tune.json").read_text())
-    law = record["lr_law"]
-    if law is None:   # fewer than 3 inside optima on this micro corpus: said, and no tuned config
-        assert code == 1 and "needs 3" in record["lr_law_note"] and not (out / "micro-tuned.yaml").exists()
-        return
-    assert code == 0
-    inside = [c for c in record["cells"] if c["method"] in ("parabola", "grid point")]
-    x = np.column_stack([np.ones(len(inside)), np.log([c["n_params_non_embedding"] for c in inside]),
-                         np.log([c["tokens"] for c in inside])])
-    coef, *_ = np.linalg.lstsq(x, np.log([c["lr_opt"] for c in inside]), rcond=None)
-    assert (np.log(law["coefficient"]), law["n_exponent"], law["d_exponent"]) == pytest.approx(tuple(coef))
-    tuned = load_config(out / "micro-tuned.yaml")
-    assert tuned.name == "micro-tuned" and all(m.lr is None for m in tuned.grid.models)
-    fitted = tuned.train.lr_law
+    inside = sum(c["method"] in ("parabola", "grid point") for c in record["cells"])
+    assert inside < 3 and record["lr_law"] is None
+    assert code == 1 and f"{inside} cell(s) with an optimum inside their grid" in record["lr_law_note"]
+    assert not (out / "micro-tuned.yaml").exists()
+
+
+def test_the_law_and_the_tuned_config_on_the_demos_measured_grid():
+    """The demo's cells at their measured losses (12 of configs/tiny.yaml's cells): each cell's
+    choice, the law over the cells with an inside optimum against the normal equations solved
+    apart, and the tuned config whose every run takes the law's rate at its N and D."""
+    path = Path(__file__).parents[2] / "configs" / "tiny.yaml"
+    runs = {f"{r.shape.d_model}/{r.shape.n_layers}@{r.spec.budget:.0e}": r for r in sweep_cells(load_config(path))}
+    grid = pd.read_csv(MEASURED, comment="#")
+    cells = []
+    for name, rows in grid[grid.cell.isin(list(runs))].groupby("cell"):
+        lrs, losses = rows.lr.tolist(), rows.final_val_loss.tolist()
+        cells.append(CellTuning(runs[name], tuple(lrs), tuple(losses), choose(lrs, losses)))
+    assert len(cells) == 12
+    law, why = fit_lr_law(cells)
+    inside = [c for c in cells if c.choice.method in ("parabola", "grid point")]
+    assert why is None and law is not None and law.n_cells == len(inside) >= 3
+    x = np.column_stack([np.ones(len(inside)), np.log([c.run.n_params_non_embedding for c in inside]),
+                         np.log([c.run.spec.tokens for c in inside])])
+    y = np.log([c.choice.lr for c in inside])
+    coef = np.linalg.solve(x.T @ x, x.T @ y)            # the normal equations, not lstsq's SVD
+    assert (np.log(law.coefficient), law.n_exponent, law.d_exponent) == pytest.approx(tuple(coef), rel=1e-9)
+    tuned = parse_config(budget_tuned_config(yaml.safe_load(path.read_text()), law, 0.99), "tuned")
+    assert tuned.name == "tiny-tuned" and tuned.train.beta2 == 0.99 and all(m.lr is None for m in tuned.grid.models)
     for run in plan(tuned):
         n, d = run.n_params_non_embedding, run.spec.tokens
-        expect = fitted.coefficient * n ** fitted.n_exponent * d ** fitted.d_exponent
-        assert run.spec.lr == pytest.approx(expect, rel=5e-3)
+        assert run.spec.lr == pytest.approx(law.coefficient * n ** law.n_exponent * d ** law.d_exponent, rel=5e-3)
 
 
 def test_an_lr_law_sets_each_runs_rate_and_leaves_runs_without_it_alone():

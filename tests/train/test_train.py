@@ -88,11 +88,28 @@ def test_metrics_are_complete_and_summary_fills_the_table(reference):
     assert summary["epochs"] == 200 * 512 / 300_000
 
 
-def test_context_use_is_logged_with_every_evaluation(reference):
-    summary, records, _ = reference
-    evaluated = [r for r in records if "val_loss" in r]
-    assert all(isinstance(r["val_context_use"], float) for r in evaluated)
-    assert summary["final_context_use"] == evaluated[-1]["val_context_use"]
+def test_context_use_is_logged_with_every_evaluation(data, tmp_path, monkeypatch):
+    """Each evaluation's record holds that evaluation's own loss and context use, in order (the
+    loop's calls to `evaluate` watched as they return; not one number copied to every record),
+    and the summary's is the last."""
+    import scaling.train.loop as loop
+
+    returned = []
+
+    def watched(*args, **kwargs):
+        result = evaluate(*args, **kwargs)
+        returned.append(result)
+        return result
+
+    monkeypatch.setattr(loop, "evaluate", watched)
+    summary = train_run(make_spec(), data, tmp_path)
+    evaluated = [r for r in read_jsonl(tmp_path / METRICS) if "val_loss" in r]
+    assert [r["step"] for r in evaluated] == [50, 100, 150, 200] and len(returned) == 4
+    assert [(r["val_loss"], r["val_context_use"]) for r in evaluated] == \
+        [(e.loss, e.context_use) for e in returned]
+    assert summary["final_context_use"] == returned[-1].context_use
+    uses = [e.context_use for e in returned]
+    assert len(set(uses)) == len(uses) and all(math.isfinite(u) for u in uses)
 
 
 def test_evaluation_matches_a_loss_computed_token_by_token(data):
