@@ -132,6 +132,24 @@ def test_fit_curves_of_a_real_micro_sweep(micro_sweep, tmp_path, capsys):
     assert f"warning: {sizes} of {sizes} sizes' runs warm up over different numbers of steps" in printed
     assert section["final_loss_fit"]["a_ci"] == fit["ci"]["a"]
     assert results.load_fit(out / "fit.json").curves == section
+    # The numbers, not only the keys. Each size's curve law, at its own runs' budgets, lands on their
+    # final losses (runs.csv, a second source) within a few times its residual.
+    final = store.read_runs(sweep.sweep_dir).set_index("run_id")
+    for size in section["sizes"]:
+        at = dict((d, loss) for d, loss in size["points"])
+        for run_id in size["runs"]:
+            observed = final.loc[run_id]
+            assert at[observed.tokens] == pytest.approx(observed.final_val_loss, rel=5 * size["law"]["rms"] + 0.01)
+    # Leave one run out: the observed loss is the store's, the error is predicted/observed - 1, the mean
+    # is theirs, and each prediction comes from the size's other runs only: it is not the size's own
+    # law (fitted with the run) at the run's budget.
+    loo = section["leave_one_run_out"]
+    for row in loo["runs"]:
+        assert row["loss"] == final.loc[row["run_id"]].final_val_loss
+        assert row["error"] == pytest.approx(row["predicted"] / row["loss"] - 1, rel=1e-12)
+        own = next(s for s in section["sizes"] if row["run_id"] in s["runs"])
+        assert abs(row["predicted"] / dict((d, v) for d, v in own["points"])[row["d"]] - 1) > 1e-6
+    assert loo["mean_abs_error"] == pytest.approx(np.mean([abs(r["error"]) for r in loo["runs"]]), rel=1e-12)
     # Without --curves there is no such section: tests/cli/test_cli_fit.py holds fit.json to its schema.
     assert "curves" not in results.LawFit.from_json({k: v for k, v in fit.items() if k != "curves"}).to_json()
 
