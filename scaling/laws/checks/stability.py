@@ -54,9 +54,14 @@ def holdout_check(check: Holdout, boot, reference_compute: float) -> Check:
     for name, words, value in (("alpha", "alpha", law.alpha), ("a", "a", law.a),
                                ("tokens_per_param", "tokens per parameter", law.tokens_per_param(reference_compute))):
         lo, hi = boot.intervals[name]
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            continue                                    # no interval to leave: the interval checks say so
         margins.append(min(value - lo, hi - value) / (hi - lo) if hi > lo else -math.inf)
         if not (lo <= value <= hi):
             moved.append(f"{words} {value:.3g} outside {interval_text(lo, hi)}")
+    if not margins:
+        return Check("holdout_stability", None, threshold, CAUTION, "cannot be judged: the bootstrap gave no "
+                     "interval of alpha, a or tokens per parameter to stay inside")
     # margin: the nearest approach to an interval's edge, as a fraction of that interval's width
     return Check("holdout_stability", float(len(moved)), threshold, CAUTION if moved else PASS,
                  (f"without the top {int(round(100 * THRESHOLDS['holdout_fraction']))}% by compute: "
