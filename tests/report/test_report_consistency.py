@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from scaling.cli import main
-from scaling.laws.law import Law
+from scaling.laws.forms.law import Law
 from scaling.report import frontiers, sections
 from scaling.report.inputs import load_inputs
 from scaling.report.report import build_report
@@ -134,7 +134,7 @@ def test_verdict_text_is_in_words_and_each_caution_once(tmp_path):
 
 
 def test_undefined_intervals_are_said_in_words():
-    from scaling.laws.checks import graded, interval_text
+    from scaling.laws.checks.verdict import graded, interval_text
 
     what = f"width of a's 95% interval {interval_text(float('nan'), float('nan'))}"
     check = graded("a_width", float("nan"), higher_is_better=False, what=what)
