@@ -95,6 +95,7 @@ from scaling.laws.results.fit_file import (
     repeated_of,
     samples_path,
 )
+from scaling.laws.results.summary import format_summary
 from scaling.reading import parse_json, read_bounded
 from scaling.runs.store import write_atomic
 
@@ -310,7 +311,6 @@ class LawFit:
 
     def summary(self) -> str:
         """What `scaling fit` prints: the constants with intervals, the allocation, the verdict."""
-        from scaling.laws.results.summary import format_summary  # summary formats a LawFit: imported late
         return format_summary(self)
 
     def __repr__(self) -> str:

@@ -1,28 +1,93 @@
 """What `scaling fit`, `plan`, `compare` and the report print of a LawFit: the constants with their
 intervals, the plan's rows with theirs, and the verdict with its reasons.
+
+The functions take a `Summarised`: what they read of a fit, as a protocol. A `LawFit` is one, and
+`LawFit.summary()` is `format_summary`, so `results.lawfit` imports this module and this module
+does not import it back.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from scaling.formats import plain_table, sci
-from scaling.laws.checks.verdict import PASS
+from scaling.laws.checks.verdict import PASS, Diagnostics
 from scaling.laws.curves.law import DECAY
-from scaling.laws.forms.law import PARAM_NAMES
+from scaling.laws.forms.law import PARAM_NAMES, Law
 from scaling.laws.optimal.allocation import Allocation, OptimumIntervals
-from scaling.laws.repeated import RepeatedPlan
-
-if TYPE_CHECKING:   # for annotations only: LawFit.summary() calls format_summary, so no import at run time
-    from scaling.laws.results.lawfit import LawFit
+from scaling.laws.repeated import Repeated, RepeatedPlan
 
 FORMATS = {"E": ".4f", "A": ".4g", "B": ".4g", "alpha": ".4f", "beta": ".4f", "a": ".4f", "b": ".4f",
            "G": ".4g", "tokens_per_param": ".4g"}
 SHOWN_DROPPED = 10  # left-out points listed by the summary; fit.json lists them all
 
 
-def format_summary(fit: LawFit) -> str:
+class _Points(Protocol):
+    """Which points were fitted (`LawFit.data`, a `DataSummary`)."""
+
+    @property
+    def source(self) -> str | None: ...
+    @property
+    def n_points(self) -> int | None: ...
+    @property
+    def param_convention(self) -> str | None: ...
+    @property
+    def dropped(self) -> tuple: ...
+
+
+class _Intervals(Protocol):
+    """How the intervals were drawn (`LawFit.ci`, an `Intervals`)."""
+
+    @property
+    def level(self) -> float: ...
+    @property
+    def n_resamples(self) -> int | None: ...
+    @property
+    def widened_by(self) -> float: ...
+
+
+class _Options(Protocol):
+    @property
+    def n_starts(self) -> int | None: ...
+
+
+class Summarised(Protocol):
+    """What the summary reads of a fit: the fields of a `LawFit` (scaling.laws.results.lawfit)."""
+
+    @property
+    def law(self) -> Law: ...
+    @property
+    def data(self) -> _Points: ...
+    @property
+    def options(self) -> _Options: ...
+    @property
+    def ci(self) -> _Intervals | None: ...
+    @property
+    def a(self) -> float | None: ...
+    @property
+    def reference_compute(self) -> float | None: ...
+    @property
+    def tokens_per_param(self) -> float | None: ...
+    @property
+    def n_starts_at_optimum(self) -> int | None: ...
+    @property
+    def residual_rms(self) -> float | None: ...
+    @property
+    def lack_of_fit(self) -> dict | None: ...
+    @property
+    def param_conventions(self) -> dict | None: ...
+    @property
+    def repeated(self) -> Repeated | None: ...
+    @property
+    def curves(self) -> dict | None: ...
+    @property
+    def diagnostics(self) -> Diagnostics | None: ...
+
+    def interval(self, name: str) -> tuple[float, float] | None: ...
+
+
+def format_summary(fit: Summarised) -> str:
     """A few lines: the constants with intervals, a, b, tokens/param, starts at the optimum."""
     def line(name, value):
         f = FORMATS[name]
@@ -71,7 +136,7 @@ def format_lack_of_fit(lof: dict) -> str:
     return line
 
 
-def format_repeated(fit: LawFit) -> list[str]:
+def format_repeated(fit: Summarised) -> list[str]:
     """The data-constrained fit, where runs repeat data: R_D* and the base constants."""
     r = fit.repeated
     if r is None:
@@ -92,7 +157,7 @@ def format_repeated(fit: LawFit) -> list[str]:
     return out
 
 
-def format_curves(fit: LawFit) -> list[str]:
+def format_curves(fit: Summarised) -> list[str]:
     """The law fitted to the training curves (`scaling fit --curves`) beside the final-loss fit, and
     the curve law's leave-one-run-out error of final losses."""
     c = fit.curves
@@ -147,7 +212,7 @@ def _with_interval(value, bounds, f: str) -> str:
     return text + (f" [{bounds[0]:{f}}, {bounds[1]:{f}}]" if bounds and None not in bounds else "")
 
 
-def format_conventions(fit: LawFit) -> list[str]:
+def format_conventions(fit: Summarised) -> list[str]:
     """The allocation with N counted each way (total and non-embedding), where both were fitted."""
     if not fit.param_conventions:
         return []
@@ -165,7 +230,7 @@ def format_conventions(fit: LawFit) -> list[str]:
 CLOSE_MARGIN = 0.2     # a passing check within 20% of its caution threshold is named as close
 
 
-def format_verdict(fit: LawFit) -> list[str]:
+def format_verdict(fit: Summarised) -> list[str]:
     """'verdict: ...' and its reasons, one line each; for a fit.json written before the
     diagnostics, a line saying there is none."""
     if fit.diagnostics is None:
@@ -183,7 +248,7 @@ def format_verdict(fit: LawFit) -> list[str]:
     return out
 
 
-def verdict_line(fit: LawFit) -> str:
+def verdict_line(fit: Summarised) -> str:
     """The verdict in one line, for a command that prints numbers drawn from a fit (`format_verdict`
     and `scaling fit`'s summary give the reasons)."""
     if fit.diagnostics is None:
@@ -195,7 +260,7 @@ def verdict_line(fit: LawFit) -> str:
                if n_fail else ""))
 
 
-def verdict_preamble(fit: LawFit) -> list[str]:
+def verdict_preamble(fit: Summarised) -> list[str]:
     """What a command prints before any number drawn from a fit: its verdict in one line (the
     reasons are the fit's summary's, not repeated atop every command), and for a law the data do
     not determine, that the numbers are not a recommendation."""
