@@ -35,7 +35,7 @@ from scaling.config import load_config  # noqa: E402
 from scaling.sweep.driver import run_sweep  # noqa: E402
 from scaling.sweep.packing import usable_cores  # noqa: E402
 from scaling.sweep.plan import plan  # noqa: E402
-from scaling.train.shape import GPTConfig, flops_per_token  # noqa: E402
+from scaling.train.shape import GPTConfig, flops_by_measure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,7 +70,7 @@ def packed_rates(cfg, cores: int, timing: Timing) -> dict:
     for shape in {(r.shape.d_model, r.shape.n_layers): r.shape for r in plan(cfg)}.values():
         model = GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size)
         tokens_per_s = in_workers(time_run, model, cfg.train, shape.lr or cfg.train.lr, Layout(cores, 1), timing)
-        rates[(shape.d_model, shape.n_layers)] = sum(tokens_per_s) / cores * flops_per_token(model)["exact"]
+        rates[(shape.d_model, shape.n_layers)] = sum(tokens_per_s) / cores * flops_by_measure(model)["exact"]
     return rates
 
 

@@ -13,7 +13,7 @@ Each shape is timed in two layouts of the machine, the two a sweep can use:
 Every measurement starts fresh processes, so that no setting (threads, allocator) leaks into the
 next one. It times the real training step (scaling.train.batches' get_batch, scaling.train.loop's
 train_step and AdamW; one batch of train.batch_tokens a step), medians over timed windows after warm-up steps, and turns
-tokens/s into model FLOP/s with the exact per-token count (scaling.train.shape.flops_per_token: every
+tokens/s into model FLOP/s with the exact per-token count (scaling.train.shape.flops_by_measure: every
 matmul of forward and backward, attention and output layer included). MFU divides that by the
 dense matmul throughput of the whole machine (fp32 on CPU over all cores, bf16 on CUDA),
 measured in this run.
@@ -37,7 +37,7 @@ from scaling.sweep.packing import usable_cores
 from scaling.train.batches import get_batch
 from scaling.train.loop import compiled, keep_freed_memory, make_optimizer, mixed_precision, pick_device, train_step
 from scaling.train.model import GPT
-from scaling.train.shape import GPTConfig, flops_per_token, param_counts
+from scaling.train.shape import GPTConfig, flops_by_measure, param_counts
 
 CONFIGS = {name: Path(__file__).parent.parent / "configs" / f"{name}.yaml" for name in ("tiny", "small")}
 
@@ -218,7 +218,7 @@ def main(argv=None) -> int:
         train = cfg.train.model_copy(update={"device": device.type})
         for shape in cfg.grid.models:
             model_cfg = GPTConfig.from_config(cfg.model, shape, cfg.tokenizer.vocab_size)
-            per_token = flops_per_token(model_cfg)["exact"]
+            per_token = flops_by_measure(model_cfg)["exact"]
             lr = shape.lr or cfg.train.lr
             if args.profile:
                 shares = in_workers(profile_run, model_cfg, train, lr, Layout(1, 1), timing)[0]

@@ -41,7 +41,7 @@ from scaling.cost.result import SIX_ND, Result, check_allocation, fixed_sci, for
 from scaling.cost.rules import AllocationRow, RulesCheck, rules_of_thumb
 from scaling.cost.training import (
                                     GPU_PRESETS,
-                                    FlopsPerToken,
+                                    FlopCount,
                                     ModelShape,
                                     Throughput,
                                     TrainingCost,
@@ -52,7 +52,7 @@ from scaling.cost.training import (
 
 __all__ = [
     "AllocationRow", "AttentionScoresMemory", "AttentionScoresRow", "Crossover", "CrossoverRow",
-    "DTYPE_BYTES", "FlopsPerToken", "GPU_PRESETS", "InferenceAwareOptimum", "InferenceAwarePoint",
+    "DTYPE_BYTES", "FlopCount", "GPU_PRESETS", "InferenceAwareOptimum", "InferenceAwarePoint",
     "InferenceCost", "InferenceRow", "ModelShape", "Result", "RulesCheck", "SIX_ND", "SSMState",
     "Throughput", "TrainingCost", "WeightMemory", "attention_recurrence_crossover",
     "attention_scores_memory", "check_allocation", "flops_per_token", "format_bytes", "format_ratio",

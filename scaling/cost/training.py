@@ -46,8 +46,10 @@ class ModelShape:
 
 
 @dataclass(frozen=True)
-class FlopsPerToken(Result):
-    """FLOPs per training token: the 6 N estimate and the count from the model's shape."""
+class FlopCount(Result):
+    """One model's FLOPs per training token, counted from its shape, beside the 6 N estimate.
+    (A family's c(N) = 6 kappa N^gamma, which a fit and a plan solve under, is
+    `scaling.train.compute.FlopsPerToken`.)"""
 
     n_params: float
     shape: ModelShape
@@ -69,13 +71,13 @@ class FlopsPerToken(Result):
         return self.training / self.training_6n
 
 
-def flops_per_token(n_params, shape: ModelShape) -> FlopsPerToken:
+def flops_per_token(n_params, shape: ModelShape) -> FlopCount:
     """Training FLOPs per token of a model of N parameters in all and this shape.
 
     The count of `scaling.train.counts`: N less the shape's embeddings and LayerNorms is the
     linear layers' weights, 2 FLOPs each per token; attention (4 n_ctx d_model per layer) and the
     output layer (2 d_model V) are counted from the shape; training = 3 x forward. For N the
-    total of a `scaling.train.model.GPT`, this is exactly its `flops_per_token(cfg)["exact"]`.
+    total of a `scaling.train.model.GPT`, this is exactly its `flops_by_measure(cfg)["exact"]`.
     """
     n = positive(n_params, "parameter count N")
     L, d, T, V = shape.n_layers, shape.d_model, shape.context, shape.vocab
@@ -87,15 +89,13 @@ def flops_per_token(n_params, shape: ModelShape) -> FlopsPerToken:
             f"N = {n:g} is not larger than this shape's embeddings ({embed:g}: token table, "
             f"positions{'' if shape.tied_embeddings else ', output layer'}) and LayerNorms "
             f"({norms:g}); give the total parameter count")
-    matmul = 2.0 * n_matmul
-    output = float(counts.output_flops(d, V))
-    attention = float(counts.attention_flops(L, d, T))
-    forward = matmul + output + attention
+    forward = float(counts.forward_from_weights(n_matmul, L, d, T, V))
     tables = "V d_model (tied: one V x d_model matrix)" if shape.tied_embeddings else \
         "2 V d_model (untied: input and output V x d_model matrices both in N)"
-    return FlopsPerToken(
-        n_params=n, shape=shape, n_nonembed=n - embed, n_matmul=n_matmul, forward_matmul=matmul,
-        forward_output=output, forward_attention=attention, forward=forward,
+    return FlopCount(
+        n_params=n, shape=shape, n_nonembed=n - embed, n_matmul=n_matmul, forward_matmul=2.0 * n_matmul,
+        forward_output=float(counts.output_flops(d, V)), forward_attention=float(counts.attention_flops(L, d, T)),
+        forward=forward,
         training=3.0 * forward, training_6n=6.0 * n,
         assumptions=(
             "exact count (scaling.train.counts, as runs.csv's flops_exact): forward = 2 N_matmul "
@@ -201,7 +201,7 @@ class TrainingCost(Result):
     gpu_hours_exact: float | None = None
     days_exact: float | None = None
     usd_exact: float | None = None
-    flops_per_token: FlopsPerToken | None = None
+    flops_per_token: FlopCount | None = None
     units: dict = field(default_factory=lambda: {
         "n_params": "parameters", "tokens": "training tokens", "compute": "FLOPs",
         "compute_exact": "FLOPs", "gpu_hours": "GPU-hours", "gpu_hours_exact": "GPU-hours",

@@ -28,7 +28,7 @@ from scaling.errors import UsageError
 from scaling.train.compute import FlopsPerToken, expected_optimum, fit_flops_per_token
 from scaling.train.counts import MEASURE_CONVENTION
 from scaling.train.schedule import cooldown_steps, schedule_bounds, shape_warmup_steps
-from scaling.train.shape import GPTConfig, flops_by_measure, flops_per_token, param_counts
+from scaling.train.shape import GPTConfig, flops_by_measure, param_counts
 from scaling.train.spec import RunSpec
 
 # Settings that change how a run is logged or scheduled, where and how fast it runs (the same
@@ -143,7 +143,7 @@ def planned_run(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, *, warmu
                    branch_of=branch_of, branch_step=branch_step, budget=budget,
                    budget_measure=budget_measure, role=role)
     return PlannedRun(spec, shape, n_total, n_non_embedding, flops_6nd=6.0 * n_non_embedding * tokens,
-                      flops_exact=float(flops_per_token(model)["exact"]) * tokens)
+                      flops_exact=float(flops_by_measure(model)["exact"]) * tokens)
 
 
 def training_seeds(cfg: SweepConfig) -> list[int]:

@@ -78,21 +78,16 @@ def output_flops(d_model: int, vocab: int) -> int:
     return 2 * d_model * vocab
 
 
+def forward_from_weights(n_matmul, n_layers: int, d_model: int, context: int, vocab: int):
+    """Matmul FLOPs of one token's forward pass through linear layers of `n_matmul` weights, then
+    attention and the output layer: 2 n_matmul + 2 d V + 4 L T d. `scaling cost train` gives
+    n_matmul from a model's N; `forward_flops` from the shape."""
+    return 2 * n_matmul + output_flops(d_model, vocab) + attention_flops(n_layers, d_model, context)
+
+
 def forward_flops(n_layers: int, d_model: int, context: int, vocab: int, mlp_ratio: int = 4) -> int:
     """Matmul FLOPs of one token's forward pass: linear layers + attention + output layer."""
-    return (2 * matmul_params(n_layers, d_model, mlp_ratio) + attention_flops(n_layers, d_model, context)
-            + output_flops(d_model, vocab))
-
-
-def flops_per_token(n_layers: int, d_model: int, context: int, vocab: int, mlp_ratio: int = 4,
-                    tied_embeddings: bool = True) -> dict:
-    """Training FLOPs per token: {"forward", "exact": 3 x forward, "flops_6n": 6 N}.
-
-    Tied or untied, the same: the output layer is a matmul either way, and N leaves it out.
-    """
-    forward = forward_flops(n_layers, d_model, context, vocab, mlp_ratio)
-    _, non_embedding = param_counts(n_layers, d_model, context, vocab, mlp_ratio, tied_embeddings)
-    return {"forward": forward, "exact": 3 * forward, "flops_6n": 6 * non_embedding}
+    return forward_from_weights(matmul_params(n_layers, d_model, mlp_ratio), n_layers, d_model, context, vocab)
 
 
 # The measures of training compute a design, fit or plan can count C in (`flops_by_measure`):
@@ -110,7 +105,10 @@ MEASURE_CONVENTION = {"exact": "total", "6n_total": "total", "6n_non_embedding":
 
 def flops_by_measure(n_layers: int, d_model: int, context: int, vocab: int, mlp_ratio: int = 4,
                      tied_embeddings: bool = True) -> dict:
-    """Training FLOPs per token in each of COMPUTE_MEASURES."""
+    """Training FLOPs per token in each of COMPUTE_MEASURES: the one definition of a token's cost.
+
+    exact is 3 x forward; it is the same tied or untied (the output layer is a matmul either way),
+    as is 6n_non_embedding (N leaves the output layer out); 6n_total counts an untied one."""
     total, non_embedding = param_counts(n_layers, d_model, context, vocab, mlp_ratio, tied_embeddings)
     exact = 3 * forward_flops(n_layers, d_model, context, vocab, mlp_ratio)
     return {"exact": exact, "6n_total": 6 * total, "6n_non_embedding": 6 * non_embedding}

@@ -40,7 +40,7 @@ from scaling.train.logs import run_logs
 from scaling.train.metrics import TASK_FIELDS, evaluate_tasks, task_prompts
 from scaling.train.model import GPT
 from scaling.train.schedule import lr_at
-from scaling.train.shape import flops_per_token, param_counts
+from scaling.train.shape import flops_by_measure, param_counts
 from scaling.train.spec import RunSpec
 
 # Set to stop the run in progress after its current step, with a checkpoint (see request_stop).
@@ -280,7 +280,7 @@ def summarize(spec: RunSpec, data: TokenData, status: str, reason: str | None, s
         "steps": steps_done, "tokens": tokens, "tokens_budget": spec.tokens, "epochs": tokens / len(data.train),
         "unique_tokens": len(data.train),
         "flops_6nd": 6.0 * n_non_embedding * tokens,
-        "flops_exact": float(flops_per_token(cfg)["exact"]) * tokens,
+        "flops_exact": float(flops_by_measure(cfg)["exact"]) * tokens,
         "flops_6n_total": 6.0 * n_total * tokens,
         "final_val_loss": final.get("val_loss"), "final_val_bpb": final.get("val_bpb"),
         "final_context_use": final.get("val_context_use"),

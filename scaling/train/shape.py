@@ -40,15 +40,9 @@ def param_counts(cfg: GPTConfig) -> tuple[int, int]:
                                cfg.mlp_ratio, cfg.tied_embeddings)
 
 
-def flops_per_token(cfg: GPTConfig) -> dict:
-    """Training FLOPs per token, {"flops_6n": 6 N, "exact": 3 x every forward matmul}, from
-    `scaling.train.counts` (attention over the full window, as the math kernel computes it)."""
-    flops = counts.flops_per_token(cfg.n_layers, cfg.d_model, cfg.context_length, cfg.vocab_size,
-                                   cfg.mlp_ratio, cfg.tied_embeddings)
-    return {"flops_6n": flops["flops_6n"], "exact": flops["exact"]}
-
-
 def flops_by_measure(cfg: GPTConfig) -> dict:
-    """Training FLOPs per token in each measure of `scaling.train.counts.COMPUTE_MEASURES`."""
+    """Training FLOPs per token in each measure of `scaling.train.counts.COMPUTE_MEASURES`
+    ("exact": 3 x every forward matmul, attention over the full window, as the math kernel
+    computes it)."""
     return counts.flops_by_measure(cfg.n_layers, cfg.d_model, cfg.context_length, cfg.vocab_size,
                                    cfg.mlp_ratio, cfg.tied_embeddings)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from scaling.config import TrainConfig
 from scaling.train.schedule import schedule_bounds
-from scaling.train.shape import GPTConfig, flops_per_token
+from scaling.train.shape import GPTConfig, flops_by_measure
 
 
 @dataclass(frozen=True)
@@ -74,4 +74,4 @@ class RunSpec:
         """Exact FLOPs of the first `tokens` of the budget (all of it by default) that this run
         trains itself: none of a branch's tokens before its branch point."""
         tokens = self.tokens if tokens is None else tokens
-        return float(flops_per_token(self.model)["exact"]) * max(0, tokens - self.start_tokens)
+        return float(flops_by_measure(self.model)["exact"]) * max(0, tokens - self.start_tokens)

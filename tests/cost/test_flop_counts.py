@@ -1,8 +1,8 @@
 """`scaling cost train` and runs.csv count the same FLOPs per token for every shape the configs train.
 
-Both come from `scaling.train.counts`: the sweep through `scaling.train.shape.flops_per_token` (runs.csv's
+Both come from `scaling.train.counts`: the sweep through `scaling.train.shape.flops_by_measure` (runs.csv's
 `flops_exact`), the cost command through `scaling.cost.flops_per_token`, which takes the total N and the
-shape. Given the N the sweep records for a run, the two must agree to the last FLOP.
+shape (`counts.forward_from_weights`). Given the N the sweep records for a run, the two must agree to the last FLOP.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from scaling.cli import main
 from scaling.config import load_config
 from scaling.sweep.plan import plan
 from scaling.train import counts
-from scaling.train.shape import flops_per_token
+from scaling.train.shape import flops_by_measure
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
 
@@ -46,7 +46,7 @@ def test_cost_train_agrees_with_runs_csv_for_every_shape(path, capsys):
     assert len(models) == len(shapes) >= 3
     for run, got in zip(shapes.values(), models):
         assert got["name"] == run.run_id
-        per_token = flops_per_token(run.spec.model)["exact"]
+        per_token = flops_by_measure(run.spec.model)["exact"]
         assert got["flops_per_token"]["training"] == per_token, run.run_id
         assert got["compute_exact"] == run.flops_exact, run.run_id       # runs.csv's flops_exact
         assert got["flops_per_token"]["n_nonembed"] == run.n_params_non_embedding
@@ -54,7 +54,7 @@ def test_cost_train_agrees_with_runs_csv_for_every_shape(path, capsys):
 
 def test_the_two_differed_by_the_causal_halving_before():
     """The figure of issue 17: d64 L4 of configs/tiny.yaml, 1.97M FLOPs per token (was 1.83M in cost)."""
-    f = counts.flops_per_token(n_layers=4, d_model=64, context=128, vocab=1024)
+    f = counts.flops_by_measure(n_layers=4, d_model=64, context=128, vocab=1024)
     assert f["exact"] == 1_966_080
     assert f["exact"] == 3 * (4 * (2 * 12 * 64**2 + 4 * 128 * 64) + 2 * 64 * 1024)
 

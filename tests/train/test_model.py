@@ -8,7 +8,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from scaling.config import ModelConfig, Shape
 from scaling.train import counts
 from scaling.train.model import GPT
-from scaling.train.shape import GPTConfig, flops_per_token, param_counts
+from scaling.train.shape import GPTConfig, flops_by_measure, param_counts
 
 SHAPES = [
     GPTConfig(vocab_size=256, context_length=16, d_model=32, n_layers=2, n_heads=2),
@@ -40,7 +40,10 @@ def test_untied_output_layer_is_an_embedding():
                               tied_embeddings=t) for t in (True, False))
     assert param_counts(untied)[0] - param_counts(tied)[0] == 256 * 32
     assert param_counts(untied)[1] == param_counts(tied)[1]
-    assert flops_per_token(untied) == flops_per_token(tied)
+    tied_flops, untied_flops = flops_by_measure(tied), flops_by_measure(untied)
+    assert untied_flops["exact"] == tied_flops["exact"]
+    assert untied_flops["6n_non_embedding"] == tied_flops["6n_non_embedding"]
+    assert untied_flops["6n_total"] - tied_flops["6n_total"] == 6 * 256 * 32
 
 
 @pytest.mark.parametrize("cfg", SHAPES, ids=["small", "wide"])
@@ -56,7 +59,7 @@ def test_exact_flops_match_torch_flop_counter(cfg):
     with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
         _, loss = model(idx, idx)
         loss.backward()
-    assert counter.get_total_flops() == flops_per_token(cfg)["exact"] * B * T
+    assert counter.get_total_flops() == flops_by_measure(cfg)["exact"] * B * T
 
 
 @pytest.mark.parametrize("cfg", SHAPES, ids=["small", "wide"])
@@ -75,7 +78,7 @@ def test_forward_count_matches_torch_flop_counter_piece_by_piece(cfg):
     assert bmm == counts.attention_flops(cfg.n_layers, cfg.d_model, cfg.context_length) * B * T
     assert sum(by_module["GPT.head"].values()) == counts.output_flops(cfg.d_model, cfg.vocab_size) * B * T
     assert counter.get_total_flops() == counts.forward_flops(**shape, mlp_ratio=cfg.mlp_ratio) * B * T
-    assert counts.flops_per_token(**shape, mlp_ratio=cfg.mlp_ratio)["forward"] == counts.forward_flops(
+    assert counts.flops_by_measure(**shape, mlp_ratio=cfg.mlp_ratio)["exact"] == 3 * counts.forward_flops(
         **shape, mlp_ratio=cfg.mlp_ratio)
 
 
@@ -83,13 +86,13 @@ def test_model_counts_are_those_of_counts():
     cfg = SHAPES[1]
     shape = dict(n_layers=3, d_model=48, context=24, vocab=300, mlp_ratio=2, tied_embeddings=False)
     assert param_counts(cfg) == counts.param_counts(**shape)
-    got = counts.flops_per_token(**shape)
-    assert flops_per_token(cfg) == {"flops_6n": got["flops_6n"], "exact": got["exact"]}
+    assert flops_by_measure(cfg) == counts.flops_by_measure(**shape)
 
 
 def test_flops_6n_is_six_times_non_embedding():
     cfg = SHAPES[0]
-    assert flops_per_token(cfg)["flops_6n"] == 6 * param_counts(cfg)[1]
+    assert flops_by_measure(cfg)["6n_non_embedding"] == 6 * param_counts(cfg)[1]
+    assert flops_by_measure(cfg)["6n_total"] == 6 * param_counts(cfg)[0]
 
 
 def test_initial_loss_is_uniform_and_attention_is_causal():
