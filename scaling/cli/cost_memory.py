@@ -36,6 +36,17 @@ def add_memory(sub) -> None:
 
 
 def cmd_memory(args) -> int:
+    sections = memory_sections(args)
+    if args.json:
+        print_json({k: v.to_dict() for k, v in sections.items()})
+        return 0
+    print_sections(sections)
+    return 0
+
+
+def memory_sections(args) -> dict[str, Any]:
+    """The sections the flags ask for (weights, attention scores, SSM state, crossover), each a
+    cost result; UsageError for flags that go together given alone, or none at all."""
     sections: dict[str, Any] = {}   # one result type per section
     if args.active_params is not None and args.params is None:
         raise UsageError("--active-params needs --params (the total, all experts included)")
@@ -55,9 +66,11 @@ def cmd_memory(args) -> int:
     if not sections:
         raise UsageError("give at least one of --params (weights), --context (attention "
                          "scores), --ssm-d with --ssm-state (SSM state), --d-model (crossover)")
-    if args.json:
-        print_json({k: v.to_dict() for k, v in sections.items()})
-        return 0
+    return sections
+
+
+def print_sections(sections: dict[str, Any]) -> None:
+    """Each section as text, then the units and the assumptions of them all."""
     assumptions: list[str] = []
     if "weights" in sections:
         w = sections["weights"]
@@ -102,4 +115,3 @@ def cmd_memory(args) -> int:
         units.append("n and d in tokens and channels; ratio of multiply-adds")
     print("units: " + "; ".join(units))
     print_assumptions(assumptions)
-    return 0

@@ -49,10 +49,7 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     `data_constrained` and the unique tokens known), the data-constrained law is fitted too
     (`LawFit.repeated`, scaling.laws.repeated).
     """
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
-        raise UsageError(f"the number of bootstrap resamples must be a whole number >= 0; got {bootstrap!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise UsageError(f"the seed must be a whole number >= 0; got {seed!r}")
+    _check_resampling(bootstrap, seed)
     check_fittable(data, fixed_E)
     data = data.canonical()
     if reference_compute is None:
@@ -67,37 +64,17 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
         boot = resampling.bootstrap(data.n, data.d, data.loss, n_resamples=int(bootstrap), seed=int(seed),
                                     delta=delta, fixed_E=fixed_E, reference_compute=reference_compute,
                                     full_fit=result, flops=data.flops, widen=lof.interval_factor)
-    identified = law.has_optimum
-    ci = None
-    if boot is not None:
-        ci = Intervals(boot.level, boot.n_resamples,
-                       {name: [json_safe(lo), json_safe(hi)] for name, (lo, hi) in boot.intervals.items()},
-                       widened_by=boot.widened_by)
-    fit = LawFit(
-        law=law, seed=int(seed), data=DataSummary.of(data),
-        options=FitOptions(delta=result.delta, grid="hoffmann" if grid is None else "custom",
-                           n_starts=result.n_starts, fixed_E=result.fixed_E,
-                           bootstrap=0 if boot is None else boot.n_resamples),
-        a=json_safe(law.a) if identified else None, b=json_safe(law.b) if identified else None,
-        G=json_safe(law.G) if identified else None, reference_compute=float(reference_compute),
-        tokens_per_param=json_safe(law.tokens_per_param(reference_compute)) if identified else None,
-        ci=ci, objective=result.objective, n_starts_at_optimum=result.n_starts_at_optimum,
-        residual_rms=result.residual_rms, evidence=tuple(evidence(data, result, boot)),
-        limitations=tuple(limitations(data, result, boot, reference_compute)),
-        points=data, optimum=result, boot=boot,
-        resampled=None if boot is None else np.column_stack([boot.samples[k] for k in PARAM_NAMES]))
+    fit = _law_fit(data, result, boot, seed=int(seed), custom_grid=grid is not None,
+                   reference_compute=reference_compute)
     kaplan_laws = kaplan.fit_kaplan(data.n, data.d, data.loss, param_convention=data.param_convention or "unknown")
     fit = replace(fit, approaches=allocation_approaches(fit, curves, seed=int(seed)),
                   kaplan=json_safe(kaplan_laws.to_dict()))
-    extra = [diagnostics.approaches_check(fit.approaches, law, ci)]
-    other = data.counted_other_way()
-    if other is not None and data.param_convention is not None:   # (the first implies the second)
-        conventions = {data.param_convention: convention_summary(result, boot, reference_compute),
-                       other.param_convention: _other_convention(other, bootstrap, seed, delta, fixed_E,
-                                                                 reference_compute)}
-        as_json = json_safe(conventions)
-        fit = replace(fit, param_conventions=as_json)
-        extra.append(diagnostics.convention_check(as_json, data.param_convention))
+    extra = [diagnostics.approaches_check(fit.approaches, law, fit.ci)]
+    conventions = _both_conventions(data, result, boot, bootstrap=bootstrap, seed=seed, delta=delta,
+                                    fixed_E=fixed_E, reference_compute=reference_compute)
+    if conventions is not None and data.param_convention is not None:   # (the first implies the second)
+        fit = replace(fit, param_conventions=conventions)
+        extra.append(diagnostics.convention_check(conventions, data.param_convention))
     if data_constrained and data.unique is None:
         raise UsageError(f"{data.source}: the data-constrained fit needs each run's unique tokens "
                          "(a run store records them; for a table give --unique-col or --unique-tokens)")
@@ -109,6 +86,54 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     return replace(fit, lack_of_fit=json_safe(lof.to_json()), holdout=check,
                    diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
                                                     lof=lof, holdout=check, extra=tuple(extra)))
+
+
+def _check_resampling(bootstrap, seed) -> None:
+    """The bootstrap's count and the seed: whole numbers >= 0 (a bool is not one)."""
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
+        raise UsageError(f"the number of bootstrap resamples must be a whole number >= 0; got {bootstrap!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise UsageError(f"the seed must be a whole number >= 0; got {seed!r}")
+
+
+def _law_fit(data: FitData, result: fitting.FitResult, boot, *, seed: int, custom_grid: bool,
+             reference_compute: float) -> LawFit:
+    """The LawFit of the Approach-3 fit and its bootstrap: the law, its allocation at
+    `reference_compute`, the intervals, the evidence and limitations (the sections drawn from the
+    other approaches, the diagnostics and the refits are added to it after)."""
+    law = result.law
+    identified = law.has_optimum
+    ci = None
+    if boot is not None:
+        ci = Intervals(boot.level, boot.n_resamples,
+                       {name: [json_safe(lo), json_safe(hi)] for name, (lo, hi) in boot.intervals.items()},
+                       widened_by=boot.widened_by)
+    return LawFit(
+        law=law, seed=seed, data=DataSummary.of(data),
+        options=FitOptions(delta=result.delta, grid="custom" if custom_grid else "hoffmann",
+                           n_starts=result.n_starts, fixed_E=result.fixed_E,
+                           bootstrap=0 if boot is None else boot.n_resamples),
+        a=json_safe(law.a) if identified else None, b=json_safe(law.b) if identified else None,
+        G=json_safe(law.G) if identified else None, reference_compute=float(reference_compute),
+        tokens_per_param=json_safe(law.tokens_per_param(reference_compute)) if identified else None,
+        ci=ci, objective=result.objective, n_starts_at_optimum=result.n_starts_at_optimum,
+        residual_rms=result.residual_rms, evidence=tuple(evidence(data, result, boot)),
+        limitations=tuple(limitations(data, result, boot, reference_compute)),
+        points=data, optimum=result, boot=boot,
+        resampled=None if boot is None else np.column_stack([boot.samples[k] for k in PARAM_NAMES]))
+
+
+def _both_conventions(data: FitData, result: fitting.FitResult, boot, *, bootstrap: int, seed: int, delta: float,
+                      fixed_E, reference_compute: float) -> dict | None:
+    """The allocation with N counted each way, where the points give both (None where not): this
+    fit's, and a refit of the points counted the other way."""
+    other = data.counted_other_way()
+    if other is None or data.param_convention is None:
+        return None
+    conventions = {data.param_convention: convention_summary(result, boot, reference_compute),
+                   other.param_convention: _other_convention(other, bootstrap, seed, delta, fixed_E,
+                                                             reference_compute)}
+    return json_safe(conventions)
 
 
 def residual_structure(data: FitData, result: fitting.FitResult) -> LackOfFit:

@@ -56,6 +56,30 @@ def frontiers(law: Law, n, c, colours: SizeColours, *, references: dict, c_range
     fig, axes = new_figure(size=(8.8, 7.4))
     ax = axes[0, 0]
 
+    _loss_contours(ax, law, c_lo, c_max, n_lo, n_hi)
+    _frontier_lines(ax, law, c_grid, lines, c_data, c_lo, n_hi)
+    if n.size:
+        ax.scatter(c, n, c=colours(n), s=22 if n.size < 100 else 14, edgecolors="black", linewidths=0.3,
+                   alpha=0.8, zorder=4, label="the runs fitted")
+    for b in budgets:
+        ax.axvline(b, color="#1f77b4", lw=0.6, ls=":", alpha=0.6)
+        ax.text(b, n_lo * 1.5, f" {sci(b, 2)}", rotation=90, va="bottom", ha="right", fontsize=7.5, color="#1f77b4")
+    ax.set_xlim(c_lo, c_max)
+    ax.set_ylim(n_lo, n_hi)
+    log_axis(ax, "x", counts=False)
+    log_axis(ax, "y")
+    ax.set_xlabel("training " + compute_axis(law.flops.name))
+    ax.set_ylabel(f"parameters N ({n_label}, log scale)")
+    ax.set_title("Iso-loss contours of the fitted L(N, D) and compute-optimal frontiers")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False,
+              title="compute-optimal N_opt(C); grey: contours of the fitted loss (nats/token)")
+    if n.size and not colours.discrete:
+        colours.colorbar(fig, ax, f"N ({n_label}) of your runs")
+    return fig
+
+
+def _loss_contours(ax, law: Law, c_lo: float, c_max: float, n_lo: float, n_hi: float) -> None:
+    """Iso-loss contours of L(N, D = C / c(N)) over the plot, one per decade of C, labelled."""
     xs = np.geomspace(c_lo, c_max, 300)
     ys = np.geomspace(n_lo, n_hi, 300)
     X, Y = np.meshgrid(xs, ys)
@@ -81,6 +105,11 @@ def frontiers(law: Law, n, c, colours: SizeColours, *, references: dict, c_range
     spots = _contour_label_spots(law, touch, c_max, n_lo, n_hi)
     if spots:
         ax.clabel(cs, fmt=lambda v: f"{v:.3g}", fontsize=7.5, inline=True, manual=spots)
+
+
+def _frontier_lines(ax, law: Law, c_grid, lines: dict, c_data, c_lo: float, n_hi: float) -> None:
+    """The runs' compute range shaded, the fitted N_opt(C) (solid where measured, dashed beyond) and
+    the published frontiers, each with its exponent a."""
     top = c_data[1] if c_data else c_lo
     if c_data:
         ax.axvspan(*c_data, color="#2ca02c", alpha=0.08, lw=0)
@@ -97,24 +126,6 @@ def frontiers(law: Law, n, c, colours: SizeColours, *, references: dict, c_range
         slope = np.log(values[-1] / values[0]) / np.log(c_grid[-1] / c_grid[0])
         ax.plot(c_grid, values, color=colour, ls=style, lw=1.6, zorder=6,
                 label=f"{REFERENCE_LABEL.get(name, name)}, a = {slope:.3g}")
-    if n.size:
-        ax.scatter(c, n, c=colours(n), s=22 if n.size < 100 else 14, edgecolors="black", linewidths=0.3,
-                   alpha=0.8, zorder=4, label="the runs fitted")
-    for b in budgets:
-        ax.axvline(b, color="#1f77b4", lw=0.6, ls=":", alpha=0.6)
-        ax.text(b, n_lo * 1.5, f" {sci(b, 2)}", rotation=90, va="bottom", ha="right", fontsize=7.5, color="#1f77b4")
-    ax.set_xlim(c_lo, c_max)
-    ax.set_ylim(n_lo, n_hi)
-    log_axis(ax, "x", counts=False)
-    log_axis(ax, "y")
-    ax.set_xlabel("training " + compute_axis(law.flops.name))
-    ax.set_ylabel(f"parameters N ({n_label}, log scale)")
-    ax.set_title("Iso-loss contours of the fitted L(N, D) and compute-optimal frontiers")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False,
-              title="compute-optimal N_opt(C); grey: contours of the fitted loss (nats/token)")
-    if n.size and not colours.discrete:
-        colours.colorbar(fig, ax, f"N ({n_label}) of your runs")
-    return fig
 
 
 def _contour_label_spots(law: Law, touch: dict, c_max, n_lo, n_hi) -> list[tuple[float, float]]:

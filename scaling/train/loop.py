@@ -166,19 +166,11 @@ def train_run(spec: RunSpec, data: TokenData, run_dir: Path, progress=None) -> d
 def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress, log) -> dict:
     cfg, train = spec.model, spec.train
     run_dir.mkdir(parents=True, exist_ok=True)
-    if train.threads:
-        torch.set_num_threads(train.threads)
-    device = pick_device(train.device)
-    keep_freed_memory()
-    autocast = mixed_precision(device)
+    device, autocast = _device(train)
     steps = spec.steps
     warmup, _ = spec.schedule()
     n_seqs = train.batch_tokens // cfg.context_length
-
-    torch.manual_seed(spec.seed)
-    model = GPT(cfg).to(device)
-    optimizer = make_optimizer(model, train, spec.lr)
-    step_model = compiled(model, train)
+    model, optimizer, step_model = _model(spec, device)
     windows = val_windows(data, train.eval_tokens, cfg.context_length, device)
     prompts = task_prompts(data.val, cfg.context_length, device)
     state = restore(spec, run_dir, model, optimizer, device)
@@ -197,7 +189,6 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress, log) -> dict
         loss_sum += train_step(step_model, optimizer, x, y, lr, autocast, train.grad_clip)
         loss_count += 1
         faults.point("step")
-
         on_cadence = step == 1 or step % train.log_interval == 0 or step % train.eval_interval == 0
         if step in branch_points and not on_cadence:
             # The stable run's last step is logged only because it is its last: a WSD run that goes
@@ -213,10 +204,7 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress, log) -> dict
             if reason:
                 status = "diverged"
             elif do_eval:
-                record["val_loss"], record["val_bpb"], record["val_context_use"] = evaluate(
-                    model, windows, n_seqs, autocast)
-                if step == steps:  # beyond the loss, once a run: accuracy and exact match (train.metrics)
-                    record.update(evaluate_tasks(model, prompts, n_seqs, autocast))
+                _evaluate_into(record, model, windows, prompts if step == steps else None, n_seqs, autocast)
             append_jsonl(metrics_path, record)
             log(record)
             if progress is not None:
@@ -234,9 +222,41 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress, log) -> dict
             if STOP.is_set():
                 raise Interrupted(spec.run_id, step, steps)
 
+    return _summary(spec, data, status, reason, step, record, state, start, device)
+
+
+def _device(train) -> tuple:
+    """(the device a run trains on, its mixed precision), the threads it may use set."""
+    if train.threads:
+        torch.set_num_threads(train.threads)
+    device = pick_device(train.device)
+    keep_freed_memory()
+    return device, mixed_precision(device)
+
+
+def _model(spec: RunSpec, device) -> tuple:
+    """(the model, seeded from the run's seed, its optimizer, the step function's compiled model)."""
+    torch.manual_seed(spec.seed)
+    model = GPT(spec.model).to(device)
+    optimizer = make_optimizer(model, spec.train, spec.lr)
+    return model, optimizer, compiled(model, spec.train)
+
+
+def _evaluate_into(record: dict, model, windows, prompts, n_seqs: int, autocast) -> None:
+    """The validation loss, bits per byte and context use into `record`; with `prompts` (the last
+    step: once a run), accuracy and exact match beyond the loss too (train.metrics)."""
+    record["val_loss"], record["val_bpb"], record["val_context_use"] = evaluate(model, windows, n_seqs, autocast)
+    if prompts is not None:
+        record.update(evaluate_tasks(model, prompts, n_seqs, autocast))
+
+
+def _summary(spec: RunSpec, data: TokenData, status: str, reason, step: int, record: dict, state: dict,
+             start: float, device) -> dict:
+    """The run's summary: the last record's numbers when it finished; a WSD stable phase that
+    finished is 'stable' (its cooldown branches are the fit points); the wall time its own."""
     final = record if status == "finished" else {}
     if status == "finished" and spec.stable:
-        status, reason = "stable", (f"stable phase of WSD (warmup, then constant lr to step {steps}, no "
+        status, reason = "stable", (f"stable phase of WSD (warmup, then constant lr to step {spec.steps}, no "
                                     f"cooldown); its cooldown branches, not this run, are the fit points")
     wall_s = time.perf_counter() - start - state["start_elapsed_s"]  # a branch's own time
     return summarize(spec, data, status, reason, step, wall_s, final, device, start_step=state["start_step"])

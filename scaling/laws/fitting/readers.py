@@ -95,12 +95,34 @@ def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: st
         values["loss"] = fitted.transform(values["loss"])
     unmeasured = {col: finished & (~np.isfinite(values[key]) | (values[key] <= 0)) for key, col in columns.items()}
     if not drop_unmeasured:
-        for col, bad in unmeasured.items():
-            if bad.any():
-                first = int(np.flatnonzero(bad)[0])
-                raise UsageError(f"{sweep_dir}: {int(bad.sum())} finished run(s) have no positive, finite "
-                                 f"{col!r} in {store.SUMMARY} (first: run {table['run_id'].iloc[first]}, value "
-                                 f"{show_cell(table[col].iloc[first])})")
+        _check_measured(sweep_dir, table, unmeasured)
+    keep, dropped = _runs_kept(table, finished, unmeasured)
+    if not keep:
+        raise UsageError(f"{sweep_dir}: no finished run has a positive, finite N, D and final loss; nothing to fit")
+    n, d = values["n"][keep], values["d"][keep]
+    spent, measure = _spent(table, keep, compute_measure, param_convention)
+    return FitData(n=n, d=d, loss=values["loss"][keep], source=f"runs {sweep_dir}",
+                   provenance=Provenance("runs", str(sweep_dir)),
+                   store={"path": str(sweep_dir.resolve()), "digest": store.table_digest(table)},
+                   ids=tuple(str(table["run_id"].iloc[i]) for i in keep), dropped=tuple(dropped),
+                   param_convention=param_convention,
+                   flops=FlopsPerToken(measure) if spent is None else fit_flops_per_token(n, spent / d, measure),
+                   spent=spent, **_recorded_extras(table, keep, param_convention))
+
+
+def _check_measured(sweep_dir: Path, table: pd.DataFrame, unmeasured: dict) -> None:
+    """UsageError for finished runs without a positive, finite N, D or loss: a damaged store."""
+    for col, bad in unmeasured.items():
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise UsageError(f"{sweep_dir}: {int(bad.sum())} finished run(s) have no positive, finite "
+                             f"{col!r} in {store.SUMMARY} (first: run {table['run_id'].iloc[first]}, value "
+                             f"{show_cell(table[col].iloc[first])})")
+
+
+def _runs_kept(table: pd.DataFrame, finished: np.ndarray, unmeasured: dict) -> tuple[list[int], list[Dropped]]:
+    """(the rows fitted, the runs left out with their reasons): validation runs, runs that did not
+    finish (their status and the store's reason), finished runs without the numbers."""
     dropped, keep = [], []
     for i, row in enumerate(table.itertuples(index=False)):
         missing = [col for col, bad in unmeasured.items() if bad[i]]
@@ -115,8 +137,13 @@ def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: st
                                                     f"{', '.join(missing)}"))
         else:
             keep.append(i)
-    if not keep:
-        raise UsageError(f"{sweep_dir}: no finished run has a positive, finite N, D and final loss; nothing to fit")
+    return keep, dropped
+
+
+def _recorded_extras(table: pd.DataFrame, keep: list[int], param_convention: str) -> dict:
+    """What a store records beyond N, D and loss, for the kept runs, each None where not all of
+    them have it: planned budgets (an IsoFLOP design) and their measure, unique tokens, N counted
+    the other way, the final context use."""
     budgets = pd.to_numeric(table["budget"], errors="coerce").to_numpy(dtype=float)[keep] \
         if "budget" in table else None
     if budgets is not None and not (np.isfinite(budgets).all() and (budgets > 0).all()):
@@ -131,17 +158,9 @@ def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: st
         if "final_context_use" in table else None
     if context_use is not None and not np.isfinite(context_use).all():
         context_use = None                     # runs from before it was recorded
-    n, d = values["n"][keep], values["d"][keep]
-    spent, measure = _spent(table, keep, compute_measure, param_convention)
     budget_measure = None if budgets is None else _budget_measure(table, keep)
-    return FitData(n=n, d=d, loss=values["loss"][keep], source=f"runs {sweep_dir}",
-                   provenance=Provenance("runs", str(sweep_dir)),
-                   store={"path": str(sweep_dir.resolve()), "digest": store.table_digest(table)},
-                   ids=tuple(str(table["run_id"].iloc[i]) for i in keep), dropped=tuple(dropped),
-                   param_convention=param_convention, n_other=n_other, unique=unique,
-                   budgets=budgets if budget_measure else None, budget_measure=budget_measure,
-                   flops=FlopsPerToken(measure) if spent is None else fit_flops_per_token(n, spent / d, measure),
-                   spent=spent, context_use=context_use)
+    return {"n_other": n_other, "unique": unique, "budgets": budgets if budget_measure else None,
+            "budget_measure": budget_measure, "context_use": context_use}
 
 
 def _spent(table: pd.DataFrame, keep: list[int], measure: str, param_convention: str):

@@ -258,25 +258,8 @@ def isoflop(n, d, loss, *, compute=None, flops: FlopsPerToken = FlopsPerToken(),
     """
     n, d, loss = _positive_arrays(n=n, d=d, loss=loss)
     c = 6.0 * n * d if compute is None else _positive_arrays(compute=compute)[0]
-    left_out = 0
-    if groups is not None:
-        _, labels = np.unique(np.asarray(groups), return_inverse=True)
-        values = {k: float(np.exp(np.log(c[labels == k]).mean())) for k in np.unique(labels)}
-        grouping = f"planned budgets ({len(values)}), C the mean of each budget's runs"
-    elif budgets is not None:
-        centres = np.sort(np.asarray(budgets, dtype=float).ravel())
-        if centres.size == 0 or not np.all(np.isfinite(centres)) or np.any(centres <= 0):
-            raise UsageError("budgets must be positive, finite FLOP values")
-        dist = np.abs(np.log(c[:, None] / centres[None, :]))
-        labels = dist.argmin(axis=1)
-        labels[dist.min(axis=1) > math.log(max_budget_ratio)] = -1
-        left_out = int((labels < 0).sum())
-        values = {k: float(centres[k]) for k in range(len(centres))}
-        grouping = f"given budgets ({len(centres)}), runs within a factor {max_budget_ratio:g}"
-    else:
-        labels, grouping = _budget_groups(c, n, bins_per_decade, budget_rtol)
-        values = {k: float(np.exp(np.log(c[labels == k]).mean())) for k in np.unique(labels)}
-
+    labels, values, grouping, left_out = _grouped(c, n, groups=groups, budgets=budgets, bins_per_decade=bins_per_decade,
+                                                  budget_rtol=budget_rtol, max_budget_ratio=max_budget_ratio)
     found = []
     for k in sorted(set(labels.tolist()) - {-1}):
         index = np.flatnonzero(labels == k)
@@ -299,6 +282,27 @@ def isoflop(n, d, loss, *, compute=None, flops: FlopsPerToken = FlopsPerToken(),
     n_fit = fit_power_law(cs, [b.n_opt for b in usable])
     d_fit = fit_power_law(cs, [b.d_opt for b in usable])
     return IsoFLOPResult(n_fit.exponent, d_fit.exponent, n_fit.ci, d_fit.ci, n_fit, d_fit, **common)
+
+
+def _grouped(c, n, *, groups, budgets, bins_per_decade, budget_rtol: float, max_budget_ratio: float):
+    """(each run's budget label, -1 for a run left out; label -> the budget's C; how the runs were
+    grouped; the number left out), by `isoflop`'s order of precedence."""
+    if groups is not None:
+        _, labels = np.unique(np.asarray(groups), return_inverse=True)
+        values = {k: float(np.exp(np.log(c[labels == k]).mean())) for k in np.unique(labels)}
+        return labels, values, f"planned budgets ({len(values)}), C the mean of each budget's runs", 0
+    if budgets is not None:
+        centres = np.sort(np.asarray(budgets, dtype=float).ravel())
+        if centres.size == 0 or not np.all(np.isfinite(centres)) or np.any(centres <= 0):
+            raise UsageError("budgets must be positive, finite FLOP values")
+        dist = np.abs(np.log(c[:, None] / centres[None, :]))
+        labels = dist.argmin(axis=1)
+        labels[dist.min(axis=1) > math.log(max_budget_ratio)] = -1
+        values = {k: float(centres[k]) for k in range(len(centres))}
+        return (labels, values, f"given budgets ({len(centres)}), runs within a factor {max_budget_ratio:g}",
+                int((labels < 0).sum()))
+    labels, grouping = _budget_groups(c, n, bins_per_decade, budget_rtol)
+    return labels, {k: float(np.exp(np.log(c[labels == k]).mean())) for k in np.unique(labels)}, grouping, 0
 
 
 # ----------------------------------------------------------------------------- Approach 1
@@ -343,22 +347,7 @@ def envelope(curves: pd.DataFrame, *, n_grid: int = 1500, flops: FlopsPerToken =
     far from independent and a least-squares standard error would be too small. The number of
     distinct winning sizes is the honest count of information.
     """
-    missing = [col for col in CURVE_COLUMNS if col not in curves.columns]
-    if missing:
-        raise UsageError(f"curves lack column(s) {', '.join(missing)}; need {', '.join(CURVE_COLUMNS)}")
-    df = curves.loc[:, list(CURVE_COLUMNS)].copy()
-    for col in ("n", "tokens", "loss"):
-        df[col] = pd.to_numeric(df[col], errors="coerce")
-    df = df[np.isfinite(df[["n", "tokens", "loss"]]).all(axis=1) & (df.n > 0) & (df.tokens > 0)]
-    runs = []
-    for run_id, g in df.groupby("run_id", sort=True):
-        if g.n.nunique() != 1:
-            raise UsageError(f"run {run_id!r} has more than one N in its curve")
-        g = g.sort_values("tokens").drop_duplicates("tokens", keep="last")
-        if len(g) < 2:
-            continue
-        logf = np.log(flops.per_token(g.n.iloc[0]) * g.tokens.to_numpy())
-        runs.append((run_id, float(g.n.iloc[0]), logf, g.loss.to_numpy()))
+    runs = _curve_runs(curves, flops)
     empty = pd.DataFrame(columns=["compute", "n", "d", "loss", "run_id"])
     if len(runs) < 3:
         return EnvelopeResult(None, None, None, None, empty, 0, 0, 0,
@@ -400,3 +389,25 @@ def envelope(curves: pd.DataFrame, *, n_grid: int = 1500, flops: FlopsPerToken =
     d_fit = fit_power_law(frontier.compute, frontier.d)
     return EnvelopeResult(n_fit.exponent, d_fit.exponent, n_fit, d_fit, frontier, n_grid,
                           unbracketed, winning, notes=notes)
+
+
+def _curve_runs(curves: pd.DataFrame, flops: FlopsPerToken) -> list[tuple]:
+    """(run_id, N, log FLOPs, loss) of each run with 2 or more evaluations of positive, finite
+    N, tokens and loss, its evaluations in token order (the last of equal tokens kept)."""
+    missing = [col for col in CURVE_COLUMNS if col not in curves.columns]
+    if missing:
+        raise UsageError(f"curves lack column(s) {', '.join(missing)}; need {', '.join(CURVE_COLUMNS)}")
+    df = curves.loc[:, list(CURVE_COLUMNS)].copy()
+    for col in ("n", "tokens", "loss"):
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    df = df[np.isfinite(df[["n", "tokens", "loss"]]).all(axis=1) & (df.n > 0) & (df.tokens > 0)]
+    runs = []
+    for run_id, g in df.groupby("run_id", sort=True):
+        if g.n.nunique() != 1:
+            raise UsageError(f"run {run_id!r} has more than one N in its curve")
+        g = g.sort_values("tokens").drop_duplicates("tokens", keep="last")
+        if len(g) < 2:
+            continue
+        logf = np.log(flops.per_token(g.n.iloc[0]) * g.tokens.to_numpy())
+        runs.append((run_id, float(g.n.iloc[0]), logf, g.loss.to_numpy()))
+    return runs
