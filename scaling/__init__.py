@@ -18,7 +18,9 @@ Names are imported on first use, so `import scaling` stays fast and torch loads 
 stages that train.
 """
 
+import sys
 from importlib import import_module
+from types import ModuleType
 
 __version__ = "0.1.0"
 
@@ -38,6 +40,29 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
+
+
+class _StagePackage(ModuleType):
+    """A stage's package that calls its stage's function: `scaling.sweep(config)` is
+    `scaling.sweep.driver.sweep(config)` while `scaling.sweep.plan` stays a module."""
+
+    _function: tuple[str, str]
+
+    def __call__(self, *args, **kwargs):
+        module, name = self._function
+        return getattr(import_module(module), name)(*args, **kwargs)
+
+
+def stage_function(package: str, module: str, name: str) -> None:
+    """Make the stage package `package` callable as `module.name`, a plain function.
+
+    Why not export the function as `scaling.sweep`: importing any `scaling.sweep.<module>` binds
+    the package to the attribute `scaling.sweep`, over the function, so the name must be the
+    package. A module's class may be swapped for a subclass of ModuleType (the documented way to
+    give a module behaviour); the work stays in the function."""
+    stage = sys.modules[package]
+    stage.__class__ = _StagePackage
+    stage._function = (module, name)   # type: ignore[attr-defined]
 
 
 def __getattr__(name: str):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from scaling.config import SweepConfig
+from scaling.config import SweepConfig, load_config
 from scaling.data.tokens import prepare_tokens
 from scaling.runs import store
 from scaling.sweep.claims import ENDED, Claims
@@ -67,6 +67,13 @@ class SilentReporter:
     def progress(self, job, tokens_done, tokens_total, tokens_per_s): pass
 
     def finished(self, job, summary): pass
+
+
+def sweep(config, runs_dir: Path | str = "runs", *, cache_dir: Path | None = None, reporter=None) -> SweepResult:
+    """Train every run of the sweep `config` (a SweepConfig or a YAML path) not yet ended into
+    runs_dir/<name>, as `scaling sweep` does (`scaling.sweep(...)` is this function). Loads torch."""
+    cfg = config if isinstance(config, SweepConfig) else load_config(config)
+    return run_sweep(cfg, runs_dir, cache_dir, reporter)
 
 
 def run_sweep(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path | None = None,

@@ -23,7 +23,7 @@ from pathlib import Path
 from scaling.config import SweepConfig, derived_name, load_config, parse_config
 from scaling.errors import UsageError
 from scaling.laws.optimal.allocation import check_compute
-from scaling.laws.results.lawfit import LawFit
+from scaling.laws.results.lawfit import FILENAME, LawFit, load_fit
 from scaling.reading import parse_yaml, read_text
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep
@@ -187,3 +187,17 @@ def validate(fit: LawFit, cfg: SweepConfig, compute, *, runs_dir: Path | str = "
     vcfg, runs, planned = prepare(fit, cfg, compute, runs_dir=runs_dir, force=force, fit_path=fit_path)
     result = run_sweep(vcfg, runs_dir, cache_dir, reporter, planned=runs)
     return observe(planned, result.sweep_dir)
+
+
+def validate_fit(fit, compute, *, config=None, runs_dir=None, cache_dir=None, force=False, reporter=None) -> Validation:
+    """Train the model `fit` (a LawFit, or a fit directory / fit.json) recommends at `compute`
+    FLOPs and its two neighbours, as `scaling validate` does (`scaling.validate(...)` is this
+    function); the `result.Validation`. config: the sweep's YAML (default: read back from the
+    fit's run store); runs_dir: the run store root (default: the one holding the fit's store).
+    Loads torch."""
+    fit_path = ""
+    if not isinstance(fit, LawFit):
+        fit_path = str(Path(fit) / FILENAME if Path(fit).is_dir() else fit)
+        fit = load_fit(fit_path)
+    return validate(fit, recipe(fit, config), compute, runs_dir=runs_root(fit, runs_dir), cache_dir=cache_dir,
+                    force=force, fit_path=fit_path, reporter=reporter)
