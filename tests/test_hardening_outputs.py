@@ -135,7 +135,7 @@ def named_flags(text: str) -> set[str]:
 
 
 @pytest.mark.parametrize("argv", [
-    ["design", "--prior", "FIT", "--law", "chinchilla", TINY],
+    ["design", "--fit", "FIT", "--law", "chinchilla", TINY],
     ["design", "--law", "kaplan", TINY],
     ["plan", "--fit", "FIT", "--law", "chinchilla", "--compute", "1e21"],
     ["cost", "rules", "--law", "kaplan", "--compute", "1e21"],
@@ -151,7 +151,7 @@ def test_a_refusal_names_only_flags_its_command_has(known_fit, capsys, argv):
 def test_designs_default_prior_names_designs_flag(capsys):
     assert main(["design", str(TINY), "--sims", "1", "--bootstrap", "10"]) == 0
     out = capsys.readouterr().out
-    assert "--prior FIT_JSON" in out and named_flags(out) <= command_flags(["design"]), out
+    assert "--fit FIT" in out and named_flags(out) <= command_flags(["design"]), out
 
 
 # --------------------------------------------------------------------------------------------

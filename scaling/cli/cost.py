@@ -14,12 +14,10 @@ where a rule is about which flags go together, it is checked here first, in flag
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from scaling import cost
 from scaling.cli import cost_memory
 from scaling.cli.cost_common import NumberArgs, print_assumptions, print_json
-from scaling.cli.law_choice import LawChoice, choose_law
+from scaling.cli.law_choice import FIT, LawChoice, add_fit_option, choose_law
 from scaling.errors import UsageError
 from scaling.formats import positive
 from scaling.laws.forms.references import REFERENCES
@@ -27,7 +25,7 @@ from scaling.laws.forms.references import REFERENCES
 
 def register(subparsers) -> None:
     group = subparsers.add_parser(
-        "cost", help="plan compute, time, money and memory (training, inference, optimum)",
+        "cost", help="compute, time, money and memory of training and inference",
         description="Back-of-the-envelope planning sums, each printed with its units and the "
                     "assumptions that produced it.")
     sub = group.add_subparsers(dest="cost_command", required=True, metavar="SUBCOMMAND",
@@ -64,7 +62,7 @@ def _add_inference(sub) -> None:
     inf.add_argument("--tokens-per-request", required=True, help="generated tokens per request")
     inf.add_argument("--requests", nargs="+", required=True, help="request counts, e.g. 1e6 1e9")
     inf.add_argument("--tokens", default=None, help="training tokens D (to compare with training)")
-    inf.add_argument("--json", action="store_true")
+    inf.add_argument("--json", action="store_true", help="print JSON instead of a table")
     inf.set_defaults(func=cmd_inference)
 
 
@@ -76,12 +74,12 @@ def _add_inference_aware(sub) -> None:
     _law_args(aware)
     target = aware.add_mutually_exclusive_group(required=True)
     target.add_argument("--loss", default=None, help="target loss (in the law's units)")
-    target.add_argument("--compute", default=None,
-                        help="training-only budget C: the target is the law's best loss at C")
+    target.add_argument("--compute", default=None, metavar="C",
+                        help="training-only budget C in FLOPs: the target is the law's best loss at C")
     aware.add_argument("--inference-tokens", nargs="+",
                        default=["0", "1e10", "1e11", "1e12", "1e13", "1e14", "1e15"],
                        help="generated tokens over the model's life (default: 0 1e10 ... 1e15)")
-    aware.add_argument("--json", action="store_true")
+    aware.add_argument("--json", action="store_true", help="print JSON instead of a table")
     aware.set_defaults(func=cmd_inference_aware)
 
 
@@ -91,12 +89,12 @@ def _add_rules(sub) -> None:
         description="At C FLOPs: the rule D = k N (N = sqrt(C / 6k)), a fixed N spent on "
                     "D = C / 6N, and the law's compute-optimal N, D, each with its predicted "
                     "loss and cost per generated token.")
-    rules.add_argument("--compute", required=True, help="training compute C in FLOPs")
+    rules.add_argument("--compute", required=True, metavar="C", help="training compute C in FLOPs")
     rules.add_argument("--params", default=None,
                        help="a fixed N to spend C on Kaplan-style (e.g. 1e11)")
     rules.add_argument("--tokens-per-param", default="20", help="the rule's D / N (default 20)")
     _law_args(rules)
-    rules.add_argument("--json", action="store_true")
+    rules.add_argument("--json", action="store_true", help="print JSON instead of a table")
     rules.set_defaults(func=cmd_rules)
 
 
@@ -114,8 +112,7 @@ def _law_args(parser) -> None:
     laws = [k for k, ref in REFERENCES.items() if ref.law is not None]
     parser.add_argument("--law", default=None,
                         help=f"published law: {', '.join(laws)} (default chinchilla)")
-    parser.add_argument("--fit", default=None, metavar="FIT_JSON", type=Path,
-                        help="your own fit (fit.json with 'params': E, A, B, alpha, beta)")
+    add_fit_option(parser, "your own fit's law (a fit folder, or a fit.json with 'params': E, A, B, alpha, beta)")
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -128,7 +125,7 @@ def _law_note(choice: LawChoice) -> None:
     """Which law, when it is the default; a fit's verdict before any number drawn from it."""
     if choice.is_default:
         print("law: the published chinchilla law (Hoffmann et al. 2022), by default; "
-              "--fit FIT_JSON for yours")
+              f"--fit {FIT} for yours")
     if choice.fit is not None:
         from scaling.laws.results.summary import verdict_preamble  # late, as choose_law loads the fitter only for --fit
 

@@ -31,7 +31,7 @@ def add_memory(sub) -> None:
     mem.add_argument("--d-model", default=None,
                      help="model width d for the attention (n^2 d) vs recurrence (n d^2) "
                           "crossover, at the --context lengths")
-    mem.add_argument("--json", action="store_true")
+    mem.add_argument("--json", action="store_true", help="print JSON instead of a table")
     mem.set_defaults(func=cmd_memory)
 
 

@@ -1,6 +1,6 @@
 """`scaling design CONFIG [CONFIG ...]`: what a sweep would determine, before any training.
 
-    scaling design configs/tiny.yaml --prior fits/tiny        # the prior's law and residual scatter
+    scaling design configs/tiny.yaml --fit fits/tiny        # the prior's law and residual scatter
     scaling design configs/a.yaml configs/b.yaml --law chinchilla --noise 0.005
 
 Each config's planned runs (N counted as the prior counts it, D their tokens) are simulated under
@@ -8,7 +8,7 @@ the prior law with log-normal scatter, refitted and diagnosed `--sims` times
 (`scaling.laws.design.sweep.expected_precision`); the table sets the designs side by side with their
 total compute, so two designs of equal compute can be compared by what they would measure.
 
-    scaling design configs/tiny_wsd.yaml --prior fits/tiny --curves   # every evaluation vs final losses
+    scaling design configs/tiny_wsd.yaml --fit fits/tiny --curves   # every evaluation vs final losses
 
 --curves: each config's runs (a WSD plan's stable runs and branches too) are simulated as training
 curves under the prior law and a schedule effect (the prior's curve laws, from `scaling fit
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scaling.cli.law_choice import choose_law
+from scaling.cli.law_choice import add_fit_option, choose_law
 from scaling.config import load_config
 from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, positive, sci
@@ -33,13 +33,13 @@ from scaling.formats import json_safe, plain_table, positive, sci
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "design", help="simulate a sweep under a prior law: the intervals it would give, before training",
+        "design", help="the intervals a planned sweep would give, before training",
         description="For each config: simulate its planned runs under a prior law (your fit.json, or a "
                     "published law) with the given scatter, refit them as `scaling fit` does, and print "
                     "the expected 95% interval widths of alpha, a and tokens per parameter, and how often "
                     "the diagnostics would call the result not identified.")
     p.add_argument("configs", nargs="+", type=Path, metavar="CONFIG", help="sweep YAML(s) to compare")
-    p.add_argument("--prior", type=Path, metavar="FIT_JSON", help="a fit.json whose law is the prior")
+    add_fit_option(p, "your fit, whose law is the prior (a fit folder or its fit.json)", aliases=("--prior",))
     p.add_argument("--law", help="a published law as the prior instead (chinchilla, besiroglu)")
     p.add_argument("--noise", help="scatter of final losses, relative (default: the prior fit's residual "
                                    "RMS, or 0.01)")
@@ -94,7 +94,7 @@ def schedule_effect(args, fit) -> tuple[float, float]:
             raise UsageError(f"--anneal must be a finite number >= 0; got {args.anneal!r}")
         return args.anneal, decay
     if not curves.get("sizes"):
-        raise UsageError("--curves needs the schedule effect: a --prior fitted with `scaling fit --curves`, "
+        raise UsageError("--curves needs the schedule effect: a --fit fitted with `scaling fit --curves`, "
                          "or --anneal C")
     return max(float(np.median([s["law"]["C"] for s in curves["sizes"]])), 0.0), decay
 
@@ -142,7 +142,7 @@ def cmd_curve_design(args, choice, noise: float, convention: str) -> int:
 def cmd_design(args) -> int:
     from scaling.laws.design.sweep import expected_precision, measured_scatter  # the fitter: after the arguments
 
-    choice = choose_law(args.prior, args.law, parametric=True, fit_flag="--prior")
+    choice = choose_law(args.fit, args.law, parametric=True)
     law = choice.law
     assert law is not None, "choose_law(parametric=True) refuses a law without L(N, D)"
     fit = choice.fit

@@ -27,7 +27,7 @@ from scaling.train.counts import COMPUTE_MEASURES
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "fit", help="fit the Chinchilla-form law L(N, D) with bootstrap intervals; write fit.json",
+        "fit", help="fit L(N, D) with bootstrap intervals; write fit.json",
         description="Fit L(N, D) = E + A/N^alpha + B/D^beta (Hoffmann et al.'s Approach 3: Huber loss "
                     "on log residuals, L-BFGS from 4,500 starts) to a run store, a table or a packaged "
                     "dataset; bootstrap 95% intervals; write DIR/fit.json and print a summary.")
@@ -69,7 +69,9 @@ def register(subparsers) -> None:
     p.add_argument("--min-tokens-per-param", type=float, metavar="X", help="leave out points with D/N below X")
     p.add_argument("--min-tokens", type=float, metavar="X", help="leave out points with D below X")
     p.add_argument("--delta", type=float, default=DEFAULT_DELTA, help=f"Huber delta (default {DEFAULT_DELTA:g})")
-    p.add_argument("--fixed-E", type=float, metavar="E", help="pin the irreducible loss E; fit the other four")
+    p.add_argument("--fixed-e", type=float, metavar="E", dest="fixed_E",
+                   help="pin the irreducible loss E; fit the other four")
+    p.add_argument("--fixed-E", type=float, dest="fixed_E", help=argparse.SUPPRESS)   # the older spelling
     p.add_argument("--bootstrap", type=int, default=results.DEFAULT_BOOTSTRAP, metavar="K",
                    help=f"bootstrap resamples (default {results.DEFAULT_BOOTSTRAP}; 0 disables)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)")
@@ -141,7 +143,7 @@ def cmd_fit(args) -> int:
     if args.d_col is not None and args.c_col is not None:
         raise UsageError("give --d or --c, not both")
     _check_number("--delta", args.delta)
-    _check_number("--fixed-E", args.fixed_E)
+    _check_number("--fixed-e", args.fixed_E)
     _check_number("--reference-compute", args.reference_compute)
     _check_number("--unique-tokens", args.unique_tokens)
     source, kind, name = source_of(args)

@@ -25,7 +25,7 @@ from scaling.runs.imports.source import KINDS
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "import", help="bring runs logged with TensorBoard, W&B, MLflow or a CSV into a run store",
+        "import", help="import runs logged with TensorBoard, W&B, MLflow or a CSV",
         description="Read each run's hyperparameters and curves from its own log format and write them as "
                     "a run store that `scaling fit` reads. N, D and the loss are named by the flags (exact "
                     "names) or found under their conventional names.")

@@ -1,11 +1,11 @@
 """`scaling compare` and `scaling plan`: your fit beside the published laws, and what to train.
 
-    scaling compare FIT_JSON [--json]
+    scaling compare FIT [--json]
         alpha, beta, a, b and tokens per parameter of your fit against Kaplan, Chinchilla,
         Besiroglu and the 20-tokens rule, each published value marked in or OUT of your 95%
         interval; the caveats; and Approaches 1-3 side by side when fit.json has "approaches".
 
-    scaling plan --compute C [C ...] [--fit FIT_JSON | --law chinchilla|besiroglu|kaplan] [--json]
+    scaling plan --compute C [C ...] [--fit FIT | --law chinchilla|besiroglu|kaplan] [--json]
         N_opt, D_opt, tokens per parameter and predicted loss at each budget, beside the
         20-tokens-per-parameter rule and Kaplan's allocation (each with the loss the law
         predicts for it). With neither --fit nor --law the published Chinchilla law is used,
@@ -21,7 +21,7 @@ import json
 import math
 from pathlib import Path
 
-from scaling.cli.law_choice import DEFAULT_LAW, choose_law
+from scaling.cli.law_choice import DEFAULT_LAW, FIT, FIT_HELP, add_fit_option, choose_law
 from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, positive
 from scaling.laws.forms.references import REFERENCES
@@ -36,21 +36,20 @@ def register(subparsers) -> None:
         description="Exponents, allocation exponents and tokens per parameter of a fit.json "
                     "beside the published laws, each published value marked in or OUT of your "
                     "95% interval. E, A, B are not compared: they depend on tokenizer and data.")
-    cmp.add_argument("fit", metavar="FIT_JSON", type=Path, help="a fit.json written by `scaling fit`")
+    cmp.add_argument("fit", metavar=FIT, type=Path, help=FIT_HELP)
     cmp.add_argument("--json", action="store_true", help="print JSON instead of a table")
     cmp.set_defaults(func=cmd_compare)
 
     laws = ", ".join(REFERENCES)
     plan = subparsers.add_parser(
-        "plan", help="compute-optimal N and D for a budget, beside the 20-tokens rule and Kaplan",
+        "plan", help="compute-optimal N, D for budgets C, beside D = 20 N and Kaplan",
         description="For each compute budget C (FLOPs, C = 6 N D): the law's compute-optimal "
                     "N, D, tokens per parameter and predicted loss, beside D = 20 N and Kaplan "
                     "et al.'s N = 1.3e9 (C / 8.64e19)^0.73. Uses the published Chinchilla law "
                     "unless --fit or --law is given.")
     plan.add_argument("--compute", nargs="+", required=True, metavar="C",
                       help="training compute in FLOPs; several allowed (e.g. --compute 1e18 1e21 1e23)")
-    plan.add_argument("--fit", default=None, metavar="FIT_JSON", type=Path,
-                      help="your own fit.json")
+    add_fit_option(plan, "your own fit (a fit folder or its fit.json)")
     plan.add_argument("--law", default=None,
                       help=f"a published law: {laws} (default {DEFAULT_LAW} when --fit is not given)")
     plan.add_argument("--unique-tokens", metavar="U", default=None,

@@ -15,6 +15,7 @@ import math
 import time
 from pathlib import Path
 
+from scaling.cli.law_choice import FIT, FIT_HELP, add_fit_option
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws.fitting import fitdata, readers
@@ -22,18 +23,17 @@ from scaling.laws.fitting import fitdata, readers
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "report", help="figures (PNG, SVG) and a Markdown/HTML report of a fit, with a hold-out check",
+        "report", help="a fit's report: figures, tables, hold-out check",
         description="Draw the loss curves, final losses with the fitted law, IsoFLOP profiles, iso-loss "
                     "contours with compute-optimal frontiers, residuals and bootstrap distributions; "
                     "refit without the top-compute runs and predict them (hold-out check); write a "
                     "report with the sweep, the run table, the constants with intervals, the three "
                     "approaches, the published laws, a plan for 1e18, 1e21 and 1e23 FLOPs, evidence "
                     "and limitations.")
-    p.add_argument("source", nargs="?", type=Path, metavar="FIT_DIR_OR_RUNS_DIR",
-                   help="a run store runs/<sweep> (fitted here), or a fit folder / fit.json from `scaling fit`")
+    p.add_argument("source", nargs="?", type=Path, metavar=f"{FIT}_OR_RUNS_DIR",
+                   help=f"{FIT_HELP}; or a run store runs/<sweep>, fitted here")
     p.add_argument("--dataset", metavar="NAME", help=f"a packaged dataset instead: {', '.join(readers.DATASETS)}")
-    p.add_argument("--fit", type=Path, metavar="FIT_JSON",
-                   help="with a run store: use this fit.json's numbers instead of fitting here")
+    add_fit_option(p, "with a run store: use this fit's numbers instead of fitting here")
     p.add_argument("--out", type=Path, metavar="DIR",
                    help="where the report goes (default: FIT_DIR/report, or fits/<name>/report)")
     p.add_argument("--format", default="md", choices=("md", "html"),
@@ -82,7 +82,7 @@ def cmd_report(args) -> int:
         raise UsageError(f"{args.source} does not exist (expected a run store runs/<sweep>, a fit folder or a "
                          "fit.json)")
     if (args.source is None) == (args.dataset is None):
-        raise UsageError("give exactly one input: FIT_DIR_OR_RUNS_DIR or --dataset NAME")
+        raise UsageError(f"give exactly one input: {FIT}_OR_RUNS_DIR or --dataset NAME")
     out = args.out if args.out is not None else default_out(args)
     start = time.perf_counter()
     rep, paths = make_report(args.source, out=out, fmt=args.format, dataset=args.dataset, fit=args.fit,

@@ -27,7 +27,7 @@ from scaling.formats import positive, sci
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "tune", help="measure each shape's learning rate with a short sweep; fit lr_opt against N",
+        "tune", help="measure each shape's best learning rate; fit lr_opt against N",
         description="For each shape of the config's grid, train a log grid of learning rates at one token "
                     "budget (into the run store, as the sweep `<name>-tune`), choose the rate of lowest "
                     "final loss (a parabola in log lr through the best rate and its neighbours), fit "

@@ -1,4 +1,4 @@
-"""`scaling validate FIT_JSON --compute C`: train the model the fit recommends at C, and its two
+"""`scaling validate FIT --compute C`: train the model the fit recommends at C, and its two
 neighbours at the same compute, and compare their losses with the law's prediction.
 
 Thin layer over scaling.validate.run: the runs go to the store `<sweep>-validate` beside the
@@ -12,6 +12,7 @@ import json
 import warnings
 from pathlib import Path
 
+from scaling.cli.law_choice import FIT, FIT_HELP
 from scaling.cli.sweep import RichReporter, console, progress_bars, stop_on_signals
 from scaling.errors import UsageError
 from scaling.formats import json_safe, positive
@@ -22,13 +23,13 @@ from scaling.runs.store import check_output
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "validate", help="train the model a fit recommends and its neighbours; check the prediction",
+        "validate", help="train the model a fit recommends, and two neighbours",
         description="At compute C: the sweep's model family's shape nearest the fit's N_opt, trained on "
                     "D = C/6N tokens with the sweep's recipe, and two neighbours (about N/2.5 and 2.5N) at "
                     "the same C. Prints each run's predicted loss with its 95% prediction interval beside "
                     "the observed one, and whether the predicted optimum beats both neighbours. A fit "
                     "whose verdict is 'not identified' is refused unless --force.")
-    p.add_argument("fit", metavar="FIT_JSON", type=Path, help="a fit.json written by `scaling fit` (or its folder)")
+    p.add_argument("fit", metavar=FIT, type=Path, help=FIT_HELP)
     p.add_argument("--compute", required=True, metavar="C", help="training compute in FLOPs (C = 6ND)")
     p.add_argument("--config", type=Path, default=None,
                    help="the sweep's YAML (default: read back from the runs of the fit's store)")

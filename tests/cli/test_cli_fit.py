@@ -226,7 +226,7 @@ def test_loss_rising_with_N_gives_no_allocation_and_says_why(tmp_path, capsys):
     (["fit", "--dataset", "chinchilla", "--param-convention", "total"], "--param-convention applies to a run store"),
     (["fit", "--dataset", "chinchilla", "--drop-highest-loss", "300"], "would drop all 245"),
     (["fit", "--dataset", "chinchilla", "--delta", "0"], "--delta must be a positive, finite number"),
-    (["fit", "--dataset", "chinchilla", "--fixed-E", "-1"], "--fixed-E must be a positive"),
+    (["fit", "--dataset", "chinchilla", "--fixed-E", "-1"], "--fixed-e must be a positive"),
     (["fit", "--dataset", "chinchilla", "--bootstrap", "-1"], "--bootstrap must be a whole number >= 0"),
     (["fit", "--dataset", "chinchilla", "--reference-compute", "nan"], "--reference-compute must be"),
     (["fit", "--dataset", "chinchilla", "--min-tokens", "1e13"], "0 point\\(s\\) after filters, fewer than the 5"),

@@ -62,3 +62,36 @@ def test_an_unknown_command_is_one_line_with_the_closest_name_and_exit_2(argv, e
 def test_an_unknown_law_is_one_line_with_the_closest_name_and_exit_2(law, expected, capsys):
     assert main(["plan", "--compute", "1e21", "--law", law]) == 2
     assert capsys.readouterr().err == f"scaling plan: error: {expected}\n"
+
+
+def test_the_top_level_help_lists_every_command_on_one_line(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert len(commands) == 11
+    listed = out.split("positional arguments:")[1].split("options:")[0].splitlines()[2:]   # after COMMAND
+    assert [line.split()[0] for line in listed if line.strip()] == list(commands), out   # no line wrapped
+
+
+def test_a_fit_is_named_one_way_and_the_old_spellings_still_parse():
+    for parser in parsers():
+        for action in parser._actions:
+            if action.dest == "fit" and action.help != argparse.SUPPRESS:
+                assert action.metavar == "FIT", parser.prog
+            if action.dest == "source":                          # report: a fit or a run store
+                assert action.metavar == "FIT_OR_RUNS_DIR", parser.prog
+            if "--json" in action.option_strings:
+                assert action.help, f"{parser.prog}: --json without help"
+            if "--compute" in action.option_strings:
+                assert action.metavar == "C", parser.prog
+    parser = build_parser()
+    assert parser.parse_args(["design", "x.yaml", "--prior", "fits/a"]).fit == parser.parse_args(
+        ["design", "x.yaml", "--fit", "fits/a"]).fit
+    assert parser.parse_args(["fit", "--fixed-E", "1.5"]).fixed_E == 1.5
+    assert parser.parse_args(["fit", "--fixed-e", "1.5"]).fixed_E == 1.5
+    design_help = next(p for p in parsers() if p.prog.endswith(" design")).format_help()
+    fit_help = next(p for p in parsers() if p.prog.endswith(" fit")).format_help()
+    assert "--prior" not in design_help and "--fit FIT" in design_help
+    assert "--fixed-E" not in fit_help and "--fixed-e E" in fit_help

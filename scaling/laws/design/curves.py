@@ -11,7 +11,7 @@ and the final-loss fit of the same runs (`fit.fit_law` and the bootstrap of poin
 does). Both see the same runs, so the same compute: a WSD plan's stable run and branches are fitted
 from their curves on one side and from the branches' final losses on the other. Pure: no I/O.
 
-Measured (`scaling design configs/tiny.yaml configs/tiny_wsd.yaml --prior <the demo's fit --curves>
+Measured (`scaling design configs/tiny.yaml configs/tiny_wsd.yaml --fit <the demo's fit --curves>
 --curves --sims 20 --bootstrap 100`): median tokens-per-parameter hi/lo 1.30 from the curves
 against 2.01 from the final losses for the cosine sweep; 7.06 against 3.01 for the WSD one, whose
 branches log too few cooldown evaluations to measure the annealing weight C.
