@@ -12,7 +12,7 @@ The Python API mirrors the command line (docs/api.md):
     scaling.Law(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28).n_opt(1e23)
 
 The subpackages follow the data flow (docs/architecture.md): config, runs, data, train,
-sweep, laws, cost, validate, report, cli.
+sweep, laws, tune, cost, validate, report, cli.
 
 Names are imported on first use, so `import scaling` stays fast and torch loads only for the
 stages that train.

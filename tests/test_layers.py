@@ -17,8 +17,8 @@ from scaling.sweep.packing import GPU_DEVICE_FILES
 PACKAGE = Path(__file__).resolve().parents[1] / "scaling"
 
 # Each stage may import itself and the stages before it.
-STAGES = ("errors", "formats", "reading", "config", "runs", "data", "train", "sweep", "laws", "cost", "validate",
-          "report", "cli")
+STAGES = ("errors", "formats", "reading", "config", "runs", "data", "train", "sweep", "laws", "tune", "cost",
+          "validate", "report", "cli")
 
 
 def module_name(path: Path) -> str:
@@ -128,7 +128,7 @@ def _loads_torch(code: str, cwd=None) -> bool:
 
 def test_planning_does_not_load_torch():
     # The grid, its estimates and a design need the shapes' counts (scaling.train.shape), not the model.
-    assert not _loads_torch("import scaling.sweep.plan, scaling.sweep.estimates, scaling.sweep.tune, "
+    assert not _loads_torch("import scaling.sweep.plan, scaling.sweep.estimates, scaling.tune.shapes, "
                             "scaling.cli.design")
 
 

@@ -3,13 +3,13 @@
     scaling tune configs/tiny.yaml --dry-run                  # the tuning runs, trained nothing
     scaling tune configs/tiny.yaml --tokens 5e5 --lrs 1e-3,2e-3,4e-3,8e-3,1.6e-2
 
-Trains `<name>-tune` into the run store (scaling.sweep.tune), prints per shape the rates tried,
+Trains `<name>-tune` into the run store (scaling.tune.shapes), prints per shape the rates tried,
 their final losses and the rate chosen, fits lr_opt = c N^k over the shapes whose optimum lies
-inside their grid (scaling.laws.lr_law, with a 95% interval), and writes into --out: tune.json
+inside their grid (scaling.tune.lr_law, with a 95% interval), and writes into --out: tune.json
 (the table, the fit, the budget and where they came from) and `<name>-tuned.yaml` (the config at
-the chosen rates), both by scaling.laws.lr_law.write_tuning, and tune.png/.svg (loss against lr
+the chosen rates), both by scaling.tune.files.write_tuning, and tune.png/.svg (loss against lr
 per shape; lr_opt against N: scaling.report.tuning). --out is checked before any training
-(lr_law.check_tuning_output): a `<name>-tuned.yaml` that tune did not write is replaced only with
+(scaling.tune.files.check_tuning_output): a `<name>-tuned.yaml` that tune did not write is replaced only with
 --force, the input config never. This module parses, calls and prints.
 """
 
@@ -41,7 +41,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: fits/<name>-tune)")
     p.add_argument("--budgets", action="store_true",
                    help="tune at the sweep's own cells (shape and D) instead of one token budget, and fit "
-                        "lr_opt = c N^p D^q (scaling.sweep.tune_budgets)")
+                        "lr_opt = c N^p D^q (scaling.tune.budgets)")
     p.add_argument("--cells", default="corners", choices=("corners", "all"),
                    help="with --budgets: the 3 cells spanning the plan's N and D (default), or every cell")
     p.add_argument("--seeds", help="with --budgets: comma-separated training seeds; each rate is trained once "
@@ -58,7 +58,7 @@ def register(subparsers) -> None:
 
 def parse_flags(args):
     """The config, the rates and the budget, each checked under its flag's name."""
-    from scaling.sweep.tune import DEFAULT_LRS, learning_rates
+    from scaling.tune.shapes import DEFAULT_LRS, learning_rates
 
     cfg = load_config(args.config)
     try:
@@ -109,7 +109,7 @@ def parse_beta2(text: str | None) -> Sequence[float | None]:
 
 def checked_out(args, cfg) -> Path:
     """--out (default fits/<name>-tune), checked before any training rather than after it."""
-    from scaling.laws.lr_law import check_tuning_output
+    from scaling.tune.files import check_tuning_output
 
     out = args.out or Path("fits") / f"{cfg.name}-tune"
     check_tuning_output(out, args.config, cfg.name, args.force)
@@ -117,7 +117,7 @@ def checked_out(args, cfg) -> Path:
 
 
 def cmd_tune_budgets(args) -> int:
-    from scaling.sweep.tune_budgets import budget_sweep_name, select_cells, sweep_cells
+    from scaling.tune.budgets import budget_sweep_name, select_cells, sweep_cells
 
     cfg = load_config(args.config)
     out = checked_out(args, cfg)
@@ -136,9 +136,9 @@ def cmd_tune_budgets(args) -> int:
         for run in cells:
             console.print(f"  {run.run_id}  lr {sci(run.spec.lr)}  {sci(run.flops('exact'))} FLOPs each")
         return 0
-    from scaling.laws.lr_law import format_cells, write_budget_tuning
-    from scaling.sweep.tune_budgets import tune_each_beta2
     from scaling.train.loop import Interrupted
+    from scaling.tune.budgets import format_cells, tune_each_beta2
+    from scaling.tune.files import write_budget_tuning
 
     with stop_on_signals() as received:
         try:
@@ -162,7 +162,7 @@ def cmd_tune_budgets(args) -> int:
 
 
 def cmd_tune(args) -> int:
-    from scaling.sweep.tune import tune, tuning_config, tuning_tokens
+    from scaling.tune.shapes import tune, tuning_config, tuning_tokens
 
     one_budget, at_budgets = {"--tokens": args.tokens, "--lrs": args.lrs}, \
         {"--seeds": args.seeds, "--beta2": args.beta2, "--cells": args.cells != "corners" or None}
@@ -184,9 +184,10 @@ def cmd_tune(args) -> int:
                           f"into {args.runs_dir / tune_cfg.name}")
         show_plan(tune_cfg, args)
         return 0
-    from scaling.laws.lr_law import format_table, lr_law, write_tuning
     from scaling.report.tuning import save_figure
     from scaling.train.loop import Interrupted  # training loads torch: not for a dry run
+    from scaling.tune.files import write_tuning
+    from scaling.tune.lr_law import format_table, lr_law
 
     with stop_on_signals() as received:
         try:

@@ -5,7 +5,7 @@
 Left, each shape's final loss against the learning rate, with the parabola that placed its
 optimum and the rate chosen (a star); runs that diverged or failed are crosses at the top. Right,
 the chosen rates against N, hollow where the optimum lies at the grid's edge, and the fitted
-lr_opt = c N^k (`scaling.laws.lr_law`).
+lr_opt = c N^k (`scaling.tune.lr_law`).
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from scaling.config import Shape, SweepConfig, run_lr
 from scaling.errors import UsageError
+from scaling.laws.optimal.approaches import fit_power_law
 from scaling.train import counts
 from scaling.train.counts import PARAM_CONVENTIONS
 
@@ -109,5 +110,5 @@ def family_of(cfg: SweepConfig, param_convention: str = "non_embedding") -> Fami
     tuned = [(family.n_params(s), s.lr) for s in shapes if s.lr is not None]
     if len({n for n, _ in tuned}) < 2:
         return family
-    k, log_c = np.polyfit(np.log([n for n, _ in tuned]), np.log([lr for _, lr in tuned]), 1)
-    return Family(cfg, head_width, aspect, param_convention, (float(math.exp(log_c)), float(k)), depth)
+    law = fit_power_law([n for n, _ in tuned], [lr for _, lr in tuned])   # as `scaling tune`'s lr_opt = c N^k
+    return Family(cfg, head_width, aspect, param_convention, (law.coefficient, law.exponent), depth)

@@ -15,8 +15,7 @@ from scaling.errors import UsageError
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep
 from scaling.sweep.plan import plan
-from scaling.sweep.tune import choose
-from scaling.sweep.tune_budgets import (
+from scaling.tune.budgets import (
     LADDER,
     START,
     CellTuning,
@@ -26,6 +25,7 @@ from scaling.sweep.tune_budgets import (
     select_cells,
     sweep_cells,
 )
+from scaling.tune.shapes import choose
 from tests.conftest import MICRO, micro_config
 
 MEASURED = Path(__file__).with_name("demo_lr_grid.csv")

@@ -34,10 +34,10 @@ import numpy as np
 
 from scaling.config import SweepConfig, derived_name, parse_config
 from scaling.errors import UsageError
-from scaling.formats import sci
+from scaling.formats import plain_table, sci
 from scaling.runs import store
 from scaling.sweep.plan import PlannedRun, plan
-from scaling.sweep.tune import TUNED, Choice, choose
+from scaling.tune.shapes import TUNED, Choice, choose
 
 # Multipliers sqrt(2) apart, to 2 decimals (the rates bench/bench_scatter.py trained, so its runs are
 # tuning runs too); tuning starts on the middle three.
@@ -269,3 +269,15 @@ def budget_tuned_config(data: dict, law: LRFit, beta2: float) -> dict:
     train = {**data.get("train", {}), "lr_law": lr_law, "beta2": beta2}
     return {**data, "name": derived_name(data["name"], TUNED, "the tuned config"), "train": train,
             "grid": {**data["grid"], "models": models}}
+
+
+def format_cells(tuning) -> str:
+    """One row per tuned cell (scaling.tune.budgets): its rates, their losses and the choice."""
+    title = f"the cells tuned at their own D, beta2 {tuning.beta2:g}:\n"
+    rows = []
+    for c in tuning.cells:
+        tried = ", ".join(f"{sci(lr)}: {'-' if loss is None else f'{loss:.3f}'}" for lr, loss in zip(c.lrs, c.losses))
+        rows.append([c.name, sci(c.run.n_params_non_embedding), sci(c.run.spec.lr), tried,
+                     "-" if c.choice.lr is None else sci(c.choice.lr), c.choice.method])
+    header = ["cell", "N non-emb", "config lr", "final loss at each rate", "chosen", "how"]
+    return title + plain_table(header, rows)

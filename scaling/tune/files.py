@@ -1,79 +1,28 @@
-"""The learning-rate law of a tuning sweep, lr_opt = c N^k, and the files `scaling tune` writes.
+"""The files `scaling tune` writes, at the I/O edge of the tuning stage: tune.json and the tuned config.
 
-    tuning = scaling.sweep.tune.tune(cfg, lrs, tokens, "runs")   # each shape's rate, chosen
-    law = lr_law(tuning.shapes)                                  # fitted over the inside optima
-    print(format_table(tuning.shapes)); print(law.describe())
     write_tuning("fits/tiny-tune", "configs/tiny.yaml", tuning, law)   # tune.json, tiny-tuned.yaml
+    write_budget_tuning("fits/tiny-tune", "configs/tiny.yaml", tried)   # `scaling tune --budgets`
 
-A shape whose best rate lies at the edge of its grid gives only a bound on its optimum, so the law
-is fitted over the shapes whose optimum lies inside (`scaling.sweep.tune.choose`), by least
-squares in log-log (`approaches.fit_power_law`, with a 95% interval from 3 shapes on). The
-figure of the tuning is the report's (`scaling.report.tuning`).
+Checked before any training (`check_tuning_output`): a tuned config tune did not write is
+replaced only with --force, and never the input config.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from scaling.errors import UsageError
-from scaling.formats import json_safe, plain_table, sci
-from scaling.laws.optimal.approaches import PowerLaw, fit_power_law
+from scaling.formats import json_safe
 from scaling.reading import parse_yaml
 from scaling.runs.store import check_output, write_atomic
-from scaling.sweep.tune import TUNED, ShapeTuning, Tuning, tuned_config
+from scaling.tune.lr_law import LRLaw
+from scaling.tune.shapes import TUNED, Tuning, tuned_config
 
-INSIDE = ("parabola", "grid point")   # choices that place the optimum inside the grid
 TUNE_FILES = ("tune.json", "tune.png", "tune.svg")   # what tune writes beside the tuned config
 TUNED_HEADER = "# Learning rates from `scaling tune "   # a tuned config's first line begins so
-
-
-@dataclass(frozen=True)
-class LRLaw:
-    """lr_opt = c N^k (`power`, None when it could not be fitted, and `why` not), and the shapes
-    it was fitted over."""
-
-    power: PowerLaw | None
-    inside: tuple
-    why: str | None = None
-
-    def describe(self) -> str:
-        if self.power is None:
-            return f"lr_opt(N): not fitted ({self.why})"
-        law = self.power
-        ci = f" [{law.ci[0]:.3f}, {law.ci[1]:.3f}] (95%)" if law.ci else " (no interval from 2 points)"
-        return (f"lr_opt = {sci(law.coefficient)} * N^{law.exponent:.3f}; exponent {law.exponent:.3f}{ci}, "
-                f"from {law.n_points} shapes ({', '.join(s.name for s in self.inside)})")
-
-    def to_json(self) -> dict | None:
-        law = self.power
-        if law is None:
-            return None
-        return {"exponent": law.exponent, "coefficient": law.coefficient, "exponent_ci95": law.ci,
-                "exponent_stderr": law.stderr, "n_points": law.n_points, "shapes": [s.name for s in self.inside]}
-
-
-def lr_law(shapes: list[ShapeTuning]) -> LRLaw:
-    """lr_opt = c N^k over the shapes whose optimum is inside their grid (an edge is only a bound)."""
-    inside = tuple(s for s in shapes if s.choice.method in INSIDE)
-    if len({s.n_params for s in inside}) < 2:
-        return LRLaw(None, inside, f"{len(inside)} shape(s) with an optimum inside the grid; a law needs 2 sizes")
-    return LRLaw(fit_power_law([s.n_params for s in inside], [s.choice.lr for s in inside]), inside)
-
-
-def format_table(shapes: list[ShapeTuning]) -> str:
-    """One row per shape, one column per rate tried (every shape tries the same rates)."""
-    rows = []
-    for s in shapes:
-        losses = [f"{v:.3f}" if st == "finished" else st for v, st in zip(s.losses, s.statuses)]
-        note = {"edge": f"at the {s.choice.edge} rate: widen the grid", "none": "no run finished"}
-        rows.append([s.name, sci(s.n_params), *losses, sci(s.config_lr), sci(s.choice.lr),
-                     note.get(s.choice.method, s.choice.method)])
-    header = ["shape", "N", *(f"lr {sci(x)}" for x in shapes[0].lrs), "config lr", "chosen", "how"]
-    return "final validation loss at each learning rate tried:\n" + plain_table(header, rows)
 
 
 def tune_record(tuning: Tuning, law: LRLaw) -> dict:
@@ -129,18 +78,6 @@ def write_tuning(out, config_path, tuning: Tuning, law: LRLaw, force: bool = Fal
     return record_path, tuned_path
 
 
-def format_cells(tuning) -> str:
-    """One row per tuned cell (scaling.sweep.tune_budgets): its rates, their losses and the choice."""
-    title = f"the cells tuned at their own D, beta2 {tuning.beta2:g}:\n"
-    rows = []
-    for c in tuning.cells:
-        tried = ", ".join(f"{sci(lr)}: {'-' if loss is None else f'{loss:.3f}'}" for lr, loss in zip(c.lrs, c.losses))
-        rows.append([c.name, sci(c.run.n_params_non_embedding), sci(c.run.spec.lr), tried,
-                     "-" if c.choice.lr is None else sci(c.choice.lr), c.choice.method])
-    header = ["cell", "N non-emb", "config lr", "final loss at each rate", "chosen", "how"]
-    return title + plain_table(header, rows)
-
-
 def tuning_record(tuning) -> dict:
     """One beta2's budget tuning as tune.json holds it: the cells, the law, the cost."""
     cells = [{"cell": c.name, "shape": c.run.shape.model_dump(exclude={"lr"}), "tokens": c.run.spec.tokens,
@@ -154,10 +91,10 @@ def tuning_record(tuning) -> dict:
 
 def write_budget_tuning(out, config_path, tried, force: bool = False) -> tuple[Path, Path | None]:
     """Write into `out` tune.json (each beta2's cells, law and cost, and the one chosen: `tried`, a
-    scaling.sweep.tune_budgets.Beta2Tunings) and, when the chosen one has a law, `<name>-tuned.yaml`:
+    scaling.tune.budgets.Beta2Tunings) and, when the chosen one has a law, `<name>-tuned.yaml`:
     the config with train.lr_law in place of its shapes' own rates, and the chosen beta2. `force`:
     as write_tuning's."""
-    from scaling.sweep.tune_budgets import budget_tuned_config
+    from scaling.tune.budgets import budget_tuned_config
 
     out, config_path = Path(out), Path(config_path)
     data = parse_yaml(config_path.read_text(encoding="utf-8"), str(config_path))
