@@ -59,7 +59,7 @@ from scaling.data.tokens import prepare_tokens  # noqa: E402
 from scaling.runs import store  # noqa: E402
 from scaling.sweep.packing import usable_cores  # noqa: E402
 from scaling.sweep.plan import plan  # noqa: E402
-from scaling.train.shape import GPTConfig, flops_per_token  # noqa: E402
+from scaling.train.shape import GPTConfig, flops_by_measure  # noqa: E402
 from scaling.train.spec import RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -232,7 +232,7 @@ def stage_stacked(call: Call, limit: float) -> dict:
             if time.monotonic() > deadline:
                 return {"rows": rows, "timed_out": True}
             got = time_stacked(spec, runs, tokens, device, timing.warmup, timing.windows, timing.steps)
-            per_token = flops_per_token(job.model)["exact"]
+            per_token = flops_by_measure(job.model)["exact"]
             rows.append({"shape": f"d{job.model.d_model}/L{job.model.n_layers}", "runs": runs, "compile": False,
                          "stacked": True, "tokens_per_s": got["tokens_per_s"],
                          "tokens_per_s_per_run": got["tokens_per_s"] / runs, "flops_per_token": per_token,

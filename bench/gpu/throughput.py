@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: bench
 from bench_train import Layout, Timing, sync, training_steps  # noqa: E402
 
 from scaling.config import TrainConfig  # noqa: E402
-from scaling.train.shape import GPTConfig, flops_per_token  # noqa: E402
+from scaling.train.shape import GPTConfig, flops_by_measure  # noqa: E402
 
 # Dense bf16 tensor-core peaks, FLOP/s, from NVIDIA's datasheets (which print the rate with 2:4
 # sparsity; dense is half). Matched against torch.cuda.get_device_name in this order: the PCIe and
@@ -120,7 +120,7 @@ def shape_figures(job: ShapeJob, got: list, layout: Layout) -> dict:
     model = job.model
     return {"shape": f"d{model.d_model}/L{model.n_layers}", "runs": layout.runs, "compile": layout.compile,
             "tokens_per_s": sum(rates), "tokens_per_s_per_run": statistics.median(rates),
-            "flops_per_token": flops_per_token(model)["exact"],
-            "flop_s": sum(rates) * flops_per_token(model)["exact"],
+            "flops_per_token": flops_by_measure(model)["exact"],
+            "flop_s": sum(rates) * flops_by_measure(model)["exact"],
             "memory_bytes_per_run": max(memories) if memories[0] is not None else None,
             "warmup_s": statistics.median(warmups)}
