@@ -96,6 +96,24 @@ def test_no_import_cycles():
     assert not cycles, f"import cycles: {cycles}"
 
 
+# laws/ in folders that import one way (docs/architecture.md, "Inside laws/"): a module may import its
+# own folder and folders of a lower rank. tasks is a leaf the readers ask for metric names.
+LAWS_RANKS = {"tasks": 0, "forms": 0, "fitting": 1, "optimal": 2, "checks": 3, "curves": 3, "repeated": 3,
+              "results": 4, "analysis": 5, "design": 6, "api": 6}
+
+
+def laws_part(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["scaling", "laws"] and len(parts) > 2 else None
+
+
+def test_the_laws_folders_import_one_way():
+    assert {laws_part(m) for m in graph()} - {None} == set(LAWS_RANKS)     # every folder ranked
+    upward = [(m, i) for m, deps in graph().items() for i in deps
+              if laws_part(m) and laws_part(i) and laws_part(i) != laws_part(m)
+              and LAWS_RANKS[laws_part(i)] >= LAWS_RANKS[laws_part(m)]]
+    assert not upward, f"laws/ imports against its folders' order: {upward}"
+
 def test_the_check_sees_a_later_stage_import(tmp_path):
     # The rules above would pass vacuously if `imports` found nothing: it must see these.
     source = tmp_path / "example.py"
