@@ -74,8 +74,9 @@ def _add_inference_aware(sub) -> None:
     _law_args(aware)
     target = aware.add_mutually_exclusive_group(required=True)
     target.add_argument("--loss", default=None, help="target loss (in the law's units)")
-    target.add_argument("--compute", default=None, metavar="C",
-                        help="training-only budget C in FLOPs: the target is the law's best loss at C")
+    target.add_argument("--compute", nargs="+", default=None, metavar="C",
+                        help="training-only budget C in FLOPs: the target is the law's best loss at C; "
+                             "several give a table each (--json: a list)")
     aware.add_argument("--inference-tokens", nargs="+",
                        default=["0", "1e10", "1e11", "1e12", "1e13", "1e14", "1e15"],
                        help="generated tokens over the model's life (default: 0 1e10 ... 1e15)")
@@ -89,7 +90,8 @@ def _add_rules(sub) -> None:
         description="At C FLOPs: the rule D = k N (N = sqrt(C / 6k)), a fixed N spent on "
                     "D = C / 6N, and the law's compute-optimal N, D, each with its predicted "
                     "loss and cost per generated token.")
-    rules.add_argument("--compute", required=True, metavar="C", help="training compute C in FLOPs")
+    rules.add_argument("--compute", nargs="+", required=True, metavar="C",
+                       help="training compute C in FLOPs; several give a block each (--json: a list)")
     rules.add_argument("--params", default=None,
                        help="a fixed N to spend C on Kaplan-style (e.g. 1e11)")
     rules.add_argument("--tokens-per-param", default="20", help="the rule's D / N (default 20)")
@@ -255,18 +257,30 @@ def cmd_inference(args) -> int:
 def cmd_inference_aware(args) -> int:
     choice = _law(args)
     law, label = cost.check_allocation(choice.law, choice.name), choice.name
-    if args.loss is not None:
-        target = args.loss
-        how = "given"
-    else:
-        c = positive(args.compute, "--compute")
-        target = float(law.optimal_loss(c))
-        how = f"the law's best loss at C = {cost.fixed_sci(c, 3)} FLOPs, training only"
-    res = cost.inference_aware_optimum(law, target, args.inference_tokens, law_label=label)
+    targets = [(args.loss, "given")] if args.loss is not None else []
+    for text in args.compute or ():
+        c = positive(text, "--compute")
+        targets.append((float(law.optimal_loss(c)), f"the law's best loss at C = {cost.fixed_sci(c, 3)} FLOPs, "
+                                                    "training only"))
+    results = [(cost.inference_aware_optimum(law, target, args.inference_tokens, law_label=label), how)
+               for target, how in targets]
     if args.json:
-        print_json(res.to_dict())
+        print_json(results[0][0].to_dict() if len(results) == 1 else [res.to_dict() for res, _ in results])
         return 0
     _law_note(choice)
+    for i, (res, how) in enumerate(results):
+        if i:
+            print()
+        print_inference_aware(res, label, how)
+    if choice.fit is not None:
+        print("no intervals: the inference-aware optimum is computed for the fit's law only; `scaling plan "
+              "--fit` gives the training-only optimum with its intervals")
+    print_assumptions(a for res, _ in results for a in res.assumptions)
+    return 0
+
+
+def print_inference_aware(res, label: str, how: str) -> None:
+    """One target loss's table: the optimum at each inference demand beside the training-only one."""
     print(f"inference-aware optimum (Sardana et al. 2024), law {label}, target loss "
           f"{res.target_loss:.4f} ({how})")
     print(f"training-only optimum: N = {cost.fixed_sci(res.training_only_n, 3)}, "
@@ -288,30 +302,36 @@ def cmd_inference_aware(args) -> int:
     agree = "within 1e-6" if worst < 1e-6 else f"to {worst:.1e}"
     print(f"check: the minimiser over log N and the Lagrange condition agree {agree} "
           "(relative, in N)")
-    if choice.fit is not None:
-        print("no intervals: the inference-aware optimum is computed for the fit's law only; `scaling plan "
-              "--fit` gives the training-only optimum with its intervals")
-    print_assumptions(res.assumptions)
-    return 0
 
 
 def cmd_rules(args) -> int:
     choice = _law(args)
     law, label = choice.law, choice.name
-    res = cost.rules_of_thumb(args.compute, fixed_params=args.params,
-                              tokens_per_param=args.tokens_per_param, law=law, law_label=label)
+    results = [cost.rules_of_thumb(c, fixed_params=args.params, tokens_per_param=args.tokens_per_param, law=law,
+                                   law_label=label) for c in args.compute]
     if args.json:
-        print_json(res.to_dict())
+        print_json(results[0].to_dict() if len(results) == 1 else [res.to_dict() for res in results])
         return 0
+    _law_note(choice)
+    for i, res in enumerate(results):
+        if i:
+            print()
+        print_rules(res, choice, args.params is not None)
+    print_assumptions(a for res in results for a in res.assumptions)
+    return 0
+
+
+def print_rules(res, choice: LawChoice, fixed_n: bool) -> None:
+    """One budget's block: the rule D = k N, a fixed N if given, the law's optimum, and its intervals."""
+    law = choice.law
     k = res.tokens_per_param_rule
     rule = res.rows[0]
-    _law_note(choice)
     print(f"C = {cost.fixed_sci(res.compute, 3)} FLOPs (C = 6 N D)")
     if law is not None and not law.flops.is_six_n:
         print(f"note: the fit's own optimum spends C as {law.flops.describe()}; the rules below count 6 N D")
     print(f"rule D = {k:g} N:  N* = sqrt(C/{6 * k:g}) = {cost.fixed_sci(rule.n_params)} parameters, "
           f"D = {cost.fixed_sci(rule.tokens)} tokens")
-    if args.params is not None:
+    if fixed_n:
         fixed = res.rows[1]
         print(f"Kaplan-style N = {cost.fixed_sci(fixed.n_params)}:  D = C/(6N) = {cost.fixed_sci(fixed.tokens)} "
               f"tokens, {fixed.tokens_per_param:.2g} tokens/param, "
@@ -334,5 +354,3 @@ def cmd_rules(args) -> int:
               f"D [{d_lo}, {d_hi}], D/N "
               f"[{optimum.tokens_per_param[0]:.3g}, {optimum.tokens_per_param[1]:.3g}], loss "
               f"[{optimum.loss[0]:.4f}, {optimum.loss[1]:.4f}] (with the runs' scatter)")
-    print_assumptions(res.assumptions)
-    return 0

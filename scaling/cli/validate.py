@@ -30,7 +30,8 @@ def register(subparsers) -> None:
                     "the observed one, and whether the predicted optimum beats both neighbours. A fit "
                     "whose verdict is 'not identified' is refused unless --force.")
     p.add_argument("fit", metavar=FIT, type=Path, help=FIT_HELP)
-    p.add_argument("--compute", required=True, metavar="C", help="training compute in FLOPs (C = 6ND)")
+    p.add_argument("--compute", required=True, metavar="C",
+                   help="training compute in FLOPs (C = 6ND); one budget, as validate.json holds one validation")
     p.add_argument("--config", type=Path, default=None,
                    help="the sweep's YAML (default: read back from the runs of the fit's store)")
     p.add_argument("--runs-dir", type=Path, default=None,

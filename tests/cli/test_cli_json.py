@@ -51,3 +51,18 @@ def test_tune_dry_run_json_lists_the_tuning_runs(tmp_path, capsys):
                  "--runs-dir", str(tmp_path / "r")]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert len(shown["runs"]) == 2 * 3 and {r["tokens"] for r in shown["runs"]} == {8192}  # the grid's smallest D
+
+
+@pytest.mark.parametrize("argv", [["cost", "rules", "--params", "1e11"], ["cost", "inference-aware"]])
+def test_several_computes_give_the_list_of_what_each_gives_alone(argv, capsys):
+    # --compute takes one or more values wherever it is accepted, as plan's does
+    each = []
+    for c in ("1e21", "1e23"):
+        assert main([*argv, "--compute", c, "--json"]) == 0
+        each.append(json.loads(capsys.readouterr().out))
+    assert main([*argv, "--compute", "1e21", "1e23", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == each
+    assert main([*argv, "--compute", "1e21", "1e23"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("assumptions:") == 1 and ("C = 1.00e21" in out and "C = 1.00e23" in out
+                                               or out.count("target loss") == 2), out
