@@ -34,7 +34,7 @@ from scaling.formats import json_safe, plain_table, positive, sci
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "design", help="the intervals a planned sweep would give, before training",
-        description="For each config: simulate its planned runs under a prior law (your fit.json, or a "
+        description="For each config: simulate its planned runs under a prior law (your fit, or a "
                     "published law) with the given scatter, refit them as `scaling fit` does, and print "
                     "the expected 95% interval widths of alpha, a and tokens per parameter, and how often "
                     "the diagnostics would call the result not identified.")

@@ -33,7 +33,7 @@ from scaling.laws.results.lawfit import load_fit
 def register(subparsers) -> None:
     cmp = subparsers.add_parser(
         "compare", help="your fit against Kaplan, Chinchilla and Besiroglu",
-        description="Exponents, allocation exponents and tokens per parameter of a fit.json "
+        description="Exponents, allocation exponents and tokens per parameter of a fit "
                     "beside the published laws, each published value marked in or OUT of your "
                     "95% interval. E, A, B are not compared: they depend on tokenizer and data.")
     cmp.add_argument("fit", metavar=FIT, type=Path, help=FIT_HELP)
