@@ -200,19 +200,9 @@ def isoflop(iso: IsoFLOPResult, n, loss, law: Law, *, frontier=None, data_c_rang
     ax.set_xlabel(f"parameters N ({n_label}, log scale)")
     ax.set_ylabel("final validation loss (nats/token)")
     ax.set_title("IsoFLOP profiles: loss along each compute budget")
-    any_ok = bool(iso.usable)
-    keys = [Line2D([], [], color="grey", marker="o", ls="none", ms=5, label="runs (faint: budget not used)")]
-    if any_ok:
-        keys += [Line2D([], [], color="grey", lw=1.3, label="parabola in ln N (Approach 2)"),
-                 Line2D([], [], color="grey", marker="D", mec="black", ls="none", ms=6, label="its minimum")]
-    keys.append(Line2D([], [], color="grey", lw=0.9, ls=":", label="fitted law along the budget"))
-    if stars:
-        keys.append(Line2D([], [], color="grey", marker="*", mec="black", ls="none", ms=10,
-                           label="law's optimum (Approach 3)"))
-    else:
-        keys.append(Line2D([], [], ls="none", label="(the law's optima lie outside these sizes)"))
     c_colours.colorbar(fig, ax)
-    ax.legend(handles=keys, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
+    ax.legend(handles=_profile_keys(bool(iso.usable), stars), loc="upper center", bbox_to_anchor=(0.5, -0.14),
+              ncol=3, frameon=False)
     all_n = np.concatenate([n[p.index] for p in iso.profiles]) if iso.profiles else np.array([1.0])
     losses = np.concatenate([loss[p.index] for p in iso.profiles]) if iso.profiles else np.array([1.0])
     pad = 0.08 * max(np.ptp(losses), 1e-3)
@@ -222,6 +212,21 @@ def isoflop(iso: IsoFLOPResult, n, loss, law: Law, *, frontier=None, data_c_rang
     _optimal_sizes(axes[0, 1], iso, law, c_colours, frontier=frontier, data_c_range=data_c_range, n_label=n_label)
     return fig
 
+
+def _profile_keys(any_usable: bool, stars: int) -> list:
+    """The IsoFLOP panel's legend: runs, parabolas and their minima (where a budget was usable),
+    the law along each budget, and its optima (or why none is drawn)."""
+    keys = [Line2D([], [], color="grey", marker="o", ls="none", ms=5, label="runs (faint: budget not used)")]
+    if any_usable:
+        keys += [Line2D([], [], color="grey", lw=1.3, label="parabola in ln N (Approach 2)"),
+                 Line2D([], [], color="grey", marker="D", mec="black", ls="none", ms=6, label="its minimum")]
+    keys.append(Line2D([], [], color="grey", lw=0.9, ls=":", label="fitted law along the budget"))
+    if stars:
+        keys.append(Line2D([], [], color="grey", marker="*", mec="black", ls="none", ms=10,
+                           label="law's optimum (Approach 3)"))
+    else:
+        keys.append(Line2D([], [], ls="none", label="(the law's optima lie outside these sizes)"))
+    return keys
 
 def _optimal_sizes(ax, iso: IsoFLOPResult, law: Law, c_colours: LogColours, *, frontier, data_c_range,
                    n_label: str) -> None:

@@ -269,16 +269,8 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str | None = None,
     groups by instead of binning C. unique_col, or one unique_tokens for every row: the unique
     tokens each run drew its D from, for the data-constrained fit.
     """
-    if unique_col is not None and unique_tokens is not None:
-        raise UsageError("give the unique-tokens column or one number of unique tokens, not both")
-    if param_convention is not None and param_convention not in PARAM_CONVENTIONS:
-        raise UsageError(f"the parameter convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
-                         f"got {param_convention!r}")
-    if embedding_col is not None and param_convention is None:
-        raise UsageError("an embedding-parameter column needs the table's parameter convention "
-                         "(does its N count embeddings or not?)")
-    if d_col is not None and c_col is not None:
-        raise UsageError("give the tokens column (d_col) or the compute column (c_col), not both")
+    _check_table_options(param_convention, d_col=d_col, c_col=c_col, embedding_col=embedding_col,
+                         unique_col=unique_col, unique_tokens=unique_tokens)
     n_col, loss_col, d_col, c_col = table_columns(frame, source, n_col, loss_col, d_col, c_col)
     d_or_c_col = d_col or c_col or ""      # table_columns found one of them
     wanted = {"N": n_col, "loss": loss_col, ("D" if d_col is not None else "C"): d_or_c_col,
@@ -316,6 +308,19 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str | None = None,
                    budgets=None if budget_col is None else column(budget_col),
                    budget_measure=None if budget_col is None else SIX_N, unique=unique)
 
+
+def _check_table_options(param_convention, *, d_col, c_col, embedding_col, unique_col, unique_tokens) -> None:
+    """UsageError for options of `from_frame` that exclude or need each other."""
+    if unique_col is not None and unique_tokens is not None:
+        raise UsageError("give the unique-tokens column or one number of unique tokens, not both")
+    if param_convention is not None and param_convention not in PARAM_CONVENTIONS:
+        raise UsageError(f"the parameter convention must be one of {', '.join(PARAM_CONVENTIONS)}; "
+                         f"got {param_convention!r}")
+    if embedding_col is not None and param_convention is None:
+        raise UsageError("an embedding-parameter column needs the table's parameter convention "
+                         "(does its N count embeddings or not?)")
+    if d_col is not None and c_col is not None:
+        raise UsageError("give the tokens column (d_col) or the compute column (c_col), not both")
 
 def from_table(path, n_col: str | None = None, loss_col: str | None = None,
                d_col: str | None = None, c_col: str | None = None,
