@@ -94,18 +94,25 @@ def spread(values, factor: float, log: bool = True) -> np.ndarray:
     (`scaling.laws.checks.lack_of_fit`), the factor a fit passes here. Widening each quantity's values,
     not the constants they come from, widens every interval by the same factor: moving the
     constants would move a nonlinear quantity (an extrapolated loss) unevenly, even off centre.
+    A 2-D `values` (resamples x quantities) is spread column by column, about each one's median.
     """
     values = np.array(values, dtype=float)
     if factor == 1.0:
         return values
     with np.errstate(invalid="ignore", divide="ignore"):
         scale = np.log(values) if log else values
-    ok = np.isfinite(scale)
-    if ok.any():
-        mid = np.median(scale[ok])
-        moved = mid + factor * (scale[ok] - mid)
-        values[ok] = np.exp(moved) if log else moved
-    return values
+    columns = scale.reshape(len(scale), -1)          # a view: 1-D values are one column
+    ok = np.isfinite(columns)
+    used = ok.any(axis=0)
+    mid = np.zeros(columns.shape[1])
+    mid[used] = np.nanmedian(np.where(ok, columns, np.nan)[:, used], axis=0)   # the median of the finite
+    moved = mid + factor * (columns - mid)
+    # A resample whose constant is near the float limit already (A ~ 1e300 where its exponent ran
+    # off) moves past it: inf is its value, as `percentile_intervals` expects of such a resample.
+    # The rows not finite to begin with are left as they were.
+    with np.errstate(over="ignore", invalid="ignore"):
+        moved = np.exp(moved) if log else moved
+    return np.where(ok, moved, values.reshape(columns.shape)).reshape(values.shape)
 
 
 def spread_samples(samples: dict, factor: float) -> dict:

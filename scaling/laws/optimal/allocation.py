@@ -94,6 +94,23 @@ def check_size(value, what: str, unit: str = "") -> float:
     return x
 
 
+def check_sizes(values, what: str, unit: str = "") -> float | np.ndarray:
+    """`check_size` of a number (a float back) or of an array of them (a float array back, each
+    positive and finite): what the notebook view's `predict` and `plan` broadcast over."""
+    if np.ndim(values) == 0:
+        return check_size(values, what, unit)
+    try:
+        x = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise UsageError(f"{what} {values!r} are not all numbers") from None
+    if not x.size:
+        raise UsageError(f"{what}: no values given")
+    bad = ~(np.isfinite(x) & (x > 0))
+    if bad.any():
+        raise UsageError(f"{what} must be positive, finite numbers{unit}, got {float(x[bad][0])!r}")
+    return x
+
+
 def has_allocation(resampled) -> np.ndarray:
     """Which rows of (R, 5) bootstrap constants E, A, B, alpha, beta make a law with a compute-optimal
     allocation: every constant a float, alpha and beta > 0."""
@@ -212,46 +229,56 @@ class OptimumIntervals:
 @dataclass(frozen=True)
 class Plan:
     """What to train at C FLOPs: the law's optimum N, D and its predicted loss, with their
-    intervals from the bootstrap (`OptimumIntervals`; None for a fit without bootstrap samples)."""
+    intervals from the bootstrap (`OptimumIntervals`; None for a fit without bootstrap samples).
+    Floats for one budget; for an array of budgets, arrays of its shape (the bounds too)."""
 
-    compute: float
-    n: float
-    d: float
-    loss: float
+    compute: float | np.ndarray
+    n: float | np.ndarray
+    d: float | np.ndarray
+    loss: float | np.ndarray
     intervals: OptimumIntervals | None = None
 
     @property
-    def tokens_per_param(self) -> float:
+    def tokens_per_param(self) -> float | np.ndarray:
         return self.d / self.n
 
     def __repr__(self) -> str:
         iv = self.intervals
 
-        def show(name: str, value: float, fmt: str) -> str:
-            bounds = "" if iv is None else " [{:{f}}, {:{f}}]".format(*getattr(iv, name), f=fmt)
-            return f"{name}={value:{fmt}}{bounds}"
+        def show(name: str, value, fmt: str) -> str:
+            return f"{name}={_shown(value, None if iv is None else getattr(iv, name), fmt)}"
 
-        return (f"Plan(C={self.compute:.3g}: " + ", ".join((
+        return (f"Plan(C={_shown(self.compute, None, '.3g')}: " + ", ".join((
             show("n", self.n, ".3g"), show("d", self.d, ".3g"),
             show("tokens_per_param", self.tokens_per_param, ".3g"), show("loss", self.loss, ".4f")))
             + ("" if iv is None else f"; {100 * iv.level:g}% intervals") + ")")
 
 
+def _shown(value, bounds: tuple | None, fmt: str) -> str:
+    """`value` [lo, hi] in `fmt`; for arrays, a list of them (a plan or prediction that broadcast)."""
+    if np.ndim(value):
+        lows, highs = (None, None) if bounds is None else (np.ravel(bounds[0]), np.ravel(bounds[1]))
+        return "[" + ", ".join(_shown(v, None if lows is None else (lows[i], highs[i]), fmt)
+                               for i, v in enumerate(np.ravel(value))) + "]"
+    return format(value, fmt) + ("" if bounds is None else " [{:{f}}, {:{f}}]".format(*bounds, f=fmt))
+
+
 @dataclass(frozen=True)
 class Prediction:
     """The loss a law predicts for one run of N parameters on D tokens, with a prediction interval
-    (`loss_interval`; None for a fit without bootstrap samples) at `level`."""
+    (`loss_interval`; None for a fit without bootstrap samples) at `level`. Floats for one run;
+    arrays of the runs' broadcast shape where N or D was an array (the interval's bounds too)."""
 
-    n: float
-    d: float
-    loss: float
+    n: float | np.ndarray
+    d: float | np.ndarray
+    loss: float | np.ndarray
     interval: tuple | None = None
     level: float | None = None
 
     def __repr__(self) -> str:
-        bounds = "" if self.interval is None or self.level is None else \
-            " [{:.4f}, {:.4f}] ({:g}% prediction interval)".format(*self.interval, 100 * self.level)
-        return f"Prediction(N={self.n:.3g}, D={self.d:.3g}: loss {self.loss:.4f}{bounds})"
+        shown = _shown(self.loss, None if self.level is None else self.interval, ".4f")
+        kind = "" if self.interval is None or self.level is None else f" ({100 * self.level:g}% prediction interval)"
+        return f"Prediction(N={_shown(self.n, None, '.3g')}, D={_shown(self.d, None, '.3g')}: loss {shown}{kind})"
 
 
 def loss_interval(resampled, n, d, *, level: float = 0.95, noise: float = 0.0, seed: int = 0,
@@ -262,21 +289,31 @@ def loss_interval(resampled, n, d, *, level: float = 0.95, noise: float = 0.0, s
     the runs' own scatter (noise: the fit's residual RMS in log loss) are in it; the laws'
     predictions are spread `widen` times about their median first (`bootstrap.spread`: the fit's
     ci.widened_by). A resample whose constants overflowed (A = inf where its exponent ran off)
-    predicts nothing and is left out."""
+    predicts nothing and is left out.
+
+    n and d broadcast as numpy's: (lo, hi) are floats for numbers, arrays of their shape for
+    arrays, each run's interval as its own call would give it (the same z for every run)."""
     resampled = np.asarray(resampled, dtype=float)
     finite = np.isfinite(resampled).all(axis=1)
     z = np.random.default_rng(seed).standard_normal(finite.size)
+    shape = np.broadcast(n, d).shape
+    laws = Law(*resampled.T[:, :, None])                       # (R, 1) constants against the runs
+    n_runs, d_runs = (np.broadcast_to(v, shape).ravel() for v in (n, d))
     with np.errstate(over="ignore", invalid="ignore"):  # inf constants: dropped as not finite below
-        predicted = spread(Law(*resampled.T).loss(n, d), widen)
-        losses = (predicted * np.exp(noise * z))[finite]
-    return _percentiles(losses, level)
+        predicted = spread(laws.loss(n_runs, d_runs), widen)   # (R, runs)
+        losses = (predicted * np.exp(noise * z)[:, None])[finite]
+    return _percentiles(losses, level, shape)
 
 
-def _percentiles(values, level: float) -> tuple:
+def _percentiles(values, level: float, shape: tuple = ()) -> tuple:
+    """(lo, hi) percentiles of (R, ...) values over their first axis, each of `shape` (a float for
+    ()); NaN where there are no values."""
     values = np.asarray(values, dtype=float)
-    if not values.size:
-        return (math.nan, math.nan)
-    return tuple(float(v) for v in np.percentile(values, (50 * (1 - level), 50 * (1 + level))))
+    if not len(values):
+        bounds = np.full((2, *shape), math.nan)
+    else:
+        bounds = np.percentile(values, (50 * (1 - level), 50 * (1 + level)), axis=0).reshape(2, *shape)
+    return (float(bounds[0]), float(bounds[1])) if shape == () else (bounds[0], bounds[1])
 
 
 def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, noise: float = 0.0,
@@ -284,18 +321,22 @@ def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, nois
     """Intervals of the optimum at C from `resampled`, an (R, 5) array of bootstrap constants in
     the order E, A, B, alpha, beta (see `OptimumIntervals`), each widened `widen` times about its
     median (`bootstrap.spread`, as the fit's own). A resample whose constants overflowed or whose
-    alpha, beta <= 0 has no allocation, and counts in `n_undefined`."""
-    c = check_compute(compute)
+    alpha, beta <= 0 has no allocation, and counts in `n_undefined`. An array of budgets gives
+    arrays of bounds (and of `compute`), each budget's as its own call would."""
+    c = check_sizes(compute, "compute", unit=" of FLOPs")
+    shape = np.shape(c)
     resampled = np.asarray(resampled, dtype=float)
-    e, a, b, alpha, beta = resampled.T
-    laws = Law(e, a, b, alpha, beta, flops=law.flops)     # one law per resample: Law broadcasts
     ok = has_allocation(resampled)
+    laws = Law(*resampled[ok].T[:, :, None], flops=law.flops)   # one law per resample, against the budgets
+    budgets = np.ravel(c)
+    check_allocatable(law)
     with np.errstate(invalid="ignore", divide="ignore"):
-        n_opt = np.asarray(laws.n_opt(c))[ok]
-    d_opt = law.flops.tokens(c, n_opt)
-    best = plan(law, c)
-    loss = loss_interval(resampled, best.n, best.d, level=level, noise=noise, seed=seed, widen=widen)
+        n_opt = np.asarray(laws.n_opt(budgets))               # (resamples with an allocation, budgets)
+    d_opt = law.flops.tokens(budgets, n_opt)
+    n_best, d_best = law.n_opt(c), law.d_opt(c)
+    loss = loss_interval(resampled, n_best, d_best, level=level, noise=noise, seed=seed, widen=widen)
     undefined = int((~ok).sum())
-    n, d, tpp = ((math.nan, math.nan),) * 3 if undefined else \
-        tuple(_percentiles(spread(v, widen), level) for v in (n_opt, d_opt, d_opt / n_opt))
+    nan = _percentiles(np.empty((0, *shape)), level, shape)
+    n, d, tpp = (nan,) * 3 if undefined else \
+        tuple(_percentiles(spread(v, widen), level, shape) for v in (n_opt, d_opt, d_opt / n_opt))
     return OptimumIntervals(c, level, n, d, tpp, loss, undefined, int(ok.size))

@@ -293,21 +293,34 @@ class LawFit:
 
     def predict(self, n, d, seed: int = 0) -> allocation.Prediction:
         """The loss the law predicts for N parameters trained on D tokens, with a prediction
-        interval that holds the constants' uncertainty and the runs' scatter (`loss_interval`)."""
-        n, d = allocation.check_size(n, "N (parameters)"), allocation.check_size(d, "D (tokens)")
+        interval that holds the constants' uncertainty and the runs' scatter (`loss_interval`).
+        n and d broadcast as numpy's: arrays give arrays of losses and of bounds."""
+        n, d = allocation.check_sizes(n, "N (parameters)"), allocation.check_sizes(d, "D (tokens)")
+        if np.ndim(n) or np.ndim(d):
+            try:
+                n, d = np.broadcast_arrays(n, d)
+            except ValueError:
+                raise UsageError(f"N and D do not broadcast together: shapes {np.shape(n)} and {np.shape(d)}") from None
         interval = self.loss_interval(n, d, seed)
-        return allocation.Prediction(n, d, float(self.law.loss(n, d)), interval,
+        loss = self.law.loss(n, d)
+        return allocation.Prediction(n, d, float(loss) if np.ndim(loss) == 0 else loss, interval,
                                      None if interval is None or self.ci is None else self.ci.level)
 
     def plan(self, compute, seed: int = 0) -> allocation.Plan:
         """The compute-optimal N, D at `compute` FLOPs and the loss they reach, with intervals
-        (`optimum_at`); UsageError for a law with no optimum (alpha or beta not positive)."""
+        (`optimum_at`); an array of budgets gives arrays. UsageError for a law with no optimum
+        (alpha or beta not positive)."""
         if not self.law.has_optimum:
             raise UsageError(f"this law has no compute-optimal allocation: alpha {self.law.alpha:.4g} and beta "
                              f"{self.law.beta:.4g} must both be positive")
-        best = allocation.plan(self.law, compute)
-        return allocation.Plan(best.compute, best.n, best.d, float(self.law.loss(best.n, best.d)),
-                               self.optimum_at(best.compute, seed))
+        c = allocation.check_sizes(compute, "compute", unit=" of FLOPs")
+        if np.ndim(c) == 0:
+            best = allocation.plan(self.law, c)
+            return allocation.Plan(best.compute, best.n, best.d, float(self.law.loss(best.n, best.d)),
+                                   self.optimum_at(best.compute, seed))
+        allocation.check_allocatable(self.law)
+        n, d = self.law.n_opt(c), self.law.d_opt(c)
+        return allocation.Plan(c, n, d, self.law.loss(n, d), self.optimum_at(c, seed))
 
     def summary(self) -> str:
         """What `scaling fit` prints: the constants with intervals, the allocation, the verdict."""
