@@ -208,7 +208,7 @@ def allocation_approaches(fit: LawFit, curves: pd.DataFrame | None, seed: int = 
     envelope = None
     if curves is not None:
         envelope = approaches.envelope(curves[curves.run_id.isin(data.ids)], flops=data.flops).to_dict()
-    bounds = fit.ci.bounds if fit.ci is not None else {}
+    bounds = fit.ci.stored if fit.ci is not None else {}    # fit.json's lists, as written
     parametric = {"method": "parametric", "a": fit.a, "b": fit.b, "a_ci": bounds.get("a"),
                   "b_ci": bounds.get("b"), "interval": "bootstrap percentile" if fit.ci is not None else None}
     return json_safe({

@@ -76,7 +76,7 @@ def compare(law: Law, ci, reference_compute: float | None = None) -> list[dict]:
     With no reference_compute, 1e23 FLOPs is used.
     """
     c = LARGE_COMPUTE if reference_compute is None else float(reference_compute)
-    intervals = {k: (ci.get(k) if ci is not None else None) for k in COMPARED}
+    intervals = {k: (ci.interval(k) if ci is not None else None) for k in COMPARED}
     mine = _law_row("your fit", law, c, "")
     mine["ci"] = {k: (list(v) if v else None) for k, v in intervals.items()}
     mine["ci_level"] = ci.level if ci is not None else None
@@ -162,7 +162,7 @@ def compare_approaches(approaches: dict, law: Law | None = None,
     entries = {k: dict(v) for k, v in (approaches or {}).items()
                if isinstance(v, dict) and v.get("a") is not None}
     if "approach_3" not in entries and law is not None:
-        entries["approach_3"] = {"a": law.a, "a_ci": ci.get("a") if ci is not None else None}
+        entries["approach_3"] = {"a": law.a, "a_ci": ci.interval("a") if ci is not None else None}
     rows = [{"approach": key, "name": APPROACH_NAMES.get(key, key), "a": float(e["a"]),
              "a_ci": _interval(e)} for key, e in sorted(entries.items())]
     warnings = []

@@ -1,7 +1,7 @@
 """A fitted law as one typed object, `LawFit`, and its file, fit.json.
 
     fit = analysis.fit_data(data, bootstrap=1000)   # scaling.laws.analysis: the whole fit -> LawFit
-    fit.law, fit.ci.get("alpha"), fit.tokens_per_param, fit.limitations
+    fit.law, fit.interval("alpha"), fit.tokens_per_param, fit.limitations
     write_fit("fits/mine/fit.json", fit)
     fit = load_fit("fits/mine/fit.json")            # the same LawFit, less what is held in memory only
     print(summary.format_summary(fit))              # scaling.laws.results.summary
@@ -58,8 +58,10 @@ Schema (version 1):
     (scaling.laws.fitting.provenance): {"kind": "runs" | "dataset" | "table", "location"}, read from the
     source's words for an older file)
 
-Reading a fit.json back, with its schema checks and its side files' (fit.bootstrap.csv,
-fit.repeated.csv: the resamples' constants, first line the fit.json's sha256), is
+Beside it, fit.points.csv holds the fitted points (`scaling.laws.results.points_file`; no byte of
+fit.json changes for it). Reading a fit.json back, with its schema checks and its side files'
+(fit.bootstrap.csv, fit.repeated.csv: the resamples' constants; fit.points.csv; each one's first
+line the fit.json's sha256), is
 `scaling.laws.results.fit_file`; this module holds the LawFit and writes the files.
 """
 
@@ -67,6 +69,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -95,11 +98,13 @@ from scaling.laws.results.fit_file import (
     repeated_of,
     samples_path,
 )
+from scaling.laws.results.points_file import read_points, write_points
 from scaling.laws.results.summary import format_summary
 from scaling.reading import parse_json, read_bounded
 from scaling.runs.store import write_atomic
 
 DEFAULT_BOOTSTRAP = 1000
+INTERVAL_NAMES = resampling.CI_NAMES   # what a fit has an interval of (`LawFit.interval`)
 
 
 @dataclass(frozen=True)
@@ -165,25 +170,40 @@ class FitOptions:
 
 @dataclass(frozen=True)
 class Intervals:
-    """Percentile bootstrap intervals: `bounds[name]` is [lo, hi], a bound None where undefined.
+    """Percentile bootstrap intervals, fit.json's "ci": `stored[name]` is [lo, hi] as the file
+    holds it (a bound null where undefined); read one with `interval(name)` (as `LawFit.interval`
+    does), which says "no interval" one way, None.
     widened_by: the factor every interval drawn from the resamples is widened by about its median,
     for the errors the lack-of-fit tests found shared between points (`scaling.laws.fitting.bootstrap.spread`)."""
 
     level: float
     n_resamples: int | None      # None in a fit.json that did not record it
-    bounds: dict
+    stored: dict
     widened_by: float = 1.0
 
-    def get(self, name: str) -> tuple[float, float] | None:
+    def interval(self, name: str) -> tuple[float, float] | None:
         """(lo, hi) of `name` when both bounds are finite numbers, else None."""
-        pair = self.bounds.get(name)
+        pair = self.stored.get(name)
         if not isinstance(pair, (list, tuple)) or len(pair) != 2 or None in pair:
             return None
         lo, hi = (float(v) for v in pair)
         return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
 
+    def get(self, name: str) -> tuple[float, float] | None:
+        """Deprecated: `interval(name)`, or `LawFit.interval(name)`."""
+        warnings.warn("Intervals.get is deprecated: use LawFit.interval(name) (or Intervals.interval)",
+                      DeprecationWarning, stacklevel=2)
+        return self.interval(name)
+
+    @property
+    def bounds(self) -> dict:
+        """Deprecated: `LawFit.intervals` ({name: (lo, hi) or None}); the file's lists are `stored`."""
+        warnings.warn("Intervals.bounds is deprecated: use LawFit.intervals (or Intervals.stored, fit.json's lists)",
+                      DeprecationWarning, stacklevel=2)
+        return self.stored
+
     def to_json(self) -> dict:
-        return {"level": self.level, "n_resamples": self.n_resamples, "widened_by": self.widened_by, **self.bounds}
+        return {"level": self.level, "n_resamples": self.n_resamples, "widened_by": self.widened_by, **self.stored}
 
     @classmethod
     def from_json(cls, ci: dict) -> Intervals:
@@ -200,9 +220,10 @@ class LawFit:
     The attributes are fit.json's sections, and `resampled`: the bootstrap's constants, one row
     per resample (stored beside fit.json in a CSV, see `samples_path`), from which the plan draws
     intervals at any compute and the report its bootstrap distributions (`bootstrap_samples`).
-    `points`, `optimum` and `boot` (the FitData, the `fit.FitResult` and the
-    `bootstrap.BootstrapResult`) exist only in the process that made the fit; a LawFit read from
-    a file has them as None, and nothing downstream needs them: what they gave is in the file.
+    `points`, the FitData fitted, is read back from fit.points.csv where it was written beside
+    fit.json (`points_file`: what `plot` draws), else None. `optimum` and `boot` (the
+    `fit.FitResult` and the `bootstrap.BootstrapResult`) exist only in the process that made the
+    fit; a LawFit read from a file has them as None, and nothing downstream needs them.
     """
 
     def optimum_at(self, compute, seed: int = 0) -> allocation.OptimumIntervals | None:
@@ -225,11 +246,13 @@ class LawFit:
 
     def loss_interval(self, n, d, seed: int = 0) -> tuple | None:
         """A prediction interval for the final loss of one run of N parameters on D tokens (None
-        without bootstrap samples): the constants' uncertainty and the runs' scatter."""
+        without bootstrap samples or where no resample predicts it): the constants' uncertainty
+        and the runs' scatter. Arrays of N, D give arrays of bounds (NaN where none)."""
         if self.resampled is None or self.ci is None:
             return None
-        return allocation.loss_interval(self.resampled, n, d, level=self.ci.level,
-                                        noise=self.residual_rms or 0.0, seed=seed, widen=self.ci.widened_by)
+        lo, hi = allocation.loss_interval(self.resampled, n, d, level=self.ci.level,
+                                          noise=self.residual_rms or 0.0, seed=seed, widen=self.ci.widened_by)
+        return None if np.ndim(lo) == 0 and not (math.isfinite(lo) and math.isfinite(hi)) else (lo, hi)
 
     law: Law
     seed: int = 0
@@ -260,8 +283,12 @@ class LawFit:
     boot: resampling.BootstrapResult | None = field(default=None, repr=False, compare=False)
 
     def interval(self, name: str) -> tuple[float, float] | None:
-        """The bootstrap interval of `name` (a constant, a, b, G or tokens_per_param), or None."""
-        return self.ci.get(name) if self.ci is not None else None
+        """The bootstrap interval (lo, hi) of `name`: a constant (E, A, B, alpha, beta), a, b, G or
+        tokens_per_param (at the reference compute); None where there is none (no bootstrap, or
+        resamples where it is undefined). The one spelling of an interval, as `intervals` is of all."""
+        if name not in INTERVAL_NAMES and (self.ci is None or name not in self.ci.stored):
+            raise UsageError(f"no interval named {name!r}; the intervals are of {', '.join(INTERVAL_NAMES)}")
+        return self.ci.interval(name) if self.ci is not None else None
 
     # The notebook's view (docs/api.md): the constants, verdict and intervals by name, a
     # prediction, a plan and the CLI's summary, each a call away from `scaling.fit`.
@@ -285,11 +312,11 @@ class LawFit:
 
     @property
     def intervals(self) -> dict:
-        """{name: (lo, hi)}: the bootstrap intervals of the constants, a, b, G and tokens per
-        parameter at the reference compute, for those that have one (empty without bootstrap)."""
-        if self.ci is None:
-            return {}
-        return {name: bounds for name in self.ci.bounds if (bounds := self.ci.get(name)) is not None}
+        """{name: (lo, hi) or None} for every name `interval` knows: the bootstrap intervals of the
+        constants, a, b, G and tokens per parameter at the reference compute; None where there is
+        none (all None without bootstrap)."""
+        names = dict.fromkeys((*INTERVAL_NAMES, *(() if self.ci is None else self.ci.stored)))
+        return {name: self.interval(name) for name in names}
 
     def predict(self, n, d, seed: int = 0) -> allocation.Prediction:
         """The loss the law predicts for N parameters trained on D tokens, with a prediction
@@ -393,9 +420,10 @@ def _write_samples(path: Path, names, rows: np.ndarray, digest: str) -> None:
 
 
 def write_fit(path, fit: LawFit) -> Path:
-    """Write fit.json atomically (a folder path gets fit.json inside it), and the bootstrap's
-    constants beside it when there are any (each stamped with fit.json's digest, and written
-    before it); a side file the new fit has none of is removed. Return the fit.json path."""
+    """Write fit.json atomically (a folder path gets fit.json inside it), and beside it the
+    bootstrap's constants when there are any and the fitted points when the fit holds them
+    (fit.points.csv, `points_file`; each stamped with fit.json's digest, and written before it);
+    a side file the new fit has none of is removed. Return the fit.json path."""
     path = Path(path)
     if path.is_dir() or path.suffix != ".json":
         path = path / FILENAME
@@ -410,8 +438,10 @@ def write_fit(path, fit: LawFit) -> Path:
     for kind, (names, rows) in sides.items():
         if rows is not None:
             _write_samples(samples_path(path, kind), names, rows, digest)
+    if fit.points is not None:
+        write_points(samples_path(path, "points"), fit.points, digest)
     write_atomic(path, text)
-    for kind, (_, rows) in sides.items():
+    for kind, (_, rows) in {**sides, "points": ((), fit.points)}.items():
         if rows is None:
             samples_path(path, kind).unlink(missing_ok=True)   # an older fit's: it would never match
     return path
@@ -440,6 +470,7 @@ def load_fit(path) -> LawFit:
         raise UsageError(f"{path} is not valid JSON (not UTF-8 text at byte {exc.start})") from None
     fit = LawFit.from_json(obj, str(path))
     digest = fit_digest(raw)
+    fit = replace(fit, points=read_points(samples_path(path, "points"), fit.data, fit.law.flops, digest))
     if fit.ci is not None:
         fit = replace(fit, resampled=read_samples(samples_path(path), PARAM_NAMES, fit.options.bootstrap, digest))
     if fit.repeated is not None and fit.repeated.ci is not None:

@@ -132,7 +132,7 @@ def test_import_recovers_the_law_and_keeps_the_curves(kind, sweep, tmp_path, cap
                                      rel=1e-6)
     fit = analysis.fit_data(data, bootstrap=100, grid=GRID)
     for param in ("E", "alpha", "beta"):
-        lo, hi = fit.ci.get(param)
+        lo, hi = fit.interval(param)
         assert lo < getattr(LAW, param) < hi, (kind, param, lo, hi)
 
     curves = curves_from_store(runs_dir, param_convention="total")
