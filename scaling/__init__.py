@@ -3,11 +3,14 @@
 The Python API mirrors the command line (docs/api.md):
 
     f = scaling.fit("points.csv", n="N", d="D", loss="loss")   # scaling fit --csv ...; or a run store
-    f.alpha, f.verdict, f.intervals["a"]                        # a LawFit
-    f.plan(1e24), f.predict(1e9, 2e10)                          # with intervals from the bootstrap
+    f.alpha, f.verdict, f.interval("a")                         # a LawFit; f.intervals: all of them
+    f.plan([1e23, 1e24]), f.predict(1e9, 2e10)                  # with intervals; arrays broadcast
+    f.plot()                                                    # points, law, IsoFLOP profiles, intervals
     print(f.summary())                                          # what `scaling fit` prints
     f = scaling.load("fits/points")                             # a fit directory written by `scaling fit`
+    scaling.plan(1e24, law="chinchilla")                        # scaling plan: a fit, a Law or a published law
     scaling.sweep("configs/tiny.yaml", "runs")                  # scaling sweep (trains: loads torch)
+    scaling.plan_sweep(scaling.load_config("configs/tiny.yaml"))  # its runs, before any trains
     scaling.validate("fits/tiny", 1e13)                         # scaling validate
     scaling.Law(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28).n_opt(1e23)
 
@@ -24,19 +27,21 @@ from types import ModuleType
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
-    "UsageError": "scaling.errors",
-    "load_config": "scaling.config",
-    "parse_config": "scaling.config",
-    "SweepConfig": "scaling.config",
-    "plan": "scaling.sweep.plan",
-    "run_sweep": "scaling.sweep.driver",
-    "read_runs": "scaling.runs.store",
-    "fit": "scaling.laws.api",
-    "load": "scaling.laws.api",
-    "LawFit": "scaling.laws.results.lawfit",
-    "Law": "scaling.laws.forms.law",
-    "REFERENCES": "scaling.laws.forms.references",
+_EXPORTS = {   # name: (module, its name there)
+    "UsageError": ("scaling.errors", "UsageError"),
+    "load_config": ("scaling.config", "load_config"),
+    "parse_config": ("scaling.config", "parse_config"),
+    "SweepConfig": ("scaling.config", "SweepConfig"),
+    "plan_sweep": ("scaling.sweep.plan", "plan"),       # the runs of a sweep's grid, in order
+    "run_sweep": ("scaling.sweep.driver", "run_sweep"),
+    "read_runs": ("scaling.runs.store", "read_runs"),
+    "fit": ("scaling.laws.api", "fit"),
+    "load": ("scaling.laws.api", "load"),
+    "plan": ("scaling.laws.api", "plan"),               # the compute-optimal allocation
+    "fit_figure": ("scaling.report.plot", "fit_figure"),
+    "LawFit": ("scaling.laws.results.lawfit", "LawFit"),
+    "Law": ("scaling.laws.forms.law", "Law"),
+    "REFERENCES": ("scaling.laws.forms.references", "REFERENCES"),
 }
 
 __all__ = sorted(_EXPORTS)
@@ -67,7 +72,8 @@ def stage_function(package: str, module: str, name: str) -> None:
 
 def __getattr__(name: str):
     if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
+        module, attribute = _EXPORTS[name]
+        return getattr(import_module(module), attribute)
     try:
         return import_module(f"scaling.{name}")  # stages: scaling.laws, scaling.cost, ...
     except ModuleNotFoundError as exc:

@@ -23,6 +23,8 @@ from scaling.laws.curves.runs import read_curve_runs
 from scaling.laws.curves.store import curves_from_store
 from scaling.laws.fitting import fitdata, readers, selection
 from scaling.laws.fitting.fit import DEFAULT_DELTA
+from scaling.laws.forms.law import Law
+from scaling.laws.forms.references import REFERENCES
 from scaling.laws.results import lawfit as results
 
 KINDS = ("store", "table", "dataset", "frame")
@@ -123,3 +125,27 @@ def load(path) -> results.LawFit:
     """The fit in a fit directory (or its fit.json), with its bootstrap samples where they were
     written beside it, so `plan` and `predict` give intervals as the fit that wrote it did."""
     return results.load_fit(path)
+
+
+def plan(compute, law="chinchilla", *, seed: int = 0):
+    """The compute-optimal N, D at `compute` FLOPs (a number, or an array: arrays back) and the loss
+    they reach, as `scaling plan` gives them: an `allocation.Plan`.
+
+    law: a LawFit (its plan, with bootstrap intervals: `LawFit.plan`), a fit directory or
+    fit.json (`load`, then the same), a `Law` (no intervals), or a published law's name,
+    "chinchilla" (the default, as the command's) or "besiroglu" (no intervals).
+    """
+    if isinstance(law, results.LawFit):
+        return law.plan(compute, seed=seed)
+    if isinstance(law, Law):
+        return results.LawFit(law=law).plan(compute, seed=seed)
+    if isinstance(law, str) and law in REFERENCES:
+        if REFERENCES[law].law is None:
+            raise UsageError(f"{law} publishes no L(N, D) to plan with; the laws with one are "
+                             f"{', '.join(k for k, r in REFERENCES.items() if r.law is not None)}")
+        return results.LawFit(law=REFERENCES[law].parametric_law).plan(compute, seed=seed)
+    if isinstance(law, (str, Path)):
+        return load(law).plan(compute, seed=seed)
+    raise UsageError(f"the law must be a LawFit, a fit directory, a Law or a published law's name "
+                     f"({', '.join(REFERENCES)}); got {type(law).__name__}")
+

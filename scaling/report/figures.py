@@ -138,9 +138,15 @@ def final_loss(n, d, loss, law: Law, colours: SizeColours, *, n_label: str = "pa
     On scattered points (many distinct values), points are coloured continuously and the law is
     drawn at a few representative values; the colour bars say which.
     """
-    n, d, loss = (np.asarray(v, dtype=float) for v in (n, d, loss))
     fig, axes = new_figure(1, 2, size=(13.0, 4.8))
-    left, right = axes[0]
+    final_loss_panels(fig, axes[0], n, d, loss, law, colours, n_label=n_label)
+    return fig
+
+
+def final_loss_panels(fig, axes, n, d, loss, law: Law, colours: SizeColours, *, n_label: str = "parameters") -> None:
+    """`final_loss`'s two panels, drawn on `axes` (left, right) of `fig` (a figure or a subfigure)."""
+    n, d, loss = (np.asarray(v, dtype=float) for v in (n, d, loss))
+    left, right = axes
     _loss_panel(left, fig, n, d, loss, lambda grid, dv: law.loss(grid, dv), LogColours(d, OTHER_CMAP, "tokens D"),
                 by_name="D", bar_label="tokens D")
     left.set_xlabel(f"parameters N ({n_label}, log scale)")
@@ -150,11 +156,10 @@ def final_loss(n, d, loss, law: Law, colours: SizeColours, *, n_label: str = "pa
     right.set_xlabel("training tokens D (tokens, log scale)")
     right.set_title("Final loss against tokens, at each model size")
     lo = min(loss.min(), float(np.min(law.loss(n.max() * 1.5, d.max() * 1.5))))
-    for a in axes[0]:
+    for a in axes:
         a.set_ylim(lo - 0.05 * np.ptp(loss), loss.max() + 0.08 * np.ptp(loss))
     fig.suptitle(f"L(N, D) = {law.E:.3g} + {law.A:.4g}/N^{law.alpha:.3f} + {law.B:.4g}/D^{law.beta:.3f}",
                  fontsize=10)
-    return fig
 
 
 # ----------------------------------------------------------------------------- 3. IsoFLOP
@@ -169,9 +174,16 @@ def isoflop(iso: IsoFLOPResult, n, loss, law: Law, *, frontier=None, data_c_rang
 
     frontier: Approach 1's frontier as (compute array, n array), or None.
     """
-    n, loss = np.asarray(n, dtype=float), np.asarray(loss, dtype=float)
     fig, axes = new_figure(1, 2, size=(13.0, 5.6), gridspec_kw={"width_ratios": [1.4, 1]})
-    ax = axes[0, 0]
+    isoflop_panels(fig, axes[0], iso, n, loss, law, frontier=frontier, data_c_range=data_c_range, n_label=n_label)
+    return fig
+
+
+def isoflop_panels(fig, axes, iso: IsoFLOPResult, n, loss, law: Law, *, frontier=None, data_c_range=None,
+                   n_label: str = "parameters") -> None:
+    """`isoflop`'s two panels, drawn on `axes` (profiles, optimal sizes) of `fig` (a figure or a subfigure)."""
+    n, loss = np.asarray(n, dtype=float), np.asarray(loss, dtype=float)
+    ax = axes[0]
     cs = [b.compute for b in iso.budgets]
     c_colours = LogColours(cs, OTHER_CMAP, compute_axis(law.flops.name).replace("compute C", "compute budget C")
                            .replace(", log scale", ""))
@@ -209,8 +221,7 @@ def isoflop(iso: IsoFLOPResult, n, loss, law: Law, *, frontier=None, data_c_rang
     ax.set_ylim(losses.min() - pad, losses.max() + pad)
     ax.set_xlim(all_n.min() / 2.2, all_n.max() * 2.2)
     log_axis(ax, "x")
-    _optimal_sizes(axes[0, 1], iso, law, c_colours, frontier=frontier, data_c_range=data_c_range, n_label=n_label)
-    return fig
+    _optimal_sizes(axes[1], iso, law, c_colours, frontier=frontier, data_c_range=data_c_range, n_label=n_label)
 
 
 def _profile_keys(any_usable: bool, stars: int) -> list:

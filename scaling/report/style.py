@@ -134,8 +134,18 @@ def log_axis(ax, which: str = "x", counts: bool = True) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+class ShownFigure(Figure):
+    """A Figure that Jupyter shows. IPython displays an object by its `_repr_png_`; a Figure made
+    without pyplot (as ours are, so that nothing is kept in pyplot's registry of open figures)
+    has one only while pyplot's inline backend is loaded, and a notebook that never imported
+    pyplot printed `<Figure size 1560x576 with 4 Axes>` in its place. The PNG is the report's."""
+
+    def _repr_png_(self) -> bytes:
+        return png_bytes(self)
+
+
 def new_figure(nrows: int = 1, ncols: int = 1, size=(7.0, 4.6), **kw):
-    fig = Figure(figsize=size, layout="constrained", dpi=DPI)
+    fig = ShownFigure(figsize=size, layout="constrained", dpi=DPI)
     axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
     return fig, axes
 

@@ -330,13 +330,16 @@ def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, nois
     laws = Law(*resampled[ok].T[:, :, None], flops=law.flops)   # one law per resample, against the budgets
     budgets = np.ravel(c)
     check_allocatable(law)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    # A resample far from the fit (alpha ~ 1e4) can put its N_opt below the smallest float: 0,
+    # and its D_opt inf; the percentiles take them as the extremes they are.
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore", under="ignore"):
         n_opt = np.asarray(laws.n_opt(budgets))               # (resamples with an allocation, budgets)
-    d_opt = law.flops.tokens(budgets, n_opt)
+        d_opt = law.flops.tokens(budgets, n_opt)
+        ratio = d_opt / n_opt
     n_best, d_best = law.n_opt(c), law.d_opt(c)
     loss = loss_interval(resampled, n_best, d_best, level=level, noise=noise, seed=seed, widen=widen)
     undefined = int((~ok).sum())
     nan = _percentiles(np.empty((0, *shape)), level, shape)
     n, d, tpp = (nan,) * 3 if undefined else \
-        tuple(_percentiles(spread(v, widen), level, shape) for v in (n_opt, d_opt, d_opt / n_opt))
+        tuple(_percentiles(spread(v, widen), level, shape) for v in (n_opt, d_opt, ratio))
     return OptimumIntervals(c, level, n, d, tpp, loss, undefined, int(ok.size))

@@ -349,6 +349,13 @@ class LawFit:
         n, d = self.law.n_opt(c), self.law.d_opt(c)
         return allocation.Plan(c, n, d, self.law.loss(n, d), self.optimum_at(c, seed))
 
+    def plot(self):
+        """The fit drawn on one matplotlib Figure, which Jupyter shows: the points with the law, the
+        IsoFLOP profiles, N_opt against C with its interval (`scaling.report.plot.fit_figure`).
+        Needs the points: a fit made here, or loaded with its fit.points.csv."""
+        import scaling   # the report stage draws: reached through the package, as laws imports no later stage
+        return scaling.fit_figure(self)
+
     def summary(self) -> str:
         """What `scaling fit` prints: the constants with intervals, the allocation, the verdict."""
         return format_summary(self)
