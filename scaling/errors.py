@@ -11,7 +11,15 @@ from collections.abc import Iterable
 
 
 class UsageError(Exception):
-    """Bad input: a config key, a file, a column, a number out of range. Exit code 2."""
+    """Bad input: a config key, a file, a column, a number out of range. Exit code 2.
+
+    options: the keyword arguments of the Python API that would fix it ("config", "force"). The
+    message names what to give in words, never a command-line flag: the CLI, which catches the
+    error, names its flags for these options (`scaling.cli.flag_names`)."""
+
+    def __init__(self, message: str = "", *, options: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.options = tuple(options)
 
 
 def unknown_name(kind: str, name: str, known: Iterable[str]) -> str:

@@ -190,7 +190,8 @@ def test_tune_refuses_to_replace_a_users_file_before_training(tmp_path, capsys):
     mine.parent.mkdir()
     mine.write_text("# my own tuned config\nname: micro-tuned\n")
     refused(["tune", config, *TUNE, "--runs-dir", tmp_path / "runs", "--out", mine.parent], capsys,
-            f"{mine} exists and was not written by `scaling tune`; pass --force")
+            f"{mine} exists and was not written by `scaling tune`; force to replace it, or give another output "
+            "folder (--force, --out)")
     assert mine.read_text().startswith("# my own") and not (tmp_path / "runs").exists()
 
 

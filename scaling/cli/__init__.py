@@ -44,6 +44,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The flags whose names are not the option's with dashes (`flag_names`).
+FLAGS = {"unique": "--unique-col"}
+
+
+def flag_names(exc: UsageError) -> str:
+    """" (--config)": the flags of the options a library error asks for, which its message names
+    in words only (the same error reaches a notebook, where there are no flags)."""
+    flags = [FLAGS.get(name, "--" + name.replace("_", "-")) for name in exc.options]
+    return f" ({', '.join(flags)})" if flags else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -51,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         if args.debug:
             raise
-        print(f"scaling {args.command}: error: {exc}", file=sys.stderr)
+        print(f"scaling {args.command}: error: {exc}{flag_names(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"scaling {args.command}: interrupted", file=sys.stderr)

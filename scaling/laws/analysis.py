@@ -77,7 +77,8 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
         extra.append(diagnostics.convention_check(conventions, data.param_convention))
     if data_constrained and data.unique is None:
         raise UsageError(f"{data.source}: the data-constrained fit needs each run's unique tokens "
-                         "(a run store records them; for a table give --unique-col or --unique-tokens)")
+                         "(a run store records them; for a table give its unique-tokens column or one count)",
+                         options=("unique", "unique_tokens"))
     fit = replace(fit, repeated=fit_repeated(data, bootstrap=min(int(bootstrap), REPEATED_RESAMPLES), seed=int(seed),
                                              delta=delta, grid=grid, force=data_constrained))
     # The one hold-out refit: judged by the diagnostics, kept in fit.json, printed by the report.

@@ -49,28 +49,29 @@ def kind_of(source) -> str:
     return "table"
 
 
-def points(source, *, kind: str | None = None, param_convention: str | None = None,
-           compute_measure: str | None = None, metric: str = "loss", unique_tokens: float | None = None,
-           **columns) -> fitdata.FitData:
-    """The points of `source` (see `kind_of`; `kind` says it instead of guessing). Columns, for a
-    table or a DataFrame: n, loss and d or c (default: the Chinchilla table's), embedding, budget,
-    unique (`readers.from_frame`). param_convention: what a table's N counts, or how to count a run
-    store's (default total); compute_measure: a run store's count of compute (default exact);
+def points(source, *, kind: str | None = None, n: str | None = None, d: str | None = None, c: str | None = None,
+           loss: str | None = None, embedding: str | None = None, budget: str | None = None,
+           unique: str | None = None, unique_tokens: float | None = None, param_convention: str | None = None,
+           compute_measure: str | None = None, metric: str = "loss") -> fitdata.FitData:
+    """The points of `source` (see `kind_of`; `kind` says it instead of guessing).
+
+    The columns of a table or a DataFrame (default: the Chinchilla table's): n (parameters),
+    loss, and d (tokens) or c (FLOPs, D = C / 6N); embedding (embedding parameters), budget (each
+    run's planned compute budget), unique (each run's unique tokens) or unique_tokens (one count
+    for all): `readers.from_frame`. param_convention: what a table's N counts, or how to count a
+    run store's (default total); compute_measure: a run store's count of compute (default exact);
     metric: a run store's number to fit in place of the loss (`tasks.FIT_METRICS`)."""
+    columns = {"n": n, "d": d, "c": c, "loss": loss, "embedding": embedding, "budget": budget, "unique": unique}
     kind = kind or kind_of(source)
     if kind not in KINDS:
         raise UsageError(f"the kind of source must be one of {', '.join(KINDS)}; got {kind!r}")
     tasks.fit_metric(metric)            # a metric the law does not describe: refused before any reading
     if metric != "loss" and kind != "store":
         raise UsageError("the metric applies to a run store; a table or dataset has only its loss column")
-    unknown = sorted(set(columns) - set(COLUMNS))
-    if unknown:
-        raise UsageError(f"unknown option(s) {', '.join(unknown)}; the columns are named by {', '.join(COLUMNS)}")
-    given = {COLUMNS[k]: v for k, v in columns.items() if v is not None}
-    if unique_tokens is not None:
-        given["unique_tokens"] = unique_tokens
+    named = {k: v for k, v in {**columns, "unique_tokens": unique_tokens}.items() if v is not None}
+    given = {COLUMNS.get(k, k): v for k, v in named.items()}        # readers' names
     if given and kind in ("store", "dataset"):
-        raise UsageError(f"column options ({', '.join(sorted(given))}) apply to a table or a DataFrame; "
+        raise UsageError(f"column options ({', '.join(named)}) apply to a table or a DataFrame; "
                          f"a {'run store' if kind == 'store' else 'packaged dataset'} names its own")
     if compute_measure is not None and kind != "store":
         raise UsageError("the compute measure applies to a run store; a table's C is 6 N D of its own N")
@@ -86,25 +87,31 @@ def points(source, *, kind: str | None = None, param_convention: str | None = No
     return readers.from_table(source, param_convention=param_convention, **given)
 
 
-def fit(source, *, kind: str | None = None, drop_highest_loss: int = 0, min_tokens_per_param: float | None = None,
+def fit(source, *, kind: str | None = None, n: str | None = None, d: str | None = None, c: str | None = None,
+        loss: str | None = None, embedding: str | None = None, budget: str | None = None, unique: str | None = None,
+        unique_tokens: float | None = None, param_convention: str | None = None, compute_measure: str | None = None,
+        metric: str = "loss", drop_highest_loss: int = 0, min_tokens_per_param: float | None = None,
         min_tokens: float | None = None, delta: float = DEFAULT_DELTA, fixed_E: float | None = None,
         bootstrap: int = results.DEFAULT_BOOTSTRAP, seed: int = 0, reference_compute: float | None = None,
-        data_constrained: bool = False, metric: str = "loss", curves: bool = False, **where) -> results.LawFit:
+        data_constrained: bool = False, curves: bool = False) -> results.LawFit:
     """Fit L(N, D) = E + A/N^alpha + B/D^beta to `source`, as `scaling fit` does.
 
     source: a DataFrame, a CSV or parquet file, a run store runs/<sweep> or a packaged dataset
-    ("chinchilla"); `where` names its columns and conventions (`points`: n, d, c, loss, ...).
+    ("chinchilla"). n, d, c, loss, embedding, budget, unique, unique_tokens, param_convention,
+    compute_measure: its columns and conventions (`points`). metric: fit a run store's `metric`
+    (see `tasks.FIT_METRICS`) in place of the loss; fit.json's limitations then say so first.
     drop_highest_loss, min_tokens_per_param, min_tokens: leave points out (`selection`).
     delta, fixed_E, bootstrap, seed, reference_compute, data_constrained: as `analysis.fit_data`.
-    A run store's training curves give Approach 1 too. metric: fit a run store's `metric` (see
-    `tasks.FIT_METRICS`) in place of the loss; fit.json's limitations then say so first. curves: also
-    fit the law to the store's whole training curves (`curve_fit`, fit.json's 'curves' section).
+    A run store's training curves give Approach 1 too. curves: also fit the law to the store's
+    whole training curves (`curve_fit`, fit.json's 'curves' section).
     """
     kind = kind or kind_of(source)
     if curves and (kind != "store" or metric != "loss"):
-        raise UsageError("--curves needs a run store (RUNS_DIR) and the loss (no --metric): the curves are "
-                         "the runs' validation losses")
-    data = points(source, kind=kind, metric=metric, **where)
+        raise UsageError("fitting the training curves needs a run store and the loss (no other metric): the "
+                         "curves are the runs' validation losses", options=("curves", "metric"))
+    data = points(source, kind=kind, n=n, d=d, c=c, loss=loss, embedding=embedding, budget=budget, unique=unique,
+                  unique_tokens=unique_tokens, param_convention=param_convention, compute_measure=compute_measure,
+                  metric=metric)
     data = selection.apply_filters(data, drop_highest_loss=drop_highest_loss,
                                    min_tokens_per_param=min_tokens_per_param, min_tokens=min_tokens)
     convention = data.param_convention or "total"    # a store's points always have one (from_runs' default)

@@ -50,10 +50,11 @@ def check_tuning_output(out, config_path, name: str, force: bool = False) -> Non
     check_output(out, [tuned.name, *TUNE_FILES])
     for path in (tuned, *(out / f for f in TUNE_FILES)):
         if path.exists() and config_path.exists() and path.samefile(config_path):
-            raise UsageError(f"{path} would replace its input config {config_path}: give --out another folder")
+            raise UsageError(f"{path} would replace its input config {config_path}: give another output folder",
+                             options=("out",))
     if (tuned.exists() or tuned.is_symlink()) and not force and not written_by_tune(tuned):
-        raise UsageError(f"{tuned} exists and was not written by `scaling tune`; pass --force to replace it, "
-                         "or give --out another folder")
+        raise UsageError(f"{tuned} exists and was not written by `scaling tune`; force to replace it, "
+                         "or give another output folder", options=("force", "out"))
 
 
 def write_tuning(out, config_path, tuning: Tuning, law: LRLaw, force: bool = False) -> tuple[Path, Path]:

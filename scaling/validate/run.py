@@ -65,20 +65,20 @@ def recipe(fit: LawFit, config: str | Path | None) -> SweepConfig:
     sweep_dir = fit_store(fit)
     if sweep_dir is None:
         raise UsageError(f"the fit was made from {fit.data.source or 'an unknown source'}, not a run store: "
-                         "give the sweep's config with --config")
+                         "give the sweep's config", options=("config",))
     paths = sorted(sweep_dir.glob(f"*/{store.CONFIG}"))
     runs = [(p, parse_yaml(read_text(p, "run config"), str(p))) for p in paths]
     # A run's own settings: not a validation's, nor a retry's (trained at a lower rate than the recipe's).
     runs = [(p, r) for p, r in runs if isinstance(r, dict) and r.get("role") is None and r.get("retry_of") is None]
     if not runs:
-        raise UsageError(f"{sweep_dir} has no run with a {store.CONFIG}: give the sweep's config with --config")
+        raise UsageError(f"{sweep_dir} has no run with a {store.CONFIG}: give the sweep's config", options=("config",))
     shape_keys = ("d_model", "n_layers", "n_heads")
     for path, run in runs:                  # a hand-edited config.yaml: one line naming it, not a KeyError
         missing = [k for k in ("sweep", "seed", "corpus", "tokenizer", "model", "train", "tokens", "lr")
                    if k not in run]
         if missing or not isinstance(run["model"], dict) or any(k not in run["model"] for k in shape_keys):
             raise UsageError(f"{path} is not a run's config (no {', '.join(missing) or 'model shape'}): "
-                             "give the sweep's config with --config")
+                             "give the sweep's config", options=("config",))
     configs = [r for _, r in runs]
     first = configs[0]
     try:
@@ -154,7 +154,7 @@ def check_trust(fit: LawFit, force: bool) -> bool:
         return True
     why = "; ".join(fit.diagnostics.reasons[:2]) or "see its diagnostics"
     raise UsageError(f"the fit's verdict is 'not identified' ({why}): its optimum is not a prediction to "
-                     "validate; pass --force to train it anyway")
+                     "validate; force it to train it anyway", options=("force",))
 
 
 def prepare(fit: LawFit, cfg: SweepConfig, compute, *, runs_dir: Path | str = "runs", force: bool = False,

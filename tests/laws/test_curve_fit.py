@@ -182,5 +182,6 @@ def test_a_store_with_one_warmup_per_shape_gives_its_curves_the_schedules_they_t
                                   ["fit", "runs/x", "--curves", "--metric", "accuracy"]])
 def test_curves_need_a_store_and_the_loss(argv, tmp_path, capsys):
     assert main([*argv, "--out", str(tmp_path / "o")]) == 2
-    assert "--curves needs a run store (RUNS_DIR) and the loss" in capsys.readouterr().err
+    assert "fitting the training curves needs a run store and the loss" in (err := capsys.readouterr().err)
+    assert err.rstrip().endswith("(--curves, --metric)")
     assert not (tmp_path / "o").exists()

@@ -154,7 +154,7 @@ def test_the_recipe_read_back_from_a_store_gives_the_sweep_its_run_ids(micro_swe
     for row in sweep.table.itertuples():
         shape = next(s for s in read.grid.models if (s.d_model, s.n_layers) == (row.d_model, row.n_layers))
         assert planned_run(read, shape, int(row.tokens), shape.lr).run_id == row.run_id
-    with pytest.raises(UsageError, match="give the sweep's config with --config"):
+    with pytest.raises(UsageError, match="give the sweep's config$"):
         recipe(replace(fit, data=DataSummary(source="table runs.csv")), None)
 
 

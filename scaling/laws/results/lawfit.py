@@ -353,7 +353,7 @@ class LawFit:
         """The fit drawn on one matplotlib Figure, which Jupyter shows: the points with the law, the
         IsoFLOP profiles, N_opt against C with its interval (`scaling.report.plot.fit_figure`).
         Needs the points: a fit made here, or loaded with its fit.points.csv."""
-        import scaling   # the report stage draws: reached through the package, as laws imports no later stage
+        import scaling  # the report stage draws: reached through the package, as laws imports no later stage
         return scaling.fit_figure(self)
 
     def summary(self) -> str:
