@@ -83,8 +83,8 @@ def test_the_guide_runs_end_to_end(micro_sweep, tmp_path, capsys):
     cfg, trained = micro_sweep
     config = tmp_path / "micro.yaml"
     config.write_text(yaml.safe_dump(MICRO))
-    ns, outputs, warned = run_notebook(GUIDE, f"CONFIG = {str(config)!r}\nRUNS_DIR = {str(trained.sweep_dir.parent)!r}\n"
-                                              "BOOTSTRAP = 50\n")
+    parameters = f"CONFIG = {str(config)!r}\nRUNS_DIR = {str(trained.sweep_dir.parent)!r}\nBOOTSTRAP = 50\n"
+    ns, outputs, warned = run_notebook(GUIDE, parameters)
     f = ns["f"]
     assert round(f.alpha, 4) == 0.3473 and f.verdict == "use with caution"
     assert ns["plan"].intervals.n[0] < ns["plan"].n < ns["plan"].intervals.n[1]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -69,7 +70,7 @@ def points(source, *, kind: str | None = None, n: str | None = None, d: str | No
     if metric != "loss" and kind != "store":
         raise UsageError("the metric applies to a run store; a table or dataset has only its loss column")
     named = {k: v for k, v in {**columns, "unique_tokens": unique_tokens}.items() if v is not None}
-    given = {COLUMNS.get(k, k): v for k, v in named.items()}        # readers' names
+    given: dict[str, Any] = {COLUMNS.get(k, k): v for k, v in named.items()}        # readers' names
     if given and kind in ("store", "dataset"):
         raise UsageError(f"column options ({', '.join(named)}) apply to a table or a DataFrame; "
                          f"a {'run store' if kind == 'store' else 'packaged dataset'} names its own")

@@ -34,7 +34,8 @@ def fit_figure(fit: LawFit) -> ShownFigure:
                          "(written by an older scaling); refit it with `scaling fit` or scaling.fit")
     n_label = f"{points.param_convention.replace('_', '-')} parameters" if points.param_convention else "parameters"
     fig = ShownFigure(figsize=(13.0, 10.8), layout="constrained", dpi=DPI)
-    top, bottom = fig.subfigures(2, 1, height_ratios=(4.8, 6.0))
+    rows = fig.add_gridspec(2, 1, height_ratios=(4.8, 6.0))
+    top, bottom = fig.add_subfigure(rows[0]), fig.add_subfigure(rows[1])
     final_loss_panels(top, top.subplots(1, 2), points.n, points.d, points.loss, fit.law, SizeColours(points.n),
                       n_label=n_label)
     iso = analysis.isoflop_of(points)
@@ -51,7 +52,8 @@ def fit_figure(fit: LawFit) -> ShownFigure:
 def _intervals(profiles, sizes, fit: LawFit, budgets: list) -> None:
     """N_opt's interval as a band over the compute axis, and the loss interval of each of the law's
     optima drawn on the profiles: one broadcast `plan` each."""
-    grid = np.geomspace(*sizes.get_xlim(), 60)
+    left, right = sizes.get_xlim()
+    grid = np.geomspace(left, right, 60)
     band = fit.plan(grid).intervals
     if band is not None and np.isfinite(band.n[0]).all():
         level = f"{100 * band.level:g}%"
@@ -63,7 +65,7 @@ def _intervals(profiles, sizes, fit: LawFit, budgets: list) -> None:
     at = fit.plan(np.asarray(budgets, dtype=float))
     if at.intervals is None:
         return
-    lo, hi = at.intervals.loss
-    inside = (at.n >= profiles.get_xlim()[0]) & (at.n <= profiles.get_xlim()[1])
-    profiles.errorbar(at.n[inside], at.loss[inside], yerr=[(at.loss - lo)[inside], (hi - at.loss)[inside]],
+    n, loss, (lo, hi) = np.asarray(at.n), np.asarray(at.loss), at.intervals.loss
+    inside = (n >= profiles.get_xlim()[0]) & (n <= profiles.get_xlim()[1])
+    profiles.errorbar(n[inside], loss[inside], yerr=[(loss - lo)[inside], (hi - loss)[inside]],
                       fmt="none", ecolor="black", elinewidth=0.8, capsize=3, zorder=4)

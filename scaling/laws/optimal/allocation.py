@@ -213,7 +213,7 @@ class OptimumIntervals:
     the parameters' uncertainty and the runs' own scatter (the fit's residual RMS) are in it.
     """
 
-    compute: float
+    compute: float | np.ndarray
     level: float
     n: tuple
     d: tuple
@@ -257,9 +257,8 @@ class Plan:
 def _shown(value, bounds: tuple | None, fmt: str) -> str:
     """`value` [lo, hi] in `fmt`; for arrays, a list of them (a plan or prediction that broadcast)."""
     if np.ndim(value):
-        lows, highs = (None, None) if bounds is None else (np.ravel(bounds[0]), np.ravel(bounds[1]))
-        return "[" + ", ".join(_shown(v, None if lows is None else (lows[i], highs[i]), fmt)
-                               for i, v in enumerate(np.ravel(value))) + "]"
+        pairs = [None] * np.size(value) if bounds is None else list(zip(np.ravel(bounds[0]), np.ravel(bounds[1])))
+        return "[" + ", ".join(_shown(v, pair, fmt) for v, pair in zip(np.ravel(value), pairs)) + "]"
     return format(value, fmt) + ("" if bounds is None else " [{:{f}}, {:{f}}]".format(*bounds, f=fmt))
 
 
@@ -327,7 +326,8 @@ def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, nois
     shape = np.shape(c)
     resampled = np.asarray(resampled, dtype=float)
     ok = has_allocation(resampled)
-    laws = Law(*resampled[ok].T[:, :, None], flops=law.flops)   # one law per resample, against the budgets
+    e, a, b, alpha, beta = resampled[ok].T[:, :, None]
+    laws = Law(e, a, b, alpha, beta, flops=law.flops)      # one law per resample, against the budgets
     budgets = np.ravel(c)
     check_allocatable(law)
     # A resample far from the fit (alpha ~ 1e4) can put its N_opt below the smallest float: 0,

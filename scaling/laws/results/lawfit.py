@@ -448,9 +448,9 @@ def write_fit(path, fit: LawFit) -> Path:
     if fit.points is not None:
         write_points(samples_path(path, "points"), fit.points, digest)
     write_atomic(path, text)
-    for kind, (_, rows) in {**sides, "points": ((), fit.points)}.items():
-        if rows is None:
-            samples_path(path, kind).unlink(missing_ok=True)   # an older fit's: it would never match
+    written = {"points": fit.points is not None, **{kind: rows is not None for kind, (_, rows) in sides.items()}}
+    for kind in (kind for kind, present in written.items() if not present):
+        samples_path(path, kind).unlink(missing_ok=True)   # an older fit's: it would never match
     return path
 
 
