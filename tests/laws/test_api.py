@@ -4,6 +4,7 @@ its numbers by name, a plan and a prediction with intervals that hold the truth,
 import doctest
 import importlib
 import inspect
+import json
 import math
 import re
 import warnings
@@ -255,3 +256,15 @@ def test_a_fit_without_its_points_says_so(chinchilla, tmp_path):
     assert not path.with_name("fit.points.csv").exists()
     with pytest.raises(UsageError, match="no points to draw"):
         scaling.load(tmp_path).plot()
+
+
+def test_the_points_file_is_tied_to_the_fitted_points_not_to_the_constants(chinchilla, tmp_path):
+    path = results.write_fit(tmp_path, replace(chinchilla, resampled=None, ci=None))
+    edited = json.loads(path.read_text())
+    edited["params"]["E"] = 1.5                       # constants edited by hand: the same points draw
+    path.write_text(json.dumps(edited))
+    assert scaling.load(tmp_path).points.digest == chinchilla.data.digest
+    side = path.with_name("fit.points.csv")
+    side.write_text("".join(side.read_text().splitlines(keepends=True)[:-1]))   # one point short
+    with pytest.raises(UsageError, match="holds other points than those"):
+        scaling.load(tmp_path)

@@ -121,7 +121,7 @@ def test_a_fit_that_is_not_identified_is_refused_unless_forced(known_fit, tmp_pa
     out = capsys.readouterr().out
     assert "validated anyway (--force)" in out and out.count("planned") == 4
     assert not (tmp_path / "runs").exists() and sorted(p.name for p in (tmp_path / "doubtful").iterdir()) == [
-        "fit.bootstrap.csv", "fit.json"]
+        "fit.bootstrap.csv", "fit.json", "fit.points.csv"]
 
 
 def test_dry_run_json_is_the_planned_validation_and_trains_nothing(known_fit, tmp_path, capsys):

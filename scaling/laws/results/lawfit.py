@@ -58,10 +58,10 @@ Schema (version 1):
     (scaling.laws.fitting.provenance): {"kind": "runs" | "dataset" | "table", "location"}, read from the
     source's words for an older file)
 
-Beside it, fit.points.csv holds the fitted points (`scaling.laws.results.points_file`; no byte of
-fit.json changes for it). Reading a fit.json back, with its schema checks and its side files'
-(fit.bootstrap.csv, fit.repeated.csv: the resamples' constants; fit.points.csv; each one's first
-line the fit.json's sha256), is
+Beside it, fit.points.csv holds the fitted points (`scaling.laws.results.points_file`, checked
+against data.digest; no byte of fit.json changes for it). Reading a fit.json back, with its
+schema checks and its side files' (fit.bootstrap.csv, fit.repeated.csv: the resamples'
+constants, first line the fit.json's sha256), is
 `scaling.laws.results.fit_file`; this module holds the LawFit and writes the files.
 """
 
@@ -429,7 +429,8 @@ def _write_samples(path: Path, names, rows: np.ndarray, digest: str) -> None:
 def write_fit(path, fit: LawFit) -> Path:
     """Write fit.json atomically (a folder path gets fit.json inside it), and beside it the
     bootstrap's constants when there are any and the fitted points when the fit holds them
-    (fit.points.csv, `points_file`; each stamped with fit.json's digest, and written before it);
+    (fit.points.csv, `points_file`; the bootstrap's stamped with fit.json's digest; all written
+    before it);
     a side file the new fit has none of is removed. Return the fit.json path."""
     path = Path(path)
     if path.is_dir() or path.suffix != ".json":
@@ -446,7 +447,7 @@ def write_fit(path, fit: LawFit) -> Path:
         if rows is not None:
             _write_samples(samples_path(path, kind), names, rows, digest)
     if fit.points is not None:
-        write_points(samples_path(path, "points"), fit.points, digest)
+        write_points(samples_path(path, "points"), fit.points)
     write_atomic(path, text)
     written = {"points": fit.points is not None, **{kind: rows is not None for kind, (_, rows) in sides.items()}}
     for kind in (kind for kind, present in written.items() if not present):
@@ -477,11 +478,10 @@ def load_fit(path) -> LawFit:
         raise UsageError(f"{path} is not valid JSON (not UTF-8 text at byte {exc.start})") from None
     fit = LawFit.from_json(obj, str(path))
     digest = fit_digest(raw)
-    fit = replace(fit, points=read_points(samples_path(path, "points"), fit.data, fit.law.flops, digest))
     if fit.ci is not None:
         fit = replace(fit, resampled=read_samples(samples_path(path), PARAM_NAMES, fit.options.bootstrap, digest))
     if fit.repeated is not None and fit.repeated.ci is not None:
         samples = read_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.ci.get("n_resamples"),
                                digest)
         fit = replace(fit, repeated=replace(fit.repeated, samples=samples))
-    return fit
+    return replace(fit, points=read_points(samples_path(path, "points"), fit.data, fit.law.flops))

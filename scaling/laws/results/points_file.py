@@ -1,16 +1,17 @@
 """The fitted points beside fit.json, fit.points.csv, so that a fit read back can be drawn.
 
-    write_points(samples_path(path, "points"), fit.points, fit_digest(text))   # by `write_fit`
-    points = read_points(path, fit.data, fit.law.flops, fit_digest(raw))      # by `load_fit`
+    write_points(samples_path(path, "points"), fit.points)        # by `write_fit`
+    points = read_points(path, fit.data, fit.law.flops)            # by `load_fit`
 
 fit.json keeps what was computed from the points (their digest, ranges, what was left out), not
-the points; `LawFit.plot` and Approach 2's profiles need them. Like the bootstrap's constants
-(fit.bootstrap.csv), they go in a side file whose first line is fit.json's sha256, so fit.json's
-bytes stay what they were and a side file of another fit is refused. Its table: one row a point,
-columns id, n, d, loss, compute (C in the fit's compute measure), and where the source planned
-the runs' budgets, "budget" (in that measure: Approach 2 groups by value) or "group" (in another
-measure: a label saying which runs belong together). Floats are written by repr, so the points
-read back are the fitted ones to the bit: their digest must equal fit.json's data.digest.
+the points; `LawFit.plot` and Approach 2's profiles need them. They go in a side file, as the
+bootstrap's constants do (fit.bootstrap.csv), so fit.json's bytes stay what they were. Its table:
+one row a point, columns id, n, d, loss, compute (C in the fit's compute measure), and where the
+source planned the runs' budgets, "budget" (in that measure: Approach 2 groups by value) or
+"group" (in another measure: a label saying which runs belong together). Floats are written by
+repr, so the points read back are the fitted ones to the bit, and what ties the file to its fit
+is that: their digest must be fit.json's data.digest (`FitData.digest`). A fit.json whose
+constants were edited by hand still draws its points; points of other data are refused.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import numpy as np
 
 from scaling.errors import UsageError
 from scaling.laws.fitting.fitdata import FitData
-from scaling.laws.results.fit_file import DIGEST_LINE
 from scaling.reading import read_text
 from scaling.runs.store import write_atomic
 from scaling.train.compute import FlopsPerToken
@@ -32,8 +32,8 @@ COLUMNS = ("id", "n", "d", "loss", "compute")
 BUDGET_COLUMNS = ("budget", "group")     # a budget in the fit's measure, or a label in another
 
 
-def write_points(path: Path, data: FitData, digest: str) -> None:
-    """fit.points.csv: `digest`'s line, then the points (see the module doc)."""
+def write_points(path: Path, data: FitData) -> None:
+    """fit.points.csv: the points, one row each (see the module doc)."""
     budget = [] if data.budgets is None else ["budget" if data.budgets_in_measure else "group"]
     columns = [data.n, data.d, data.loss, data.compute] + ([] if data.budgets is None else [data.budgets])
     out = io.StringIO()
@@ -41,22 +41,20 @@ def write_points(path: Path, data: FitData, digest: str) -> None:
     writer.writerow([*COLUMNS, *budget])
     for i, row in enumerate(zip(*columns)):
         writer.writerow([data.ids[i], *(repr(float(v)) for v in row)])
-    write_atomic(path, DIGEST_LINE + digest + "\n" + out.getvalue())
+    write_atomic(path, out.getvalue())
 
 
-def read_points(path: Path, summary, flops: FlopsPerToken, digest: str) -> FitData | None:
-    """The points in `path` (None where there is no such file) as a FitData, with `summary`'s
-    (fit.json's "data") source, convention, filters and left-out points; UsageError for a file
-    that is not this fit's (another digest, or points whose own digest is not data.digest)."""
+def read_points(path: Path, summary, flops: FlopsPerToken) -> FitData | None:
+    """The points in `path` as a FitData, with `summary`'s (fit.json's "data") source, convention,
+    filters and left-out points; None where there is no such file, or fit.json records no digest
+    of its points to check them by; UsageError for points that are not the fit's."""
+    if summary.digest is None:
+        return None
     try:
         text = read_text(path, "fitted points")
     except FileNotFoundError:
         return None
-    first, _, rest = text.partition("\n")
-    if first[len(DIGEST_LINE):].strip() != digest or not first.startswith(DIGEST_LINE):
-        raise UsageError(f"{path} belongs to another fit than {path.with_name('fit.json')} (its fit.json digest "
-                         "differs: a write was cut short, or one file was replaced); rerun `scaling fit`")
-    rows = list(csv.reader(io.StringIO(rest)))
+    rows = list(csv.reader(io.StringIO(text)))
     header, body = (rows[0], rows[1:]) if rows else ([], [])
     if tuple(header[:5]) != COLUMNS or len(header) > 6 or (len(header) == 6 and header[5] not in BUDGET_COLUMNS):
         raise UsageError(f"{path}: expected the columns {', '.join(COLUMNS)} (and budget or group); found "
@@ -73,6 +71,7 @@ def read_points(path: Path, summary, flops: FlopsPerToken, digest: str) -> FitDa
                    param_convention=summary.param_convention, filters=dict(summary.filters), budgets=budgets,
                    flops=flops, spent=values[:, 3], provenance=summary.provenance,
                    budget_measure=None if budgets is None else (flops.measure if header[5] == "budget" else "planned"))
-    if summary.digest is not None and data.digest != summary.digest:
-        raise UsageError(f"{path}: these points are not the ones fit.json's data.digest names; rerun `scaling fit`")
+    if data.digest != summary.digest:
+        raise UsageError(f"{path} holds other points than those {path.with_name('fit.json')} was fitted to (its "
+                         "data.digest differs: a write was cut short, or one file was replaced); rerun `scaling fit`")
     return data
