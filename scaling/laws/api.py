@@ -1,9 +1,11 @@
-"""The way in from a notebook: `scaling.fit` (points in, a `LawFit` out) and `scaling.load`.
+"""The way in from a notebook: `scaling.fit` (points in, a `LawFit` out), `scaling.load` and
+`scaling.plan` (the allocation of any law).
 
     f = scaling.fit("points.csv", n="N", d="D", loss="loss", drop_highest_loss=5)
-    f.alpha, f.verdict, f.intervals["a"], f.plan(1e24), f.predict(1e9, 2e10)
+    f.alpha, f.verdict, f.interval("a"), f.plan([1e23, 1e24]), f.predict(1e9, 2e10), f.plot()
     print(f.summary())                       # what `scaling fit` prints
-    f = scaling.load("fits/points")          # a fit directory (fit.json and its bootstrap)
+    f = scaling.load("fits/points")          # a fit directory (fit.json, its bootstrap and points)
+    scaling.plan(1e24, law="chinchilla")     # a published law's allocation, as `scaling plan`
 
 `scaling fit` is this function too: the command checks its flags, calls `fit` and writes the
 result (`results.write_fit`). The steps are those of docs/architecture.md: a `fitdata` loader,
