@@ -15,7 +15,7 @@ class UsageError(Exception):
 
     options: the keyword arguments of the Python API that would fix it ("config", "force"). The
     message names what to give in words, never a command-line flag: the CLI, which catches the
-    error, names its flags for these options (`scaling.cli.flag_names`)."""
+    error, names its flags for these options (`scaling.cli.flag_names`: the keyword with dashes)."""
 
     def __init__(self, message: str = "", *, options: tuple[str, ...] = ()):
         super().__init__(message)

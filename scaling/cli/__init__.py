@@ -44,14 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# The flags whose names are not the option's with dashes (`flag_names`).
-FLAGS = {"unique": "--unique-col"}
-
-
 def flag_names(exc: UsageError) -> str:
     """" (--config)": the flags of the options a library error asks for, which its message names
-    in words only (the same error reaches a notebook, where there are no flags)."""
-    flags = [FLAGS.get(name, "--" + name.replace("_", "-")) for name in exc.options]
+    in words only (the same error reaches a notebook, where there are no flags). A flag is its
+    option's keyword with dashes: one vocabulary for the API and the command line."""
+    flags = ["--" + name.replace("_", "-") for name in exc.options]
     return f" ({', '.join(flags)})" if flags else ""
 
 
