@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scaling.errors import UsageError
+from scaling.laws.optimal.allocation import check_allocatable
 from scaling.laws.results import lawfit as results
 from scaling.report import decisions, sections, tasks
 from scaling.report.curves import curves_section
@@ -35,7 +36,10 @@ SECTIONS = (sections.summary, decisions.plan, decisions.validation, sections.lef
 
 def build_report(inputs: Inputs, *, holdout_fraction: float | None = None) -> Report:
     """Analyses, figures and the document, section by section (nothing is written; see `write_report`).
-    holdout_fraction: None for the fit's own hold-out check (fit.json's), else one refitted here."""
+    holdout_fraction: None for the fit's own hold-out check (fit.json's), else one refitted here.
+    A law with no compute-optimal allocation (an exponent <= 0) is refused, as plan and compare
+    refuse it: every figure and table of optima would be undefined."""
+    check_allocatable(inputs.fit.law, f"fit {inputs.fit_path or inputs.name}")
     report = Report.start(inputs, holdout_fraction)
     for section in SECTIONS:
         section(report)

@@ -27,6 +27,7 @@ from scaling.laws.fitting.provenance import KINDS, Provenance
 from scaling.laws.forms.law import PARAM_NAMES, Law
 from scaling.laws.repeated import Repeated
 from scaling.reading import excerpt, read_text
+from scaling.schemas.fit import check_sections
 from scaling.train.compute import FlopsPerToken
 
 KIND = "scaling.fit"
@@ -177,6 +178,7 @@ def check_fit(obj, where: str) -> Law:
         number(allocation, key, where, "allocation")
     for key in ("reference_compute", "tokens_per_param_at_reference"):
         number(obj, key, where)
+    check_sections(obj, where)      # every section a later stage reads: typed, in range, finite
     return law
 
 
