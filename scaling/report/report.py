@@ -17,6 +17,7 @@ from pathlib import Path
 from scaling.errors import UsageError
 from scaling.laws.optimal.allocation import check_allocatable
 from scaling.laws.results import lawfit as results
+from scaling.laws.results.fit_file import SIDE_KINDS
 from scaling.report import decisions, sections, tasks
 from scaling.report.curves import curves_section
 from scaling.report.document import FIGURE_DIR
@@ -24,6 +25,7 @@ from scaling.report.inputs import Inputs, load_inputs
 from scaling.report.sections import Report
 from scaling.report.style import save
 from scaling.runs.store import write_atomic
+from scaling.writing import replace_folder
 
 FORMATS = ("md", "html")
 # Decisions first (the verdict, what to train at a few budgets with intervals, whether the
@@ -53,26 +55,31 @@ def _check_format(fmt: str) -> None:
 
 def write_report(report: Report, out, fmt: str = "md") -> list[Path]:
     """Write the figures (PNG and SVG), fit.json when fitted here, and report.md or report.html;
-    return the paths, the report last."""
+    return the paths, the report last.
+
+    The set is built in a fresh folder beside `out` and swapped in as one unit
+    (`scaling.writing.replace_folder`): a kill or a full disk leaves the old report or the new
+    one, never new figures beside old text; a link in the old folder (figures/ to elsewhere) is
+    replaced, never written through; two reports into one folder at once leave one of them whole."""
     _check_format(fmt)
     out = Path(out)
     if out.is_file():
         raise UsageError(f"{out} is a file; the report needs a folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create {out}: {exc}") from None
-    paths, images = [], {}
-    for name, fig in report.figures.items():
-        paths += save(fig, out / FIGURE_DIR, name)
-        images[name] = (out / FIGURE_DIR / f"{name}.png").read_bytes()
-    if report.inputs.fitted_here:
-        paths.append(results.write_fit(out / results.FILENAME, report.inputs.fit))
-    # Atomic, as every file this package writes: a full disk or a kill leaves the old report,
-    # and a symlink at the path is replaced, not written through (the file gets the umask's mode).
-    path = out / f"report.{fmt}"
-    write_atomic(path, report.doc.markdown() if fmt == "md" else report.doc.html(report.title, images))
-    return paths + [path]
+    owned = (FIGURE_DIR, f"report.{fmt}", results.FILENAME,
+             *(results.samples_path(Path(results.FILENAME), kind).name for kind in SIDE_KINDS))
+
+    def build(folder: Path) -> list[str]:
+        written, images = [], {}
+        for name, fig in report.figures.items():
+            written += save(fig, folder / FIGURE_DIR, name)
+            images[name] = (folder / FIGURE_DIR / f"{name}.png").read_bytes()
+        if report.inputs.fitted_here:
+            written.append(results.write_fit(folder / results.FILENAME, report.inputs.fit))
+        path = folder / f"report.{fmt}"
+        write_atomic(path, report.doc.markdown() if fmt == "md" else report.doc.html(report.title, images))
+        return [str(p.relative_to(folder)) for p in written + [path]]
+
+    return [out / name for name in replace_folder(out, build, owned)]
 
 
 def make_report(source=None, *, out, fmt: str = "md", dataset: str | None = None, fit=None,

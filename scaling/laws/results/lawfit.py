@@ -90,6 +90,7 @@ from scaling.laws.results.fit_file import (
     DIGEST_LINE,
     FILENAME,
     KIND,
+    SIDE_KINDS,
     VERSION,
     check_fit,
     fit_digest,
@@ -101,7 +102,8 @@ from scaling.laws.results.fit_file import (
 from scaling.laws.results.points_file import read_points, write_points
 from scaling.laws.results.summary import format_summary
 from scaling.reading import parse_json, read_bounded
-from scaling.runs.store import write_atomic
+from scaling.runs.store import check_output, write_atomic
+from scaling.writing import remove_leftovers
 
 DEFAULT_BOOTSTRAP = 1000
 INTERVAL_NAMES = resampling.CI_NAMES   # what a fit has an interval of (`LawFit.interval`)
@@ -435,10 +437,14 @@ def write_fit(path, fit: LawFit) -> Path:
     path = Path(path)
     if path.is_dir() or path.suffix != ".json":
         path = path / FILENAME
+    # Refused before anything is written: a folder where one of the fit's files goes would
+    # otherwise fail after a side file was written, leaving it without its fit.json.
+    check_output(path.parent, [path.name, *(samples_path(path, kind).name for kind in SIDE_KINDS)])
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create {path.parent}: {exc}") from None
+    remove_leftovers(path.parent)          # temporary files of a killed fit (their pid is dead)
     text = dumps_fit(fit)
     digest = fit_digest(text)
     sides = {"bootstrap": (PARAM_NAMES, fit.resampled),

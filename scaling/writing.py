@@ -1,0 +1,167 @@
+"""Writing a command's output folder as one unit: the old set of files or the new one, never a mix.
+
+    paths = replace_folder(Path("fits/tiny/report"), build, owned=("report.md", "figures"))
+    remove_leftovers(Path("fits/tiny"))       # what killed runs left: their pid is dead
+
+A report (report.md and its figures), an import (a run store) or a fit with side files is several
+files that must agree. `replace_folder` builds the new set in a fresh folder beside the output,
+`.<name>.scaling-tmp-<pid>`, that `build` fills (it is a new folder: no link inside it leads
+anywhere else, so nothing is written outside the output however the old one was laid out), then
+swaps the two folders in one atomic rename (Linux renameat2 RENAME_EXCHANGE; elsewhere two
+renames, undone by the next run if a kill falls between them) and deletes the old one. The
+entries of the old folder that the command does not own (a user's notes, another format's
+report) are carried over as hard links; the ones it owns are replaced as a whole.
+
+Every temporary name carries its writer's pid; `remove_leftovers` deletes those whose process
+is gone (a killed report's folder, a killed write's `.fit.json.<pid>.*.scaling-tmp`, a killed
+import's `.<store>.importing-<pid>`), and never a live writer's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from scaling.errors import UsageError
+from scaling.runs import faults
+
+T = TypeVar("T")
+TEMP_SUFFIX = ".scaling-tmp"        # every temporary name ends in it, or in it and -<pid>
+# The leftovers a writer may leave, with its pid: a folder being built, the old folder being
+# swapped out, a store being imported, a file being written (store.write_atomic:
+# .NAME.<pid>.XXXXXXXX.scaling-tmp); and a file written by a scaling from before the pid was in
+# the name (.NAME.XXXXXXXX.scaling-tmp), whose writer is long gone.
+_WITH_PID = (re.compile(r"^\.(?P<name>.+)\.(?P<kind>scaling-tmp|scaling-old|importing)-(?P<pid>\d+)$"),
+             re.compile(r"^\.(?P<name>.+?)\.(?P<pid>\d+)\.[a-z0-9_]{8}\.scaling-tmp$"))
+_WITHOUT_PID = re.compile(r"^\.(?P<name>.+)\.[a-z0-9_]{8}\.scaling-tmp$")
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this machine (ours or another user's)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def temp_name(path: Path, kind: str = "scaling-tmp") -> Path:
+    """This process's temporary twin of `path`, beside it: .NAME.scaling-tmp-<pid>."""
+    return path.with_name(f".{path.name}.{kind}-{os.getpid()}")
+
+
+def _leftover(name: str) -> re.Match | None:
+    for pattern in (*_WITH_PID, _WITHOUT_PID):
+        match = pattern.match(name)
+        if match is not None:
+            return match
+    return None
+
+
+def remove_leftovers(folder: Path) -> list[Path]:
+    """Delete what killed writers left in `folder` (only those whose pid is dead); put back an
+    output a kill left swapped out. Return what was removed or restored."""
+    done: list[Path] = []
+    try:
+        entries = list(Path(folder).iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return done
+    for entry in entries:
+        match = _leftover(entry.name)
+        if match is None or ("pid" in match.groupdict() and pid_alive(int(match["pid"]))):
+            continue
+        original = entry.with_name(match["name"])
+        if match.groupdict().get("kind") == "scaling-old" and not original.exists() and not original.is_symlink():
+            entry.rename(original)          # killed between its two renames: the old output back
+        elif entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        done.append(entry)
+    return done
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one atomic rename; False where the system cannot (then nothing moved)."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _carry_over(old: Path, new: Path, owned) -> None:
+    """Entries of the old folder the command does not own, into the new one (hard links)."""
+    for entry in old.iterdir():
+        if entry.name in owned or (new / entry.name).exists() or _leftover(entry.name):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.copytree(entry, new / entry.name, symlinks=True, copy_function=_link_or_copy)
+        elif entry.is_symlink():
+            os.symlink(os.readlink(entry), new / entry.name)
+        else:
+            _link_or_copy(str(entry), str(new / entry.name))
+
+
+def _swap_in(building: Path, out: Path) -> None:
+    """`building` becomes `out`; the old `out` is deleted."""
+    faults.point(f"swap:{out.name}", out)
+    if not out.exists():
+        building.rename(out)
+    elif _exchange(building, out):
+        shutil.rmtree(building)
+    else:
+        old = temp_name(out, "scaling-old")
+        out.rename(old)
+        building.rename(out)
+        shutil.rmtree(old)
+
+
+def replace_folder(out: Path, build: Callable[[Path], T], owned=()) -> T:
+    """Build the folder `out` anew with `build(folder)` (a fresh, empty folder to fill) and put it
+    in `out`'s place as one unit; `owned`: the names in `out` the new set replaces (or removes).
+    UsageError for a file where the folder belongs; OSError (naming `out`) for a failed write."""
+    out = Path(out)
+    if out.is_symlink() and out.is_dir():
+        out = out.resolve()                 # the user's link to their folder stays; its target is replaced
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out} is a file; a folder is needed there")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {out.parent}: {exc}") from None
+    remove_leftovers(out.parent)
+    building = temp_name(out)
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir()
+    try:
+        result = build(building)
+        if out.is_dir():
+            _carry_over(out, building, set(owned))
+        _swap_in(building, out)
+    finally:
+        if building.exists():
+            shutil.rmtree(building, ignore_errors=True)
+    return result
