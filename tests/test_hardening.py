@@ -7,11 +7,8 @@ real files; none mocks this package's code.
 
 import json
 import os
-import resource
 import shutil
-import signal
 import tracemalloc
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +22,7 @@ from scaling.laws.forms.references import reference
 from scaling.laws.results import lawfit as results
 from scaling.runs import store
 from scaling.validate.result import Validation, ValidationRun, load_validation, write_validation
+from tests.hardening.helpers import deadline
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.yaml"
@@ -67,25 +65,6 @@ def refused(argv, capsys, expected: str) -> str:
     assert code == 2, err
     assert expected in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     return err
-
-
-@contextmanager
-def deadline(seconds: int, extra_bytes: int = 2 * 2**30):
-    """Fail (rather than hang the suite, or fill the machine's memory reading /dev/zero) when the
-    body runs longer than `seconds` or maps more than `extra_bytes` more address space."""
-    def stop(*_):
-        raise TimeoutError(f"still running after {seconds} s: a read that never returns")
-    old = signal.signal(signal.SIGALRM, stop)
-    limits = resource.getrlimit(resource.RLIMIT_AS)
-    mapped = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
-    resource.setrlimit(resource.RLIMIT_AS, (mapped + extra_bytes, limits[1]))
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        resource.setrlimit(resource.RLIMIT_AS, limits)
-        signal.signal(signal.SIGALRM, old)
 
 
 def edit_fit(path: Path, **changes) -> Path:
@@ -297,7 +276,7 @@ def test_a_law_without_an_allocation_is_refused_by_every_command(fitted, tmp_pat
     ({"data.store": {"path": 3}}, "'data.store' must be"),
     ({"data.provenance": {"kind": "web", "location": "x"}}, "'data.provenance' must be {\"kind\": \"runs\""),
     ({"data.context_use": [0.1, -0.1]}, "'data.context_use' must be a list [lowest, highest] of numbers"),
-    ({"holdout": {"fraction": 0.2}}, "'holdout' is not a hold-out check (KeyError"),
+    ({"holdout": {"fraction": 0.2}}, "'holdout.n_points' is missing"),
 ])
 def test_a_malformed_fit_json_is_refused_in_one_line(fitted, tmp_path, capsys, changes, expected):
     fit = edit_fit(copy_fit(fitted, "plain", tmp_path), **changes)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from scaling.errors import UsageError
@@ -43,7 +44,7 @@ def read(src: Path, run_key: str | None = None) -> list[SourceRun]:
     for name, rows in frame.groupby(run_col, sort=True):
         rows = rows.sort_values(step_col) if step_col else rows
         steps = pd.to_numeric(rows[step_col], errors="coerce") if step_col else pd.Series([1] * len(rows))
-        if steps.isna().any() or (steps != steps.round()).any():
+        if not np.isfinite(steps).all() or (steps != steps.round()).any():
             raise UsageError(f"{src}: run {name!r} has a step that is not a whole number")
         columns = [c for c in rows.columns if c not in (run_col, step_col)]
         numeric = {c: pd.to_numeric(rows[c], errors="coerce") for c in columns}

@@ -20,11 +20,15 @@ from scaling.runs.imports.source import SourceRun, needs
 
 ALLOW = "MLFLOW_ALLOW_FILE_STORE"
 SQLITE_HEADER = b"SQLite format 3\x00"
+TRASH = ".trash"
 
 
 @contextmanager
-def _file_store_allowed():
-    before = os.environ.get(ALLOW)
+def _file_store_allowed(src: Path):
+    """MLflow's client on the file store `src`, allowed, leaving it as it was: the client's
+    FileStore creates `src/.trash` on opening, which an import (a read) must not leave behind."""
+    before, trash = os.environ.get(ALLOW), src / TRASH
+    had_trash = trash.exists() or trash.is_symlink()
     os.environ[ALLOW] = "true"
     try:
         yield
@@ -33,6 +37,8 @@ def _file_store_allowed():
             del os.environ[ALLOW]
         else:
             os.environ[ALLOW] = before
+        if not had_trash and trash.is_dir() and not trash.is_symlink() and not any(trash.iterdir()):
+            trash.rmdir()
 
 
 def _all_runs(client, experiment_id: str):
@@ -65,20 +71,28 @@ def read(src: Path) -> list[SourceRun]:
     """The runs of the store `src`: a file store's folder or a sqlite database file."""
     tracking = needs("mlflow.tracking", "mlflow")
     uri = _tracking_uri(src)
+    failure = needs("mlflow.exceptions", "mlflow").MlflowException
+    with _file_store_allowed(src):
+        try:
+            return _read_runs(tracking.MlflowClient(tracking_uri=uri, registry_uri=uri))
+        except failure as exc:        # a damaged store (garbage meta.yaml, a metric line not "time value step")
+            raise UsageError(f"{src}: not a readable MLflow store ({' '.join(str(exc).split())[:200]})") from None
+
+
+def _read_runs(client) -> list[SourceRun]:
+    """Every run of every experiment the client sees."""
     runs = []
-    with _file_store_allowed():
-        client = tracking.MlflowClient(tracking_uri=uri, registry_uri=uri)
-        for experiment in client.search_experiments():
-            for run in _all_runs(client, experiment.experiment_id):
-                info = run.info
-                if info.status in ("RUNNING", "SCHEDULED"):
-                    raise UsageError(f"MLflow run {info.run_name!r} ({info.run_id}) of experiment "
-                                     f"{experiment.name!r} is still {info.status}; import once it has ended")
-                scalars = {key: [(m.step, m.value) for m in client.get_metric_history(info.run_id, key)]
-                           for key in run.data.metrics}
-                runs.append(SourceRun(
-                    name=f"{experiment.name}/{info.run_name or info.run_id}", params=dict(run.data.params),
-                    scalars=scalars, problem=None if info.status == "FINISHED" else f"MLflow status {info.status}",
-                    origin={"experiment": experiment.name, "run_id": info.run_id},
-                    wall_s=(info.end_time - info.start_time) / 1e3 if info.end_time and info.start_time else None))
+    for experiment in client.search_experiments():
+        for run in _all_runs(client, experiment.experiment_id):
+            info = run.info
+            if info.status in ("RUNNING", "SCHEDULED"):
+                raise UsageError(f"MLflow run {info.run_name!r} ({info.run_id}) of experiment "
+                                 f"{experiment.name!r} is still {info.status}; import once it has ended")
+            scalars = {key: [(m.step, m.value) for m in client.get_metric_history(info.run_id, key)]
+                       for key in run.data.metrics}
+            runs.append(SourceRun(
+                name=f"{experiment.name}/{info.run_name or info.run_id}", params=dict(run.data.params),
+                scalars=scalars, problem=None if info.status == "FINISHED" else f"MLflow status {info.status}",
+                origin={"experiment": experiment.name, "run_id": info.run_id},
+                wall_s=(info.end_time - info.start_time) / 1e3 if info.end_time and info.start_time else None))
     return runs

@@ -21,10 +21,12 @@ import struct
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.formats import flatten
+from scaling.reading import read_bounded
 from scaling.runs.imports.source import SourceRun, needs
 
 HEADER = struct.Struct("<4sHB")          # ":W&B", magic 0xBEE1, version
@@ -37,7 +39,7 @@ EXPORTS = (".csv", ".json", ".jsonl")
 
 def _records(path: Path):
     """The payloads of a transaction file, chunks joined; a UsageError where it is damaged."""
-    data = path.read_bytes()
+    data = read_bounded(path, what="W&B log")    # a regular file, size-capped
     if len(data) < HEADER.size or HEADER.unpack_from(data)[:2] != (b":W&B", 0xBEE1):
         raise UsageError(f"{path}: not a W&B transaction file (no ':W&B' header)")
     pos = HEADER.size
@@ -63,14 +65,22 @@ def _key(item) -> str:
     return item.key or "/".join(item.nested_key)
 
 
-def _config(items) -> dict:
+def _value(item, path: Path):
+    """An item's value, decoded from its JSON; UsageError naming the file and the key."""
+    try:
+        return json.loads(item.value_json)
+    except ValueError as exc:
+        raise UsageError(f"{path}: the value of {_key(item)!r} is not valid JSON ({exc})") from None
+
+
+def _config(items, path: Path) -> dict:
     """A config update's items, each value decoded from JSON (and W&B's {"value": ...} wrapping)."""
     config = {}
     for item in items:
         key = _key(item)
         if key.startswith("_"):
             continue
-        value = json.loads(item.value_json)
+        value = _value(item, path)
         config[key] = value["value"] if isinstance(value, dict) and set(value) <= {"value", "desc"} and \
             "value" in value else value
     return flatten(config)
@@ -81,18 +91,22 @@ def _read_offline(path: Path, src: Path) -> SourceRun:
     name, exit_code = path.stem.removeprefix("run-"), None
     params: dict = {}
     scalars: dict = {}
+    decode_error = needs("google.protobuf.message", "wandb").DecodeError
     for payload in _records(path):
-        record = pb.Record.FromString(payload)
+        try:
+            record = pb.Record.FromString(payload)
+        except decode_error as exc:
+            raise UsageError(f"{path}: corrupt W&B record, not a protobuf Record ({exc})") from None
         kind = record.WhichOneof("record_type")
         if kind == "run":
             name = record.run.display_name or record.run.run_id
-            params.update(_config(record.run.config.update))
+            params.update(_config(record.run.config.update, path))
         elif kind == "config":
-            params.update(_config(record.config.update))
+            params.update(_config(record.config.update, path))
         elif kind == "history":
             step = record.history.step.num
             for item in record.history.item:
-                key, value = _key(item), json.loads(item.value_json)   # NaN stays NaN: a diverged run
+                key, value = _key(item), _value(item, path)   # NaN stays NaN: a diverged run
                 if not key.startswith("_") and isinstance(value, (int, float)) and not isinstance(value, bool):
                     scalars.setdefault(key, []).append((step, float(value)))
         elif kind == "exit":
@@ -109,9 +123,15 @@ def _read_export(path: Path) -> SourceRun:
     except ValueError as exc:
         raise UsageError(f"cannot read {path} as an exported W&B history: {exc}") from None
     if "_step" not in frame:
-        raise UsageError(f"{path}: an exported W&B history has a '_step' column; found {', '.join(frame.columns)}")
+        raise UsageError(f"{path}: an exported W&B history has a '_step' column; "
+                         f"found {', '.join(map(str, frame.columns))}")
     numeric = frame.apply(pd.to_numeric, errors="coerce")
-    steps = numeric["_step"].astype(int).tolist()
+    step = numeric["_step"]
+    bad = ~np.isfinite(step) | (step != step.round())
+    if bad.any():
+        raise UsageError(f"{path}: '_step' must be whole numbers; row {int(np.flatnonzero(bad)[0]) + 1} holds "
+                         f"{frame['_step'].iloc[int(np.flatnonzero(bad)[0])]!r}")
+    steps = step.astype(int).tolist()
     scalars = {col: [(s, v) for s, v in zip(steps, numeric[col]) if v == v]
                for col in frame.columns if not col.startswith("_") and numeric[col].notna().any()}
     constant = {col: numeric[col].dropna().iloc[0] for col in scalars if numeric[col].dropna().nunique() == 1}

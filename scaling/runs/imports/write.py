@@ -14,9 +14,9 @@ store that has some.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
@@ -27,6 +27,7 @@ from scaling.errors import UsageError
 from scaling.runs import store
 from scaling.runs.imports.resolve import Names, Resolved, choose_names, resolve
 from scaling.runs.imports.source import KINDS, SourceRun, plain
+from scaling.writing import remove_leftovers, temp_name
 
 PARAM_COLUMNS = {"total": "n_params_total", "non_embedding": "n_params_non_embedding"}
 # An imported run's compute: 6 N D of its own N (the count a table carries), in the column of
@@ -57,8 +58,27 @@ def read_source(kind: str, src, run_key: str | None = None) -> list[SourceRun]:
     src = Path(src)
     if not src.exists():
         raise UsageError(f"{src} does not exist")
+    check_source_files(src)
     reader = import_module(f"scaling.runs.imports.{kind}")
-    return reader.read(src, run_key) if kind == "csv" else reader.read(src)
+    try:
+        return reader.read(src, run_key) if kind == "csv" else reader.read(src)
+    except (ValueError, TypeError, KeyError, OverflowError, yaml.YAMLError) as exc:
+        # A malformed value a reader's library met (a JSON list for an object, a number past a
+        # float, garbage YAML): the source is damaged, said in one line, not a traceback.
+        raise UsageError(f"{src}: not a readable {kind} log ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:200]})") from None
+
+
+def check_source_files(src: Path) -> None:
+    """Refuse a source holding a FIFO, a device or a link to nothing where a file belongs: a
+    reader would wait on it forever or read /dev/zero until memory runs out."""
+    for path in [src, *(sorted(src.rglob("*")) if src.is_dir() else ())]:
+        try:
+            mode = path.stat().st_mode
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise UsageError(f"cannot read {path}: not a regular file (a FIFO, a device or a socket)")
 
 
 def run_ids(runs: list[SourceRun]) -> list[str]:
@@ -119,7 +139,8 @@ def import_runs(kind: str, src, sweep_dir, names: Names = Names(), *, param_conv
     resolved = [resolve(run, names) for run in runs]
     ids = run_ids(runs)
     sweep_dir.parent.mkdir(parents=True, exist_ok=True)
-    building = sweep_dir.parent / f".{sweep_dir.name}.importing-{os.getpid()}"
+    remove_leftovers(sweep_dir.parent)      # the folders of killed imports (their pid is dead)
+    building = temp_name(sweep_dir, "importing")
     if building.exists():                   # left by a killed import of this process id
         shutil.rmtree(building)
     building.mkdir()

@@ -1,0 +1,64 @@
+"""Helpers of the hardening tests (issue 43): each runs the real command on real files, hostile ones."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from scaling.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def refused(argv, capsys, expected: str) -> str:
+    """Run `argv` in-process: exit 2, one line on stderr containing `expected`, no traceback."""
+    code = main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert expected in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+def run_cli(argv, *, timeout: float = 60, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m scaling ARGV` in a child process, killed after `timeout` s (a read that hangs
+    fails the test instead of the suite)."""
+    return subprocess.run([sys.executable, "-m", "scaling", *map(str, argv)], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+
+
+@contextmanager
+def deadline(seconds: int, extra_bytes: int = 2 * 2**30):
+    """Fail (rather than hang the suite, or fill the machine's memory reading /dev/zero) when the
+    body runs longer than `seconds` or maps more than `extra_bytes` more address space."""
+    def stop(*_):
+        raise TimeoutError(f"still running after {seconds} s: a read that never returns")
+    old = signal.signal(signal.SIGALRM, stop)
+    limits = resource.getrlimit(resource.RLIMIT_AS)
+    mapped = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (mapped + extra_bytes, limits[1]))
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        resource.setrlimit(resource.RLIMIT_AS, limits)
+        signal.signal(signal.SIGALRM, old)
+
+
+def dead_pid() -> int:
+    """The id of a process that has ended (a killed writer's, as its leftovers carry)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def fifo(path: Path) -> Path:
+    """A FIFO with no writer at `path`: opened for reading without O_NONBLOCK, it blocks forever."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    return path
