@@ -10,6 +10,7 @@ a file past the size limit before reading it; `excerpt` quotes a bad value in a 
 from __future__ import annotations
 
 import json
+import math
 import os
 import reprlib
 import stat
@@ -59,6 +60,17 @@ def _check_bounds(obj, source: str) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
+def finite_number(value) -> bool:
+    """Whether `value` is a number (not a bool) a float holds: finite, and an int below 1.8e308
+    (JSON's 10^400 is an int Python keeps whole, and an OverflowError wherever it meets a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 def parse_json(text: str, source: str):
     """JSON text as Python values, bounded in depth and size; UsageError naming `source`."""
     try:
@@ -71,17 +83,29 @@ def parse_json(text: str, source: str):
     return obj
 
 
+def _not_regular(mode: int) -> str:
+    return ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+
+
 def open_regular(path: str | Path, what: str = "file"):
     """`path` opened for reading in binary, when it is a regular file: a FIFO, a device (/dev/zero)
-    or a folder is a UsageError naming it, never a read that hangs or never ends; a missing file is
-    FileNotFoundError, as from open()."""
-    # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever before fstat could refuse it.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    f = os.fdopen(fd, "rb")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        f.close()
-        raise UsageError(f"cannot read {what} {path}: not a regular file (a FIFO, a device or a folder)")
-    return f
+    or a folder is a UsageError naming it (and what it is), never a read that hangs or never ends;
+    a missing file is FileNotFoundError, as from open(); a link loop or another failure a
+    UsageError naming the path."""
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever before fstat could refuse it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {path}: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise UsageError(f"cannot read {what} {path}: it is {_not_regular(mode)}, not a regular file")
+    return os.fdopen(fd, "rb")
 
 
 def read_bounded(path: str | Path, limit: int = MAX_FILE_BYTES, what: str = "file") -> bytes:

@@ -316,7 +316,7 @@ def good_validation() -> Validation:
     (lambda v: v.update(level=5), "'level' must be a number in (0, 1)"),
     (lambda v: v.update(runs=v["runs"][:2]), "'runs' must be a list of 3 runs"),
     (lambda v: v["runs"][0].update(interval="wide"), "'runs[0].interval'"),
-    (lambda v: v["runs"][1].update(observed=float("inf")), "'runs[1].observed' must be a finite number"),
+    (lambda v: v["runs"][1].update(observed=float("inf")), "'runs[1].observed' must be a loss from 0 to 10000 nats"),
     (lambda v: v["runs"][2].update(position="optimum"), "one run at each of smaller, optimum, larger"),
     (lambda v: v["law"].update(alpha="x"), "'law' must be the constants"),
     (lambda v: v.update(forced="no"), "'forced' must be true or false"),

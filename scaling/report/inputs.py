@@ -38,7 +38,6 @@ from scaling.laws.curves.runs import read_curve_runs
 from scaling.laws.curves.store import curves_from_store, read_curves
 from scaling.laws.fitting import fitdata, readers, selection
 from scaling.laws.results import lawfit as results
-from scaling.reading import parse_yaml
 from scaling.runs import store
 from scaling.train.counts import COMPUTE_MEASURES
 from scaling.validate.result import FILENAME as VALIDATION_FILE
@@ -149,7 +148,7 @@ def _with_validation(inputs: Inputs) -> Inputs:
     if inputs.fit_path is None:     # fitted here: no fit.json, nothing validated beside it
         return inputs
     path = inputs.fit_path.parent / VALIDATION_FILE
-    if path.exists():
+    if path.exists() or path.is_symlink():      # a link loop or to nothing is refused, not skipped
         inputs.validation = load_validation(path)
     return inputs
 
@@ -290,10 +289,9 @@ def sweep_settings(runs_dir) -> dict:
     """The settings every run shares ("common", in file order) and the keys that vary between runs."""
     configs = []
     for run_dir in store.run_dirs(runs_dir):
-        path = run_dir / store.CONFIG
         try:
-            cfg = parse_yaml(path.read_text(encoding="utf-8"), str(path))
-        except (OSError, UnicodeDecodeError, UsageError):
+            cfg = store.read_config(run_dir)
+        except (OSError, UsageError):
             continue
         if isinstance(cfg, dict):
             configs.append(flatten(cfg))

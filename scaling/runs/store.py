@@ -34,7 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from scaling.errors import UsageError
-from scaling.reading import excerpt, open_regular, parse_json, read_json
+from scaling.reading import excerpt, finite_number, open_regular, parse_json, parse_yaml, read_json, read_text
 from scaling.runs import faults, locks
 
 SUMMARY = "summary.json"
@@ -200,10 +200,12 @@ def _well_formed(record) -> bool:
         return False
     for key, kind in METRIC_TYPES.items():
         value = record.get(key)
-        if key == "step" and not isinstance(value, int):
+        if key == "step" and not (isinstance(value, int) and 0 <= value < 2**63):
             return False
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, kind))):
             return False
+        if isinstance(value, int) and not finite_number(value):
+            return False                # 10^400: beyond a float, an OverflowError downstream
     return True
 
 
@@ -263,11 +265,18 @@ def _ill_typed(summary: dict, folder: str) -> str | None:
             continue
         if col in TEXT_COLUMNS:
             ok = isinstance(value, str)
-        else:
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        else:    # NaN and infinities are a diverged run's; an int past a float's range is no number
+            ok = isinstance(value, float) or finite_number(value)
         if not ok:
             return f"{col!r} must be {'text' if col in TEXT_COLUMNS else 'a number'} or null, got {excerpt(value)}"
     return None
+
+
+def read_config(run_dir: Path):
+    """A run's config.yaml as Python values: a regular file, size-capped, bounded YAML
+    (`scaling.reading`); UsageError naming it otherwise (a FIFO or /dev/zero is refused, not read)."""
+    path = Path(run_dir) / CONFIG
+    return parse_yaml(read_text(path, "run config"), str(path))
 
 
 def run_dirs(sweep_dir: Path) -> list[Path]:

@@ -29,8 +29,9 @@ from pathlib import Path
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws.checks.verdict import THRESHOLDS
-from scaling.reading import excerpt, read_json
+from scaling.reading import excerpt, finite_number, read_json
 from scaling.runs.store import write_atomic
+from scaling.schemas import LARGEST
 
 POSITIONS = ("smaller", "optimum", "larger")
 FILENAME = "validate.json"
@@ -137,7 +138,20 @@ class Validation:
 
 # validate.json's schema: each entry's test, and what it must be (for the message).
 def _num(v) -> bool:
-    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+    """A finite number a float holds, within LARGEST (beyond it, sums and products overflow)."""
+    return finite_number(v) and abs(v) <= LARGEST
+
+
+# A validation run's loss (nats per token): no language model's comes near; 1e308 is a hand edit.
+MAX_LOSS = 1e4
+
+
+def _loss_value(v) -> bool:
+    return _num(v) and 0 <= v <= MAX_LOSS
+
+
+def _losses(v) -> bool:
+    return _pair(v) and all(_loss_value(x) for x in v)
 
 
 def _pos(v) -> bool:
@@ -169,10 +183,10 @@ _RUN_FIELDS = {"position": (lambda v: v in POSITIONS, f"one of {', '.join(POSITI
                "d_model": (_whole, "a whole number > 0"), "n_layers": (_whole, "a whole number > 0"),
                "n_heads": (_whole, "a whole number > 0"), "lr": (_pos, "a positive number"),
                "n": (_pos, "a positive number"), "d": (_pos, "a positive number"),
-               "predicted": (_num, "a finite number"),
-               "interval": (lambda v: v is None or _pair(v), "[lo, hi] with lo <= hi, or null"),
+               "predicted": (_loss_value, f"a loss from 0 to {MAX_LOSS:g} nats"),
+               "interval": (lambda v: v is None or _losses(v), "[lo, hi] with lo <= hi (losses), or null"),
                "status": (lambda v: isinstance(v, str), "text"),
-               "observed": (lambda v: v is None or _num(v), "a finite number or null"),
+               "observed": (lambda v: v is None or _loss_value(v), f"a loss from 0 to {MAX_LOSS:g} nats or null"),
                "context_use": (lambda v: v is None or _num(v), "a finite number or null")}
 # Entries a validate.json from before they were recorded lacks (their defaults stand).
 _OPTIONAL = ("status", "observed", "context_use", "fit_context_use")
@@ -268,8 +282,15 @@ def write_validation(path: Path, result: Validation) -> Path:
 
 
 def load_validation(path: Path) -> Validation:
-    """The Validation in a validate.json; UsageError naming the file when it is not one."""
+    """The Validation in a validate.json; UsageError naming the file when it is not one (a link
+    to nothing or a link loop included: a validation that is there must be read, not left out)."""
     try:
-        return Validation.from_json(read_json(path))
+        validation = Validation.from_json(read_json(path))
+    except FileNotFoundError:
+        raise UsageError(f"cannot read {path}: a link to nothing") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{path} is not a validate.json written by `scaling validate` ({exc})") from None
+    if Path(validation.fit).name == FILENAME or Path(validation.store).name == FILENAME:
+        raise UsageError(f"{path} is not a validate.json written by `scaling validate` ('fit' and 'store' must "
+                         f"name a fit and a run store, not a validate.json: {excerpt(validation.fit)})")
+    return validation

@@ -283,7 +283,7 @@ CASES = [
      "would drop all 6 remaining points"),
     ("fit of an unknown dataset", lambda c: ["fit", "--dataset", "gopher"], "unknown dataset 'gopher'"),
     ("fit output inside a file", lambda c: c.write("file", "x") or
-     c.fit_csv(GOOD_POINTS, "--out", c.tmp / "file" / "fit"), "Not a directory"),
+     c.fit_csv(GOOD_POINTS, "--out", c.tmp / "file" / "fit"), "is not a folder"),
     # --- compare and plan
     ("compare a missing fit", lambda c: ["compare", c.tmp / "fit.json"], "does not exist"),
     ("compare a fit that is not JSON", lambda c: c.write("fit.json", "{") or ["compare", c.tmp / "fit.json"],

@@ -20,7 +20,6 @@ from scaling.errors import UsageError
 from scaling.laws.curves.fit import CurveRuns
 from scaling.laws.curves.law import RunSchedule
 from scaling.laws.curves.store import read_curves
-from scaling.reading import parse_yaml
 from scaling.runs import store
 from scaling.train.schedule import shape_warmup_steps
 
@@ -31,7 +30,7 @@ def _schedule(run_dir: Path) -> tuple[RunSchedule, str | None]:
     """A run's schedule from its config.yaml, and its role (None for a fit point)."""
     path = run_dir / store.CONFIG
     try:
-        config = parse_yaml(path.read_text(encoding="utf-8"), str(path))
+        config = store.read_config(run_dir)
         train = TrainConfig.model_validate(config["train"])
         wsd = config.get("wsd") or {}
         steps = -(-int(config["tokens"]) // train.batch_tokens)
@@ -41,7 +40,7 @@ def _schedule(run_dir: Path) -> tuple[RunSchedule, str | None]:
         return (RunSchedule(steps=steps, lr=float(config["lr"]), train=train,
                             warmup=warmup, constant=bool(wsd.get("branch_points"))),
                 config.get("role"))
-    except (OSError, UnicodeDecodeError, KeyError, TypeError, ValueError, ValidationError) as exc:
+    except (OSError, UsageError, KeyError, TypeError, ValueError, OverflowError, ValidationError) as exc:
         raise UsageError(f"{path}: cannot rebuild the run's learning-rate schedule ({exc.__class__.__name__}: "
                          f"{str(exc).splitlines()[0]})") from None
 

@@ -17,7 +17,7 @@ import pandas as pd
 from scaling.errors import UsageError
 from scaling.laws.fitting.readers import RUN_COLUMNS
 from scaling.laws.optimal.approaches import CURVE_COLUMNS
-from scaling.reading import parse_yaml
+from scaling.reading import finite_number
 from scaling.runs import store
 
 
@@ -71,13 +71,14 @@ def read_curves(sweep_dir, *, param_convention: str = "non_embedding", tokens_ke
 
 
 def _config_value(run_dir: Path, key: str):
-    """A top-level value of a run's config.yaml; None when the file or the key is missing or unreadable."""
-    path = run_dir / store.CONFIG
+    """A positive number at the top level of a run's config.yaml; None when the file or the key is
+    missing or unreadable, or the value is not a positive, finite number (a hand edit: 'abc', a list)."""
     try:
-        config = parse_yaml(path.read_text(encoding="utf-8"), str(path))
-    except (OSError, UnicodeDecodeError, UsageError):
+        config = store.read_config(run_dir)
+    except (OSError, UsageError):
         return None
-    return config.get(key) if isinstance(config, dict) else None
+    value = config.get(key) if isinstance(config, dict) else None
+    return value if finite_number(value) and value > 0 else None
 
 
 def curves_from_store(sweep_dir, *, param_convention: str = "non_embedding",
