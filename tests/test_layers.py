@@ -17,7 +17,8 @@ from scaling.sweep.packing import GPU_DEVICE_FILES
 PACKAGE = Path(__file__).resolve().parents[1] / "scaling"
 
 # Each stage may import itself and the stages before it.
-STAGES = ("errors", "formats", "reading", "config", "runs", "data", "train", "sweep", "laws", "tune", "cost",
+STAGES = ("errors", "formats", "reading", "schemas", "config", "runs", "data", "train", "sweep", "laws", "tune",
+          "cost",
           "validate", "report", "cli")
 
 

@@ -24,8 +24,8 @@ from scaling.report.document import FIGURE_DIR
 from scaling.report.inputs import Inputs, load_inputs
 from scaling.report.sections import Report
 from scaling.report.style import save
+from scaling.runs.outputs import replace_folder
 from scaling.runs.store import write_atomic
-from scaling.writing import replace_folder
 
 FORMATS = ("md", "html")
 # Decisions first (the verdict, what to train at a few budgets with intervals, whether the
@@ -58,7 +58,7 @@ def write_report(report: Report, out, fmt: str = "md") -> list[Path]:
     return the paths, the report last.
 
     The set is built in a fresh folder beside `out` and swapped in as one unit
-    (`scaling.writing.replace_folder`): a kill or a full disk leaves the old report or the new
+    (`scaling.runs.outputs.replace_folder`): a kill or a full disk leaves the old report or the new
     one, never new figures beside old text; a link in the old folder (figures/ to elsewhere) is
     replaced, never written through; two reports into one folder at once leave one of them whole."""
     _check_format(fmt)

@@ -117,7 +117,7 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     payload = data.encode() if isinstance(data, str) else data
     tmp = None
     try:
-        # The pid in the name: the next writer removes it when this process died (writing.remove_leftovers).
+        # The pid in the name: the next writer removes it when this process died (outputs.remove_leftovers).
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX)
         os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as f:

@@ -53,7 +53,7 @@ def _field(loc: tuple) -> str:
     return text
 
 
-def _problem(error: dict) -> str:
+def _problem(error) -> str:
     """pydantic's message, in this package's words for the common cases."""
     kind, ctx = error["type"], error.get("ctx") or {}
     if kind in ("finite_number", "float_type", "int_type", "float_parsing") and isinstance(error["input"], float) \

@@ -78,7 +78,9 @@ def _config_value(run_dir: Path, key: str):
     except (OSError, UsageError):
         return None
     value = config.get(key) if isinstance(config, dict) else None
-    return value if finite_number(value) and value > 0 else None
+    if value is None or not finite_number(value) or value <= 0:
+        return None
+    return float(value)
 
 
 def curves_from_store(sweep_dir, *, param_convention: str = "non_embedding",

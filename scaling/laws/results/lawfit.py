@@ -102,8 +102,8 @@ from scaling.laws.results.fit_file import (
 from scaling.laws.results.points_file import read_points, write_points
 from scaling.laws.results.summary import format_summary
 from scaling.reading import parse_json, read_bounded
+from scaling.runs.outputs import remove_leftovers
 from scaling.runs.store import check_output, write_atomic
-from scaling.writing import remove_leftovers
 
 DEFAULT_BOOTSTRAP = 1000
 INTERVAL_NAMES = resampling.CI_NAMES   # what a fit has an interval of (`LawFit.interval`)

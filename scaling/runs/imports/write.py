@@ -27,7 +27,7 @@ from scaling.errors import UsageError
 from scaling.runs import store
 from scaling.runs.imports.resolve import Names, Resolved, choose_names, resolve
 from scaling.runs.imports.source import KINDS, SourceRun, plain
-from scaling.writing import remove_leftovers, temp_name
+from scaling.runs.outputs import remove_leftovers, temp_name
 
 PARAM_COLUMNS = {"total": "n_params_total", "non_embedding": "n_params_non_embedding"}
 # An imported run's compute: 6 N D of its own N (the count a table carries), in the column of
