@@ -164,12 +164,21 @@ class IsoFLOPConfig(Strict):
     measure: Literal["exact", "6n_total", "6n_non_embedding"] = "exact"
 
 
+# The most runs one sweep may plan: a planned run is a folder, a claim and a line of runs.csv, and
+# a design is checked run by run; 10,000 is past any sweep a person trains (Chinchilla's 400) and
+# planned in seconds, where 1000 x 1000 would take an hour before a single step.
+MAX_RUNS = 10_000
+# The most tokens one run may train: 1e15, 70x the largest published training run's (15e12).
+MAX_TOKENS = 10**15
+
+
 class GridConfig(Strict):
     """The runs of a sweep: every model on every token count (`tokens`, a cross grid), or an
     IsoFLOP design (`isoflop`) picking models and tokens per compute budget."""
 
     models: Annotated[list[Shape], Field(min_length=1)]
-    tokens: Annotated[list[Count], Field(min_length=1)] | None = None
+    tokens: Annotated[list[Annotated[Count, at_most(MAX_TOKENS, "70x the largest training run's tokens")]],
+                      Field(min_length=1)] | None = None
     isoflop: IsoFLOPConfig | None = None
 
     @model_validator(mode="after")
@@ -177,6 +186,11 @@ class GridConfig(Strict):
         if (self.tokens is None) == (self.isoflop is None):
             raise ValueError("give grid.tokens (every model on every token count) or grid.isoflop "
                              "(compute budgets), not both and not neither")
+        planned = len(self.models) * len(self.tokens) if self.tokens is not None else \
+            len(self.isoflop.budgets) * self.isoflop.per_budget if self.isoflop is not None else 0
+        if planned > MAX_RUNS:
+            raise ValueError(f"plans {planned:,} runs, more than {MAX_RUNS:,} (a sweep is trained run by run: "
+                             "sample fewer models or token counts)")
         return self
 
 

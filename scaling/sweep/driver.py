@@ -84,6 +84,7 @@ def run_sweep(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path |
     `planned`: other runs than the grid's, planned with this config's recipe (a validation's).
     """
     sweep_dir = Path(runs_dir) / cfg.name
+    store.check_output(sweep_dir, [store.TABLE])   # a folder where runs.csv goes: refused before any training
     planned = plan(cfg) if planned is None else planned
     branches: dict[str, list[str]] = {}  # stable run id -> its branches' ids
     for run in planned:

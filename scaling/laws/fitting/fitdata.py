@@ -209,12 +209,23 @@ def not_positive(values: np.ndarray) -> tuple[int, int] | None:
     return (int(bad.sum()), int(np.flatnonzero(bad)[0])) if bad.any() else None
 
 
+# The largest value a point may hold: a loss past MAX_LOSS nats per token, or a count (N, D, FLOPs)
+# past MAX_COUNT, is a unit slip or a hand edit, and its logs and powers overflow a float downstream.
+MAX_LOSS = 1e4
+MAX_COUNT = 1e30
+
+
 def _check_positive(values: np.ndarray, label: str, source: str, ids) -> None:
     if found := not_positive(values):
         count, first = found
         raise UsageError(f"{source}: {label} must be positive and finite, but {count} of "
                          f"{values.size} rows are not (first: {_describe_id(ids[first])}, value "
                          f"{show_cell(values[first])})")
+    largest = MAX_LOSS if label == "loss" else MAX_COUNT
+    if (values > largest).any():
+        first = int(np.flatnonzero(values > largest)[0])
+        raise UsageError(f"{source}: {label} must be at most {largest:g}, but {int((values > largest).sum())} of "
+                         f"{values.size} rows are not (first: {_describe_id(ids[first])}, value {values[first]:g})")
 
 
 def show_cell(value) -> str:

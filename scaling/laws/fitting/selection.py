@@ -59,11 +59,22 @@ def apply_filters(data: FitData, *, drop_highest_loss: int = 0, min_tokens_per_p
     return data.take(np.flatnonzero(keep), dropped=tuple(dropped), filters=filters)
 
 
+# The most points one fit takes. Every L-BFGS step and every bootstrap resample walks all points:
+# 1e5 points with the default 1,000 resamples take about 4.5 minutes on 2 cores (issue 43's probe:
+# 265 s), 1e6 would take most of an hour. A sweep has hundreds of runs; a table past this holds
+# replicates or curve points, which are averaged or subsampled before fitting, not fitted whole.
+MAX_POINTS = 100_000
+
+
 def check_fittable(data: FitData, fixed_E: float | None = None) -> None:
-    """UsageError unless the points can determine the law: enough points, two or more sizes and
-    two or more token counts."""
+    """UsageError unless the points can determine the law in reasonable time: enough points (and
+    at most MAX_POINTS), two or more sizes and two or more token counts."""
     n_free = 4 if fixed_E is not None else 5
     after = " after filters" if any(data.filters.values()) else ""
+    if len(data) > MAX_POINTS:
+        raise UsageError(f"{data.source}: {len(data):,} points{after}, more than the {MAX_POINTS:,} a fit takes "
+                         "(1e5 points with 1,000 bootstrap resamples take about 4.5 minutes on 2 cores); average "
+                         "replicates or subsample the table")
     if len(data) < n_free:
         raise UsageError(f"{data.source}: {len(data)} point(s){after}, fewer than the {n_free} free "
                          f"parameters of the fit{' with E fixed' if fixed_E is not None else ''} "
