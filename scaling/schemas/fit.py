@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field, model_validator
 
 from scaling.schemas import (
+    LARGEST,
     Closed,
     Count,
     Finite,
@@ -25,10 +26,18 @@ from scaling.schemas import (
     check,
 )
 
+
+def _not_vanishing(value: float) -> float:
+    if value != 0 and abs(value) < SMALLEST_EXPONENT:
+        raise ValueError(f"must be 0 or at least {SMALLEST_EXPONENT:g} in size (the allocation divides by it)")
+    return value
+
+
 # The law's exponents a file may hold. Every published and fitted exponent is below 1; past
 # +-5 the law's powers of N and D (up to 1e13) over- or underflow a float, and its allocation
-# exponents a, b lose all digits.
-Exponent = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-5, le=5)]
+# exponents a, b lose all digits; below 1e-6 (1e-320 say) its allocation divides by zero.
+SMALLEST_EXPONENT = 1e-6
+Exponent = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-5, le=5), AfterValidator(_not_vanishing)]
 Share = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=1)]
 VERDICTS = Literal["trustworthy", "use with caution", "not identified"]
 STATUSES = Literal["pass", "caution", "not identified"]
@@ -37,6 +46,32 @@ STATUSES = Literal["pass", "caution", "not identified"]
 class Exponents(Section):
     alpha: Exponent
     beta: Exponent
+
+
+class Params(Exponents):
+    E: NonNegative
+    A: NonNegative
+    B: NonNegative
+
+
+# A and B of the law itself: below 1e-300 (a denormal, 1e-320) its allocation G divides by zero.
+Coefficient = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1e-300, le=LARGEST)]
+
+
+class Law(Exponents):
+    E: NonNegative
+    A: Coefficient
+    B: Coefficient
+
+
+class Compute(Section):
+    """c(N) = 6 kappa N^gamma FLOPs per token: kappa is 1-4 for every model this package counts
+    (the output layer and attention past 6 N), gamma about 1; far beyond, the allocation's
+    powers of C overflow or vanish."""
+    measure: Text
+    kappa: Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=1e3)]
+    gamma: Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=3)]
+    max_error: NonNegative
 
 
 class Approach(Section):
@@ -64,6 +99,8 @@ class IsoFlop(Approach):
 
 
 class Approaches(Section):
+    """Hoffmann's three approaches, and any other method (vpnls) as an approach of its own."""
+    __pydantic_extra__: dict[str, Approach | None]
     approach_1: Approach | None = None
     approach_2: IsoFlop | None = None
     approach_3: Approach | None = None
@@ -98,6 +135,12 @@ class Check(Section):
     status: STATUSES
     reason: Text
     margin: Finite | None = None
+
+    @model_validator(mode="after")
+    def _margin_of_a_value(self):
+        if self.margin is not None and (self.value is None or self.threshold is None):
+            raise ValueError("a check with a margin has a value and a threshold")
+        return self
 
 
 class LackOfFitTest(Section):
@@ -193,6 +236,7 @@ class Holdout(Section):
     mean_abs_rel_error: NonNegative | None = None
     full_mean_abs_rel_error: NonNegative | None = None
     reason: Text | None = None
+    params: Params | None = None
     rows: list[HoldoutRow] = []
 
 
@@ -239,7 +283,8 @@ class Curves(Section):
 class FitSections(Section):
     """The sections of fit.json beyond the law, intervals and data ranges (`fit_file.check_fit`)."""
     seed: Count = 0
-    params: Exponents
+    params: Law
+    compute: Compute | None = None
     allocation: Allocation | None = None
     reference_compute: Positive | None = None
     tokens_per_param_at_reference: Finite | None = None

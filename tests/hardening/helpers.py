@@ -62,3 +62,16 @@ def fifo(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     os.mkfifo(path)
     return path
+
+
+POINTS = "N,D,loss\n" + "".join(f"{n},{d},{2 + 1e3 / n ** 0.3 + 1e3 / d ** 0.3}\n"
+                                for n in (1e6, 1e7, 1e8) for d in (1e8, 1e9))
+
+
+def fit_table(tmp: Path, name: str = "fit", bootstrap: int = 0) -> Path:
+    """`scaling fit` of a small cross grid of points (a table), into tmp/name; the fit.json path."""
+    table = tmp / f"{name}.csv"
+    table.write_text(POINTS)
+    assert main(["fit", "--csv", str(table), "--n-col", "N", "--d-col", "D", "--loss-col", "loss",
+                 "--bootstrap", str(bootstrap), "--out", str(tmp / name)]) == 0
+    return tmp / name / "fit.json"

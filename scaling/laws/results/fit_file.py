@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from scaling.laws.checks.holdout import Holdout
 from scaling.laws.fitting.provenance import KINDS, Provenance
 from scaling.laws.forms.law import PARAM_NAMES, Law
 from scaling.laws.repeated import Repeated
-from scaling.reading import excerpt, read_text
+from scaling.reading import excerpt, finite_number, read_text
 from scaling.schemas.fit import check_sections
 from scaling.train.compute import FlopsPerToken
 
@@ -86,7 +85,7 @@ def number(obj: dict, key: str, where: str, label: str = ""):
 
 
 def _is_number(value) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    return finite_number(value)       # an int past a float's range (10^400) is no number here
 
 
 def check_intervals(ci: dict, where: str, label: str) -> None:
@@ -139,7 +138,7 @@ def _law(obj: dict, where: str) -> Law:
     counted = section(obj, "compute", where, (dict,))
     try:
         flops = FlopsPerToken() if counted is None else FlopsPerToken.from_dict(counted)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise UsageError(f"{where}: 'compute' must hold measure, kappa, gamma and max_error ({exc})") from None
     return replace(Law.from_dict(params), flops=flops)
 
