@@ -1,0 +1,108 @@
+"""Issue 43: every output is written as one unit inside its folder. A report never writes through
+a link in its output folder; a kill or a full disk leaves the old report or the new one, never a
+mix, and the next run removes what the killed one left; two reports into one folder leave one of
+them whole; a fit refuses a folder where its files go before writing any."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scaling.cli import main
+from tests.hardening.helpers import ROOT, dead_pid, fit_table, refused, run_cli
+
+
+def contents(folder: Path) -> dict:
+    """{relative path: sha256} of every file under `folder` (links as their target text)."""
+    return {str(p.relative_to(folder)): hashlib.sha256(os.readlink(p).encode() if p.is_symlink()
+                                                       else p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() or p.is_symlink()}
+
+
+@pytest.fixture(scope="module")
+def fits(tmp_path_factory) -> dict:
+    """Two fits of a table (the second with 20 resamples) and a clean report of each:
+    {name: (fit.json, its report's folder, the report's contents)}."""
+    tmp = tmp_path_factory.mktemp("fits")
+    made = {"plain": fit_table(tmp, "plain"), "boot": fit_table(tmp, "boot", bootstrap=20)}
+    for name, fit in made.items():
+        assert main(["report", str(fit.parent), "--out", str(tmp / f"clean-{name}")]) == 0
+    return {name: (fit, tmp / f"clean-{name}", contents(tmp / f"clean-{name}")) for name, fit in made.items()}
+
+
+def test_a_figures_link_in_the_output_is_replaced_not_written_through(fits, tmp_path):
+    elsewhere, out = tmp_path / "elsewhere", tmp_path / "report"
+    elsewhere.mkdir()
+    out.mkdir()
+    (out / "figures").symlink_to(elsewhere)
+    (out / "notes.txt").write_text("mine")
+    fit, _, clean = fits["plain"]
+    assert main(["report", str(fit.parent), "--out", str(out)]) == 0
+    assert list(elsewhere.iterdir()) == []                          # was: 10 figures written there
+    assert not (out / "figures").is_symlink()
+    assert contents(out) == {**clean, "notes.txt": contents(out)["notes.txt"]}
+    assert (out / "notes.txt").read_text() == "mine"                 # a user's file is kept
+
+
+def test_a_killed_report_leaves_the_old_one_and_the_next_run_cleans_up(fits, tmp_path):
+    out = tmp_path / "report"
+    _, old, clean_plain = fits["plain"]
+    boot, _, clean_boot = fits["boot"]
+    shutil.copytree(old, out)
+    (out / ".report.md.abcdefgh.scaling-tmp").write_text("a killed write's, from before pids were in names")
+    killed = run_cli(["report", boot.parent, "--out", out], env={"SCALING_FAULT": "kill_at=write:final_loss.png:1"})
+    assert killed.returncode == -9
+    assert {k: v for k, v in contents(out).items() if "scaling-tmp" not in k} == clean_plain    # the old set
+    left = [p.name for p in tmp_path.iterdir() if p.name != "report"]
+    assert len(left) == 1 and left[0].startswith(".report.scaling-tmp-"), left
+    assert main(["report", str(boot.parent), "--out", str(out)]) == 0
+    assert contents(out) == clean_boot                               # no leftover, bytes as a clean run's
+    assert [p.name for p in tmp_path.iterdir()] == ["report"]
+
+
+def test_a_full_disk_during_a_report_leaves_the_old_one(fits, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "report"
+    _, old, clean_plain = fits["plain"]
+    boot, _, _ = fits["boot"]
+    shutil.copytree(old, out)
+    monkeypatch.setenv("SCALING_FAULT", "oserror_at=write:report.md:1,errno=ENOSPC")
+    refused(["report", boot.parent, "--out", out], capsys, "No space left on device")
+    assert contents(out) == clean_plain                              # was: 5 of 12 files replaced
+    assert [p.name for p in tmp_path.iterdir()] == ["report"]
+
+
+def test_two_reports_into_one_folder_at_once_leave_one_of_them_whole(fits, tmp_path):
+    out = tmp_path / "report"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    both = [subprocess.Popen([sys.executable, "-m", "scaling", "report", str(fits[name][0].parent), "--out", str(out)],
+                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            for name in ("plain", "boot")]
+    assert [p.wait(timeout=120) for p in both] == [0, 0]
+    assert contents(out) in (fits["plain"][2], fits["boot"][2])      # was: the two fits' figures mixed
+
+
+def test_a_fit_refuses_a_folder_where_fit_json_goes_before_writing_a_side_file(tmp_path, capsys):
+    (tmp_path / "fit" / "fit.json").mkdir(parents=True)
+    (tmp_path / "points.csv").write_text("N,D,loss\n" + "".join(
+        f"{n},{d},{2 + 1e3 / n ** 0.3 + 1e3 / d ** 0.3}\n" for n in (1e6, 1e7, 1e8) for d in (1e8, 1e9)))
+    refused(["fit", "--csv", tmp_path / "points.csv", "--n-col", "N", "--d-col", "D", "--loss-col", "loss",
+             "--bootstrap", "5", "--out", tmp_path / "fit"], capsys, "fit.json is a folder")
+    assert [p.name for p in (tmp_path / "fit").iterdir()] == ["fit.json"]   # was: fit.bootstrap.csv beside it
+
+
+def test_a_refit_removes_the_temporary_files_of_a_killed_fit_and_keeps_a_live_writers(tmp_path):
+    fit = fit_table(tmp_path, "fit", bootstrap=5)
+    folder = fit.parent
+    dead = [folder / f".fit.bootstrap.csv.{dead_pid()}.k2lq9x_a.scaling-tmp",
+            folder / ".fit.json.abcdefgh.scaling-tmp"]                  # a pid of a run that ended; none
+    live = folder / f".fit.json.{os.getppid()}.abcdefgh.scaling-tmp"      # a live process's write
+    for path in (*dead, live):
+        path.write_text("half a file")
+    fit_table(tmp_path, "fit", bootstrap=5)
+    assert not any(p.exists() for p in dead) and live.exists()
