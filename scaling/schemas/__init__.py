@@ -24,7 +24,8 @@ from scaling.reading import excerpt
 # LARGEST: beyond it, products and powers of the law's numbers overflow a float (1.8e308).
 LARGEST = 1e300
 Finite = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-LARGEST, le=LARGEST)]
-Positive = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1 / LARGEST, le=LARGEST)]  # a reciprocal stays finite
+# Positive: at least 1e-300, so that its reciprocal stays finite (1e-320, a denormal, does not).
+Positive = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1 / LARGEST, le=LARGEST)]
 NonNegative = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=LARGEST)]
 Count = Annotated[int, Field(strict=True, ge=0)]
 Text = Annotated[str, Field(strict=True)]

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from scaling.errors import UsageError
-from scaling.reading import excerpt
+from scaling.reading import excerpt, open_regular
 from scaling.runs.store import CHECKPOINT, METRICS, read_jsonl, sync_file, write_atomic
 from scaling.train.model import GPT
 from scaling.train.spec import RunSpec
@@ -78,9 +78,11 @@ def _problem(checkpoint, model: GPT, steps: int) -> str | None:
 
 def read_checkpoint(path: Path, device, model: GPT, steps: int) -> dict | None:
     """The checkpoint's contents; None, with the file moved aside and a warning, when it is
-    unusable: damaged, or loading but wrong (a key missing, a negative step, other shapes)."""
+    unusable: damaged, not a regular file (a FIFO would block the read forever), or loading but
+    wrong (a key missing, a negative step, other shapes)."""
     try:
-        checkpoint = torch.load(path, map_location=device, weights_only=True)
+        with open_regular(path, "checkpoint") as f:      # a FIFO or a device: refused, not waited on
+            checkpoint = torch.load(f, map_location=device, weights_only=True)
         problem = _problem(checkpoint, model, steps)
         if problem:
             raise ValueError(problem)
