@@ -18,8 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "scaling"
 
 # Each stage may import itself and the stages before it.
 STAGES = ("errors", "formats", "reading", "schemas", "config", "runs", "data", "train", "sweep", "laws", "tune",
-          "cost",
-          "validate", "report", "cli")
+          "cost", "validate", "report", "cli")
 
 
 def module_name(path: Path) -> str:
