@@ -17,7 +17,7 @@ from pathlib import Path
 from scaling.errors import UsageError
 from scaling.laws.optimal.allocation import check_allocatable
 from scaling.laws.results import lawfit as results
-from scaling.laws.results.fit_file import SIDE_KINDS
+from scaling.laws.results.fit_file import FIT_SIDE_FILES
 from scaling.report import decisions, sections, tasks
 from scaling.report.curves import curves_section
 from scaling.report.document import FIGURE_DIR
@@ -65,8 +65,7 @@ def write_report(report: Report, out, fmt: str = "md") -> list[Path]:
     out = Path(out)
     if out.is_file():
         raise UsageError(f"{out} is a file; the report needs a folder")
-    owned = (FIGURE_DIR, f"report.{fmt}", results.FILENAME,
-             *(results.samples_path(Path(results.FILENAME), kind).name for kind in SIDE_KINDS))
+    owned = (FIGURE_DIR, f"report.{fmt}", results.FILENAME, *FIT_SIDE_FILES)
 
     def build(folder: Path) -> list[str]:
         written, images = [], {}

@@ -39,6 +39,8 @@ FILENAME = "fit.json"
 # than pair one fit's numbers with another's intervals.
 DIGEST_LINE = "# fit.json sha256 "
 SIDE_KINDS = ("bootstrap", "repeated")
+# Every file beside fit.json that a fit writes: the samples and the fitted points (fit.points.csv).
+FIT_SIDE_FILES = tuple(f"fit.{kind}.csv" for kind in (*SIDE_KINDS, "points"))
 
 # The sections that must be objects when present, and the data section's typed entries (None is
 # always allowed).

@@ -439,7 +439,7 @@ def write_fit(path, fit: LawFit) -> Path:
         path = path / FILENAME
     # Refused before anything is written: a folder where one of the fit's files goes would
     # otherwise fail after a side file was written, leaving it without its fit.json.
-    check_output(path.parent, [path.name, *(samples_path(path, kind).name for kind in SIDE_KINDS)])
+    check_output(path.parent, [path.name, *(samples_path(path, kind).name for kind in (*SIDE_KINDS, "points"))])
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
