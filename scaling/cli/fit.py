@@ -69,8 +69,9 @@ def register(subparsers) -> None:
     p.add_argument("--min-tokens-per-param", type=float, metavar="X", help="leave out points with D/N below X")
     p.add_argument("--min-tokens", type=float, metavar="X", help="leave out points with D below X")
     p.add_argument("--delta", type=float, default=DEFAULT_DELTA, help=f"Huber delta (default {DEFAULT_DELTA:g})")
-    p.add_argument("--fixed-e", type=float, metavar="E", dest="fixed_E",
-                   help="pin the irreducible loss E; fit the other four")
+    p.add_argument("--fixed-e", "--E", type=float, metavar="E", dest="fixed_E",
+                   help="pin the irreducible loss E (from another fit, a reference or a larger run); fit the "
+                        "other four; recorded in fit.json (options.fixed_E) and held in every interval")
     p.add_argument("--fixed-E", type=float, dest="fixed_E", help=argparse.SUPPRESS)   # the older spelling
     p.add_argument("--bootstrap", type=int, default=results.DEFAULT_BOOTSTRAP, metavar="K",
                    help=f"bootstrap resamples (default {results.DEFAULT_BOOTSTRAP}; 0 disables)")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 from scaling.cli.law_choice import DEFAULT_LAW, FIT, FIT_HELP, add_fit_option, choose_law
@@ -99,6 +100,16 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def _as_predicted(plans, choice):
+    """The plans with each allocation's loss as the fit predicts it: beyond the fitted compute, as
+    its backtest says (docs/fitting.md: the law less under-trained runs, moved by its bias), the
+    center of the law optimum's interval. A published law's, or a fit without a backtest, as given."""
+    fit = choice.fit
+    if fit is None or fit.backtest is None or choice.law != fit.law:
+        return plans
+    return [[replace(a, loss=fit.expected_loss(a.n, a.d)) for a in rows] for rows in plans]
+
+
 def cmd_plan(args) -> int:
     computes = parse_computes(args.compute)
     choice = choose_law(args.fit, args.law)
@@ -106,6 +117,7 @@ def cmd_plan(args) -> int:
     if law is not None:
         allocation.check_allocatable(law, choice.name)
     plans = [allocation.compare_allocations(law, c) for c in computes]
+    plans = _as_predicted(plans, choice)
     notes = []
     if law is None:
         notes.append("Kaplan et al. publish no parametric L(N, D) comparable to these: "
@@ -144,7 +156,12 @@ def cmd_plan(args) -> int:
         print(f"[lo, hi]: {100 * fit.ci.level:g}% bootstrap intervals ({fit.ci.n_resamples} resamples); the loss's "
               f"includes the runs' scatter (residual RMS {fit.residual_rms:.3g})")
     if law is not None:
-        print("loss: what the law predicts for each allocation (the law's own optimum is lowest)")
+        if fit is not None and fit.backtest is not None:
+            print("loss: each allocation's loss as the fit predicts it; beyond the fitted compute that is its "
+                  "backtest's law (fitted without the runs under 5 tokens per parameter, moved by its bias; "
+                  "docs/fitting.md), whose optimum can differ from the fitted law's")
+        else:
+            print("loss: what the law predicts for each allocation (the law's own optimum is lowest)")
     print("kaplan: N = 1.3e9 (C / 8.64e19 FLOP)^0.73 non-embedding params (Kaplan et al. 2020, "
           "Table 6), D = C / " + ("(6 N)" if law is None or law.flops.is_six_n else "c(N) as above"))
     for note in notes:

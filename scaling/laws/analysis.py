@@ -18,6 +18,7 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe
+from scaling.laws.checks import backtest as backtesting
 from scaling.laws.checks import diagnostics
 from scaling.laws.checks.evidence import evidence, limitations
 from scaling.laws.checks.holdout import holdout
@@ -37,7 +38,8 @@ from scaling.laws.results.lawfit import DEFAULT_BOOTSTRAP, DataSummary, FitOptio
 
 def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: float | None = None,
              bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, reference_compute: float | None = None,
-             grid=None, curves: pd.DataFrame | None = None, data_constrained: bool = False) -> LawFit:
+             grid=None, curves: pd.DataFrame | None = None, data_constrained: bool = False,
+             backtest: bool = True) -> LawFit:
     """Fit the law to `data`, bootstrap it (`bootstrap` resamples; 0 for none), estimate the
     allocation by Hoffmann's three approaches, fit Kaplan's single-variable laws and, where the
     points give N both ways, the other convention; then diagnose it all (`LawFit.diagnostics`).
@@ -47,7 +49,9 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     the data). curves: the runs' intermediate evaluations (`curves.curves_from_store`) for
     Approach 1; without them only Approaches 2 and 3 are reported. Where runs repeat data (or with
     `data_constrained` and the unique tokens known), the data-constrained law is fitted too
-    (`LawFit.repeated`, scaling.laws.repeated).
+    (`LawFit.repeated`, scaling.laws.repeated). backtest: refit below each extrapolation factor and
+    predict the runs above (`scaling.laws.checks.backtest`; `LawFit.backtest`), which widens every
+    interval beyond the data; False for the fit alone.
     """
     _check_resampling(bootstrap, seed)
     check_fittable(data, fixed_E)
@@ -84,7 +88,11 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     # The one hold-out refit: judged by the diagnostics, kept in fit.json, printed by the report.
     check = holdout(data, law, fraction=diagnostics.THRESHOLDS["holdout_fraction"], delta=result.delta,
                     fixed_E=result.fixed_E, starts=result.end_points)
-    return replace(fit, lack_of_fit=json_safe(lof.to_json()), holdout=check,
+    future = None
+    if backtest:     # leave-future-out: judged by the verdict, it widens every interval beyond the data
+        future = backtesting.backtest(data, result, delta=result.delta, fixed_E=result.fixed_E)
+        extra += [backtesting.backtest_check(future), backtesting.E_drift_check(future, fit.interval("E"))]
+    return replace(fit, lack_of_fit=json_safe(lof.to_json()), holdout=check, backtest=future,
                    diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
                                                     lof=lof, holdout=check, extra=tuple(extra)))
 

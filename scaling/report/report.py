@@ -31,9 +31,9 @@ FORMATS = ("md", "html")
 # Decisions first (the verdict, what to train at a few budgets with intervals, whether the
 # recommendation held when trained), then the evidence behind them, then the detail.
 SECTIONS = (sections.summary, decisions.plan, decisions.validation, sections.left_out, sections.fitted_law,
-            sections.diagnostics, sections.holdout_check, decisions.repeated_data, sections.allocation_exponents,
-            sections.published_laws, sections.kaplan_laws, curves_section, tasks.task_metrics, sections.sweep,
-            sections.closing)
+            sections.diagnostics, sections.holdout_check, sections.backtest_section, decisions.repeated_data,
+            sections.allocation_exponents, sections.published_laws, sections.kaplan_laws, curves_section,
+            tasks.task_metrics, sections.sweep, sections.closing)
 
 
 def build_report(inputs: Inputs, *, holdout_fraction: float | None = None) -> Report:

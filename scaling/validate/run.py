@@ -137,7 +137,7 @@ def predictions(fit: LawFit, family: Family, compute: float, runs: list[tuple[st
     for position, run in runs:
         n, d = family.n_params(run.shape), run.spec.tokens
         rows.append(ValidationRun(position, run.run_id, run.shape.d_model, run.shape.n_layers, run.shape.n_heads,
-                                  run.spec.lr, n, d, float(fit.law.loss(n, d)), fit.loss_interval(n, d)))
+                                  run.spec.lr, n, d, fit.expected_loss(n, d), fit.loss_interval(n, d)))
     c_range = fit.data.c_range
     use = fit.data.context_use       # the fitted runs' range, as fit.json records it (None: not recorded)
     return Validation(compute, float(c_range[1]) if c_range else None, float(fit.law.n_opt(compute)),

@@ -76,9 +76,11 @@ def test_plan_and_predict_cover_the_truth_of_a_simulated_sweep():
     lo, hi = plan.intervals.n
     assert lo < TRUTH.n_opt(1e21) < hi and lo < plan.n < hi
     assert math.isclose(plan.tokens_per_param, plan.d / plan.n)
-    p = f.predict(1e9, 2e10)
+    p = f.predict(1e9, 2e10)          # 1.2e20 FLOPs: 1.2x beyond the sweep's largest run
     assert p.interval[0] < TRUTH.loss(1e9, 2e10) < p.interval[1] and p.level == 0.95
-    assert p.loss == pytest.approx(float(f.law.loss(1e9, 2e10)))
+    assert p.beyond == pytest.approx(1.2) and p.loss == pytest.approx(f.expected_loss(1e9, 2e10))
+    inside = f.predict(1e8, 2e10)     # inside the sweep: the fitted law itself
+    assert inside.beyond == 1.0 and inside.loss == pytest.approx(float(f.law.loss(1e8, 2e10)))
 
 
 def test_load_gives_back_the_numbers_and_intervals(chinchilla, tmp_path):

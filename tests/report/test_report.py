@@ -270,6 +270,9 @@ def test_report_of_the_packaged_dataset(tmp_path):
     drawn = sorted(p.stem for p in (out / "figures").glob("*.png"))
     assert drawn == ["final_loss", "frontiers", "isoflop", "residuals"]
     assert "Figures not drawn" in md and "no training curves" in md
+    # The backtest, as fit.json records it: one row per factor, the farthest in the sentence above it.
+    assert "## Backtest: how far beyond its data" in md and "predicts runs 30x beyond its fitted compute" in md
+    assert all(f"| {c['factor']:g}x | {c['n_train']} |" in md for c in fit["backtest"]["cuts"])
 
 
 def test_report_of_a_table_sourced_fit(tmp_path):

@@ -273,11 +273,13 @@ class Prediction:
     loss: float | np.ndarray
     interval: tuple | None = None
     level: float | None = None
+    beyond: float | np.ndarray = 1.0   # the extrapolation factor: its compute over the largest fitted run's
 
     def __repr__(self) -> str:
         shown = _shown(self.loss, None if self.level is None else self.interval, ".4f")
         kind = "" if self.interval is None or self.level is None else f" ({100 * self.level:g}% prediction interval)"
-        return f"Prediction(N={_shown(self.n, None, '.3g')}, D={_shown(self.d, None, '.3g')}: loss {shown}{kind})"
+        far = f", {self.beyond:.3g}x beyond the fitted compute" if np.ndim(self.beyond) == 0 and self.beyond > 1 else ""
+        return f"Prediction(N={_shown(self.n, None, '.3g')}, D={_shown(self.d, None, '.3g')}: loss {shown}{kind}{far})"
 
 
 def loss_interval(resampled, n, d, *, level: float = 0.95, noise: float = 0.0, seed: int = 0,

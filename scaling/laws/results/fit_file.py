@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from scaling.errors import UsageError
+from scaling.laws.checks.backtest import Backtest
 from scaling.laws.checks.holdout import Holdout
 from scaling.laws.fitting.provenance import KINDS, Provenance
 from scaling.laws.forms.law import PARAM_NAMES, Law
@@ -207,6 +208,17 @@ def holdout_of(obj: dict, where: str) -> Holdout | None:
         return Holdout.from_json(part)
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{where}: 'holdout' is not a hold-out check ({type(exc).__name__}: {exc})") from None
+
+
+def backtest_of(obj: dict, where: str) -> Backtest | None:
+    """The leave-future-out backtest of a checked fit.json (None for a file written before it)."""
+    part = obj.get("backtest")
+    if part is None:
+        return None
+    try:
+        return Backtest.from_json(part)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{where}: 'backtest' is not a backtest ({type(exc).__name__}: {exc})") from None
 
 
 # --------------------------------------------------------------------------------------------

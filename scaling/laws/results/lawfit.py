@@ -77,6 +77,7 @@ import numpy as np
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe
+from scaling.laws.checks.backtest import Backtest
 from scaling.laws.checks.holdout import Holdout
 from scaling.laws.checks.verdict import Diagnostics
 from scaling.laws.fitting import bootstrap as resampling
@@ -92,6 +93,7 @@ from scaling.laws.results.fit_file import (
     KIND,
     SIDE_KINDS,
     VERSION,
+    backtest_of,
     check_fit,
     fit_digest,
     holdout_of,
@@ -230,11 +232,49 @@ class LawFit:
 
     def optimum_at(self, compute, seed: int = 0) -> allocation.OptimumIntervals | None:
         """Intervals of N_opt, D_opt, tokens per parameter and the predicted loss at `compute`
-        (None without bootstrap samples); the loss interval includes the runs' scatter."""
+        (None without bootstrap samples); the loss interval includes the runs' scatter, and beyond
+        the fitted compute it is the backtest's (`_beyond`)."""
         if self.resampled is None or self.ci is None:
             return None
-        return allocation.optimum_intervals(self.law, self.resampled, compute, level=self.ci.level,
+        best = allocation.optimum_intervals(self.law, self.resampled, compute, level=self.ci.level,
                                             noise=self.residual_rms or 0.0, seed=seed, widen=self.ci.widened_by)
+        if self.backtest is None:
+            return best
+        c = np.asarray(compute, dtype=float)
+        return replace(best, loss=self._beyond(self.law.n_opt(c), self.law.d_opt(c), best.loss))
+
+    def beyond(self, n, d):
+        """How many decades of compute a run of N parameters on D tokens lies beyond the largest
+        fitted run (0 inside the data; 10^beyond is its extrapolation factor); broadcasts."""
+        if self.data.c_range is None:
+            return 0.0 if np.ndim(n) == 0 and np.ndim(d) == 0 else np.zeros(np.broadcast(n, d).shape)
+        far = np.maximum(np.log10(self.law.flops.per_token(n) * np.asarray(d, dtype=float)
+                                  / float(self.data.c_range[1])), 0.0)
+        return float(far) if np.ndim(far) == 0 else far
+
+    def expected_loss(self, n, d):
+        """The loss predicted for N parameters on D tokens: the law's inside the fitted compute;
+        beyond it, the backtest's law moved by the bias the backtest measured; broadcasts."""
+        predicted = self.law.loss(n, d)
+        if self.backtest is not None:
+            far = self.beyond(n, d)
+            moved = (self.backtest.law or self.law).loss(n, d) * np.exp(self.backtest.extrapolation.bias * far)
+            predicted = np.where(np.asarray(far) > 0, moved, predicted)
+        return float(predicted) if np.ndim(predicted) == 0 else predicted
+
+    def _beyond(self, n, d, interval: tuple) -> tuple:
+        """A prediction's interval: inside the fitted compute, or without a backtest, as given;
+        beyond it, about the backtest's law (the fit's, less the under-trained runs) moved by the
+        bias the backtest measured, of the runs' scatter and the error's growth with the distance
+        (`backtest.Extrapolation`); broadcasts."""
+        if self.backtest is None or interval is None:
+            return interval
+        far = self.beyond(n, d)
+        level = self.ci.level if self.ci is not None else self.backtest.level
+        _, lo, hi = self.backtest.extrapolation.widen((self.backtest.law or self.law).loss(n, d), far, level)
+        inside = np.asarray(far) <= 0
+        lo, hi = np.where(inside, interval[0], lo), np.where(inside, interval[1], hi)
+        return (float(lo), float(hi)) if np.ndim(lo) == 0 else (lo, hi)
 
     def bootstrap_samples(self) -> dict | None:
         """{name: (R,) array} of CI_NAMES over the resamples (`resampled`, at the reference compute),
@@ -254,7 +294,9 @@ class LawFit:
             return None
         lo, hi = allocation.loss_interval(self.resampled, n, d, level=self.ci.level,
                                           noise=self.residual_rms or 0.0, seed=seed, widen=self.ci.widened_by)
-        return None if np.ndim(lo) == 0 and not (math.isfinite(lo) and math.isfinite(hi)) else (lo, hi)
+        if np.ndim(lo) == 0 and not (math.isfinite(lo) and math.isfinite(hi)):
+            return None
+        return self._beyond(n, d, (lo, hi))
 
     law: Law
     seed: int = 0
@@ -279,6 +321,7 @@ class LawFit:
     lack_of_fit: dict | None = None          # the F-tests of residual structure (scaling.laws.checks.lack_of_fit)
     curves: dict | None = None               # the law fitted to the training curves (scaling fit --curves)
     holdout: Holdout | None = None           # the refit without the top 20% by compute (scaling.laws.checks.holdout)
+    backtest: Backtest | None = None         # leave-future-out cuts and the rule beyond the data (checks.backtest)
     resampled: np.ndarray | None = field(default=None, repr=False, compare=False)  # (R, 5): E, A, B, alpha, beta
     points: FitData | None = field(default=None, repr=False, compare=False)
     optimum: fitting.FitResult | None = field(default=None, repr=False, compare=False)
@@ -331,9 +374,10 @@ class LawFit:
             except ValueError:
                 raise UsageError(f"N and D do not broadcast together: shapes {np.shape(n)} and {np.shape(d)}") from None
         interval = self.loss_interval(n, d, seed)
-        loss = self.law.loss(n, d)
-        return allocation.Prediction(n, d, float(loss) if np.ndim(loss) == 0 else loss, interval,
-                                     None if interval is None or self.ci is None else self.ci.level)
+        beyond = 10 ** self.beyond(n, d)
+        return allocation.Prediction(n, d, self.expected_loss(n, d), interval,
+                                     None if interval is None or self.ci is None else self.ci.level,
+                                     beyond=float(beyond) if np.ndim(beyond) == 0 else beyond)
 
     def plan(self, compute, seed: int = 0) -> allocation.Plan:
         """The compute-optimal N, D at `compute` FLOPs and the loss they reach, with intervals
@@ -345,11 +389,11 @@ class LawFit:
         c = allocation.check_sizes(compute, "compute", unit=" of FLOPs")
         if np.ndim(c) == 0:
             best = allocation.plan(self.law, c)
-            return allocation.Plan(best.compute, best.n, best.d, float(self.law.loss(best.n, best.d)),
+            return allocation.Plan(best.compute, best.n, best.d, self.expected_loss(best.n, best.d),
                                    self.optimum_at(best.compute, seed))
         allocation.check_allocatable(self.law)
         n, d = self.law.n_opt(c), self.law.d_opt(c)
-        return allocation.Plan(c, n, d, self.law.loss(n, d), self.optimum_at(c, seed))
+        return allocation.Plan(c, n, d, self.expected_loss(n, d), self.optimum_at(c, seed))
 
     def plot(self):
         """The fit drawn on one matplotlib Figure, which Jupyter shows: the points with the law, the
@@ -392,6 +436,7 @@ class LawFit:
             **({} if self.lack_of_fit is None else {"lack_of_fit": self.lack_of_fit}),
             **({} if self.curves is None else {"curves": self.curves}),
             **({} if self.holdout is None else {"holdout": self.holdout.to_json()}),
+            **({} if self.backtest is None else {"backtest": json_safe(self.backtest.to_json())}),
         }
 
     @classmethod
@@ -411,7 +456,8 @@ class LawFit:
             approaches=obj.get("approaches"), kaplan=obj.get("kaplan"),
             diagnostics=None if obj.get("diagnostics") is None else Diagnostics.from_json(obj),
             param_conventions=obj.get("param_conventions"), repeated=repeated_of(obj, where),
-            lack_of_fit=obj.get("lack_of_fit"), curves=obj.get("curves"), holdout=holdout_of(obj, where))
+            lack_of_fit=obj.get("lack_of_fit"), curves=obj.get("curves"), holdout=holdout_of(obj, where),
+            backtest=backtest_of(obj, where))
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import math
 from typing import Protocol
 
 from scaling.formats import plain_table, sci
+from scaling.laws.checks.backtest import Backtest, format_backtest
 from scaling.laws.checks.verdict import PASS, Diagnostics
 from scaling.laws.curves.law import DECAY
 from scaling.laws.forms.law import PARAM_NAMES, Law
@@ -83,6 +84,8 @@ class Summarised(Protocol):
     def curves(self) -> dict | None: ...
     @property
     def diagnostics(self) -> Diagnostics | None: ...
+    @property
+    def backtest(self) -> Backtest | None: ...
 
     def interval(self, name: str) -> tuple[float, float] | None: ...
 
@@ -119,6 +122,8 @@ def format_summary(fit: Summarised) -> str:
     out += format_conventions(fit)
     out += format_repeated(fit)
     out += format_curves(fit)
+    if fit.backtest is not None:
+        out += format_backtest(fit.backtest)
     out += format_verdict(fit)
     return "\n".join(out)
 
@@ -237,8 +242,10 @@ def format_verdict(fit: Summarised) -> list[str]:
         return ["verdict: none recorded (this fit.json predates the diagnostics; refit it for one)"]
     d = fit.diagnostics
     n_fail = len(d.failing())
+    tested = next((c.reason.split(":")[0] for c in d.checks if c.name == "backtest" and c.value is not None), None)
     out = [f"verdict: {d.verdict.upper()} ({n_fail} of {len(d.checks)} checks did not pass"
-           + (")" if n_fail else "; see 'diagnostics' in fit.json)")]
+           + (")" if n_fail else "; see 'diagnostics' in fit.json)")
+           + (f"; {tested}" if tested else "; not tested beyond its data" if fit.backtest is not None else "")]
     out += [f"  {reason}" for reason in d.reasons]
     close = [c for c in d.checks if c.status == PASS and c.margin is not None and c.margin < CLOSE_MARGIN]
     if close:
