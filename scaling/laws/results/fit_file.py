@@ -217,7 +217,7 @@ def backtest_of(obj: dict, where: str) -> Backtest | None:
         return None
     try:
         return Backtest.from_json(part)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:   # a tampered section, in any shape
         raise UsageError(f"{where}: 'backtest' is not a backtest ({type(exc).__name__}: {exc})") from None
 
 
