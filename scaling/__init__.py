@@ -24,6 +24,7 @@ stages that train.
 import sys
 from importlib import import_module
 from types import ModuleType
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -53,7 +54,7 @@ class _StagePackage(ModuleType):
 
     _function: tuple[str, str]
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         module, name = self._function
         return getattr(import_module(module), name)(*args, **kwargs)
 
@@ -70,7 +71,7 @@ def stage_function(package: str, module: str, name: str) -> None:
     stage._function = (module, name)   # type: ignore[attr-defined]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
         module, attribute = _EXPORTS[name]
         return getattr(import_module(module), attribute)

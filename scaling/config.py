@@ -12,7 +12,7 @@ from __future__ import annotations
 import codecs
 import math
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -20,6 +20,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_validator,
     model_serializer,
@@ -30,7 +31,7 @@ from scaling.errors import UsageError
 from scaling.reading import excerpt, parse_yaml, read_bounded
 
 
-def _count(value):
+def _count(value: object) -> object:
     """A positive whole number written as 1000000, 1_000_000, 1e6 or "1e6" (YAML reads 1e6 as text)."""
     if isinstance(value, bool):
         raise ValueError("expected a number, not a boolean")
@@ -46,7 +47,7 @@ def _count(value):
     return value
 
 
-def _number(value):
+def _number(value: object) -> object:
     """A float that may be written as text in YAML ("3e-3")."""
     if isinstance(value, str):
         try:
@@ -59,7 +60,7 @@ def _number(value):
 def at_most(limit: int, why: str) -> AfterValidator:
     """An upper bound whose message says why it is there (a value past it fails deep inside a
     library: an allocation of hundreds of GB, an overflow in a C extension)."""
-    def check(value):
+    def check(value: int) -> int:
         if value > limit:
             raise ValueError(f"must be at most {limit:,} ({why})")
         return value
@@ -95,7 +96,7 @@ class CorpusConfig(Strict):
     decode_errors: Literal["strict", "replace"] = "strict"
 
     @model_serializer(mode="wrap")
-    def _dump_only_set_decoding(self, handler):
+    def _dump_only_set_decoding(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data = handler(self)
         for key, default in (("encoding", "utf-8"), ("decode_errors", "strict")):
             if data.get(key) == default:
@@ -111,7 +112,7 @@ class CorpusConfig(Strict):
             raise ValueError(f"unknown text encoding {excerpt(value)} (e.g. utf-8, latin-1, cp1252)") from None
 
     @model_validator(mode="after")
-    def _source_needs(self):
+    def _source_needs(self) -> CorpusConfig:
         if self.source == "files" and not self.paths:
             raise ValueError("corpus.source 'files' needs corpus.paths (a list of files or globs)")
         if self.source == "hf" and not self.dataset:
@@ -138,7 +139,7 @@ class Shape(Strict):
     lr: Annotated[Number, Field(gt=0)] | None = None
 
     @model_validator(mode="after")
-    def _heads_divide_width(self):
+    def _heads_divide_width(self) -> Shape:
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
         return self
@@ -182,7 +183,7 @@ class GridConfig(Strict):
     isoflop: IsoFLOPConfig | None = None
 
     @model_validator(mode="after")
-    def _one_design(self):
+    def _one_design(self) -> GridConfig:
         if (self.tokens is None) == (self.isoflop is None):
             raise ValueError("give grid.tokens (every model on every token count) or grid.isoflop "
                              "(compute budgets), not both and not neither")
@@ -265,7 +266,7 @@ class TrainConfig(Strict):
         return value
 
     @model_serializer(mode="wrap")
-    def _dump_optional_when_set(self, handler):
+    def _dump_optional_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data = handler(self)
         for key in ("log_to", "lr_law", "warmup_tokens_per_param"):
             if not data.get(key):
@@ -274,7 +275,7 @@ class TrainConfig(Strict):
 
     @field_validator("seeds")
     @classmethod
-    def _seeds_differ(cls, value):
+    def _seeds_differ(cls, value: list[int] | None) -> list[int] | None:
         if value is not None and len(set(value)) != len(value):
             raise ValueError(f"the training seeds repeat ({value}): a replicate needs its own seed")
         return value
@@ -291,7 +292,7 @@ class ExecutorConfig(Strict):
     max_retries: Annotated[int, Field(ge=0)] = 3  # ray: reschedules of a run whose worker died
 
     @model_validator(mode="after")
-    def _address_is_for_ray(self):
+    def _address_is_for_ray(self) -> ExecutorConfig:
         if self.address is not None and self.kind != "ray":
             raise ValueError("executor.address applies to kind 'ray' only")
         return self
@@ -311,21 +312,21 @@ class SweepConfig(Strict):
     executor: ExecutorConfig = ExecutorConfig()
 
     @model_validator(mode="after")
-    def _batch_holds_a_sequence(self):
+    def _batch_holds_a_sequence(self) -> SweepConfig:
         if self.train.batch_tokens % self.model.context_length:
             raise ValueError(f"train.batch_tokens {self.train.batch_tokens} is not a multiple of "
                              f"model.context_length {self.model.context_length}")
         return self
 
     @model_validator(mode="after")
-    def _wsd_has_token_counts(self):
+    def _wsd_has_token_counts(self) -> SweepConfig:
         if self.train.schedule == "wsd" and self.grid.isoflop is not None:
             raise ValueError("train.schedule 'wsd' needs grid.tokens (one stable run a shape, a branch a "
                              "token count); an IsoFLOP design trains each run on its own")
         return self
 
     @model_validator(mode="after")
-    def _wsd_has_no_retries(self):
+    def _wsd_has_no_retries(self) -> SweepConfig:
         # A retry trains at a lower learning rate, which would need a stable run of its own.
         if self.train.schedule == "wsd" and self.train.retries:
             raise ValueError("train.retries is not supported with train.schedule 'wsd' (a retry at a "
@@ -333,7 +334,7 @@ class SweepConfig(Strict):
         return self
 
     @model_validator(mode="after")
-    def _log_to_stays_local(self):
+    def _log_to_stays_local(self) -> SweepConfig:
         # A Ray task trains in a scratch folder of its node, and only metrics and checkpoints
         # travel back: its event files would be lost.
         if self.train.log_to and self.executor.kind == "ray":

@@ -17,7 +17,7 @@ class UsageError(Exception):
     message names what to give in words, never a command-line flag: the CLI, which catches the
     error, names its flags for these options (`scaling.cli.flag_names`: the keyword with dashes)."""
 
-    def __init__(self, message: str = "", *, options: tuple[str, ...] = ()):
+    def __init__(self, message: str = "", *, options: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.options = tuple(options)
 

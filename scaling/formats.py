@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, is_dataclass
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -21,10 +21,10 @@ from scaling.errors import UsageError
 
 
 @overload
-def positive(value, name: str, *, integer: Literal[True]) -> int: ...
+def positive(value: float | str, name: str, *, integer: Literal[True]) -> int: ...
 @overload
-def positive(value, name: str, *, integer: Literal[False] = False) -> float: ...
-def positive(value, name: str, *, integer: bool = False) -> float:
+def positive(value: float | str, name: str, *, integer: Literal[False] = False) -> float: ...
+def positive(value: float | str, name: str, *, integer: bool = False) -> float:
     """`value` (a number or its text, "1e21", "1_000") as a positive finite float, or an int when
     `integer`; UsageError saying what `name` must be."""
     allowed = "a positive whole number" if integer else "a positive, finite number"
@@ -37,7 +37,7 @@ def positive(value, name: str, *, integer: bool = False) -> float:
     return int(x) if integer else x
 
 
-def sci(x, digits: int = 3, *, fixed: bool = False) -> str:
+def sci(x: float | None, digits: int = 3, *, fixed: bool = False) -> str:
     """`digits` significant digits, exponent without '+' or leading zeros: 1.5e18, 3.2e-5, 250;
     '-' for None, NaN or infinity. fixed: always scientific, trailing zeros kept (7.0e19, 4.00e14),
     for tables whose columns should read alike."""
@@ -50,7 +50,7 @@ def sci(x, digits: int = 3, *, fixed: bool = False) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
-def json_safe(obj):
+def json_safe(obj: object) -> Any:
     """Plain JSON types: dataclasses and dicts to dicts (str keys), tuples to lists, numpy scalars
     to Python numbers, NaN and infinities to None (strict JSON has none of them)."""
     if is_dataclass(obj) and not isinstance(obj, type):

@@ -15,6 +15,7 @@ import os
 import reprlib
 import stat
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -33,7 +34,7 @@ _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 2, 4, 4, 60, 60
 
 
-def excerpt(value, limit: int = 60) -> str:
+def excerpt(value: object, limit: int = 60) -> str:
     """A short repr of `value` for a message: bounded however large or deep the value is."""
     short = _REPR.repr(value)
     return short if len(short) <= limit else short[:limit - 3] + "..."
@@ -44,7 +45,7 @@ def _too_deep(source: str) -> UsageError:
     return UsageError(f"{source}: nested deeper than {MAX_DEPTH} levels; not a file of this package")
 
 
-def _check_bounds(obj, source: str) -> None:
+def _check_bounds(obj: object, source: str) -> None:
     """UsageError when `obj` nests deeper than MAX_DEPTH or holds more than MAX_VALUES values.
     Iterative, and stops at the limit: an alias bomb is refused without being walked whole."""
     stack, seen = [(obj, 1)], 0
@@ -60,7 +61,7 @@ def _check_bounds(obj, source: str) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
-def finite_number(value) -> bool:
+def finite_number(value: object) -> bool:
     """Whether `value` is a number (not a bool) a float holds: finite, and an int below 1.8e308
     (JSON's 10^400 is an int Python keeps whole, and an OverflowError wherever it meets a float)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -71,7 +72,7 @@ def finite_number(value) -> bool:
         return False
 
 
-def parse_json(text: str, source: str):
+def parse_json(text: str, source: str) -> Any:
     """JSON text as Python values, bounded in depth and size; UsageError naming `source`."""
     try:
         obj = json.loads(text)
@@ -89,7 +90,7 @@ def _not_regular(mode: int) -> str:
             else "not a regular file")
 
 
-def open_regular(path: str | Path, what: str = "file"):
+def open_regular(path: str | Path, what: str = "file") -> BinaryIO:
     """`path` opened for reading in binary, when it is a regular file: a FIFO, a device (/dev/zero)
     or a folder is a UsageError naming it (and what it is), never a read that hangs or never ends;
     a missing file is FileNotFoundError, as from open(); a link loop or another failure a
@@ -126,7 +127,7 @@ def read_text(path: str | Path, what: str = "file") -> str:
         raise UsageError(f"cannot read {what} {path}: not UTF-8 text (byte {exc.start})") from None
 
 
-def read_json(path: str | Path):
+def read_json(path: str | Path) -> Any:
     """A JSON file (UTF-8, regular, at most MAX_FILE_BYTES) through `parse_json`."""
     try:
         text = read_bounded(path).decode("utf-8")
@@ -139,7 +140,7 @@ class _BoundedLoader(yaml.SafeLoader):
     """SafeLoader that refuses a duplicate key (PyYAML keeps the last silently) and stops
     composing past MAX_DEPTH (its composer recurses: deep nesting would be a RecursionError)."""
 
-    def compose_node(self, parent, index):
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
         self._depth = getattr(self, "_depth", 0) + 1
         try:
             if self._depth > MAX_DEPTH:
@@ -148,7 +149,7 @@ class _BoundedLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
-    def construct_mapping(self, node, deep=False):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         keys = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
@@ -160,7 +161,7 @@ class _BoundedLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-def parse_yaml(text: str, source: str):
+def parse_yaml(text: str, source: str) -> Any:
     """YAML text as Python values: safe tags only, no duplicate keys, bounded in depth and in
     size with aliases expanded; UsageError naming `source`."""
     try:

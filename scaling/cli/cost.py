@@ -14,6 +14,9 @@ where a rule is about which flags go together, it is checked here first, in flag
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Iterable
+
 from scaling import cost
 from scaling.cli import cost_memory
 from scaling.cli.cost_common import NumberArgs, print_assumptions, print_json
@@ -23,7 +26,7 @@ from scaling.formats import positive
 from scaling.laws.forms.references import REFERENCES
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser(
         "cost", help="compute, time, money and memory of training and inference",
         description="Back-of-the-envelope planning sums, each printed with its units and the "
@@ -34,7 +37,7 @@ def register(subparsers) -> None:
         add(sub)
 
 
-def _add_train(sub) -> None:
+def _add_train(sub: argparse._SubParsersAction) -> None:
     train = sub.add_parser(
         "train", help="training FLOPs, GPU-hours, wall-clock days and dollars for some models",
         description="C = 6 N D per model (and the exact count when a shape is given); "
@@ -53,7 +56,7 @@ def _add_train(sub) -> None:
     train.set_defaults(func=cmd_train)
 
 
-def _add_inference(sub) -> None:
+def _add_inference(sub: argparse._SubParsersAction) -> None:
     inf = sub.add_parser(
         "inference", help="lifetime inference FLOPs and when they overtake training",
         description="C_inf = 2 N FLOPs per generated token, times tokens per request, times "
@@ -66,7 +69,7 @@ def _add_inference(sub) -> None:
     inf.set_defaults(func=cmd_inference)
 
 
-def _add_inference_aware(sub) -> None:
+def _add_inference_aware(sub: argparse._SubParsersAction) -> None:
     aware = sub.add_parser(
         "inference-aware", help="N, D minimising training + inference FLOPs at a target loss",
         description="Sardana et al. 2024 (arXiv:2401.00448): minimise 6 N D + 2 N D_inf "
@@ -84,7 +87,7 @@ def _add_inference_aware(sub) -> None:
     aware.set_defaults(func=cmd_inference_aware)
 
 
-def _add_rules(sub) -> None:
+def _add_rules(sub: argparse._SubParsersAction) -> None:
     rules = sub.add_parser(
         "rules", help="D = 20 N and a fixed-N (Kaplan-style) split beside a law's optimum",
         description="At C FLOPs: the rule D = k N (N = sqrt(C / 6k)), a fixed N spent on "
@@ -100,7 +103,7 @@ def _add_rules(sub) -> None:
     rules.set_defaults(func=cmd_rules)
 
 
-def _throughput_args(parser) -> None:
+def _throughput_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flops-per-gpu", default=None,
                         help="achieved FLOP/s per GPU (utilisation included), e.g. 400e12")
     parser.add_argument("--gpu", default=None,
@@ -110,7 +113,7 @@ def _throughput_args(parser) -> None:
     parser.add_argument("--mfu", default=None, help="model-FLOPs utilisation in (0, 1], e.g. 0.4")
 
 
-def _law_args(parser) -> None:
+def _law_args(parser: argparse.ArgumentParser) -> None:
     laws = [k for k, ref in REFERENCES.items() if ref.law is not None]
     parser.add_argument("--law", default=None,
                         help=f"published law: {', '.join(laws)} (default chinchilla)")
@@ -119,7 +122,7 @@ def _law_args(parser) -> None:
 
 # ----------------------------------------------------------------------------- helpers
 
-def _law(args) -> LawChoice:
+def _law(args: argparse.Namespace) -> LawChoice:
     return choose_law(args.fit, args.law, parametric=True)
 
 
@@ -139,7 +142,7 @@ def _parse_model(spec: str) -> tuple[str, float, float, tuple[int, int, int, int
     parts = spec.split(":")
     fmt = "NAME:N:D or NAME:N:D:LAYERS:D_MODEL:CONTEXT:VOCAB (e.g. 'GPT-3:175e9:300e9')"
 
-    def numbers(items):
+    def numbers(items: Iterable[str]) -> list[float] | None:
         try:
             return [float(x) for x in items]
         except ValueError:
@@ -164,7 +167,7 @@ def _parse_model(spec: str) -> tuple[str, float, float, tuple[int, int, int, int
     return name, n, d, (layers, d_model, context, vocab)
 
 
-def _throughput(args) -> cost.Throughput:
+def _throughput(args: argparse.Namespace) -> cost.Throughput:
     """`cost.throughput` from the flags, which go together as it requires: checked here so that
     the message names the flags."""
     given = [flag for flag, value in (("--flops-per-gpu", args.flops_per_gpu), ("--gpu", args.gpu),
@@ -189,7 +192,7 @@ def _throughput(args) -> cost.Throughput:
 
 # ----------------------------------------------------------------------------- commands
 
-def cmd_train(args) -> int:
+def cmd_train(args: argparse.Namespace) -> int:
     models = [_parse_model(spec) for spec in args.model]
     tp = _throughput(args)
     results = []
@@ -202,7 +205,7 @@ def cmd_train(args) -> int:
         return 0
     width = max(15, *(len(r.name) for r in results))
 
-    def row(r, c, h, days, usd):
+    def row(r: cost.TrainingCost, c: float, h: float, days: float, usd: float | None) -> str:
         # Whole GPU-hours and dollars (the issue's table); small runs keep 3 significant digits.
         hours = f"{h:>9.0f}" if h >= 100 else f"{h:>9.3g}"
         line = f"{r.name:<{width}} C = {c:.2e}  hours = {hours}  days = {days:>5.1f}"
@@ -211,11 +214,13 @@ def cmd_train(args) -> int:
 
     for r in results:
         print(row(r, r.compute, r.gpu_hours, r.days, r.usd))
-    exact = [(r, r.compute_exact) for r in results if r.compute_exact is not None]
+    # A shape gives the exact count, its hours and days together.
+    exact = [(r, r.compute_exact, r.gpu_hours_exact, r.days_exact) for r in results
+             if r.compute_exact is not None and r.gpu_hours_exact is not None and r.days_exact is not None]
     if exact:
         print("exact count from the shape (attention and output layer included):")
-        for r, compute_exact in exact:
-            print(row(r, compute_exact, r.gpu_hours_exact, r.days_exact, r.usd_exact)
+        for r, compute_exact, hours_exact, days_exact in exact:
+            print(row(r, compute_exact, hours_exact, days_exact, r.usd_exact)
                   + f"  ({compute_exact / r.compute:.3f} x 6ND)")
     g = results[0].gpus
     units = (f"units: C in FLOPs; hours in GPU-hours at {cost.fixed_sci(tp.flops_per_s, 3)} FLOP/s "
@@ -227,7 +232,7 @@ def cmd_train(args) -> int:
     return 0
 
 
-def cmd_inference(args) -> int:
+def cmd_inference(args: argparse.Namespace) -> int:
     res = cost.inference_cost(args.params, args.tokens_per_request, args.requests,
                               training_tokens=args.tokens)
     if args.json:
@@ -254,8 +259,9 @@ def cmd_inference(args) -> int:
     return 0
 
 
-def cmd_inference_aware(args) -> int:
+def cmd_inference_aware(args: argparse.Namespace) -> int:
     choice = _law(args)
+    assert choice.law is not None, "choose_law(parametric=True) refuses a law without L(N, D)"
     law, label = cost.check_allocation(choice.law, choice.name), choice.name
     targets = [(args.loss, "given")] if args.loss is not None else []
     for text in args.compute or ():
@@ -279,7 +285,7 @@ def cmd_inference_aware(args) -> int:
     return 0
 
 
-def print_inference_aware(res, label: str, how: str) -> None:
+def print_inference_aware(res: cost.InferenceAwareOptimum, label: str, how: str) -> None:
     """One target loss's table: the optimum at each inference demand beside the training-only one."""
     print(f"inference-aware optimum (Sardana et al. 2024), law {label}, target loss "
           f"{res.target_loss:.4f} ({how})")
@@ -304,7 +310,7 @@ def print_inference_aware(res, label: str, how: str) -> None:
           "(relative, in N)")
 
 
-def cmd_rules(args) -> int:
+def cmd_rules(args: argparse.Namespace) -> int:
     choice = _law(args)
     law, label = choice.law, choice.name
     results = [cost.rules_of_thumb(c, fixed_params=args.params, tokens_per_param=args.tokens_per_param, law=law,
@@ -321,7 +327,7 @@ def cmd_rules(args) -> int:
     return 0
 
 
-def print_rules(res, choice: LawChoice, fixed_n: bool) -> None:
+def print_rules(res: cost.RulesCheck, choice: LawChoice, fixed_n: bool) -> None:
     """One budget's block: the rule D = k N, a fixed N if given, the law's optimum, and its intervals."""
     law = choice.law
     k = res.tokens_per_param_rule

@@ -11,7 +11,9 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 _NEGATIVE_NUMBER = re.compile(r"^-\.?\d")
 
@@ -26,7 +28,8 @@ class NumberArgs(argparse.ArgumentParser):
     the parsed values.
     """
 
-    def parse_known_args(self, args=None, namespace=None):
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
         args = list(sys.argv[1:] if args is None else args)
         originals = {}
         for i, arg in enumerate(args):
@@ -34,7 +37,7 @@ class NumberArgs(argparse.ArgumentParser):
                 args[i] = f"\0{i}"          # NUL cannot occur in a real argument
                 originals[args[i]] = arg
 
-        def back(value):
+        def back(value: object) -> Any:
             if isinstance(value, list):
                 return [back(v) for v in value]
             if isinstance(value, (str, Path)) and str(value) in originals:
@@ -47,11 +50,11 @@ class NumberArgs(argparse.ArgumentParser):
         return parsed, back(extras)
 
 
-def print_json(obj) -> None:
+def print_json(obj: object) -> None:
     print(json.dumps(obj, indent=2))
 
 
-def print_assumptions(items) -> None:
+def print_assumptions(items: Iterable[str]) -> None:
     print("assumptions:")
     seen = []
     for item in items:

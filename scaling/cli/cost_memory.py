@@ -5,6 +5,7 @@ Thin layer over `scaling.cost.memory`: parse, call, print, each figure with its 
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from scaling import cost
@@ -12,7 +13,7 @@ from scaling.cli.cost_common import print_assumptions, print_json
 from scaling.errors import UsageError
 
 
-def add_memory(sub) -> None:
+def add_memory(sub: argparse._SubParsersAction) -> None:
     mem = sub.add_parser(
         "memory", help="weights by dtype, attention score matrices, SSM state, n = d crossover",
         description="Give any of: --params (weights), --context (n^2 attention scores), "
@@ -35,7 +36,7 @@ def add_memory(sub) -> None:
     mem.set_defaults(func=cmd_memory)
 
 
-def cmd_memory(args) -> int:
+def cmd_memory(args: argparse.Namespace) -> int:
     sections = memory_sections(args)
     if args.json:
         print_json({k: v.to_dict() for k, v in sections.items()})
@@ -44,7 +45,7 @@ def cmd_memory(args) -> int:
     return 0
 
 
-def memory_sections(args) -> dict[str, Any]:
+def memory_sections(args: argparse.Namespace) -> dict[str, Any]:
     """The sections the flags ask for (weights, attention scores, SSM state, crossover), each a
     cost result; UsageError for flags that go together given alone, or none at all."""
     sections: dict[str, Any] = {}   # one result type per section

@@ -19,19 +19,24 @@ are printed side by side.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scaling.cli.law_choice import add_fit_option, choose_law
+from scaling.cli.law_choice import LawChoice, add_fit_option, choose_law
 from scaling.config import load_config
 from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, positive, sci
 
+if TYPE_CHECKING:
+    from scaling.laws.results.lawfit import LawFit
 
-def register(subparsers) -> None:
+
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "design", help="the intervals a planned sweep would give, before training",
         description="For each config: simulate its planned runs under a prior law (your fit, or a "
@@ -83,7 +88,7 @@ def planned_curves(config: Path, param_convention: str) -> list:
             for r in plan(load_config(config))]
 
 
-def schedule_effect(args, fit) -> tuple[float, float]:
+def schedule_effect(args: argparse.Namespace, fit: LawFit | None) -> tuple[float, float]:
     """(anneal C, decay) of the simulated curves: --anneal, or the prior's curve laws' median C."""
     from scaling.laws.curves.law import DECAY
 
@@ -99,10 +104,11 @@ def schedule_effect(args, fit) -> tuple[float, float]:
     return max(float(np.median([s["law"]["C"] for s in curves["sizes"]])), 0.0), decay
 
 
-def cmd_curve_design(args, choice, noise: float, convention: str) -> int:
+def cmd_curve_design(args: argparse.Namespace, choice: LawChoice, noise: float, convention: str) -> int:
     """--curves: each config fitted from its curves and from its final losses (see module doc)."""
     from scaling.laws.design.curves import curve_outlook
 
+    assert choice.law is not None, "choose_law(parametric=True) refuses a law without L(N, D)"
     anneal, decay = schedule_effect(args, choice.fit)
     run_noise = noise / math.sqrt(2) if args.run_noise is None else args.run_noise
     if not (math.isfinite(run_noise) and 0 <= run_noise <= noise):
@@ -139,7 +145,7 @@ def cmd_curve_design(args, choice, noise: float, convention: str) -> int:
     return 0
 
 
-def cmd_design(args) -> int:
+def cmd_design(args: argparse.Namespace) -> int:
     from scaling.laws.design.sweep import expected_precision, measured_scatter  # the fitter: after the arguments
 
     choice = choose_law(args.fit, args.law, parametric=True)

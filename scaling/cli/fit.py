@@ -25,7 +25,7 @@ from scaling.laws.results import lawfit as results
 from scaling.train.counts import COMPUTE_MEASURES
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "fit", help="fit L(N, D) with bootstrap intervals; write fit.json",
         description="Fit L(N, D) = E + A/N^alpha + B/D^beta (Hoffmann et al.'s Approach 3: Huber loss "
@@ -83,13 +83,13 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_fit)
 
 
-def _column(p, name: str, metavar: str, help: str) -> None:
+def _column(p: argparse.ArgumentParser, name: str, metavar: str, help: str) -> None:
     """--NAME COLUMN (the API's keyword), and its older spelling --NAME-col, kept hidden."""
     p.add_argument(f"--{name}", dest=f"{name}_col", metavar=metavar, help=help)
     p.add_argument(f"--{name}-col", dest=f"{name}_col", help=argparse.SUPPRESS)
 
 
-def source_of(args) -> tuple[object, str, str]:
+def source_of(args: argparse.Namespace) -> tuple[str | Path, str, str]:
     """The one data source the arguments name: (source, its kind for `api.points`, a name for the
     default output folder). The flags are checked here, in flag names; the loading is `api.fit`'s."""
     sources = [s for s, v in (("RUNS_DIR", args.runs_dir), ("--csv", args.csv), ("--dataset", args.dataset))
@@ -121,17 +121,17 @@ def source_of(args) -> tuple[object, str, str]:
     return args.dataset, "dataset", args.dataset
 
 
-def _check_number(flag: str, value, positive: bool = True) -> None:
+def _check_number(flag: str, value: float | None, positive: bool = True) -> None:
     if value is not None and not (math.isfinite(value) and (value > 0 or not positive)):
         raise UsageError(f"{flag} must be a positive, finite number; got {value!r}")
 
 
-def _check_count(flag: str, value) -> None:
+def _check_count(flag: str, value: int) -> None:
     if value < 0:
         raise UsageError(f"{flag} must be a whole number >= 0; got {value!r}")
 
 
-def cmd_fit(args) -> int:
+def cmd_fit(args: argparse.Namespace) -> int:
     _check_count("--bootstrap", args.bootstrap)
     if args.bootstrap > MAX_RESAMPLES:
         raise UsageError(f"--bootstrap must be at most {MAX_RESAMPLES:,}; got {args.bootstrap} (a 95% interval "

@@ -23,7 +23,7 @@ from scaling.runs.imports.resolve import BATCH_KEYS, LOSS_TAGS, N_KEYS, TOKENS_K
 from scaling.runs.imports.source import KINDS
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "import", help="import runs logged with TensorBoard, W&B, MLflow or a CSV",
         description="Read each run's hyperparameters and curves from its own log format and write them as "
@@ -54,7 +54,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _name(p, flag: str, old: str, dest: str, metavar: str, help: str) -> None:
+def _name(p: argparse.ArgumentParser, flag: str, old: str, dest: str, metavar: str, help: str) -> None:
     """A name flag, and its older spelling kept working but unlisted."""
     p.add_argument(flag, dest=dest, metavar=metavar, help=help)
     p.add_argument(old, dest=dest, help=argparse.SUPPRESS)
@@ -64,7 +64,7 @@ def _name(p, flag: str, old: str, dest: str, metavar: str, help: str) -> None:
 FLAGS = {"n": "--n KEY", "d": "--d KEY (or --batch-tokens KEY)", "loss": "--loss TAG"}
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     for dest, flag in (("n_key", "--n"), ("tokens_key", "--d"), ("batch_tokens_key", "--batch-tokens"),
                        ("loss_tag", "--loss"), ("run_key", "--run")):
         if getattr(args, dest) == "":

@@ -27,7 +27,7 @@ FIT = "FIT"
 FIT_HELP = "a fit: the folder `scaling fit` wrote (e.g. fits/tiny), or its fit.json"
 
 
-def add_fit_option(parser, help: str, *, aliases: tuple[str, ...] = ()) -> None:
+def add_fit_option(parser: argparse.ArgumentParser, help: str, *, aliases: tuple[str, ...] = ()) -> None:
     """--fit FIT; `aliases`: older spellings, still read, not shown in --help."""
     parser.add_argument("--fit", type=Path, default=None, metavar=FIT, help=help)
     for flag in aliases:

@@ -17,21 +17,26 @@ argparse, so a bad one is a UsageError (exit 2) that names it.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from scaling.cli.law_choice import DEFAULT_LAW, FIT, FIT_HELP, add_fit_option, choose_law
+from scaling.cli.law_choice import DEFAULT_LAW, FIT, FIT_HELP, LawChoice, add_fit_option, choose_law
 from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, positive
 from scaling.laws.forms.references import REFERENCES
 from scaling.laws.optimal import allocation, compare
 from scaling.laws.results import summary
-from scaling.laws.results.lawfit import load_fit
+from scaling.laws.results.lawfit import LawFit, load_fit
+
+if TYPE_CHECKING:
+    from scaling.laws.repeated.section import RepeatedPlan
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     cmp = subparsers.add_parser(
         "compare", help="your fit against Kaplan, Chinchilla and Besiroglu",
         description="Exponents, allocation exponents and tokens per parameter of a fit "
@@ -68,7 +73,7 @@ def parse_computes(values: list[str]) -> list[float]:
 
 # ----------------------------------------------------------------------------- commands
 
-def cmd_compare(args) -> int:
+def cmd_compare(args: argparse.Namespace) -> int:
     fit = load_fit(args.fit)
     allocation.check_allocatable(fit.law, f"fit {args.fit}")   # a, b and G divide by alpha + beta
     c = fit.reference_compute
@@ -100,7 +105,7 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def _as_predicted(plans, choice):
+def _as_predicted(plans: list[list[allocation.Allocation]], choice: LawChoice) -> list[list[allocation.Allocation]]:
     """The plans with each allocation's loss as the fit predicts it: beyond the fitted compute, as
     its backtest says (docs/fitting.md: the law less under-trained runs, moved by its bias), the
     center of the law optimum's interval. A published law's, or a fit without a backtest, as given."""
@@ -110,7 +115,7 @@ def _as_predicted(plans, choice):
     return [[replace(a, loss=fit.expected_loss(a.n, a.d)) for a in rows] for rows in plans]
 
 
-def cmd_plan(args) -> int:
+def cmd_plan(args: argparse.Namespace) -> int:
     computes = parse_computes(args.compute)
     choice = choose_law(args.fit, args.law)
     law, label = choice.law, choice.label
@@ -171,7 +176,7 @@ def cmd_plan(args) -> int:
     return 0
 
 
-def repeated_plan(choice, computes, unique_text):
+def repeated_plan(choice: LawChoice, computes: list[float], unique_text: str) -> RepeatedPlan:
     """The plan under the data-constrained law: your fit's R_D* where it has one (runs that repeated
     data), else Muennighoff et al.'s published R_D* and R_N* on your law."""
     from scaling.laws.repeated import plan_repeated
@@ -190,13 +195,13 @@ def repeated_plan(choice, computes, unique_text):
                                                        "your data; a fit of runs that repeat data measures yours")
 
 
-def _verdict_json(fit) -> dict | None:
+def _verdict_json(fit: LawFit | None) -> dict | None:
     if fit is None or fit.diagnostics is None:
         return None
     return {"verdict": fit.diagnostics.verdict, "reasons": list(fit.diagnostics.reasons)}
 
 
-def _data_line(fit) -> str:
+def _data_line(fit: LawFit) -> str:
     d = fit.data
     parts = []
     if d.n_points is not None:

@@ -10,18 +10,23 @@ Thin layer over `scaling.report.report.make_report`; prints the hold-out check a
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scaling.cli.law_choice import FIT, FIT_HELP, add_fit_option
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws.fitting import fitdata, readers
 
+if TYPE_CHECKING:
+    from scaling.report.sections import Report
 
-def register(subparsers) -> None:
+
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "report", help="a fit's report: figures, tables, hold-out check",
         description="Draw the loss curves, final losses with the fitted law, IsoFLOP profiles, iso-loss "
@@ -58,7 +63,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_report)
 
 
-def default_out(args) -> Path:
+def default_out(args: argparse.Namespace) -> Path:
     if args.dataset is not None:
         return Path("fits") / args.dataset / "report"
     src = args.source
@@ -69,7 +74,7 @@ def default_out(args) -> Path:
     return Path("fits") / src.resolve().name / "report"
 
 
-def cmd_report(args) -> int:
+def cmd_report(args: argparse.Namespace) -> int:
     # matplotlib is imported only by this command
     from scaling.laws.checks.holdout import format_holdout
     from scaling.report.document import FIGURE_DIR
@@ -105,7 +110,7 @@ def cmd_report(args) -> int:
     return 0
 
 
-def report_json(rep, paths: list[Path]) -> dict:
+def report_json(rep: Report, paths: list[Path]) -> dict:
     """What `scaling report` tells, typed: the files written, the hold-out check (as fit.json holds
     it), and what the report lacks (runs left out, notes, figures not drawn and why)."""
     return {"report": str(paths[-1]), "files": [str(p) for p in paths[:-1]],

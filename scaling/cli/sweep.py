@@ -2,27 +2,38 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import signal
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from scaling.config import load_config
+from scaling.config import SweepConfig, load_config
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.runs import store
 from scaling.sweep.estimates import DryRun, dry_run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from scaling.sweep.driver import SweepResult
+    from scaling.sweep.job import Job
+    from scaling.sweep.plan import PlannedRun
 
 # scaling.sweep and scaling.train import torch (seconds to load): only the commands that need them import them.
 
 console = Console(highlight=False, soft_wrap=True)
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction) -> None:
     sweep = subparsers.add_parser("sweep", help="train the runs of a sweep config (skips finished runs)")
     sweep.add_argument("config", type=Path, metavar="CONFIG", help="sweep YAML, e.g. configs/tiny.yaml")
     sweep.add_argument("--runs-dir", type=Path, default=Path("runs"), help="run store root (default: runs)")
@@ -53,7 +64,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def show_plan(cfg, args) -> None:
+def show_plan(cfg: SweepConfig, args: argparse.Namespace) -> None:
     """The dry run of `cfg` (sweep, tune): as a table, or with --json as DryRun.to_json()."""
     dry = dry_run(cfg, args.runs_dir, args.cache_dir)
     if args.json:
@@ -62,7 +73,7 @@ def show_plan(cfg, args) -> None:
         print_plan(dry, cfg)
 
 
-def print_plan(dry: DryRun, cfg) -> None:
+def print_plan(dry: DryRun, cfg: SweepConfig) -> None:
     from scaling.sweep.plan import family_flops
     from scaling.train.compute import expected_optimum
     from scaling.train.counts import MEASURE_CONVENTION
@@ -119,7 +130,7 @@ def progress_bars() -> Progress:
                     TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=console)
 
 
-def print_repeats(planned, unique: int | None) -> None:
+def print_repeats(planned: list[PlannedRun], unique: int | None) -> None:
     """Whether the runs will see their training tokens more than once, and how often."""
     if unique is None:
         console.print("epochs: not known until the corpus is tokenized (the sweep builds the token cache first)")
@@ -138,30 +149,30 @@ class RichReporter:
     """A bar for the sweep, in FLOPs so that big runs weigh in the ETA as they should, and a bar
     in tokens for each run in training (several at once when the executor packs runs)."""
 
-    def __init__(self, progress: Progress):
+    def __init__(self, progress: Progress) -> None:
         self.bars = progress
         self.sweep_bar: TaskID   # added by begin(), which the executor calls first
         self.run_bars: dict[str, TaskID] = {}     # run id -> bar of a run in training
         self.flops_running: dict[str, float] = {}  # run id -> FLOPs it has done so far
         self.flops_done = 0.0    # FLOPs of the runs completed in this call
 
-    def begin(self, jobs) -> None:
+    def begin(self, jobs: list[Job]) -> None:
         total = sum(job.spec.trained_flops() for job in jobs)
         self.sweep_bar = self.bars.add_task(f"{len(jobs)} runs to train", total=total, info="")
 
-    def started(self, job) -> None:
+    def started(self, job: Job) -> None:
         run_id = job.spec.run_id
         if run_id not in self.run_bars:
             self.run_bars[run_id] = self.bars.add_task(run_id, total=job.spec.tokens, info="")
 
-    def progress(self, job, tokens_done, tokens_total, tokens_per_s) -> None:
+    def progress(self, job: Job, tokens_done: int, tokens_total: int, tokens_per_s: float) -> None:
         self.started(job)
         self.bars.update(self.run_bars[job.spec.run_id], completed=tokens_done,
                          info=f"{_si(tokens_done)}/{_si(tokens_total)} tok  {_si(tokens_per_s)} tok/s")
         self.flops_running[job.spec.run_id] = job.spec.trained_flops(tokens_done)
         self.bars.update(self.sweep_bar, completed=self.flops_done + sum(self.flops_running.values()))
 
-    def finished(self, job, summary) -> None:
+    def finished(self, job: Job, summary: dict) -> None:
         bar = self.run_bars.pop(job.spec.run_id, None)
         if bar is not None:
             self.bars.remove_task(bar)
@@ -175,14 +186,14 @@ class RichReporter:
 
 
 @contextmanager
-def stop_on_signals():
+def stop_on_signals() -> Iterator[list[int]]:
     """SIGINT and SIGTERM ask the run in progress to stop after a checkpoint; a second one stops
     at once. Yields the list the signals received are appended to."""
     from scaling.train.loop import STOP, request_stop
 
-    received = []
+    received: list[int] = []
 
-    def handler(signum, frame):
+    def handler(signum: int, frame: FrameType | None) -> None:
         if received:
             raise KeyboardInterrupt
         received.append(signum)
@@ -197,7 +208,7 @@ def stop_on_signals():
         STOP.clear()
 
 
-def resume_command(args) -> str:
+def resume_command(args: argparse.Namespace) -> str:
     command = f"scaling sweep {args.config}"
     if args.runs_dir != Path("runs"):
         command += f" --runs-dir {args.runs_dir}"
@@ -206,7 +217,7 @@ def resume_command(args) -> str:
     return command
 
 
-def cmd_sweep(args) -> int:
+def cmd_sweep(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     if args.json and not args.dry_run:
         raise UsageError("--json goes with --dry-run (a sweep's result is its run store: `scaling runs --json`)")
@@ -236,7 +247,7 @@ def cmd_sweep(args) -> int:
     return 1 if any(s["status"] == "failed" for s in result.trained) else 0
 
 
-def _print_outcome(result) -> None:
+def _print_outcome(result: SweepResult) -> None:
     t = result.table
     finished = int((t.status == "finished").sum())
     stable = int((t.status == "stable").sum())
@@ -250,7 +261,7 @@ def _print_outcome(result) -> None:
         console.print(f"retry: {row.run_id} retries {row.retry_of} at lr {row.lr:.3g}: {row.status}")
 
 
-def cmd_runs(args) -> int:
+def cmd_runs(args: argparse.Namespace) -> int:
     table = store.read_runs(args.sweep_dir)
     if args.json:
         # runs.parquet's own columns, NaN as null: the table `scaling fit` reads
@@ -274,7 +285,7 @@ def cmd_runs(args) -> int:
     return 0
 
 
-def _compute(run) -> float | None:
+def _compute(run: pd.Series) -> float | None:
     """The run's compute as the fit counts it: exact FLOPs, else (an imported run) 6 N D."""
     for column in ("flops_exact", "flops_6n_total", "flops_6nd"):
         value = run.get(column)
@@ -283,13 +294,13 @@ def _compute(run) -> float | None:
     return None
 
 
-def _int(x) -> str:
+def _int(x: float | None) -> str:
     return "-" if x is None or x != x else str(int(x))
 
 
-def _si_or(x) -> str:
+def _si_or(x: float | None) -> str:
     return "-" if x is None or x != x else _si(float(x))
 
 
-def _num(x, fmt: str) -> str:
+def _num(x: float | None, fmt: str) -> str:
     return "-" if x is None or x != x else format(float(x), fmt)

@@ -15,17 +15,22 @@ per shape; lr_opt against N: scaling.report.tuning). --out is checked before any
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scaling.cli.sweep import console, show_plan, stop_on_signals
-from scaling.config import load_config
+from scaling.config import SweepConfig, load_config
 from scaling.errors import UsageError
 from scaling.formats import positive, sci
 
+if TYPE_CHECKING:
+    from scaling.sweep.job import Job
 
-def register(subparsers) -> None:
+
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "tune", help="measure each shape's best learning rate; fit lr_opt against N",
         description="For each shape of the config's grid, train a log grid of learning rates at one token "
@@ -56,7 +61,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_tune)
 
 
-def parse_flags(args):
+def parse_flags(args: argparse.Namespace) -> tuple[SweepConfig, tuple[float, ...], int | None]:
     """The config, the rates and the budget, each checked under its flag's name."""
     from scaling.tune.shapes import DEFAULT_LRS, learning_rates
 
@@ -72,14 +77,14 @@ def parse_flags(args):
 class LineReporter:
     """One line per run as it ends, with its learning rate (the run id holds it only as a digest)."""
 
-    def begin(self, jobs):
+    def begin(self, jobs: list[Job]) -> None:
         console.print(f"{len(jobs)} tuning runs to train")
 
-    def started(self, job): pass
+    def started(self, job: Job) -> None: pass
 
-    def progress(self, job, tokens_done, tokens_total, tokens_per_s): pass
+    def progress(self, job: Job, tokens_done: int, tokens_total: int, tokens_per_s: float) -> None: pass
 
-    def finished(self, job, summary):
+    def finished(self, job: Job, summary: dict) -> None:
         loss = summary.get("final_val_loss")
         console.print(f"{job.spec.run_id}  lr {sci(job.spec.lr)}: {summary['status']}"
                       + (f", val loss {loss:.4f}" if loss is not None else "") + f", {summary.get('wall_s', 0):.0f} s")
@@ -107,7 +112,7 @@ def parse_beta2(text: str | None) -> Sequence[float | None]:
     return sorted(set(values))
 
 
-def checked_out(args, cfg) -> Path:
+def checked_out(args: argparse.Namespace, cfg: SweepConfig) -> Path:
     """--out (default fits/<name>-tune), checked before any training rather than after it."""
     from scaling.tune.files import check_tuning_output
 
@@ -116,7 +121,7 @@ def checked_out(args, cfg) -> Path:
     return out
 
 
-def cmd_tune_budgets(args) -> int:
+def cmd_tune_budgets(args: argparse.Namespace) -> int:
     from scaling.tune.budgets import budget_sweep_name, select_cells, sweep_cells
 
     cfg = load_config(args.config)
@@ -161,7 +166,7 @@ def cmd_tune_budgets(args) -> int:
     return code
 
 
-def cmd_tune(args) -> int:
+def cmd_tune(args: argparse.Namespace) -> int:
     from scaling.tune.shapes import tune, tuning_config, tuning_tokens
 
     one_budget, at_budgets = {"--tokens": args.tokens, "--lrs": args.lrs}, \

@@ -8,9 +8,11 @@ report` finds it.
 
 from __future__ import annotations
 
+import argparse
 import json
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scaling.cli.law_choice import FIT, FIT_HELP
 from scaling.cli.sweep import RichReporter, console, progress_bars, stop_on_signals
@@ -20,8 +22,13 @@ from scaling.laws.optimal.allocation import check_allocatable
 from scaling.laws.results.lawfit import FILENAME, load_fit
 from scaling.runs.store import check_output
 
+if TYPE_CHECKING:
+    from scaling.config import SweepConfig
+    from scaling.sweep.plan import PlannedRun
+    from scaling.validate.result import Validation
 
-def register(subparsers) -> None:
+
+def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "validate", help="train the model a fit recommends, and two neighbours",
         description="At compute C: the sweep's model family's shape nearest the fit's N_opt, trained on "
@@ -47,7 +54,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_validate)
 
 
-def estimate(vcfg, runs, timed: Path) -> tuple[list[float], str, int, float]:
+def estimate(vcfg: SweepConfig, runs: list[PlannedRun], timed: Path) -> tuple[list[float], str, int, float]:
     """Each run's estimated wall time (from the FLOP/s of the finished runs in the store `timed`),
     what that rests on, the runs at once, and the wall time of all of them."""
     from scaling.sweep.estimates import estimate_walls, makespan, sweep_workers
@@ -57,7 +64,8 @@ def estimate(vcfg, runs, timed: Path) -> tuple[list[float], str, int, float]:
     return walls, basis, workers, makespan(sorted(walls, reverse=True), workers)
 
 
-def show_dry_run(planned, walls: list[float], basis: str, workers: int, total: float, as_json: bool) -> None:
+def show_dry_run(planned: Validation, walls: list[float], basis: str, workers: int, total: float,
+                 as_json: bool) -> None:
     """The planned runs and their predictions: as validate.json would hold them before training, with
     the wall-time estimates of `scaling sweep --dry-run --json` (est_wall_s, wall_basis, workers);
     else as the table and one line of estimate."""
@@ -74,7 +82,7 @@ def show_dry_run(planned, walls: list[float], basis: str, workers: int, total: f
                   f"(wall times from {basis})")
 
 
-def cmd_validate(args) -> int:
+def cmd_validate(args: argparse.Namespace) -> int:
     from scaling.train.loop import Interrupted
     from scaling.validate.result import format_validation, validation_path, write_validation
     from scaling.validate.run import fit_store, prepare, recipe, runs_root, validate

@@ -22,7 +22,7 @@ from scaling.formats import positive
 from scaling.laws.forms.law import Law
 
 
-def non_negative(value, name: str) -> float:
+def non_negative(value: float | str, name: str) -> float:
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -65,8 +65,8 @@ class InferenceCost(Result):
     assumptions: tuple = ()
 
 
-def inference_cost(n_params, tokens_per_request, requests: Sequence,
-                   training_tokens=None) -> InferenceCost:
+def inference_cost(n_params: float | str, tokens_per_request: float | str, requests: Sequence[float | str],
+                   training_tokens: float | str | None = None) -> InferenceCost:
     """C_inf = 2 N per generated token, times tokens per request, times requests."""
     n = positive(n_params, "parameter count N")
     t = positive(tokens_per_request, "tokens per request")
@@ -135,7 +135,7 @@ class InferenceAwareOptimum(Result):
     assumptions: tuple = ()
 
 
-def _check_target(law: Law, target_loss) -> float:
+def _check_target(law: Law, target_loss: float | str) -> float:
     try:
         loss = float(target_loss)
     except (TypeError, ValueError):
@@ -206,7 +206,7 @@ def _solve_sardana(law: Law, target: float, d_inf: float) -> tuple[float, float,
     return n, d, abs(n - n_check) / n_check
 
 
-def inference_aware_optimum(law: Law, target_loss, inference_tokens: Sequence, *,
+def inference_aware_optimum(law: Law, target_loss: float | str, inference_tokens: Sequence[float | str], *,
                             law_label: str = "") -> InferenceAwareOptimum:
     """Sardana et al. 2024: for each expected number of generated tokens D_inf, the N and D
     that reach `target_loss` under `law` at least training + inference FLOPs,

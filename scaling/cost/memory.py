@@ -47,7 +47,8 @@ def _dtype_bytes(dtype: str) -> float:
     return DTYPE_BYTES[key]
 
 
-def weight_memory(total_params, dtype: str = "bf16", active_params=None) -> WeightMemory:
+def weight_memory(total_params: float | str, dtype: str = "bf16",
+                  active_params: float | str | None = None) -> WeightMemory:
     n = positive(total_params, "total parameter count")
     na = n if active_params is None else positive(active_params, "active parameter count")
     if na > n:
@@ -85,8 +86,8 @@ class AttentionScoresMemory(Result):
     assumptions: tuple = ()
 
 
-def attention_scores_memory(contexts: Sequence, bytes_per_element=4, heads=1,
-                            layers=1) -> AttentionScoresMemory:
+def attention_scores_memory(contexts: Sequence[float | str], bytes_per_element: int = 4, heads: int = 1,
+                            layers: int = 1) -> AttentionScoresMemory:
     """n^2 x bytes per head per layer for a materialised n x n score matrix; x heads x layers."""
     ns = [positive(n, "context length", integer=True) for n in contexts]
     if not ns:
@@ -120,7 +121,7 @@ class SSMState(Result):
     assumptions: tuple = ()
 
 
-def ssm_state_memory(d, n_state, bytes_per_element=4, layers=1) -> SSMState:
+def ssm_state_memory(d: float | str, n_state: float | str, bytes_per_element: int = 4, layers: int = 1) -> SSMState:
     """An SSM's recurrent state: d x N_state numbers per layer, the same at any context length."""
     dd = positive(d, "SSM channels d", integer=True)
     ns = positive(n_state, "SSM state size", integer=True)
@@ -155,7 +156,7 @@ class Crossover(Result):
     assumptions: tuple = ()
 
 
-def attention_recurrence_crossover(d, contexts: Sequence = ()) -> Crossover:
+def attention_recurrence_crossover(d: float | str, contexts: Sequence[float | str] = ()) -> Crossover:
     """Self-attention's n^2 d against a recurrence's n d^2: equal at n = d."""
     dd = positive(d, "model width d", integer=True)
     ns = [positive(n, "context length", integer=True) for n in contexts]

@@ -8,16 +8,21 @@ separated from what it assumed. `to_dict()` gives the JSON form (`scaling.format
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scaling import formats
 from scaling.formats import json_safe
 from scaling.laws.optimal import allocation
+
+if TYPE_CHECKING:
+    from scaling.laws.forms.law import Law
 
 SIX_ND = ("C = 6 N D: 2 N forward + 4 N backward FLOPs per parameter and training token; "
           "ignores attention over the context and counts every parameter (embeddings included) "
           "as a matmul")
 
 
-def check_allocation(law, law_label: str | None = None):
+def check_allocation(law: Law, law_label: str | None = None) -> Law:
     """`law`, when it has a compute-optimal allocation; else a UsageError saying why not
     (`scaling.laws.optimal.allocation.check_allocatable`)."""
     return allocation.check_allocatable(law, law_label)

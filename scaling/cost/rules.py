@@ -42,14 +42,15 @@ class RulesCheck(Result):
     assumptions: tuple = ()
 
 
-def rules_of_thumb(compute, *, fixed_params=None, tokens_per_param=20.0, law: Law | None = None,
+def rules_of_thumb(compute: float | str, *, fixed_params: float | str | None = None, tokens_per_param: float = 20.0,
+                   law: Law | None = None,
                    law_label: str | None = None) -> RulesCheck:
     """At C FLOPs: the rule D = k N (N = sqrt(C / 6k)); a fixed N spent Kaplan-style
     (D = C / 6N); and the law's own compute-optimal N, D, each with its loss under the law."""
     c = positive(compute, "compute C")
     k = positive(tokens_per_param, "tokens per parameter")
 
-    def row(label, n, d):
+    def row(label: str, n: float, d: float) -> AllocationRow:
         loss = None if law is None else float(law.loss(n, d))
         return AllocationRow(label, n, d, d / n, 2.0 * n, loss)
 

@@ -12,6 +12,7 @@ Given a model's shape, the exact count of `scaling.train.counts` too (the count 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from scaling.cost.result import SIX_ND, Result, fixed_sci
 from scaling.errors import UsageError
@@ -40,7 +41,7 @@ class ModelShape:
     vocab: int
     tied_embeddings: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("n_layers", "d_model", "context", "vocab"):
             positive(getattr(self, name), name.replace("_", " "), integer=True)
 
@@ -71,7 +72,7 @@ class FlopCount(Result):
         return self.training / self.training_6n
 
 
-def flops_per_token(n_params, shape: ModelShape) -> FlopCount:
+def flops_per_token(n_params: float | str, shape: ModelShape) -> FlopCount:
     """Training FLOPs per token of a model of N parameters in all and this shape.
 
     The count of `scaling.train.counts`: N less the shape's embeddings and LayerNorms is the
@@ -126,7 +127,7 @@ class Throughput(Result):
     assumptions: tuple = ()
 
 
-def check_mfu(value) -> float:
+def check_mfu(value: float | str) -> float:
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -145,7 +146,8 @@ def peak_of(gpu: str) -> tuple[float, str]:
     return GPU_PRESETS[key]
 
 
-def throughput(*, achieved=None, gpu: str | None = None, peak=None, mfu=None) -> Throughput:
+def throughput(*, achieved: float | str | None = None, gpu: str | None = None, peak: float | str | None = None,
+               mfu: float | str | None = None) -> Throughput:
     """Achieved FLOP/s per GPU from exactly one of: an achieved figure, a preset, a peak.
 
     A peak (preset or user value) needs an MFU: quoting peak as if it were achieved is the
@@ -174,6 +176,7 @@ def throughput(*, achieved=None, gpu: str | None = None, peak=None, mfu=None) ->
         p, what = peak_of(gpu)
         source = f"preset {str(gpu).strip().lower()}: {what}, peak {fixed_sci(p, 3)} FLOP/s"
     else:
+        assert peak is not None    # exactly one of achieved, gpu, peak is given
         p = positive(peak, "peak FLOP/s per GPU")
         source = f"peak given by the user, {fixed_sci(p, 3)} FLOP/s"
     return Throughput(p * u, p, u, source, assumptions=(
@@ -211,7 +214,8 @@ class TrainingCost(Result):
     assumptions: tuple = ()
 
 
-def training_cost(name: str, n_params, tokens, tp: Throughput, *, gpus=1, price=None,
+def training_cost(name: str, n_params: float | str, tokens: float | str, tp: Throughput, *, gpus: int = 1,
+                  price: float | str | None = None,
                   shape: ModelShape | None = None) -> TrainingCost:
     """C = 6 N D; H = C / F / 3600; days = H / G / 24; US$ = H x price (and the same from the
     exact count when a shape is given)."""
@@ -221,7 +225,7 @@ def training_cost(name: str, n_params, tokens, tp: Throughput, *, gpus=1, price=
     pr = None if price is None else positive(price, "price per GPU-hour")
     c = 6.0 * n * d
 
-    def hours_days_usd(compute):
+    def hours_days_usd(compute: float) -> tuple[float, float, float | None]:
         h = compute / tp.flops_per_s / 3600.0
         return h, h / g / 24.0, (None if pr is None else h * pr)
 
@@ -231,7 +235,7 @@ def training_cost(name: str, n_params, tokens, tp: Throughput, *, gpus=1, price=
                    "evaluation, or pipeline bubbles"]
     if pr is not None:
         assumptions.append(f"US${pr:g} per GPU-hour, flat")
-    extra = {}
+    extra: dict[str, Any] = {}
     if shape is not None:
         fpt = flops_per_token(n, shape)
         ce = fpt.training * d

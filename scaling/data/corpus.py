@@ -14,12 +14,16 @@ import warnings
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from scaling.config import CorpusConfig
 from scaling.errors import UsageError
 from scaling.reading import parse_json
+
+if TYPE_CHECKING:
+    import datasets
 
 TEXT_SUFFIXES = (".txt", ".jsonl", ".parquet")
 
@@ -128,7 +132,7 @@ def _is_saved_dataset(name: str) -> bool:
                                                                    "dataset_dict.json"))
 
 
-def _saved_dataset(folder: Path, split: str):
+def _saved_dataset(folder: Path, split: str) -> datasets.Dataset:
     """A saved Dataset, or the `split` of a saved DatasetDict."""
     import datasets
 

@@ -26,7 +26,7 @@ import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from scaling.config import SweepConfig
-from scaling.data.corpus import Split, load_split
+from scaling.data.corpus import Document, Split, load_split
 from scaling.errors import UsageError
 from scaling.reading import excerpt, read_json
 from scaling.runs import faults, locks, store
@@ -113,7 +113,7 @@ def token_byte_lengths(tokenizer: Tokenizer) -> np.ndarray:
     return lengths
 
 
-def _write_tokens(tokenizer: Tokenizer, docs, path: Path, dtype) -> int:
+def _write_tokens(tokenizer: Tokenizer, docs: list[Document], path: Path, dtype: np.dtype) -> int:
     """Encode documents in batches, each followed by EOS, appending to a flat binary file."""
     eos = tokenizer.token_to_id(EOS)
     count = 0

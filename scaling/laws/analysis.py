@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from scaling.errors import UsageError
@@ -38,8 +39,8 @@ from scaling.laws.results.lawfit import DEFAULT_BOOTSTRAP, DataSummary, FitOptio
 
 def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: float | None = None,
              bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, reference_compute: float | None = None,
-             grid=None, curves: pd.DataFrame | None = None, data_constrained: bool = False,
-             backtest: bool = True) -> LawFit:
+             grid: dict | npt.ArrayLike | None = None, curves: pd.DataFrame | None = None,
+             data_constrained: bool = False, backtest: bool = True) -> LawFit:
     """Fit the law to `data`, bootstrap it (`bootstrap` resamples; 0 for none), estimate the
     allocation by Hoffmann's three approaches, fit Kaplan's single-variable laws and, where the
     points give N both ways, the other convention; then diagnose it all (`LawFit.diagnostics`).
@@ -97,7 +98,7 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
                                                     lof=lof, holdout=check, extra=tuple(extra)))
 
 
-def _check_resampling(bootstrap, seed) -> None:
+def _check_resampling(bootstrap: int, seed: int) -> None:
     """The bootstrap's count and the seed: whole numbers >= 0 (a bool is not one)."""
     if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
         raise UsageError(f"the number of bootstrap resamples must be a whole number >= 0; got {bootstrap!r}")
@@ -105,7 +106,8 @@ def _check_resampling(bootstrap, seed) -> None:
         raise UsageError(f"the seed must be a whole number >= 0; got {seed!r}")
 
 
-def _law_fit(data: FitData, result: fitting.FitResult, boot, *, seed: int, custom_grid: bool,
+def _law_fit(data: FitData, result: fitting.FitResult, boot: resampling.BootstrapResult | None, *,
+             seed: int, custom_grid: bool,
              reference_compute: float) -> LawFit:
     """The LawFit of the Approach-3 fit and its bootstrap: the law, its allocation at
     `reference_compute`, the intervals, the evidence and limitations (the sections drawn from the
@@ -132,8 +134,9 @@ def _law_fit(data: FitData, result: fitting.FitResult, boot, *, seed: int, custo
         resampled=None if boot is None else np.column_stack([boot.samples[k] for k in PARAM_NAMES]))
 
 
-def _both_conventions(data: FitData, result: fitting.FitResult, boot, *, bootstrap: int, seed: int, delta: float,
-                      fixed_E, reference_compute: float) -> dict | None:
+def _both_conventions(data: FitData, result: fitting.FitResult, boot: resampling.BootstrapResult | None, *,
+                      bootstrap: int, seed: int, delta: float, fixed_E: float | None,
+                      reference_compute: float) -> dict | None:
     """The allocation with N counted each way, where the points give both (None where not): this
     fit's, and a refit of the points counted the other way."""
     other = data.counted_other_way()
@@ -160,7 +163,8 @@ def _planned_with(result: fitting.FitResult, data: FitData) -> fitting.FitResult
 OTHER_CONVENTION_RESAMPLES = 200   # enough for the side-by-side interval; the main fit keeps its own
 
 
-def convention_summary(result: fitting.FitResult, boot, reference_compute: float) -> dict:
+def convention_summary(result: fitting.FitResult, boot: resampling.BootstrapResult | None,
+                       reference_compute: float) -> dict:
     """alpha, beta, a and tokens per parameter of one fit, with intervals where bootstrapped."""
     law = result.law
     iv = boot.intervals if boot is not None else {}
@@ -171,7 +175,8 @@ def convention_summary(result: fitting.FitResult, boot, reference_compute: float
             "n_resamples": boot.n_resamples if boot is not None else 0}
 
 
-def _other_convention(other: FitData, bootstrap: int, seed: int, delta: float, fixed_E, reference_compute) -> dict:
+def _other_convention(other: FitData, bootstrap: int, seed: int, delta: float, fixed_E: float | None,
+                      reference_compute: float) -> dict:
     """The same points fitted with N counted the other way (a smaller bootstrap)."""
     try:
         result = _planned_with(fitting.fit_law(other.n, other.d, other.loss, delta=delta, fixed_E=fixed_E), other)

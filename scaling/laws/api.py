@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import numpy.typing as npt
 import pandas as pd
 
 from scaling.errors import UsageError
@@ -28,6 +29,7 @@ from scaling.laws.fitting import fitdata, readers, selection
 from scaling.laws.fitting.fit import DEFAULT_DELTA
 from scaling.laws.forms.law import Law
 from scaling.laws.forms.references import REFERENCES
+from scaling.laws.optimal import allocation
 from scaling.laws.results import lawfit as results
 
 KINDS = ("store", "table", "dataset", "frame")
@@ -36,7 +38,7 @@ COLUMNS = {"n": "n_col", "d": "d_col", "c": "c_col", "loss": "loss_col", "embedd
            "budget": "budget_col", "unique": "unique_col"}
 
 
-def kind_of(source) -> str:
+def kind_of(source: object) -> str:
     """What `source` is: a DataFrame ("frame"), a run store's folder ("store"), a packaged
     dataset's name ("dataset", where no file of that name exists) or a CSV/parquet file ("table")."""
     if isinstance(source, pd.DataFrame):
@@ -52,7 +54,8 @@ def kind_of(source) -> str:
     return "table"
 
 
-def points(source, *, kind: str | None = None, n: str | None = None, d: str | None = None, c: str | None = None,
+def points(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | None = None, d: str | None = None,
+           c: str | None = None,
            loss: str | None = None, embedding: str | None = None, budget: str | None = None,
            unique: str | None = None, unique_tokens: float | None = None, param_convention: str | None = None,
            compute_measure: str | None = None, metric: str = "loss") -> fitdata.FitData:
@@ -79,18 +82,20 @@ def points(source, *, kind: str | None = None, n: str | None = None, d: str | No
     if compute_measure is not None and kind != "store":
         raise UsageError("the compute measure applies to a run store; a table's C is 6 N D of its own N")
     if kind == "store":
-        return readers.from_runs(source, param_convention or "total", compute_measure=compute_measure or "exact",
-                                 metric=metric)
+        return readers.from_runs(cast("str | Path", source), param_convention or "total",
+                                 compute_measure=compute_measure or "exact", metric=metric)
     if kind == "dataset":
         if param_convention is not None:
             raise UsageError("a packaged dataset records its own parameter convention")
-        return readers.from_dataset(source)
+        return readers.from_dataset(cast(str, source))
     if kind == "frame":
-        return readers.from_frame(source, source="a DataFrame", param_convention=param_convention, **given)
-    return readers.from_table(source, param_convention=param_convention, **given)
+        return readers.from_frame(cast(pd.DataFrame, source), source="a DataFrame",
+                                  param_convention=param_convention, **given)
+    return readers.from_table(cast("str | Path", source), param_convention=param_convention, **given)
 
 
-def fit(source, *, kind: str | None = None, n: str | None = None, d: str | None = None, c: str | None = None,
+def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | None = None, d: str | None = None,
+        c: str | None = None,
         loss: str | None = None, embedding: str | None = None, budget: str | None = None, unique: str | None = None,
         unique_tokens: float | None = None, param_convention: str | None = None, compute_measure: str | None = None,
         metric: str = "loss", drop_highest_loss: int = 0, min_tokens_per_param: float | None = None,
@@ -120,24 +125,26 @@ def fit(source, *, kind: str | None = None, n: str | None = None, d: str | None 
     convention = data.param_convention or "total"    # a store's points always have one (from_runs' default)
     envelope = None
     if kind == "store" and metric == "loss":   # the curves are of the loss: Approach 1's envelope
-        envelope = curves_from_store(source, param_convention=convention)
+        envelope = curves_from_store(cast("str | Path", source), param_convention=convention)
     fit = analysis.fit_data(data, delta=delta, fixed_E=fixed_E, bootstrap=bootstrap, seed=seed,
                             reference_compute=reference_compute, curves=envelope, data_constrained=data_constrained)
     if curves:
-        fit = analysis.with_curves(fit, read_curve_runs(source, convention), resamples=bootstrap, seed=seed)
+        fit = analysis.with_curves(fit, read_curve_runs(cast("str | Path", source), convention), resamples=bootstrap,
+                                   seed=seed)
     if metric != "loss":   # fit.json says what its "loss" is, where the report and a reader see it
         what = f"fitted to {metric} = {tasks.FIT_METRICS[metric].meaning}, in place of the validation loss"
         fit = replace(fit, limitations=(f"{what}: L is this metric", *fit.limitations))
     return fit
 
 
-def load(path) -> results.LawFit:
+def load(path: str | Path) -> results.LawFit:
     """The fit in a fit directory (or its fit.json), with its bootstrap samples where they were
     written beside it, so `plan` and `predict` give intervals as the fit that wrote it did."""
     return results.load_fit(path)
 
 
-def plan(compute, law="chinchilla", *, seed: int = 0):
+def plan(compute: npt.ArrayLike, law: results.LawFit | Law | str | Path = "chinchilla", *,
+         seed: int = 0) -> allocation.Plan:
     """The compute-optimal N, D at `compute` FLOPs (a number, or an array: arrays back) and the loss
     they reach, as `scaling plan` gives them: an `allocation.Plan`.
 

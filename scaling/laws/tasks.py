@@ -22,10 +22,11 @@ OLMo's four; its intervals resample the runs it is fitted to.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from scaling.errors import UsageError
 from scaling.runs.store import TASK_KS, TASK_PROMPTS
@@ -63,7 +64,7 @@ class Rise:
     reason: str
 
 
-def rise(compute, values, trials: int | None = None) -> Rise:
+def rise(compute: npt.ArrayLike, values: npt.ArrayLike, trials: int | None = None) -> Rise:
     """How a metric rises with compute across the sweep: a quadratic in x = log C scaled to [0, 1]
     is fitted to the runs (any layout of N and D); its rise over the upper half of x, as a share of
     its whole rise, is 1/2 for a straight line in log C and near 1 for a metric that stays at its
@@ -100,7 +101,7 @@ def rise(compute, values, trials: int | None = None) -> Rise:
                 f"{100 * share:.0f}% of its rise ({whole:+.3g}) comes in the upper half of log compute")
 
 
-def independent_tokens(accuracy, k: int) -> np.ndarray:
+def independent_tokens(accuracy: npt.ArrayLike, k: int) -> np.ndarray:
     """Exact match of k tokens if each is right independently with the per-token accuracy: p^k."""
     return np.asarray(accuracy, float) ** k
 
@@ -114,7 +115,7 @@ class Link:
     midpoint: float
     width: float
 
-    def __call__(self, loss) -> np.ndarray:
+    def __call__(self, loss: npt.ArrayLike) -> np.ndarray:
         z = np.clip((np.asarray(loss, float) - self.midpoint) / self.width, -60, 60)
         return self.ceiling / (1.0 + np.exp(z))
 
@@ -149,7 +150,7 @@ def _check_pairs(L: np.ndarray, m: np.ndarray) -> None:
         raise UsageError(f"a loss-to-metric link needs 3 or more runs with a finite loss and metric; got {L.size}")
 
 
-def fit_link(loss, metric) -> Link:
+def fit_link(loss: npt.ArrayLike, metric: npt.ArrayLike) -> Link:
     """The link of least squared error on a grid of midpoints and widths (see _grid), the ceiling in
     (0, 1] solved exactly at each. At least 3 runs."""
     L, m = np.asarray(loss, float), np.asarray(metric, float)
@@ -168,18 +169,19 @@ class TwoStep:
     links: tuple                # the bootstrap's links, for bands at other losses
     level: float
 
-    def band(self, loss) -> tuple[np.ndarray, np.ndarray]:
+    def band(self, loss: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         return _band(self.links, loss, self.level)
 
 
-def _band(links, loss, level: float) -> tuple[np.ndarray, np.ndarray]:
+def _band(links: Sequence[Link], loss: npt.ArrayLike, level: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval of the links' values at each loss."""
     tail = 50 * (1 - level)
     curves = np.array([link(loss) for link in links])
     return np.percentile(curves, tail, axis=0), np.percentile(curves, 100 - tail, axis=0)
 
 
-def two_step(loss_train, metric_train, loss_predict, *, resamples: int = 200, seed: int = 0,
+def two_step(loss_train: npt.ArrayLike, metric_train: npt.ArrayLike, loss_predict: npt.ArrayLike, *,
+             resamples: int = 200, seed: int = 0,
              level: float = 0.95) -> TwoStep:
     """Fit the link on (loss, metric) of the training runs; predict the metric at `loss_predict`
     (the law's loss at the runs to predict); percentile intervals from `resamples` refits on

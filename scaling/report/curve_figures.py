@@ -10,19 +10,26 @@ Drawn from data objects (no file discovery, no fitting), in the report's style.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from scaling.laws.forms.law import Law
 from scaling.report.style import SizeColours, human, log_axis, new_figure, size_legend, with_rc
 
+if TYPE_CHECKING:
+    from scaling.laws.curves.fit import CurveRuns
+    from scaling.laws.curves.law import CurveLaw
+
 MAX_COLUMNS = 4
 
 
 @with_rc
-def curve_laws(runs, laws: dict, colours: SizeColours, *, n_label: str = "parameters") -> Figure:
+def curve_laws(runs: CurveRuns, laws: dict[float, CurveLaw], colours: SizeColours, *,
+               n_label: str = "parameters") -> Figure:
     """One panel per size: every evaluation of its runs (hollow: in the warmup, not fitted) and its
     curve law along each run's own schedule, from the end of the warmup to the run's last step."""
     sizes = sorted(laws)
@@ -66,7 +73,8 @@ def curve_laws(runs, laws: dict, colours: SizeColours, *, n_label: str = "parame
 
 
 @with_rc
-def two_fits(finals, sizes: dict, law_final: Law, law_curves: Law, colours: SizeColours, *,
+def two_fits(finals: tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike], sizes: dict, law_final: Law, law_curves: Law,
+             colours: SizeColours, *,
              n_label: str = "parameters") -> Figure:
     """Final loss against D at each size: the runs' final losses (dots), the curve laws' final
     losses at the D's of interest that the curve-based law is fitted to (crosses), the final-loss

@@ -65,6 +65,7 @@ def repeated_data(r: Report) -> None:
                                          "bound): a decay drawn from its point value would be no finding")
         return
     compute, unique = r.fit.reference_compute, rep.unique_range[1]
+    assert compute is not None         # a fit records the compute its ratios are quoted at
     r.figure("repeated", figs.repeated_data(rep, compute, unique),
              f"Left: the predicted loss along C = {compute:.3g} FLOPs (the fit's reference compute) with "
              f"{unique:.3g} unique tokens, against epochs, under the data-constrained law and as if every token "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import html
 import re
+from collections.abc import Iterable, Sequence
 
 FIGURE_DIR = "figures"
 
@@ -33,26 +34,26 @@ pre { padding: 0.6em; overflow-x: auto; }
 class Doc:
     """Headings, paragraphs, lists, tables and figures, in order."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.blocks: list[tuple] = []
 
-    def h(self, level: int, text: str):
+    def h(self, level: int, text: str) -> None:
         self.blocks.append(("h", level, text))
 
-    def p(self, text: str):
+    def p(self, text: str) -> None:
         self.blocks.append(("p", text))
 
-    def ul(self, items):
+    def ul(self, items: Iterable[str]) -> None:
         items = list(items)
         if items:                       # an empty list renders as nothing, not as an empty <ul>
             self.blocks.append(("ul", items))
 
-    def table(self, header, rows, align=None):
+    def table(self, header: Sequence[str], rows: Iterable[Sequence[object]], align: list[str] | None = None) -> None:
         """align: 'l' or 'r' per column; by default the first left (labels), the rest right (numbers)."""
         align = align or ["l"] + ["r"] * (len(header) - 1)
         self.blocks.append(("table", list(header), [list(r) for r in rows], align))
 
-    def figure(self, name: str, number: int, title: str, caption: str):
+    def figure(self, name: str, number: int, title: str, caption: str) -> None:
         self.blocks.append(("fig", name, number, title, caption))
 
     def markdown(self) -> str:

@@ -11,9 +11,13 @@ The iso-loss contours and frontiers are in `scaling.report.frontiers`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
-from matplotlib.figure import Figure
+import numpy.typing as npt
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure, FigureBase
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
@@ -41,7 +45,7 @@ from scaling.validate.result import Validation
 # ----------------------------------------------------------------------------- 1. loss curves
 
 @with_rc
-def loss_curves(curves, colours: SizeColours, *, n_label: str = "parameters") -> Figure:
+def loss_curves(curves: pd.DataFrame, colours: SizeColours, *, n_label: str = "parameters") -> Figure:
     """Validation loss against tokens seen, one line per run, one colour per model size.
 
     curves: DataFrame with run_id, n, tokens, loss, status (one row per evaluation). Runs that
@@ -55,7 +59,7 @@ def loss_curves(curves, colours: SizeColours, *, n_label: str = "parameters") ->
 
 
 @with_rc
-def context_curves(curves, colours: SizeColours, *, n_label: str = "parameters") -> Figure:
+def context_curves(curves: pd.DataFrame, colours: SizeColours, *, n_label: str = "parameters") -> Figure:
     """Context use (scaling.train.batches.context_use) against tokens seen, drawn as the loss
     curves are (its values in the `loss` column), with the line past which a run uses its context."""
     fig, ax = _run_lines(curves, colours, n_label=n_label)
@@ -66,7 +70,7 @@ def context_curves(curves, colours: SizeColours, *, n_label: str = "parameters")
     return fig
 
 
-def _run_lines(curves, colours: SizeColours, *, n_label: str):
+def _run_lines(curves: pd.DataFrame, colours: SizeColours, *, n_label: str) -> tuple[Figure, Axes]:
     """One line per run of `curves` against log tokens, ending at its last value; the legend."""
     fig, axes = new_figure(size=(7.5, 4.8))
     ax = axes[0, 0]
@@ -101,7 +105,7 @@ def _run_lines(curves, colours: SizeColours, *, n_label: str):
 
 # ----------------------------------------------------------------------------- 2. final loss
 
-def _series_values(values, max_series: int = 8) -> tuple[np.ndarray, bool]:
+def _series_values(values: np.ndarray, max_series: int = 8) -> tuple[np.ndarray, bool]:
     """The distinct values (exact grid), or a few log-spaced representatives (scattered data)."""
     distinct = np.unique(values)
     if len(distinct) <= max_series:
@@ -110,7 +114,9 @@ def _series_values(values, max_series: int = 8) -> tuple[np.ndarray, bool]:
     return np.exp(qs), False
 
 
-def _loss_panel(ax, fig, x, by, loss, curve, colours, *, by_name: str, bar_label: str) -> None:
+def _loss_panel(ax: Axes, fig: FigureBase, x: np.ndarray, by: np.ndarray, loss: np.ndarray,
+                curve: Callable[[np.ndarray, float], np.ndarray], colours: LogColours, *, by_name: str,
+                bar_label: str) -> None:
     """Final loss against x, one series a value of `by` (points and the law's curve in its colour);
     on scattered data, points coloured continuously and the law at a few representative values."""
     grid = np.geomspace(x.min() / 1.5, x.max() * 1.5, 200)
@@ -131,7 +137,8 @@ def _loss_panel(ax, fig, x, by, loss, curve, colours, *, by_name: str, bar_label
 
 
 @with_rc
-def final_loss(n, d, loss, law: Law, colours: SizeColours, *, n_label: str = "parameters") -> Figure:
+def final_loss(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, law: Law, colours: SizeColours, *,
+               n_label: str = "parameters") -> Figure:
     """Final loss against N at each D (left) and against D at each N (right), with the law.
 
     On a grid (few distinct D and N), each series has its own curve of the law in its colour.
@@ -143,7 +150,8 @@ def final_loss(n, d, loss, law: Law, colours: SizeColours, *, n_label: str = "pa
     return fig
 
 
-def final_loss_panels(fig, axes, n, d, loss, law: Law, colours: SizeColours, *, n_label: str = "parameters") -> None:
+def final_loss_panels(fig: FigureBase, axes: np.ndarray, n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike,
+                      law: Law, colours: SizeColours, *, n_label: str = "parameters") -> None:
     """`final_loss`'s two panels, drawn on `axes` (left, right) of `fig` (a figure or a subfigure)."""
     n, d, loss = (np.asarray(v, dtype=float) for v in (n, d, loss))
     left, right = axes
@@ -165,7 +173,8 @@ def final_loss_panels(fig, axes, n, d, loss, law: Law, colours: SizeColours, *, 
 # ----------------------------------------------------------------------------- 3. IsoFLOP
 
 @with_rc
-def isoflop(iso: IsoFLOPResult, n, loss, law: Law, *, frontier=None, data_c_range=None,
+def isoflop(iso: IsoFLOPResult, n: np.ndarray, loss: np.ndarray, law: Law, *,
+            frontier: tuple[np.ndarray, np.ndarray] | None = None, data_c_range: tuple[float, float] | None = None,
             n_label: str = "parameters") -> Figure:
     """Left: loss against N along each compute budget of Approach 2 (`iso`, on the points n, loss:
     the points of each budget, its parabola in ln N and the minimum), and the law's own loss along
@@ -179,7 +188,10 @@ def isoflop(iso: IsoFLOPResult, n, loss, law: Law, *, frontier=None, data_c_rang
     return fig
 
 
-def isoflop_panels(fig, axes, iso: IsoFLOPResult, n, loss, law: Law, *, frontier=None, data_c_range=None,
+def isoflop_panels(fig: FigureBase, axes: Sequence[Axes] | np.ndarray, iso: IsoFLOPResult, n: np.ndarray,
+                   loss: np.ndarray, law: Law, *,
+                   frontier: tuple[np.ndarray, np.ndarray] | None = None,
+                   data_c_range: tuple[float, float] | None = None,
                    n_label: str = "parameters") -> None:
     """`isoflop`'s two panels, drawn on `axes` (profiles, optimal sizes) of `fig` (a figure or a subfigure)."""
     n, loss = np.asarray(n, dtype=float), np.asarray(loss, dtype=float)
@@ -200,6 +212,7 @@ def isoflop_panels(fig, axes, iso: IsoFLOPResult, n, loss, law: Law, *, frontier
             grid = np.geomspace(lo, hi, 80)
             u = np.log(grid) - centre
             ax.plot(grid, p2 * u**2 + p1 * u + p0, color=col, lw=1.3)
+            assert budget.n_opt is not None and budget.loss_opt is not None    # a usable budget has its minimum
             ax.plot(budget.n_opt, budget.loss_opt, "D", color=col, mec="black", mew=0.7, ms=6.5, zorder=5)
         # The law along this budget, and its optimum.
         span = np.geomspace(lo / 2, hi * 2, 80)
@@ -239,7 +252,8 @@ def _profile_keys(any_usable: bool, stars: int) -> list:
         keys.append(Line2D([], [], ls="none", label="(the law's optima lie outside these sizes)"))
     return keys
 
-def _optimal_sizes(ax, iso: IsoFLOPResult, law: Law, c_colours: LogColours, *, frontier, data_c_range,
+def _optimal_sizes(ax: Axes, iso: IsoFLOPResult, law: Law, c_colours: LogColours, *,
+                   frontier: tuple[np.ndarray, np.ndarray] | None, data_c_range: tuple[float, float] | None,
                    n_label: str) -> None:
     """The isoflop figure's right panel: N_opt against C from each approach."""
     cs = [b.compute for b in iso.budgets]
@@ -255,7 +269,8 @@ def _optimal_sizes(ax, iso: IsoFLOPResult, law: Law, c_colours: LogColours, *, f
         ax.plot(frontier[0], frontier[1], color="#1f77b4", lw=1.0, alpha=0.8,
                 label="envelope of training curves (Approach 1)")
     if ok:
-        ax.scatter([p.compute for p in ok], [p.n_opt for p in ok], c=[c_colours(p.compute) for p in ok],
+        ax.scatter([p.compute for p in ok], np.array([p.n_opt for p in ok], dtype=float),
+                   c=[c_colours(p.compute) for p in ok],
                    marker="D", edgecolors="black", linewidths=0.7, s=40, zorder=5,
                    label="parabola minima (Approach 2)")
     if iso.n_fit is not None:
@@ -277,7 +292,7 @@ def _optimal_sizes(ax, iso: IsoFLOPResult, law: Law, c_colours: LogColours, *, f
 # ----------------------------------------------------------------------------- 5. residuals
 
 @with_rc
-def residuals(n, c, resid, colours: SizeColours, *, n_label: str = "parameters",
+def residuals(n: np.ndarray, c: np.ndarray, resid: np.ndarray, colours: SizeColours, *, n_label: str = "parameters",
               compute_label: str = "6ND") -> Figure:
     """ln L_observed - ln L_fitted against compute (left, C in `compute_label`'s measure) and against N (right)."""
     n, c, resid = (np.asarray(v, dtype=float) for v in (n, c, resid))
@@ -305,7 +320,7 @@ def residuals(n, c, resid, colours: SizeColours, *, n_label: str = "parameters",
 
 @with_rc
 def bootstrap_distributions(samples: dict, estimates: dict, intervals: dict, *, references: dict,
-                            reference_compute: float, n_resamples: int, level: float = 0.95) -> Figure:
+                            reference_compute: float | None, n_resamples: int | None, level: float = 0.95) -> Figure:
     """Histograms of alpha, beta, a and tokens per parameter over the bootstrap resamples.
 
     estimates: the full-data fit's values; intervals: name -> (lo, hi) or None; references:
@@ -360,7 +375,8 @@ def bootstrap_distributions(samples: dict, estimates: dict, intervals: dict, *, 
 # ----------------------------------------------------------------------------- 7. validation
 
 @with_rc
-def validation(v: Validation, law: Law, band, *, n_label: str = "parameters") -> Figure:
+def validation(v: Validation, law: Law, band: tuple[np.ndarray, np.ndarray, np.ndarray] | None, *,
+               n_label: str = "parameters") -> Figure:
     """The IsoFLOP profile at the validation's compute: the law's loss along C = c(N) D with its
     prediction band (band: (n grid, lo, hi), or None), and the three runs trained there, each
     observed loss beside its prediction interval."""

@@ -7,8 +7,10 @@ fitted N_opt(C) and the published ones.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from scaling.formats import sci
@@ -26,8 +28,9 @@ from scaling.report.style import (
 # ----------------------------------------------------------------------------- 4. frontiers
 
 @with_rc
-def frontiers(law: Law, n, c, colours: SizeColours, *, references: dict, c_range=None, c_max: float = 1e24,
-              budgets=(), n_label: str = "parameters") -> Figure:
+def frontiers(law: Law, n: np.ndarray, c: np.ndarray, colours: SizeColours, *, references: dict,
+              c_range: Sequence[float] | None = None, c_max: float = 1e24,
+              budgets: Sequence[float] = (), n_label: str = "parameters") -> Figure:
     """Iso-loss contours of the fitted L(N, D = C / c(N)) over the (C, N) plane (C in the fit's
     measure, `law.flops`), the runs as points,
     the fitted compute-optimal frontier N_opt(C) (solid where measured, dashed beyond), and the
@@ -78,7 +81,7 @@ def frontiers(law: Law, n, c, colours: SizeColours, *, references: dict, c_range
     return fig
 
 
-def _loss_contours(ax, law: Law, c_lo: float, c_max: float, n_lo: float, n_hi: float) -> None:
+def _loss_contours(ax: Axes, law: Law, c_lo: float, c_max: float, n_lo: float, n_hi: float) -> None:
     """Iso-loss contours of L(N, D = C / c(N)) over the plot, one per decade of C, labelled."""
     xs = np.geomspace(c_lo, c_max, 300)
     ys = np.geomspace(n_lo, n_hi, 300)
@@ -107,7 +110,8 @@ def _loss_contours(ax, law: Law, c_lo: float, c_max: float, n_lo: float, n_hi: f
         ax.clabel(cs, fmt=lambda v: f"{v:.3g}", fontsize=7.5, inline=True, manual=spots)
 
 
-def _frontier_lines(ax, law: Law, c_grid, lines: dict, c_data, c_lo: float, n_hi: float) -> None:
+def _frontier_lines(ax: Axes, law: Law, c_grid: np.ndarray, lines: dict, c_data: tuple[float, float] | None,
+                    c_lo: float, n_hi: float) -> None:
     """The runs' compute range shaded, the fitted N_opt(C) (solid where measured, dashed beyond) and
     the published frontiers, each with its exponent a."""
     top = c_data[1] if c_data else c_lo
@@ -128,7 +132,7 @@ def _frontier_lines(ax, law: Law, c_grid, lines: dict, c_data, c_lo: float, n_hi
                 label=f"{REFERENCE_LABEL.get(name, name)}, a = {slope:.3g}")
 
 
-def _contour_label_spots(law: Law, touch: dict, c_max, n_lo, n_hi) -> list[tuple[float, float]]:
+def _contour_label_spots(law: Law, touch: dict, c_max: float, n_lo: float, n_hi: float) -> list[tuple[float, float]]:
     """Where to label each iso-loss contour: on its lower branch near the right edge (where it runs
     flat, limited by N), else where it touches the fitted frontier; none when both are off the plot."""
     spots = []

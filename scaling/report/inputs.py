@@ -66,13 +66,14 @@ class Inputs:
     validation: Validation | None = None           # validate.json beside the fit, where there is one
 
 
-def _count(what: str, value) -> int:
+def _count(what: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise UsageError(f"{what} must be a whole number >= 0; got {value!r}")
     return int(value)
 
 
-def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap: int | None = None,
+def load_inputs(source: str | Path | None = None, *, dataset: str | None = None, fit: str | Path | None = None,
+                bootstrap: int | None = None,
                 seed: int = 0, drop_highest_loss: int = 0, param_convention: str | None = None,
                 curves: bool = False) -> Inputs:
     """Find and load what a report needs (see the module doc). UsageError for bad inputs.
@@ -95,6 +96,7 @@ def load_inputs(source=None, *, dataset: str | None = None, fit=None, bootstrap:
                          "dataset")
         data = selection.apply_filters(readers.from_dataset(dataset), drop_highest_loss=drop_highest_loss)
         return _fit_here(dataset, f"--dataset {dataset}", data, None, bootstrap, seed)
+    assert source is not None          # exactly one of source and dataset, checked above
     source = Path(source)
     if not source.exists():
         raise UsageError(f"{source} does not exist (expected a run store runs/<sweep>, a fit folder or a fit.json)")
@@ -163,7 +165,7 @@ def _store_points(runs_dir: Path, convention: str, fit: results.LawFit | None = 
     return readers.from_runs(runs_dir, convention, compute_measure=measure, drop_unmeasured=True)
 
 
-def _fit_here(name: str, fit_source: str, data: fitdata.FitData, curves, bootstrap: int | None,
+def _fit_here(name: str, fit_source: str, data: fitdata.FitData, curves: pd.DataFrame | None, bootstrap: int | None,
               seed: int) -> Inputs:
     """The one fit `scaling fit` makes of these points, and the command that makes it."""
     k = results.DEFAULT_BOOTSTRAP if bootstrap is None else bootstrap
@@ -177,7 +179,7 @@ def _fit_here(name: str, fit_source: str, data: fitdata.FitData, curves, bootstr
     return inputs
 
 
-def _store_with_fit(runs_dir: Path, fit_path) -> Inputs:
+def _store_with_fit(runs_dir: Path, fit_path: str | Path) -> Inputs:
     """A run store's points and curves, with the numbers of an existing fit.json."""
     fit = results.load_fit(fit_path)
     fit_path = Path(fit_path)
@@ -285,7 +287,7 @@ def _read_store(inputs: Inputs, runs_dir: Path) -> None:
     inputs.settings = sweep_settings(runs_dir)
 
 
-def sweep_settings(runs_dir) -> dict:
+def sweep_settings(runs_dir: str | Path) -> dict:
     """The settings every run shares ("common", in file order) and the keys that vary between runs."""
     configs = []
     for run_dir in store.run_dirs(runs_dir):

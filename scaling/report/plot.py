@@ -14,6 +14,7 @@ The panels are the report's own, so a figure here and in the report agree.
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.axes import Axes
 
 from scaling.errors import UsageError
 from scaling.laws import analysis
@@ -49,7 +50,7 @@ def fit_figure(fit: LawFit) -> ShownFigure:
     return fig
 
 
-def _intervals(profiles, sizes, fit: LawFit, budgets: list) -> None:
+def _intervals(profiles: Axes, sizes: Axes, fit: LawFit, budgets: list) -> None:
     """N_opt's interval as a band over the compute axis, and the loss interval of each of the law's
     optima drawn on the profiles: one broadcast `plan` each."""
     left, right = sizes.get_xlim()

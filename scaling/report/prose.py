@@ -7,6 +7,7 @@ Pure: each function turns the inputs, the LawFit or the hold-out check into line
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -27,12 +28,12 @@ def n_label(convention: str | None) -> str:
     return labels.get(convention, "parameters")
 
 
-def number(value, f: str) -> str:
+def number(value: float | None, f: str) -> str:
     """`value` in format `f`, or '-' when there is none (None, NaN, infinity)."""
     return "-" if value is None or not math.isfinite(value) else format(value, f)
 
 
-def bounds(pair, f: str) -> str:
+def bounds(pair: Sequence[float | None] | None, f: str) -> str:
     """An interval as '[lo, hi]' in format `f`, or '-' when there is none."""
     return "-" if pair is None or None in pair else f"[{format(pair[0], f)}, {format(pair[1], f)}]"
 
@@ -96,7 +97,9 @@ def settings_lines(inputs: Inputs) -> list[str]:
     return out
 
 
-def _cell(value, f: str) -> str:
+def _cell(value: float | str | None, f: str) -> str:
+    if value is None:
+        return "-"
     try:
         value = float(value)
     except (TypeError, ValueError):

@@ -53,7 +53,7 @@ def _check_format(fmt: str) -> None:
         raise UsageError(f"the report's format must be one of {', '.join(FORMATS)}; got {fmt!r}")
 
 
-def write_report(report: Report, out, fmt: str = "md") -> list[Path]:
+def write_report(report: Report, out: str | Path, fmt: str = "md") -> list[Path]:
     """Write the figures (PNG and SVG), fit.json when fitted here, and report.md or report.html;
     return the paths, the report last.
 
@@ -81,7 +81,8 @@ def write_report(report: Report, out, fmt: str = "md") -> list[Path]:
     return [out / name for name in replace_folder(out, build, owned)]
 
 
-def make_report(source=None, *, out, fmt: str = "md", dataset: str | None = None, fit=None,
+def make_report(source: str | Path | None = None, *, out: str | Path, fmt: str = "md", dataset: str | None = None,
+                fit: str | Path | None = None,
                 bootstrap: int | None = None, seed: int = 0, holdout_fraction: float | None = None,
                 drop_highest_loss: int = 0, param_convention: str | None = None,
                 curves: bool = False) -> tuple[Report, list[Path]]:

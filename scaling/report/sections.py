@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +38,12 @@ from scaling.report.document import Doc
 from scaling.report.inputs import Inputs
 from scaling.report.prose import bounds, number
 from scaling.report.style import SizeColours
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from scaling.laws.checks.backtest import Cut
+    from scaling.train.compute import FlopsPerToken
 
 FRONTIER_MAX_C = 1e24
 MAX_POINTS_LISTED = 60       # longer point tables (a dataset) are summarised instead
@@ -90,7 +97,7 @@ class Report:
                    colours=SizeColours(all_n, f"N ({n_label})"), n_label=n_label,
                    holdout=_holdout(inputs, holdout_fraction), holdout_fraction=holdout_fraction)
 
-    def figure(self, name: str, fig, caption: str) -> None:
+    def figure(self, name: str, fig: Figure, caption: str) -> None:
         self.figures[name] = fig
         self.doc.figure(name, len(self.figures), FIGURE_TITLES[name], caption)
 
@@ -239,7 +246,7 @@ def fitted_law(r: Report) -> None:
     _bootstrap_figure(r)
 
 
-def _allocation_formula(flops) -> str:
+def _allocation_formula(flops: FlopsPerToken) -> str:
     """How a and b follow from alpha and beta under the fit's compute count (the table's a, b)."""
     if flops.is_six_n:
         return ("a = beta/(alpha+beta) is the exponent of N_opt ~ C^a, b = alpha/(alpha+beta) that of "
@@ -317,7 +324,7 @@ def holdout_check(r: Report) -> None:
             f"{law.alpha:.4f}, {law.beta:.4f}, {law.a:.4f}).")
 
 
-def _cut_row(c) -> tuple:
+def _cut_row(c: Cut) -> tuple:
     """One backtest cut as the report's table row (the reason in place of the errors where not made)."""
     if not c.made:
         return (f"{c.factor:g}x", str(c.n_train), "-", str(c.n_test), c.reason or "-", "-", "-", "-")

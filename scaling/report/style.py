@@ -18,16 +18,23 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any, ParamSpec, TypeVar, overload
 
 import matplotlib
 import numpy as np
+import numpy.typing as npt
 from matplotlib import colors as mcolors
 from matplotlib import rc_context
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
 from matplotlib.cm import ScalarMappable
-from matplotlib.figure import Figure
+from matplotlib.colorbar import Colorbar
+from matplotlib.figure import Figure, FigureBase
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.typing import RcKeyType
 
 from scaling.formats import sci
 from scaling.runs.store import write_atomic
@@ -51,7 +58,7 @@ REFERENCE_STYLE = {
     "kaplan": ("#7f7f7f", (0, (6, 2, 1, 2))),
 }
 
-RC = {
+RC: dict[RcKeyType, object] = {
     "font.size": 10,
     "axes.titlesize": 11,
     "axes.labelsize": 10,
@@ -67,9 +74,12 @@ RC = {
 }
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 # ----------------------------------------------------------------------------- colours and labels
 
-def _cmap(name: str):
+def _cmap(name: str) -> mcolors.Colormap:
     base = matplotlib.colormaps[name]
     lo, hi = CMAP_RANGE
     return mcolors.LinearSegmentedColormap.from_list(f"{name}-trunc", base(np.linspace(lo, hi, 256)))
@@ -78,7 +88,7 @@ def _cmap(name: str):
 class LogColours:
     """A colour for each value of a positive quantity, by position on a log scale."""
 
-    def __init__(self, values, cmap: str, label: str):
+    def __init__(self, values: npt.ArrayLike, cmap: str, label: str) -> None:
         v = np.asarray([x for x in np.ravel(values) if np.isfinite(x) and x > 0], dtype=float)
         if v.size == 0:
             v = np.array([1.0])
@@ -90,14 +100,18 @@ class LogColours:
         self.cmap = _cmap(cmap)
         self.label = label
 
-    def __call__(self, x):
+    @overload
+    def __call__(self, x: float) -> tuple[float, float, float, float]: ...
+    @overload
+    def __call__(self, x: np.ndarray) -> np.ndarray: ...
+    def __call__(self, x: float | np.ndarray) -> tuple[float, float, float, float] | np.ndarray:
         return self.cmap(self.norm(x))
 
     @property
     def discrete(self) -> bool:
         return len(self.values) <= MAX_LEGEND_ENTRIES
 
-    def colorbar(self, fig: Figure, ax, label: str | None = None):
+    def colorbar(self, fig: FigureBase, ax: Axes, label: str | None = None) -> Colorbar:
         sm = ScalarMappable(norm=self.norm, cmap=self.cmap)
         cb = fig.colorbar(sm, ax=ax, pad=0.01)
         cb.set_label(label or self.label)
@@ -107,7 +121,7 @@ class LogColours:
 class SizeColours(LogColours):
     """One colour per model size N, the same in every figure (viridis over log N)."""
 
-    def __init__(self, n_values, label: str = "parameters N"):
+    def __init__(self, n_values: npt.ArrayLike, label: str = "parameters N") -> None:
         super().__init__(n_values, SIZE_CMAP, label)
 
 
@@ -122,7 +136,7 @@ def human(x: float) -> str:
     return f"{x:.3g}"
 
 
-def log_axis(ax, which: str = "x", counts: bool = True) -> None:
+def log_axis(ax: Axes, which: str = "x", counts: bool = True) -> None:
     """A log axis whose ticks read at a glance: 25K, 100K, 1M for counts (parameters, tokens),
     1e18 for FLOPs; no crowded minor labels; ticks at 1, 2, 5 when the axis spans under two decades."""
     axis = ax.xaxis if which == "x" else ax.yaxis
@@ -144,14 +158,16 @@ class ShownFigure(Figure):
         return png_bytes(self)
 
 
-def new_figure(nrows: int = 1, ncols: int = 1, size=(7.0, 4.6), **kw):
+def new_figure(nrows: int = 1, ncols: int = 1, size: tuple[float, float] = (7.0, 4.6), **kw: Any
+               ) -> tuple[ShownFigure, np.ndarray]:
     fig = ShownFigure(figsize=size, layout="constrained", dpi=DPI)
     axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
     return fig, axes
 
 
-def size_legend(fig: Figure, ax, colours: SizeColours, sizes, *, extra_handles=(), loc="best",
-                 title: str | None = None, label: str | None = None, line: bool = True, outside: bool = False):
+def size_legend(fig: Figure, ax: Axes, colours: SizeColours, sizes: Iterable[float], *,
+                extra_handles: Sequence[Artist] = (), loc: str = "best",
+                 title: str | None = None, label: str | None = None, line: bool = True, outside: bool = False) -> None:
     """Legend entries per size (few sizes) or a colour bar (many), plus any extra handles."""
     handles = list(extra_handles)
     if colours.discrete:
@@ -164,8 +180,8 @@ def size_legend(fig: Figure, ax, colours: SizeColours, sizes, *, extra_handles=(
         ax.legend(handles=handles, title=title, frameon=True, framealpha=0.85, **where)
 
 
-def with_rc(fn):
-    def wrapper(*args, **kwargs):
+def with_rc(fn: Callable[P, R]) -> Callable[P, R]:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         with rc_context(RC):
             return fn(*args, **kwargs)
     wrapper.__name__ = fn.__name__
@@ -175,7 +191,7 @@ def with_rc(fn):
 
 # ----------------------------------------------------------------------------- files
 
-def save(fig: Figure, directory, name: str) -> list[Path]:
+def save(fig: Figure, directory: str | Path, name: str) -> list[Path]:
     """Write NAME.png and NAME.svg into `directory`; identical bytes for the same figure."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -193,14 +209,14 @@ def save(fig: Figure, directory, name: str) -> list[Path]:
 
 def png_bytes(fig: Figure) -> bytes:
     buf = io.BytesIO()
-    with rc_context(RC):  # type: ignore[arg-type]  # matplotlib's stubs want each key as a Literal
+    with rc_context(RC):
         fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
     return buf.getvalue()
 
 
 def svg_bytes(fig: Figure) -> bytes:
     buf = io.BytesIO()
-    with rc_context(RC):  # type: ignore[arg-type]  # matplotlib's stubs want each key as a Literal
+    with rc_context(RC):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     return buf.getvalue()
 

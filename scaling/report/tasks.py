@@ -10,6 +10,8 @@ from scaling.laws.tasks; a store from before they were recorded gets one paragra
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
@@ -19,6 +21,9 @@ from scaling.laws import tasks
 from scaling.report.prose import bounds, number
 from scaling.report.sections import Report
 from scaling.report.style import OTHER_CMAP, log_axis, new_figure, with_rc
+
+if TYPE_CHECKING:
+    from scaling.laws.forms.law import Law
 
 FIGURE = "task_metrics"
 SMOOTH = ("token_accuracy", "continuation_logprob")
@@ -108,7 +113,7 @@ def emergence_text(rises: dict, labels: dict, frame: pd.DataFrame) -> str:
         text = "**No metric looks emergent across this sweep**: none rises mostly late in compute."
     floor = [n for n in flat if frame[n].max() <= FLOOR_PROMPTS / tasks.TASK_PROMPTS]
     if floor:
-        top = frame.loc[frame.compute.idxmax()]
+        top = frame.iloc[frame.compute.argmax()]
         p = float(top.token_accuracy)
         listed = " and ".join(labels[n] for n in floor)
         text += (f" {listed[0].upper() + listed[1:]} stay{'s' * (len(floor) == 1)} at the floor across the sweep "
@@ -170,7 +175,7 @@ def _holdout_prediction(r: Report, frame: pd.DataFrame) -> dict | None:
 
 
 @with_rc
-def task_figure(frame: pd.DataFrame, law, prediction: dict | None) -> Figure:
+def task_figure(frame: pd.DataFrame, law: Law, prediction: dict | None) -> Figure:
     fig, axes = new_figure(1, 3, size=(13.5, 4.4))
     smooth, exact, by_loss = axes[0]
     c, order = frame.compute.to_numpy(), np.argsort(frame.compute.to_numpy())

@@ -10,21 +10,29 @@ lr_opt = c N^k (`scaling.tune.lr_law`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib import rc_context
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from scaling.report.style import RC, SizeColours, log_axis, new_figure, save, size_legend
 
+if TYPE_CHECKING:
+    from scaling.laws.optimal.approaches import PowerLaw
+    from scaling.tune.shapes import ShapeTuning
 
-def save_figure(out, shapes, law) -> list[Path]:
+
+def save_figure(out: str | Path, shapes: Sequence[ShapeTuning], law: PowerLaw | None) -> list[Path]:
     """Draw the tuning's figure and write tune.png and tune.svg into `out`."""
     return save(figure(shapes, law), out, "tune")
 
 
-def figure(shapes, law):
+def figure(shapes: Sequence[ShapeTuning], law: PowerLaw | None) -> Figure:
     """Left: final loss against lr per shape, each parabola and chosen rate; right: lr_opt against N
     (`law`: the fitted `approaches.PowerLaw`, or None)."""
     with rc_context(RC):
@@ -35,7 +43,7 @@ def figure(shapes, law):
     return fig
 
 
-def loss_panel(fig, ax, shapes, colours) -> None:
+def loss_panel(fig: Figure, ax: Axes, shapes: Sequence[ShapeTuning], colours: SizeColours) -> None:
     top = max((v for s in shapes for v in s.losses if v is not None), default=1.0)
     for s in shapes:
         c = colours(s.n_params)
@@ -43,11 +51,11 @@ def loss_panel(fig, ax, shapes, colours) -> None:
         ax.plot(lrs, losses, "o-", color=c, ms=4, lw=1.2)
         bad = np.isnan(losses)  # diverged or failed: crosses at the top of the panel
         ax.plot(lrs[bad], np.full(bad.sum(), top), "X", color=c, ms=7, mec="black", mew=0.5)
-        if s.choice.parabola is not None:
+        if s.choice.parabola is not None and s.choice.bracket is not None:   # fitted between its bracket
             lo, hi = np.log(s.choice.bracket)
             u = np.linspace(lo, hi, 40)
             ax.plot(np.exp(u), np.polyval(s.choice.parabola, u), ":", color=c, lw=1)
-        if s.choice.lr is not None:
+        if s.choice.lr is not None and s.choice.loss is not None:   # a rate chosen has its loss
             ax.plot([s.choice.lr], [s.choice.loss], "*", color=c, ms=11, mec="black", mew=0.5)
     log_axis(ax, "x", counts=False)
     ax.set_xlabel("learning rate (log scale)")
@@ -61,8 +69,10 @@ def loss_panel(fig, ax, shapes, colours) -> None:
     size_legend(fig, ax, colours, [s.n_params for s in shapes], extra_handles=extra, loc="upper right")
 
 
-def law_panel(ax, shapes, law, colours) -> None:
-    for s in (s for s in shapes if s.choice.lr is not None):
+def law_panel(ax: Axes, shapes: Sequence[ShapeTuning], law: PowerLaw | None, colours: SizeColours) -> None:
+    for s in shapes:
+        if s.choice.lr is None:
+            continue
         edge = s.choice.method == "edge"  # hollow: only a bound, left out of the fit
         ax.plot([s.n_params], [s.choice.lr], "o", ms=7, color="white" if edge else colours(s.n_params),
                 mec=colours(s.n_params), mew=1.5)

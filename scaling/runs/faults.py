@@ -22,6 +22,8 @@ import os
 import signal
 import time
 from collections import Counter
+from pathlib import Path
+from typing import IO, AnyStr
 
 ENV = "SCALING_FAULT"
 _parsed: tuple[str, dict] = ("", {})
@@ -54,7 +56,7 @@ def _hit(site: str) -> bool:
     return _seen[site] == target[1]
 
 
-def _fire(path=None) -> None:
+def _fire(path: str | Path | None = None) -> None:
     spec = _spec()
     if "stall_at" in spec:
         time.sleep(float(spec.get("seconds", 60)))
@@ -65,13 +67,13 @@ def _fire(path=None) -> None:
     os.kill(os.getpid(), getattr(signal, spec.get("signal", "SIGKILL")))
 
 
-def point(site: str, path=None) -> None:
+def point(site: str, path: str | Path | None = None) -> None:
     """The fault, when this pass through `site` is the one it names."""
     if _hit(site):
         _fire(path)
 
 
-def write(site: str, f, data, path=None) -> None:
+def write(site: str, f: IO[AnyStr], data: AnyStr, path: str | Path | None = None) -> None:
     """f.write(data); at the fault's pass, only half of it, made durable, before the fault fires:
     what a kill or a full disk in the middle of a write leaves behind. A fault the process
     survives (a stall, a signal it handles) is followed by the other half."""

@@ -13,6 +13,7 @@ import errno
 import fcntl
 import os
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from scaling.errors import UsageError
 class Lock:
     """A held lock; release() (or the end of the process) lets the next owner in."""
 
-    def __init__(self, path: Path, fd: int):
+    def __init__(self, path: Path, fd: int) -> None:
         self.path = path
         self.fd: int | None = fd   # None once released
 
@@ -66,7 +67,7 @@ def owner(path: Path) -> str:
 
 
 @contextmanager
-def locked(path: Path):
+def locked(path: Path) -> Iterator[None]:
     """Hold the lock at `path` for a short critical section, waiting for it if need be."""
     fd = _open(path)
     try:

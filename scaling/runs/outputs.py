@@ -24,7 +24,7 @@ import errno
 import os
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TypeVar
 
@@ -112,7 +112,7 @@ def _link_or_copy(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
-def _carry_over(old: Path, new: Path, owned) -> None:
+def _carry_over(old: Path, new: Path, owned: Collection[str]) -> None:
     """Entries of the old folder the command does not own, into the new one (hard links)."""
     for entry in old.iterdir():
         if entry.name in owned or (new / entry.name).exists() or _leftover(entry.name):
@@ -139,7 +139,7 @@ def _swap_in(building: Path, out: Path) -> None:
         shutil.rmtree(old)
 
 
-def replace_folder(out: Path, build: Callable[[Path], T], owned=()) -> T:
+def replace_folder(out: Path, build: Callable[[Path], T], owned: Collection[str] = ()) -> T:
     """Build the folder `out` anew with `build(folder)` (a fresh, empty folder to fill) and put it
     in `out`'s place as one unit; `owned`: the names in `out` the new set replaces (or removes).
     UsageError for a file where the folder belongs; OSError (naming `out`) for a failed write."""

@@ -29,7 +29,9 @@ import json
 import os
 import tempfile
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -136,7 +138,7 @@ def write_atomic(path: Path, data: bytes | str) -> None:
             Path(tmp).unlink(missing_ok=True)
 
 
-def check_output(folder: Path | str, names=()) -> None:
+def check_output(folder: Path | str, names: Iterable[str] = ()) -> None:
     """Refuse, before any work, a folder a command could not write its files `names` into: a file
     or a link to nothing where the folder (or one above it) belongs, a folder not writable, or a
     folder where one of the files goes (a file cannot replace it). Found after the training, each
@@ -173,7 +175,7 @@ def branch_checkpoint(step: int) -> str:
     return f"checkpoint-step{step}.pt"
 
 
-def write_json(path: Path, obj) -> None:
+def write_json(path: Path, obj: object) -> None:
     write_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
@@ -194,7 +196,7 @@ def sync_file(path: Path) -> None:
             os.fsync(f.fileno())
 
 
-def _well_formed(record) -> bool:
+def _well_formed(record: object) -> bool:
     """A JSON object whose known fields have their types (a number may be null: a NaN loss)."""
     if not isinstance(record, dict):
         return False
@@ -272,14 +274,14 @@ def _ill_typed(summary: dict, folder: str) -> str | None:
     return None
 
 
-def read_config(run_dir: Path):
+def read_config(run_dir: Path) -> Any:
     """A run's config.yaml as Python values: a regular file, size-capped, bounded YAML
     (`scaling.reading`); UsageError naming it otherwise (a FIFO or /dev/zero is refused, not read)."""
     path = Path(run_dir) / CONFIG
     return parse_yaml(read_text(path, "run config"), str(path))
 
 
-def run_dirs(sweep_dir: Path) -> list[Path]:
+def run_dirs(sweep_dir: str | Path) -> list[Path]:
     """Run folders of a sweep (those with a config.yaml), sorted by name."""
     return sorted(p.parent for p in Path(sweep_dir).glob(f"*/{CONFIG}"))
 
@@ -303,7 +305,7 @@ def table_digest(table: pd.DataFrame) -> str:
     return hashlib.sha256(table.to_csv(index=False).encode()).hexdigest()
 
 
-def recorded_store(record, where: str) -> Path | None:
+def recorded_store(record: object, where: str) -> Path | None:
     """The run store a fit recorded ({"path": absolute, "digest": `table_digest`}), or None when
     that folder is gone; UsageError when the record is malformed or the store's runs have changed
     since the fit (its numbers would describe other runs)."""

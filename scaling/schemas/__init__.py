@@ -13,9 +13,10 @@ becomes one line naming the file and the field, never a traceback from a stage t
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from scaling.errors import UsageError
 from scaling.reading import excerpt
@@ -54,7 +55,10 @@ def _field(loc: tuple) -> str:
     return text
 
 
-def _problem(error) -> str:
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def _problem(error: ErrorDetails) -> str:
     """pydantic's message, in this package's words for the common cases."""
     kind, ctx = error["type"], error.get("ctx") or {}
     if kind in ("finite_number", "float_type", "int_type", "float_parsing") and isinstance(error["input"], float) \
@@ -69,7 +73,7 @@ def _problem(error) -> str:
     return error["msg"][0].lower() + error["msg"][1:]
 
 
-def check(schema: type[BaseModel], obj, where: str, prefix: str = ""):
+def check(schema: type[Model], obj: object, where: str, prefix: str = "") -> Model:
     """`obj` validated by `schema` (the model); UsageError naming `where` and the first bad field."""
     try:
         return schema.model_validate(obj)

@@ -137,7 +137,7 @@ class Check(Section):
     margin: Finite | None = None
 
     @model_validator(mode="after")
-    def _margin_of_a_value(self):
+    def _margin_of_a_value(self) -> Check:
         if self.margin is not None and (self.value is None or self.threshold is None):
             raise ValueError("a check with a margin has a value and a threshold")
         return self

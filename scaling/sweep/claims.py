@@ -18,15 +18,17 @@ from __future__ import annotations
 import json
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
 
-from scaling.config import SweepConfig
+from scaling.config import SweepConfig, TrainConfig
+from scaling.data.tokens import TokenCache
 from scaling.errors import UsageError
 from scaling.reading import parse_json
 from scaling.runs import locks, store
-from scaling.sweep.job import WAIT, Job
+from scaling.sweep.job import WAIT, Job, _Wait
 from scaling.sweep.plan import PlannedRun, run_config
 from scaling.train.loop import STOP, Interrupted
 
@@ -38,12 +40,12 @@ class Claims:
     """The run locks this sweep holds: taken as the executor takes each job, released when the
     run's summary is written (or by the kernel, when this process dies)."""
 
-    def __init__(self, cfg: SweepConfig, sweep_dir: Path, cache):
+    def __init__(self, cfg: SweepConfig, sweep_dir: Path, cache: TokenCache) -> None:
         self.cfg, self.sweep_dir, self.cache = cfg, sweep_dir, cache
         self.held: dict[str, locks.Lock] = {}
         self.busy: set[str] = set()  # runs found locked by another process
 
-    def jobs(self, runs: list[PlannedRun]):
+    def jobs(self, runs: list[PlannedRun]) -> Iterator[Job | _Wait]:
         """A job for each run this sweep gets the lock of and that has not ended meanwhile. A run
         that was busy before is waited for; one busy now is left for a later round.
 
@@ -165,7 +167,7 @@ class Claims:
                     pass
 
 
-def stable_prefix(path: Path, step: int, train) -> list[dict]:
+def stable_prefix(path: Path, step: int, train: TrainConfig) -> list[dict]:
     """A stable run's metrics records up to branch point `step`, as the WSD run from step 0 to the
     branch's budget logs them: without the record the stable run logs only because its last step
     is its last (off the log cadence), and without the evaluation made only for that reason.

@@ -21,7 +21,7 @@ from scaling.data.tokens import prepare_tokens
 from scaling.runs import store
 from scaling.sweep.claims import ENDED, Claims
 from scaling.sweep.executors import make_executor
-from scaling.sweep.job import Job, token_data
+from scaling.sweep.job import Job, Reporter, token_data
 from scaling.sweep.plan import PlannedRun, job_order, plan, retry
 from scaling.train.batches import check_data
 from scaling.train.loop import STOP, Interrupted
@@ -60,16 +60,17 @@ class SweepResult:
 
 
 class SilentReporter:
-    def begin(self, jobs): pass
+    def begin(self, jobs: list[Job]) -> None: pass
 
-    def started(self, job): pass
+    def started(self, job: Job) -> None: pass
 
-    def progress(self, job, tokens_done, tokens_total, tokens_per_s): pass
+    def progress(self, job: Job, tokens_done: int, tokens_total: int, tokens_per_s: float) -> None: pass
 
-    def finished(self, job, summary): pass
+    def finished(self, job: Job, summary: dict) -> None: pass
 
 
-def sweep(config, runs_dir: Path | str = "runs", *, cache_dir: Path | None = None, reporter=None) -> SweepResult:
+def sweep(config: SweepConfig | str | Path, runs_dir: Path | str = "runs", *, cache_dir: Path | None = None,
+          reporter: Reporter | None = None) -> SweepResult:
     """Train every run of the sweep `config` (a SweepConfig or a YAML path) not yet ended into
     runs_dir/<name>, as `scaling sweep` does (`scaling.sweep(...)` is this function). Loads torch."""
     cfg = config if isinstance(config, SweepConfig) else load_config(config)
@@ -77,7 +78,7 @@ def sweep(config, runs_dir: Path | str = "runs", *, cache_dir: Path | None = Non
 
 
 def run_sweep(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path | None = None,
-              reporter=None, planned: list[PlannedRun] | None = None) -> SweepResult:
+              reporter: Reporter | None = None, planned: list[PlannedRun] | None = None) -> SweepResult:
     """Train every run of the grid that has not ended yet, and write runs/<sweep>/runs.csv.
 
     Runs that fail are left for the next invocation; runs another sweep is training are waited for.

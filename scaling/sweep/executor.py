@@ -16,6 +16,7 @@ as in-process, and no further run starts.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import multiprocessing
 import os
@@ -23,6 +24,8 @@ import queue
 import time
 import warnings
 from collections.abc import Iterable, Iterator
+from multiprocessing.process import BaseProcess
+from multiprocessing.queues import Queue
 
 from scaling.sweep.job import WAIT, WAIT_POLL_S, Job, Reporter, _Wait, execute, first_job
 from scaling.sweep.packing import run_device, visible_gpus, workers_and_threads
@@ -43,7 +46,7 @@ class LocalExecutor:
     """
 
     def __init__(self, workers: int | None = None, threads_per_run: int | None = None, runs_per_gpu: int = 4,
-                 expected: list | None = None):
+                 expected: list | None = None) -> None:
         self.workers = workers
         self.threads_per_run = threads_per_run
         self.runs_per_gpu = runs_per_gpu
@@ -55,7 +58,7 @@ class LocalExecutor:
         for workers gets one."""
         return workers_and_threads(runs, self.workers, self.threads_per_run, self.runs_per_gpu, bounded)
 
-    def run(self, jobs: Iterable[Job], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
+    def run(self, jobs: Iterable[Job | _Wait], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
         known: list | None
         if isinstance(jobs, (list, tuple)):
             known, source = list(jobs), iter(jobs)
@@ -72,18 +75,17 @@ class LocalExecutor:
             yield from _Pool(source, first.spec.train.device, workers, threads).run(reporter)
 
     @staticmethod
-    def _run_here(jobs: Iterator[Job], reporter: Reporter, threads: int) -> Iterator[tuple[Job, dict]]:
+    def _run_here(jobs: Iterator[Job | _Wait], reporter: Reporter, threads: int) -> Iterator[tuple[Job, dict]]:
         import torch
 
         before = torch.get_num_threads()
         try:
             for job in jobs:
-                if job is WAIT:  # runs one at a time: the run waited for ended before this call
+                if isinstance(job, _Wait):  # runs one at a time: the run waited for ended before this call
                     time.sleep(WAIT_POLL_S)
                     continue
                 reporter.started(job)
-                yield job, execute(job, lambda done, total, rate, job=job: reporter.progress(job, done, total, rate),
-                                   threads=threads)
+                yield job, execute(job, functools.partial(reporter.progress, job), threads=threads)
         finally:
             torch.set_num_threads(before)
 
@@ -91,12 +93,12 @@ class LocalExecutor:
 class _Pool:
     """`workers` worker processes fed from a job source, each started when it gets its first job."""
 
-    def __init__(self, source: Iterator[Job], device: str, workers: int, threads: int):
+    def __init__(self, source: Iterator[Job | _Wait], device: str, workers: int, threads: int) -> None:
         self.source, self.workers, self.threads = source, workers, threads
         self.gpus = visible_gpus() if run_device(device) == "cuda" else []
         self.context = multiprocessing.get_context("spawn")
         self.events = self.context.Queue()
-        self.pool: list = []            # (process, inbox) by worker index
+        self.pool: list[tuple[BaseProcess, Queue]] = []    # (process, inbox) by worker index
         self.jobs: list[Job] = []       # the jobs taken so far, by the index the events carry
         self.busy: dict[int, int] = {}  # worker index -> job index
         self.idle: list[int] = []       # worker indices (started or not) whose source said WAIT
@@ -109,7 +111,7 @@ class _Pool:
         if job is None:
             self.exhausted = True
             return False
-        if job is WAIT:
+        if isinstance(job, _Wait):
             return WAIT
         self.jobs.append(job)
         if index == len(self.pool):
@@ -201,7 +203,8 @@ class _Pool:
         return None
 
 
-def _check_alive(pool, busy: dict[int, int], jobs: list[Job], dead_since: dict[int, float]) -> None:
+def _check_alive(pool: list[tuple[BaseProcess, Queue]], busy: dict[int, int], jobs: list[Job], dead_since: dict[int,
+                 float]) -> None:
     """Raise if a worker died holding a run. A worker flushes its events before it exits, so one
     found dead is given a moment for the driver to read what it sent (its error, say) first."""
     now = time.monotonic()
@@ -215,7 +218,7 @@ def _check_alive(pool, busy: dict[int, int], jobs: list[Job], dead_since: dict[i
                                "checkpoint when the sweep is started again")
 
 
-def _stop(pool, busy: dict[int, int]) -> None:
+def _stop(pool: list[tuple[BaseProcess, Queue]], busy: dict[int, int]) -> None:
     """End the pool: an idle worker is asked to leave; a worker still training gets SIGTERM, on
     which its run stops after the current step with a checkpoint (it resumes in the next sweep);
     one that has not left after STOP_GRACE_S is killed."""

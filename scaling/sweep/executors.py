@@ -6,15 +6,21 @@ executor builds on the local one, and only this choice needs both.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from scaling.errors import UsageError
 from scaling.sweep.executor import LocalExecutor
 
+if TYPE_CHECKING:
+    from scaling.config import ExecutorConfig
+    from scaling.sweep.plan import PlannedRun
 
-def make_executor(config, expected: list | None = None) -> LocalExecutor:
+
+def make_executor(config: ExecutorConfig | str, expected: list[PlannedRun] | None = None) -> LocalExecutor:
     """The executor an `ExecutorConfig` asks for (a bare kind string is accepted too); `expected`:
     the runs the sweep means to train, for the defaults (see LocalExecutor)."""
     kind = config if isinstance(config, str) else config.kind
-    options = {"expected": expected} if isinstance(config, str) else {
+    options: dict[str, Any] = {"expected": expected} if isinstance(config, str) else {
         "workers": config.workers, "threads_per_run": config.threads_per_run, "runs_per_gpu": config.runs_per_gpu,
         "expected": expected}
     if kind == "local":
@@ -27,6 +33,7 @@ def make_executor(config, expected: list | None = None) -> LocalExecutor:
                 raise
             raise UsageError("executor.kind is 'ray' but Ray is not installed here: "
                              "pip install 'scaling[ray]'") from None
-        extra = {} if isinstance(config, str) else {"address": config.address, "max_retries": config.max_retries}
+        extra: dict[str, Any] = {} if isinstance(config, str) else {"address": config.address,
+                                                                    "max_retries": config.max_retries}
         return RayExecutor(**options, **extra)
     raise ValueError(f"unknown executor {kind!r}")  # config validation already restricts this

@@ -20,7 +20,7 @@ from typing import Protocol
 
 from scaling.data.tokens import TokenCache
 from scaling.train.batches import TokenData
-from scaling.train.loop import train_run
+from scaling.train.loop import ProgressFn, train_run
 from scaling.train.spec import RunSpec
 
 WAIT_POLL_S = 0.5  # how often an idle worker asks a waiting job source again
@@ -69,7 +69,8 @@ def token_data(cache: TokenCache) -> TokenData:
     return TokenData(train=cache.train_tokens(), val=cache.val_tokens(), val_token_bytes=cache.val_token_bytes())
 
 
-def execute(job: Job, progress=None, threads: int | None = None, data: TokenData | None = None) -> dict:
+def execute(job: Job, progress: ProgressFn | None = None, threads: int | None = None,
+            data: TokenData | None = None) -> dict:
     """Train one run from its job description (resuming from its checkpoint when there is one).
     The summary records the torch thread count the run trained with."""
     import torch
@@ -80,10 +81,10 @@ def execute(job: Job, progress=None, threads: int | None = None, data: TokenData
     return summary
 
 
-def first_job(source: Iterator):
+def first_job(source: Iterator[Job | _Wait]) -> Job | None:
     """The source's first job, waiting while it yields WAIT; None when it has no jobs."""
     first = next(source, None)
-    while first is WAIT:  # a source waits only on runs in flight: none are, at the start
+    while isinstance(first, _Wait):  # a source waits only on runs in flight: none are, at the start
         time.sleep(WAIT_POLL_S)
         first = next(source, None)
     return first

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -87,7 +88,7 @@ def _compact(n: int) -> str:
     return str(n)
 
 
-def train_settings(cfg: SweepConfig, exclude=()) -> dict:
+def train_settings(cfg: SweepConfig, exclude: Iterable[str] = ()) -> dict:
     """The train section as runs record it: the WSD keys only when the schedule is wsd, the
     training seeds only when set (so runs keep the settings they had before replicates)."""
     leave_out = set(exclude) | (set() if cfg.train.schedule == "wsd" else set(WSD_KEYS)) | \
@@ -95,7 +96,7 @@ def train_settings(cfg: SweepConfig, exclude=()) -> dict:
     return cfg.train.model_dump(exclude=leave_out)
 
 
-def run_id(cfg: SweepConfig, shape, tokens: int, lr: float, extra: dict | None = None,
+def run_id(cfg: SweepConfig, shape: Shape, tokens: int, lr: float, extra: dict | None = None,
            label: str | None = None, train_seed: int | None = None) -> str:
     """The id of a run: its shape and budget (or `label`), and a digest of everything it computes
     (`extra`: what else decides it, such as a WSD run's shared warmup). A replicate, trained with a

@@ -42,6 +42,7 @@ import time
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import ray
@@ -49,10 +50,13 @@ import ray
 from scaling.errors import UsageError
 from scaling.runs import store
 from scaling.sweep.executor import LocalExecutor
-from scaling.sweep.job import WAIT, Job, Reporter, execute, first_job
+from scaling.sweep.job import Job, Reporter, _Wait, execute, first_job
 from scaling.sweep.worker import PROGRESS_EVERY_S, warning_category
 from scaling.train.batches import TokenData
 from scaling.train.loop import STOP, Interrupted
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 DRAIN_EVERY_S = 0.2  # how often the driver reads the mailbox
 
@@ -61,13 +65,13 @@ DRAIN_EVERY_S = 0.2  # how often the driver reads the mailbox
 class Mailbox:
     """Events from the tasks to the driver: (kind, job index, attempt, ...) tuples, in order."""
 
-    def __init__(self):
-        self.events = []
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
 
-    def put(self, event) -> None:
+    def put(self, event: tuple) -> None:
         self.events.append(event)
 
-    def drain(self) -> list:
+    def drain(self) -> list[tuple]:
         events, self.events = self.events, []
         return events
 
@@ -76,20 +80,20 @@ class _Courier:
     """A task's progress callback: forwards progress (at most every PROGRESS_EVERY_S) and, when the
     run has written a new checkpoint, its bytes with the metrics so far."""
 
-    def __init__(self, mailbox, key: tuple[int, int], scratch: Path):
+    def __init__(self, mailbox: ActorHandle, key: tuple[int, int], scratch: Path) -> None:
         self.mailbox, self.key, self.scratch = mailbox, key, scratch
         self.last_progress = 0.0
         self.checkpoint_seen = self._stamp()
         self.branch_points_sent: set[str] = set()
 
-    def _stamp(self):
+    def _stamp(self) -> tuple[int, int, int] | None:
         try:
             stat = (self.scratch / store.CHECKPOINT).stat()
         except FileNotFoundError:
             return None
         return stat.st_mtime_ns, stat.st_size, stat.st_ino
 
-    def send(self, *event, wait: bool = False) -> None:
+    def send(self, *event: object, wait: bool = False) -> None:
         ref = self.mailbox.put.remote((event[0], *self.key, *event[1:]))
         if wait:
             ray.get(ref)
@@ -123,7 +127,8 @@ def _read(path: Path) -> bytes:
 
 @ray.remote(max_retries=0)
 def train_task(job: Job, train: np.ndarray, val: np.ndarray, val_token_bytes: np.ndarray,
-               checkpoint: bytes | None, metrics: bytes, threads: int, mailbox, key: tuple[int, int]):
+               checkpoint: bytes | None, metrics: bytes, threads: int, mailbox: ActorHandle,
+               key: tuple[int, int]) -> tuple[dict, bytes]:
     """One run on a Ray worker, resumed from `checkpoint` when given; returns (summary, metrics.jsonl)."""
     scratch = Path(tempfile.mkdtemp(prefix=f"scaling-{job.spec.run_id}-"))
     courier = _Courier(mailbox, key, scratch)
@@ -151,12 +156,12 @@ class RayExecutor(LocalExecutor):
     """Runs each job as a Ray task; see the module docstring."""
 
     def __init__(self, workers: int | None = None, threads_per_run: int | None = None, runs_per_gpu: int = 4,
-                 expected: list | None = None, address: str | None = None, max_retries: int = 3):
+                 expected: list | None = None, address: str | None = None, max_retries: int = 3) -> None:
         super().__init__(workers, threads_per_run, runs_per_gpu, expected)
         self.address = address
         self.max_retries = max_retries
 
-    def run(self, jobs: Iterable[Job], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
+    def run(self, jobs: Iterable[Job | _Wait], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
         source = iter(jobs)
         first = first_job(source)
         if first is None:
@@ -193,7 +198,7 @@ class RayExecutor(LocalExecutor):
             slots = min(slots, int(round(cluster["GPU"] * self.runs_per_gpu)))
         return threads, gpus, self.workers or max(1, slots)
 
-    def _run(self, first: Job, source: Iterator[Job], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
+    def _run(self, first: Job, source: Iterator[Job | _Wait], reporter: Reporter) -> Iterator[tuple[Job, dict]]:
         threads, gpus, cap = self._resources(first)
         cache = first.cache
         train, val = ray.put(np.ascontiguousarray(cache.train_tokens())), ray.put(cache.val_tokens())
@@ -223,7 +228,7 @@ class RayExecutor(LocalExecutor):
                     if job is None:
                         exhausted = True
                         break
-                    if job is WAIT:  # nothing ready until a run in flight gets further
+                    if isinstance(job, _Wait):  # nothing ready until a run in flight gets further
                         break
                     submit(tasks.add(job))
                 if STOP.is_set():  # runs in flight are cancelled; each resumes from its last checkpoint here
@@ -256,7 +261,7 @@ class _Tasks:
     """The jobs a Ray run has taken, each with its attempt (reschedules so far); what their tasks
     send through the mailbox goes into the run store and to the reporter."""
 
-    def __init__(self, reporter: Reporter):
+    def __init__(self, reporter: Reporter) -> None:
         self.reporter = reporter
         self.jobs: list[Job] = []     # by the index the events carry
         self.attempt: list[int] = []
@@ -310,7 +315,7 @@ def _resume_point(job: Job) -> str:
     return f"from its checkpoint at step {step}"
 
 
-def _cause(exc, job: Job) -> BaseException:
+def _cause(exc: BaseException, job: Job) -> BaseException:
     """The run's own exception out of a RayTaskError, with the worker's traceback as a note."""
     cause = getattr(exc, "cause", None)
     if not isinstance(cause, BaseException):

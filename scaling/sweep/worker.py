@@ -21,7 +21,9 @@ import threading
 import time
 import traceback
 import warnings
+from multiprocessing.queues import Queue
 from pathlib import Path
+from typing import TextIO
 
 from scaling.errors import UsageError
 from scaling.sweep.job import Job, execute, token_data
@@ -71,7 +73,7 @@ def die_with_parent(parent_pid: int) -> None:
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(1)
 
-    def watch():
+    def watch() -> None:
         while os.getppid() == parent_pid:
             time.sleep(1.0)
         os._exit(1)
@@ -79,7 +81,7 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def worker_main(index: int, threads: int, gpu: str | None, inbox, events, parent_pid: int) -> None:
+def worker_main(index: int, threads: int, gpu: str | None, inbox: Queue, events: Queue, parent_pid: int) -> None:
     """A worker process: train the jobs the driver sends, one at a time, until it sends None."""
     die_with_parent(parent_pid)
     # Ctrl-C reaches the whole process group: the driver decides, and forwards a stop as SIGTERM,
@@ -93,7 +95,8 @@ def worker_main(index: int, threads: int, gpu: str | None, inbox, events, parent
     torch.set_num_threads(threads)
     current = [None]
 
-    def show_warning(message, category, filename, lineno, file=None, line=None):
+    def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                     file: TextIO | None = None, line: str | None = None) -> None:
         events.put(("warning", index, current[0], str(message), category.__name__))
 
     warnings.showwarning = show_warning
@@ -107,7 +110,8 @@ def worker_main(index: int, threads: int, gpu: str | None, inbox, events, parent
         events.put(("started", index, i))
         last = [0.0]
 
-        def progress(done, total, rate, i=i, last=last):   # this job's i and clock, bound now
+        def progress(done: int, total: int, rate: float, i: int = i,
+                     last: list[float] = last) -> None:   # this job's i and clock, bound now
             now = time.monotonic()
             if now - last[0] >= PROGRESS_EVERY_S or done >= total:
                 last[0] = now

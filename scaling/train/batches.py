@@ -10,8 +10,9 @@ eval_tokens of the validation split, the same windows for every run.
 from __future__ import annotations
 
 import math
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -28,7 +29,8 @@ class TokenData:
     val_token_bytes: np.ndarray  # UTF-8 length of each val token, for bits per byte
 
 
-def get_batch(tokens: np.ndarray, seed: int, step: int, n_seqs: int, T: int, device: torch.device):
+def get_batch(tokens: np.ndarray, seed: int, step: int, n_seqs: int, T: int, device: torch.device
+              ) -> tuple[torch.Tensor, torch.Tensor]:
     """n_seqs random windows of T+1 tokens -> (inputs, next-token targets), each (n_seqs, T)."""
     starts = np.random.default_rng([seed, step]).integers(0, len(tokens) - T, size=n_seqs)
     windows = torch.from_numpy(tokens[starts[:, None] + np.arange(T + 1)].astype(np.int64))
@@ -38,7 +40,8 @@ def get_batch(tokens: np.ndarray, seed: int, step: int, n_seqs: int, T: int, dev
     return x.to(device), y.to(device)
 
 
-def val_windows(data: TokenData, eval_tokens: int, T: int, device: torch.device):
+def val_windows(data: TokenData, eval_tokens: int, T: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor,
+                int]:
     """The first eval_tokens of the validation split as non-overlapping windows (the same for every
     run), and the UTF-8 bytes of the tokens they predict. check_data makes sure there is one."""
     n_windows = min(eval_tokens, len(data.val) - 1) // T
@@ -73,7 +76,8 @@ def context_use(nats_by_position: np.ndarray) -> float | None:
 
 
 @torch.no_grad()
-def evaluate(model: GPT, windows, n_seqs: int, autocast) -> Evaluation:
+def evaluate(model: GPT, windows: tuple[torch.Tensor, torch.Tensor, int], n_seqs: int,
+             autocast: AbstractContextManager[Any]) -> Evaluation:
     """The validation windows' mean loss, bits per byte and context use."""
     x, y, n_bytes = windows
     model.eval()

@@ -27,14 +27,14 @@ from scaling.train.model import GPT
 from scaling.train.spec import RunSpec
 
 
-def save_checkpoint(path: Path, model: GPT, optimizer, state: dict) -> None:
+def save_checkpoint(path: Path, model: GPT, optimizer: torch.optim.Optimizer, state: dict) -> None:
     """Weights, optimizer moments and the loop's counters, replaced atomically (a kill leaves the old one)."""
     buffer = io.BytesIO()
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), **state}, buffer)
     write_atomic(path, buffer.getvalue())
 
 
-def save_at(path: Path, model: GPT, optimizer, state: dict, step: int, start: float,
+def save_at(path: Path, model: GPT, optimizer: torch.optim.Optimizer, state: dict, step: int, start: float,
             loss_sum: torch.Tensor, loss_count: int) -> dict:
     """Save the loop's state at `step` to `path` (the run's checkpoint, or a stable run's kept
     checkpoint at a branch point) and return it. The metrics so far are synced first: they must
@@ -51,7 +51,7 @@ COUNTERS: dict[str, type[int] | tuple[type[int], type[float]]] = {
     "step": int, "elapsed_s": (int, float), "loss_sum": (int, float), "loss_count": int}
 
 
-def _problem(checkpoint, model: GPT, steps: int) -> str | None:
+def _problem(checkpoint: object, model: GPT, steps: int) -> str | None:
     """What makes a checkpoint that loaded unusable for this run, or None. Checked before anything
     is loaded or truncated: a partly loaded model, or metrics cut at a wrong step, is lost work."""
     if not isinstance(checkpoint, dict):
@@ -76,7 +76,7 @@ def _problem(checkpoint, model: GPT, steps: int) -> str | None:
     return None
 
 
-def read_checkpoint(path: Path, device, model: GPT, steps: int) -> dict | None:
+def read_checkpoint(path: Path, device: torch.device, model: GPT, steps: int) -> dict | None:
     """The checkpoint's contents; None, with the file moved aside and a warning, when it is
     unusable: damaged, not a regular file (a FIFO would block the read forever), or loading but
     wrong (a key missing, a negative step, other shapes)."""
@@ -104,7 +104,7 @@ def branch_start(checkpoint: dict, spec: RunSpec) -> bool:
             and checkpoint["step"] == spec.branch_step)
 
 
-def load_checkpoint(checkpoint: dict, path: Path, model: GPT, optimizer, identity: dict,
+def load_checkpoint(checkpoint: dict, path: Path, model: GPT, optimizer: torch.optim.Optimizer, identity: dict,
                     spec: RunSpec | None = None) -> dict:
     """Load a checkpoint's weights and moments; the rest is the loop's state. A branch also takes
     its stable run's checkpoint at its branch point, and counts its own steps and time from there
@@ -129,7 +129,7 @@ def truncate_metrics(path: Path, last_step: int) -> None:
         write_atomic(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
 
 
-def restore(spec: RunSpec, run_dir: Path, model: GPT, optimizer, device) -> dict:
+def restore(spec: RunSpec, run_dir: Path, model: GPT, optimizer: torch.optim.Optimizer, device: torch.device) -> dict:
     """The loop's state to start from (its counters; `model` and `optimizer` loaded in place): the
     run's checkpoint when it has a usable one, else step 0. Its metrics are cut back to match."""
     identity = {"run_id": spec.run_id, "steps": spec.steps, "lr": spec.lr, "seed": spec.seed}

@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from scaling.errors import UsageError
 
@@ -54,11 +55,11 @@ class FlopsPerToken:
     def is_six_n(self) -> bool:
         return self.kappa == 1.0 and self.gamma == 1.0
 
-    def per_token(self, n):
+    def per_token(self, n: npt.ArrayLike) -> np.ndarray:
         """Training FLOPs per token of a model of N parameters."""
         return 6.0 * self.kappa * np.asarray(n, dtype=float) ** self.gamma
 
-    def tokens(self, compute, n):
+    def tokens(self, compute: npt.ArrayLike, n: npt.ArrayLike) -> np.ndarray:
         """D = C / c(N): the tokens N parameters train on with C FLOPs."""
         return np.asarray(compute, dtype=float) / self.per_token(n)
 
@@ -89,7 +90,7 @@ class FlopsPerToken:
         return cls(str(obj["measure"]), kappa, gamma, error)
 
 
-def fit_flops_per_token(n, per_token, measure: str) -> FlopsPerToken:
+def fit_flops_per_token(n: npt.ArrayLike, per_token: npt.ArrayLike, measure: str) -> FlopsPerToken:
     """c(N) = 6 kappa N^gamma by least squares on logs over the points' (N, FLOPs per token).
 
     One size, or FLOPs per token exactly 6 N at every point, gives gamma = 1 (kappa alone)."""

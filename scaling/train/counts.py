@@ -45,6 +45,11 @@ are left out: O(d) per token against O(d^2).
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+# A count of weights: exact (int) from a shape, or a float N from `scaling cost train`.
+Count = TypeVar("Count", int, float)
+
 
 def matmul_params(n_layers: int, d_model: int, mlp_ratio: int = 4) -> int:
     """The weights of the blocks' linear layers: L (4 + 2r) d^2."""
@@ -78,7 +83,7 @@ def output_flops(d_model: int, vocab: int) -> int:
     return 2 * d_model * vocab
 
 
-def forward_from_weights(n_matmul, n_layers: int, d_model: int, context: int, vocab: int):
+def forward_from_weights(n_matmul: Count, n_layers: int, d_model: int, context: int, vocab: int) -> Count:
     """Matmul FLOPs of one token's forward pass through linear layers of `n_matmul` weights, then
     attention and the output layer: 2 n_matmul + 2 d V + 4 L T d. `scaling cost train` gives
     n_matmul from a model's N; `forward_flops` from the shape."""

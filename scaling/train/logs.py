@@ -15,19 +15,24 @@ past its checkpoint (SummaryWriter's purge_step), as metrics.jsonl's reader drop
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scaling.errors import UsageError
 from scaling.train.shape import param_counts
 from scaling.train.spec import RunSpec
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
 
 # metrics.jsonl field -> TensorBoard tag.
 TAGS = {"train_loss": "train/loss", "val_loss": "val/loss", "val_bpb": "val/bpb", "lr": "lr",
         "val_context_use": "val/context_use", "tokens_per_s": "throughput/tokens_per_s", "tokens": "tokens"}
 
 
-def _summary_writer():
+def _summary_writer() -> type[SummaryWriter]:
     try:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:
@@ -46,7 +51,7 @@ def hparams(spec: RunSpec) -> dict:
 
 
 @contextmanager
-def run_logs(spec: RunSpec, run_dir: Path):
+def run_logs(spec: RunSpec, run_dir: Path) -> Iterator[Callable[[dict], None]]:
     """A function writing each metrics record to the viewers of train.log_to, closed on exit."""
     if "tensorboard" not in spec.train.log_to:
         yield lambda record: None
@@ -60,6 +65,7 @@ def run_logs(spec: RunSpec, run_dir: Path):
         if writer is None:   # opened at the first record, whose step a resumed run purges from
             writer = SummaryWriter(log_dir=str(run_dir), purge_step=step)
             from torch.utils.tensorboard.summary import hparams as hparams_summaries
+            assert writer.file_writer is not None     # opened by the constructor
             for summary in hparams_summaries(hparams(spec), {}):
                 writer.file_writer.add_summary(summary)
         for key, tag in TAGS.items():

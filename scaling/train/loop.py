@@ -24,7 +24,8 @@ import threading
 import time
 import traceback
 import warnings
-from contextlib import nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +47,14 @@ from scaling.train.spec import RunSpec
 # Set to stop the run in progress after its current step, with a checkpoint (see request_stop).
 STOP = threading.Event()
 
+# progress(tokens done, tokens in all, tokens per second): called at every logged step.
+ProgressFn = Callable[[int, int, float], None]
+
 
 class Interrupted(KeyboardInterrupt):
     """A stop request ended the run `run_id` at `step` of `steps` (None: between runs), after a checkpoint."""
 
-    def __init__(self, run_id: str | None = None, step: int | None = None, steps: int | None = None):
+    def __init__(self, run_id: str | None = None, step: int | None = None, steps: int | None = None) -> None:
         super().__init__(run_id, step, steps)  # args alone rebuild it: it pickles out of a worker
         self.run_id, self.step, self.steps = run_id, step, steps
 
@@ -86,7 +90,7 @@ def keep_freed_memory() -> None:
         mallopt(M_TRIM_THRESHOLD, 1 << 30)
 
 
-def mixed_precision(device: torch.device):
+def mixed_precision(device: torch.device) -> AbstractContextManager[Any]:
     """The context the forward passes run in: bf16 autocast on CUDA, plain fp32 elsewhere (bf16
     on CPU is far slower than fp32 on most CPUs)."""
     return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else nullcontext()
@@ -108,7 +112,8 @@ def make_optimizer(model: GPT, train: TrainConfig, lr: float) -> torch.optim.Ada
     return torch.optim.AdamW(groups, lr=lr, betas=(train.beta1, train.beta2), fused=True)
 
 
-def train_step(model: torch.nn.Module, optimizer, x, y, lr: float, autocast, grad_clip: float) -> torch.Tensor:
+def train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor, lr: float,
+               autocast: AbstractContextManager[Any], grad_clip: float) -> torch.Tensor:
     """One AdamW update at learning rate lr; returns the batch's loss, still on the device."""
     for group in optimizer.param_groups:
         group["lr"] = lr
@@ -144,7 +149,7 @@ def check_inputs(spec: RunSpec, data: TokenData) -> None:
                       f"the {len(data.train):,} training tokens; later epochs repeat data", stacklevel=3)
 
 
-def train_run(spec: RunSpec, data: TokenData, run_dir: Path, progress=None) -> dict:
+def train_run(spec: RunSpec, data: TokenData, run_dir: Path, progress: ProgressFn | None = None) -> dict:
     """Train (or resume) one run in run_dir and return its summary; the caller writes summary.json.
 
     progress(tokens_done, tokens_total, tokens_per_s) is called at every logged step. An error
@@ -163,7 +168,8 @@ def train_run(spec: RunSpec, data: TokenData, run_dir: Path, progress=None) -> d
         return {**summary, "traceback": traceback.format_exc()}
 
 
-def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress, log) -> dict:
+def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress: ProgressFn | None,
+           log: Callable[[dict], None]) -> dict:
     cfg, train = spec.model, spec.train
     run_dir.mkdir(parents=True, exist_ok=True)
     device, autocast = _device(train)
@@ -225,7 +231,7 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress, log) -> dict
     return _summary(spec, data, status, reason, step, record, state, start, device)
 
 
-def _device(train) -> tuple:
+def _device(train: TrainConfig) -> tuple[torch.device, AbstractContextManager[Any]]:
     """(the device a run trains on, its mixed precision), the threads it may use set."""
     if train.threads:
         torch.set_num_threads(train.threads)
@@ -234,7 +240,7 @@ def _device(train) -> tuple:
     return device, mixed_precision(device)
 
 
-def _model(spec: RunSpec, device) -> tuple:
+def _model(spec: RunSpec, device: torch.device) -> tuple[GPT, torch.optim.AdamW, torch.nn.Module]:
     """(the model, seeded from the run's seed, its optimizer, the step function's compiled model)."""
     torch.manual_seed(spec.seed)
     model = GPT(spec.model).to(device)
@@ -242,7 +248,9 @@ def _model(spec: RunSpec, device) -> tuple:
     return model, optimizer, compiled(model, spec.train)
 
 
-def _evaluate_into(record: dict, model, windows, prompts, n_seqs: int, autocast) -> None:
+def _evaluate_into(record: dict, model: GPT, windows: tuple[torch.Tensor, torch.Tensor, int],
+                   prompts: torch.Tensor | None, n_seqs: int,
+                   autocast: AbstractContextManager[Any]) -> None:
     """The validation loss, bits per byte and context use into `record`; with `prompts` (the last
     step: once a run), accuracy and exact match beyond the loss too (train.metrics)."""
     record["val_loss"], record["val_bpb"], record["val_context_use"] = evaluate(model, windows, n_seqs, autocast)
@@ -250,8 +258,8 @@ def _evaluate_into(record: dict, model, windows, prompts, n_seqs: int, autocast)
         record.update(evaluate_tasks(model, prompts, n_seqs, autocast))
 
 
-def _summary(spec: RunSpec, data: TokenData, status: str, reason, step: int, record: dict, state: dict,
-             start: float, device) -> dict:
+def _summary(spec: RunSpec, data: TokenData, status: str, reason: str | None, step: int, record: dict,
+             state: dict, start: float, device: torch.device) -> dict:
     """The run's summary: the last record's numbers when it finished; a WSD stable phase that
     finished is 'stable' (its cooldown branches are the fit points); the wall time its own."""
     final = record if status == "finished" else {}

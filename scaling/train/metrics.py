@@ -23,6 +23,9 @@ sqrt(p (1 - p) / 256), at most 0.031; per-token accuracy is averaged over 256 * 
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+from typing import Any
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -52,7 +55,8 @@ def task_prompts(val: np.ndarray, T: int, device: torch.device) -> torch.Tensor:
 
 
 @torch.no_grad()
-def score_continuations(model: GPT, windows: torch.Tensor, k: int, n_seqs: int, autocast):
+def score_continuations(model: GPT, windows: torch.Tensor, k: int, n_seqs: int, autocast: AbstractContextManager[Any]
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
     """(correct, logprob): for each window, whether the teacher-forced argmax is the text's token
     at each of its last k positions (bool, (n, k)), and the log-probability of those tokens (n, k)."""
     model.eval()
@@ -74,7 +78,7 @@ def exact_match(correct: torch.Tensor) -> np.ndarray:
     return torch.cumprod(correct.to(torch.float64), dim=1).mean(0).cpu().numpy()
 
 
-def evaluate_tasks(model: GPT, windows: torch.Tensor, n_seqs: int, autocast) -> dict:
+def evaluate_tasks(model: GPT, windows: torch.Tensor, n_seqs: int, autocast: AbstractContextManager[Any]) -> dict:
     """The summary's task fields: per-token accuracy on the continuations, exact match for TASK_KS
     (and every k in `exact_match`), and the mean log-probability (nats) of a k_max-token continuation."""
     k = continuation_length(windows.shape[1] - 1)

@@ -26,7 +26,7 @@ the lowest mean loss wins.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,7 +113,8 @@ def budget_sweep_name(cfg: SweepConfig) -> str:
     return derived_name(cfg.name, "-tune-budgets", "the budget tuning sweep")
 
 
-def cell_config(cfg: SweepConfig, run: PlannedRun, lrs, seeds=None, beta2: float | None = None) -> SweepConfig:
+def cell_config(cfg: SweepConfig, run: PlannedRun, lrs: Sequence[float], seeds: Sequence[int] | None = None,
+                beta2: float | None = None) -> SweepConfig:
     """The sweep `<name>-tune-budgets` of one cell: its shape at each rate, on its D, once per
     training seed (None: the config's seed alone), at AdamW beta2 `beta2` (None: the config's)."""
     data = cfg.model_dump()
@@ -164,21 +165,22 @@ def mean_of_all(values: list[float | None]) -> float | None:
 
 
 def tune_budgets(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path | None = None,
-                 cells: str = "corners", seeds=None, beta2: float | None = None, max_extensions: int = 2,
-                 train: Callable | None = None) -> BudgetTuning:
+                 cells: str = "corners", seeds: Sequence[int] | None = None, beta2: float | None = None,
+                 max_extensions: int = 2,
+                 train: Callable[[SweepConfig], object] | None = None) -> BudgetTuning:
     """Train each chosen cell's rates (in rounds: the grid, then extensions past an edge) once per
     seed in `seeds` (None: the config's seed) at `beta2` (None: the config's), reusing the sweep's
     finished runs, and fit the law. `train(config)` trains a sweep config (default: the sweep driver)."""
     if train is None:
         from scaling.sweep.driver import run_sweep  # training loads torch; planning does not
 
-        def train(config):
+        def train(config: SweepConfig) -> None:
             run_sweep(config, runs_dir, cache_dir)
     chosen = select_cells(sweep_cells(cfg), cells)
     rungs = {r.run_id: START for r in chosen}
     own, tune_dir = finished_losses(Path(runs_dir) / cfg.name), Path(runs_dir) / budget_sweep_name(cfg)
 
-    def config_of(r: PlannedRun, lrs=None) -> SweepConfig:
+    def config_of(r: PlannedRun, lrs: Sequence[float] | None = None) -> SweepConfig:
         return cell_config(cfg, r, cell_rates(r, rungs[r.run_id]) if lrs is None else lrs, seeds, beta2)
 
     trained_flops, tried = 0.0, set()
@@ -226,7 +228,8 @@ class Beta2Tunings:
 
 
 def tune_each_beta2(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path | None = None,
-                    which: str = "corners", seeds=None, betas=(None,)) -> Beta2Tunings:
+                    which: str = "corners", seeds: Sequence[int] | None = None,
+                    betas: Sequence[float | None] = (None,)) -> Beta2Tunings:
     """`tune_budgets` at each beta2 in `betas` (None: the config's), and the best of them."""
     tunings = [tune_budgets(cfg, runs_dir, cache_dir, which, seeds, beta2) for beta2 in betas]
     return Beta2Tunings(tunings, best_beta2(tunings))
@@ -271,7 +274,7 @@ def budget_tuned_config(data: dict, law: LRFit, beta2: float) -> dict:
             "grid": {**data["grid"], "models": models}}
 
 
-def format_cells(tuning) -> str:
+def format_cells(tuning: BudgetTuning) -> str:
     """One row per tuned cell (scaling.tune.budgets): its rates, their losses and the choice."""
     title = f"the cells tuned at their own D, beta2 {tuning.beta2:g}:\n"
     rows = []

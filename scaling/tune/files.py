@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -20,6 +21,9 @@ from scaling.reading import parse_yaml
 from scaling.runs.store import check_output, write_atomic
 from scaling.tune.lr_law import LRLaw
 from scaling.tune.shapes import TUNED, Tuning, tuned_config
+
+if TYPE_CHECKING:
+    from scaling.tune.budgets import Beta2Tunings, BudgetTuning
 
 TUNE_FILES = ("tune.json", "tune.png", "tune.svg")   # what tune writes beside the tuned config
 TUNED_HEADER = "# Learning rates from `scaling tune "   # a tuned config's first line begins so
@@ -41,7 +45,7 @@ def written_by_tune(path: Path) -> bool:
         return f.read(len(TUNED_HEADER)) == TUNED_HEADER.encode()
 
 
-def check_tuning_output(out, config_path, name: str, force: bool = False) -> None:
+def check_tuning_output(out: str | Path, config_path: str | Path, name: str, force: bool = False) -> None:
     """Refuse, before any training, an `out` that cannot take tune's files, a tuned config that
     would replace the input config (never done), or a file of that name tune did not write
     (replaced only with `force`); tune's own earlier output is replaced, as a rerun should."""
@@ -57,7 +61,8 @@ def check_tuning_output(out, config_path, name: str, force: bool = False) -> Non
                          "or give another output folder", options=("force", "out"))
 
 
-def write_tuning(out, config_path, tuning: Tuning, law: LRLaw, force: bool = False) -> tuple[Path, Path]:
+def write_tuning(out: str | Path, config_path: str | Path, tuning: Tuning, law: LRLaw,
+                 force: bool = False) -> tuple[Path, Path]:
     """Write into `out` tune.json and `<name>-tuned.yaml`, the config at `config_path` with each
     shape's chosen rate (and a header saying where they came from); return the two paths.
     `force`: replace a `<name>-tuned.yaml` that tune did not write (check_tuning_output)."""
@@ -79,7 +84,7 @@ def write_tuning(out, config_path, tuning: Tuning, law: LRLaw, force: bool = Fal
     return record_path, tuned_path
 
 
-def tuning_record(tuning) -> dict:
+def tuning_record(tuning: BudgetTuning) -> dict:
     """One beta2's budget tuning as tune.json holds it: the cells, the law, the cost."""
     cells = [{"cell": c.name, "shape": c.run.shape.model_dump(exclude={"lr"}), "tokens": c.run.spec.tokens,
               "budget": c.run.spec.budget, "n_params_non_embedding": c.run.n_params_non_embedding,
@@ -90,7 +95,8 @@ def tuning_record(tuning) -> dict:
             "lr_law_note": tuning.why, "tuning_flops_exact": tuning.tuning_flops}
 
 
-def write_budget_tuning(out, config_path, tried, force: bool = False) -> tuple[Path, Path | None]:
+def write_budget_tuning(out: str | Path, config_path: str | Path, tried: Beta2Tunings,
+                        force: bool = False) -> tuple[Path, Path | None]:
     """Write into `out` tune.json (each beta2's cells, law and cost, and the one chosen: `tried`, a
     scaling.tune.budgets.Beta2Tunings) and, when the chosen one has a law, `<name>-tuned.yaml`:
     the config with train.lr_law in place of its shapes' own rates, and the chosen beta2. `force`:

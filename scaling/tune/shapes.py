@@ -17,16 +17,21 @@ a rate too high.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scaling.config import SweepConfig, derived_name, parse_config, run_lr
+from scaling.config import Shape, SweepConfig, derived_name, parse_config, run_lr
 from scaling.errors import UsageError
 from scaling.formats import positive
 from scaling.runs import store
 from scaling.sweep.plan import plan
+
+if TYPE_CHECKING:
+    from scaling.sweep.job import Reporter
 
 # 7 rates from 1e-3 to 3e-2, x1.76 apart: brackets the optima of the tiny shapes measured by
 # hand (1.25e-3 to 1e-2 at 500K tokens) with room on both sides.
@@ -34,11 +39,11 @@ DEFAULT_LRS = tuple(float(f"{x:.3g}") for x in np.geomspace(1e-3, 3e-2, 7))
 TUNED = "-tuned"   # the tuned config's name: the config's, and this
 
 
-def shape_key(shape) -> tuple[int, int, int]:
+def shape_key(shape: Shape) -> tuple[int, int, int]:
     return shape.d_model, shape.n_layers, shape.n_heads
 
 
-def learning_rates(values) -> tuple[float, ...]:
+def learning_rates(values: Iterable[float | str]) -> tuple[float, ...]:
     """At least 3 distinct positive rates, ascending: a parabola needs the best and two neighbours."""
     lrs = sorted({positive(v, "a learning rate") for v in values})
     if len(lrs) < 3:
@@ -46,7 +51,7 @@ def learning_rates(values) -> tuple[float, ...]:
     return tuple(lrs)
 
 
-def tuning_config(cfg: SweepConfig, lrs, tokens=None) -> SweepConfig:
+def tuning_config(cfg: SweepConfig, lrs: Sequence[float], tokens: int | None = None) -> SweepConfig:
     """The sweep `<name>-tune`: each distinct shape at each rate, trained on `tokens` tokens (the
     smallest D of the sweep's runs by default), with the config's corpus, tokenizer, model, training and
     executor settings. Retries are off: a retry at a lower rate would repeat a rate the sweep tries."""
@@ -85,7 +90,7 @@ class Choice:
     bracket: tuple[float, float] | None = None           # the neighbours' rates, between which it was fitted
 
 
-def choose(lrs, losses) -> Choice:
+def choose(lrs: Sequence[float], losses: Sequence[float | None]) -> Choice:
     """The optimum of one shape's sweep; a loss of None (diverged, failed, not run) is worst."""
     x = np.log(np.asarray(lrs, dtype=float))
     y = np.array([math.inf if v is None or not math.isfinite(v) else float(v) for v in losses])
@@ -156,8 +161,8 @@ def read_tuning(cfg: SweepConfig, tune_cfg: SweepConfig, sweep_dir: Path) -> lis
     return shapes
 
 
-def tune(cfg: SweepConfig, lrs=DEFAULT_LRS, tokens=None, runs_dir: Path | str = "runs",
-         cache_dir: Path | None = None, reporter=None) -> Tuning:
+def tune(cfg: SweepConfig, lrs: Sequence[float] = DEFAULT_LRS, tokens: int | None = None, runs_dir: Path | str = "runs",
+         cache_dir: Path | None = None, reporter: Reporter | None = None) -> Tuning:
     """Train the runs of the tuning sweep not yet ended (budget: the grid's smallest by default),
     and choose each shape's rate from the store."""
     from scaling.sweep.driver import run_sweep  # training loads torch; planning a tuning does not

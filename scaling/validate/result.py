@@ -25,6 +25,7 @@ import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe
@@ -137,7 +138,7 @@ class Validation:
 
 
 # validate.json's schema: each entry's test, and what it must be (for the message).
-def _num(v) -> bool:
+def _num(v: Any) -> bool:
     """A finite number a float holds, within LARGEST (beyond it, sums and products overflow)."""
     return finite_number(v) and abs(v) <= LARGEST
 
@@ -146,23 +147,23 @@ def _num(v) -> bool:
 MAX_LOSS = 1e4
 
 
-def _loss_value(v) -> bool:
+def _loss_value(v: Any) -> bool:
     return _num(v) and 0 <= v <= MAX_LOSS
 
 
-def _losses(v) -> bool:
+def _losses(v: Any) -> bool:
     return _pair(v) and all(_loss_value(x) for x in v)
 
 
-def _pos(v) -> bool:
+def _pos(v: Any) -> bool:
     return _num(v) and v > 0
 
 
-def _whole(v) -> bool:
+def _whole(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v > 0
 
 
-def _pair(v) -> bool:
+def _pair(v: Any) -> bool:
     return isinstance(v, list) and len(v) == 2 and all(_num(x) for x in v) and v[0] <= v[1]
 
 
@@ -192,7 +193,7 @@ _RUN_FIELDS = {"position": (lambda v: v in POSITIONS, f"one of {', '.join(POSITI
 _OPTIONAL = ("status", "observed", "context_use", "fit_context_use")
 
 
-def _check_schema(obj) -> None:
+def _check_schema(obj: object) -> None:
     if not isinstance(obj, dict):
         raise ValueError(f"expected an object, got {type(obj).__name__}")
     for key, (ok, what) in _FIELDS.items():

@@ -20,13 +20,14 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from scaling.config import SweepConfig, derived_name, load_config, parse_config
+from scaling.config import Shape, SweepConfig, derived_name, load_config, parse_config
 from scaling.errors import UsageError
 from scaling.laws.optimal.allocation import check_compute
 from scaling.laws.results.lawfit import FILENAME, LawFit, load_fit
 from scaling.reading import parse_yaml, read_text
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep
+from scaling.sweep.job import Reporter
 from scaling.sweep.plan import PlannedRun, budget_tokens, planned_run
 from scaling.validate.family import Family, family_of
 from scaling.validate.result import Validation, ValidationRun
@@ -101,7 +102,7 @@ def validation_config(cfg: SweepConfig) -> SweepConfig:
     return parse_config(data, f"the validation sweep of {cfg.name}")
 
 
-def neighbour(family: Family, n: float, centre: float, below: bool):
+def neighbour(family: Family, n: float, centre: float, below: bool) -> Shape:
     """The family's shape nearest `n` on one side of the centre's N (never the centre itself)."""
     side = [s for s in family.candidates(2 * max(n, centre))
             if (family.n_params(s) < centre if below else family.n_params(s) > centre)]
@@ -124,10 +125,13 @@ def plan_runs(fit: LawFit, cfg: SweepConfig, family: Family, compute: float) -> 
     shapes = {"smaller": neighbour(family, n_centre / NEIGHBOUR_FACTOR, n_centre, below=True), "optimum": centre,
               "larger": neighbour(family, n_centre * NEIGHBOUR_FACTOR, n_centre, below=False)}
     measure = fit.law.flops.measure
-    return [(position, planned_run(cfg, shape, budget_tokens(compute, family.flops_per_token(shape, measure),
-                                                             cfg.train.batch_tokens),
-                                   shape.lr, budget=compute, budget_measure=measure, role=store.VALIDATION_ROLE))
-            for position, shape in shapes.items()]
+    runs = []
+    for position, shape in shapes.items():
+        assert shape.lr is not None      # a family's shapes carry their rate (Family.candidates)
+        tokens = budget_tokens(compute, family.flops_per_token(shape, measure), cfg.train.batch_tokens)
+        runs.append((position, planned_run(cfg, shape, tokens, shape.lr, budget=compute, budget_measure=measure,
+                                           role=store.VALIDATION_ROLE)))
+    return runs
 
 
 def predictions(fit: LawFit, family: Family, compute: float, runs: list[tuple[str, PlannedRun]], *,
@@ -157,7 +161,7 @@ def check_trust(fit: LawFit, force: bool) -> bool:
                      "validate; force it to train it anyway", options=("force",))
 
 
-def prepare(fit: LawFit, cfg: SweepConfig, compute, *, runs_dir: Path | str = "runs", force: bool = False,
+def prepare(fit: LawFit, cfg: SweepConfig, compute: float | str, *, runs_dir: Path | str = "runs", force: bool = False,
             fit_path: str = "") -> tuple[SweepConfig, list[PlannedRun], Validation]:
     """The validation sweep's config, its three runs and their predictions (what a dry run shows)."""
     forced = check_trust(fit, force)
@@ -181,15 +185,18 @@ def observe(planned: Validation, sweep_dir: Path) -> Validation:
     return replace(planned, runs=tuple(runs))
 
 
-def validate(fit: LawFit, cfg: SweepConfig, compute, *, runs_dir: Path | str = "runs", cache_dir: Path | None = None,
-             force: bool = False, fit_path: str = "", reporter=None) -> Validation:
+def validate(fit: LawFit, cfg: SweepConfig, compute: float | str, *, runs_dir: Path | str = "runs",
+             cache_dir: Path | None = None,
+             force: bool = False, fit_path: str = "", reporter: Reporter | None = None) -> Validation:
     """Train the three runs at `compute` not trained yet, and compare them with the law."""
     vcfg, runs, planned = prepare(fit, cfg, compute, runs_dir=runs_dir, force=force, fit_path=fit_path)
     result = run_sweep(vcfg, runs_dir, cache_dir, reporter, planned=runs)
     return observe(planned, result.sweep_dir)
 
 
-def validate_fit(fit, compute, *, config=None, runs_dir=None, cache_dir=None, force=False, reporter=None) -> Validation:
+def validate_fit(fit: LawFit | str | Path, compute: float | str, *, config: str | Path | None = None,
+                 runs_dir: str | Path | None = None, cache_dir: Path | None = None, force: bool = False,
+                 reporter: Reporter | None = None) -> Validation:
     """Train the model `fit` (a LawFit, or a fit directory / fit.json) recommends at `compute`
     FLOPs and its two neighbours, as `scaling validate` does (`scaling.validate(...)` is this
     function); the `result.Validation`. config: the sweep's YAML (default: read back from the

@@ -24,9 +24,11 @@ Pure: arrays in, numbers out.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 import numpy as np
+import numpy.typing as npt
 from scipy.stats import norm
 
 from scaling.errors import UsageError
@@ -70,7 +72,7 @@ class Extrapolation:
     source: str
     noise: float = 0.0
 
-    def widen(self, predicted, distance, level: float = LEVEL) -> tuple:
+    def widen(self, predicted: npt.ArrayLike, distance: npt.ArrayLike, level: float = LEVEL) -> tuple:
         """(center, lo, hi): the prediction moved by the bias and its interval for a run `distance`
         decades of compute beyond the fitted runs (broadcasts over arrays)."""
         x = np.maximum(np.asarray(distance, dtype=float), 0.0)
@@ -207,7 +209,8 @@ class Backtest:
                    tuple(u.get("median_abs_error") for u in obj.get("undertrained_kept") or ()))
 
 
-def future_split(compute, budgets, factor: float) -> tuple[np.ndarray, np.ndarray, float]:
+def future_split(compute: npt.ArrayLike, budgets: npt.ArrayLike | None, factor: float) -> tuple[np.ndarray,
+                 np.ndarray, float]:
     """(train indices, test indices, C_top): the test runs are the top budget's (the runs within
     TOP_BAND of the TOP_RUNS-th largest compute where there are no budgets); the train runs those whose budget
     (compute) is at most C_top / factor, C_top the top budget (the smallest compute of the top band)."""
@@ -225,7 +228,7 @@ def future_split(compute, budgets, factor: float) -> tuple[np.ndarray, np.ndarra
     return train, test, top
 
 
-def trained(data: FitData, idx, min_tpp: float = UNDERTRAINED_TPP) -> np.ndarray:
+def trained(data: FitData, idx: npt.ArrayLike, min_tpp: float = UNDERTRAINED_TPP) -> np.ndarray:
     """The indices among `idx` of runs with at least `min_tpp` tokens per parameter."""
     idx = np.asarray(idx, dtype=int)
     return idx[data.d[idx] / data.n[idx] >= min_tpp]
@@ -239,7 +242,8 @@ def too_small(data: FitData, train: np.ndarray) -> str | None:
     return None
 
 
-def refit(n, d, loss, *, delta: float, fixed_E: float | None, starts=None, coarse: bool = True):
+def refit(n: np.ndarray, d: np.ndarray, loss: np.ndarray, *, delta: float, fixed_E: float | None,
+          starts: np.ndarray | None = None, coarse: bool = True) -> fitting.FitResult:
     """The law refitted to a cut's runs from `starts` (end points of a fit of more runs) and, with
     `coarse`, the coarse grid too (a nested cut starts from its parent cut's end points alone)."""
     grid = [fitting.grid_from_axes(COARSE_GRID)] if coarse or starts is None else []
@@ -248,7 +252,7 @@ def refit(n, d, loss, *, delta: float, fixed_E: float | None, starts=None, coars
     return fitting.fit_law(n, d, loss, delta=delta, grid=np.vstack(grid), fixed_E=fixed_E, n_polish=2)
 
 
-def fit_cut(data: FitData, factor: float, *, delta: float, fixed_E: float | None, starts=None,
+def fit_cut(data: FitData, factor: float, *, delta: float, fixed_E: float | None, starts: np.ndarray | None = None,
             coarse: bool = True, min_tpp: float = UNDERTRAINED_TPP) -> tuple[Cut, fitting.FitResult | None]:
     """One cut without intervals, and its refit (None where the cut cannot be made): the refit,
     on the runs below the cut with at least `min_tpp` tokens per parameter, and its errors on all
@@ -273,12 +277,13 @@ def fit_cut(data: FitData, factor: float, *, delta: float, fixed_E: float | None
                    distances=tuple(float(v) for v in np.log10(data.compute[test] / cmax))), result
 
 
-def cut_errors(data: FitData, factor: float, *, delta: float, fixed_E: float | None, starts=None) -> Cut:
+def cut_errors(data: FitData, factor: float, *, delta: float, fixed_E: float | None,
+               starts: np.ndarray | None = None) -> Cut:
     """One cut without intervals (`fit_cut`)."""
     return fit_cut(data, factor, delta=delta, fixed_E=fixed_E, starts=starts)[0]
 
 
-def learn_extrapolation(cuts, prior: Extrapolation = PRIOR, weight: float = PRIOR_WEIGHT,
+def learn_extrapolation(cuts: Iterable[Cut], prior: Extrapolation = PRIOR, weight: float = PRIOR_WEIGHT,
                         noise: float = 0.0) -> Extrapolation:
     """The growth and bias of the log error per decade from the made cuts (one observation each:
     the median log residual of its runs over their median distance), each shrunk towards `prior`
@@ -292,7 +297,8 @@ def learn_extrapolation(cuts, prior: Extrapolation = PRIOR, weight: float = PRIO
     return Extrapolation(float(math.sqrt(spread)), float(bias), k, source, float(noise))
 
 
-def _interval_cut(data: FitData, cut: Cut, result: fitting.FitResult, *, delta, fixed_E, level) -> Cut:
+def _interval_cut(data: FitData, cut: Cut, result: fitting.FitResult, *, delta: float, fixed_E: float | None,
+                  level: float) -> Cut:
     """`cut` with each predicted run as the fit would have predicted it from the runs below the
     cut: its refit (`result`) moved and widened by the rule learned from the refit's own inner
     backtest (nested: no cut sees the runs it is judged on)."""
@@ -312,7 +318,8 @@ def _interval_cut(data: FitData, cut: Cut, result: fitting.FitResult, *, delta, 
 
 
 def backtest(data: FitData, full_fit: fitting.FitResult, *, delta: float = fitting.DEFAULT_DELTA,
-             fixed_E: float | None = None, level: float = LEVEL, factors=FACTORS) -> Backtest:
+             fixed_E: float | None = None, level: float = LEVEL,
+             factors: Iterable[float] = FACTORS) -> Backtest:
     """The leave-future-out cuts at each of `factors` (see the module's docstring), each with its
     interval's coverage, and the extrapolation rule learned from them for the full fit. The cuts
     refit and predict the runs with at least UNDERTRAINED_TPP tokens per parameter (all the runs
@@ -340,7 +347,7 @@ def backtest(data: FitData, full_fit: fitting.FitResult, *, delta: float = fitti
                     len(base), UNDERTRAINED_TPP, tuple(kept))
 
 
-def distance(compute, fitted_max: float) -> float:
+def distance(compute: float, fitted_max: float) -> float:
     """Decades of compute beyond the largest fitted run (0 inside the data)."""
     return max(0.0, math.log10(float(compute) / fitted_max))
 

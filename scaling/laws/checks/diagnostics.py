@@ -23,6 +23,7 @@ functions, no I/O.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -46,6 +47,9 @@ from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.forms.law import Law
 from scaling.laws.optimal import compare
+
+if TYPE_CHECKING:
+    from scaling.laws.results.lawfit import Intervals
 
 # --------------------------------------------------------------------------------------------
 # The design
@@ -102,7 +106,7 @@ def _neighbourhoods(x: np.ndarray, width: float) -> tuple[np.ndarray, np.ndarray
     return first(True), first(False)
 
 
-def _range_reduce(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, op) -> np.ndarray:
+def _range_reduce(values: np.ndarray, lo: np.ndarray, hi: np.ndarray, op: np.ufunc) -> np.ndarray:
     """op (np.minimum or np.maximum) over values[lo[i]:hi[i]] for every i (each range non-empty):
     a sparse table built one level at a time, a query answered at its level by two overlapping
     halves, so memory stays O(n)."""
@@ -257,7 +261,7 @@ def extrapolation_check(data: FitData, reference_compute: float) -> Check:
 # Agreement: between the approaches, and between the conventions for N
 
 
-def approaches_check(approaches: dict | None, law: Law, ci) -> Check:
+def approaches_check(approaches: dict | None, law: Law, ci: Intervals | None) -> Check:
     """Do Hoffmann's Approaches 1-3 give the same a within their intervals?"""
     threshold = "Approaches 1, 2, 3 and VPNLS agree on a within their intervals"
     if not approaches:
@@ -297,7 +301,7 @@ def convention_check(conventions: dict, used: str) -> Check:
     return Check("param_convention", float(len(apart)), threshold, CAUTION if apart else PASS, reason)
 
 
-def _fmt(x) -> str:
+def _fmt(x: float | None) -> str:
     return "undefined" if x is None else f"{x:.3g}"
 
 

@@ -6,10 +6,11 @@ their output verbatim.
 from __future__ import annotations
 
 from scaling.laws.fitting import fit as fitting
+from scaling.laws.fitting.bootstrap import BootstrapResult
 from scaling.laws.fitting.fitdata import FitData
 
 
-def evidence(data: FitData, result: fitting.FitResult, boot) -> list[str]:
+def evidence(data: FitData, result: fitting.FitResult, boot: BootstrapResult | None) -> list[str]:
     r = data.ranges()
     tpp = r["tokens_per_param_range"]
     conv = f" ({data.param_convention} parameters)" if data.param_convention else ""
@@ -39,7 +40,8 @@ def evidence(data: FitData, result: fitting.FitResult, boot) -> list[str]:
     return out
 
 
-def limitations(data: FitData, result: fitting.FitResult, boot, reference_compute: float) -> list[str]:
+def limitations(data: FitData, result: fitting.FitResult, boot: BootstrapResult | None,
+                reference_compute: float) -> list[str]:
     r = data.ranges()
     out = [
         f"the law describes {data.flops.quantity} from {r['c_range'][0]:.3g} to {r['c_range'][1]:.3g} FLOPs and N from "

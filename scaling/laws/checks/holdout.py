@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from functools import partial
 
 import numpy as np
+import numpy.typing as npt
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table
@@ -76,7 +77,7 @@ class Holdout:
                    law=None if params is None else Law.from_dict(params))
 
 
-def holdout_split(compute, fraction: float = DEFAULT_FRACTION) -> tuple[np.ndarray, np.ndarray]:
+def holdout_split(compute: npt.ArrayLike, fraction: float = DEFAULT_FRACTION) -> tuple[np.ndarray, np.ndarray]:
     """(train indices, held-out indices): the round(fraction * M) points (at least 1) with the
     largest compute are held out; ties go to the later point. Both in ascending index order."""
     c = np.asarray(compute, dtype=float)
@@ -87,7 +88,8 @@ def holdout_split(compute, fraction: float = DEFAULT_FRACTION) -> tuple[np.ndarr
 
 
 def holdout(data: fitdata.FitData, law: Law, *, fraction: float = DEFAULT_FRACTION,
-            delta: float = fitting.DEFAULT_DELTA, fixed_E: float | None = None, starts=None) -> Holdout:
+            delta: float = fitting.DEFAULT_DELTA, fixed_E: float | None = None,
+            starts: np.ndarray | None = None) -> Holdout:
     """Refit without the top-compute points; predict them; absolute relative error of each.
 
     The refit is the same Approach-3 fit (Huber `delta`, `fixed_E`) from `starts`: the full fit's
@@ -123,7 +125,7 @@ def holdout(data: fitdata.FitData, law: Law, *, fraction: float = DEFAULT_FRACTI
                    train_max_compute=float(data.compute[train].max()), law=refit)
 
 
-def pct(x) -> str:
+def pct(x: float | None) -> str:
     """A fraction as a percentage with two decimals; '-' for None."""
     return "-" if x is None else f"{100 * x:.2f}%"
 

@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats
 
 from scaling.formats import json_safe
@@ -164,7 +165,8 @@ def _f_test(ss_num: float, df_num: int, ss_den: float, df_den: int) -> tuple[flo
     return float(f), float(stats.f.sf(f, df_num, df_den))
 
 
-def lack_of_fit(n, d, loss, predicted, *, compute, budgets=None, n_params: int = 5) -> LackOfFit:
+def lack_of_fit(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, predicted: npt.ArrayLike, *,
+                compute: npt.ArrayLike, budgets: npt.ArrayLike | None = None, n_params: int = 5) -> LackOfFit:
     """The tests on log residuals of `loss` against the law's `predicted` losses: by model size,
     by budget (the planned budgets where known, else the runs' compute), by token count, and
     against pure error where points repeat. A grouping with fewer than two groups of two points

@@ -19,6 +19,7 @@ from scaling.errors import UsageError
 from scaling.laws.checks.holdout import Holdout
 from scaling.laws.checks.verdict import CAUTION, PASS, THRESHOLDS, Check, graded, interval_text
 from scaling.laws.fitting import fit as fitting
+from scaling.laws.fitting.bootstrap import BootstrapResult
 from scaling.laws.fitting.fitdata import FitData
 
 ROLLOUT_SPLITS = 4     # at most: fit the smaller half, ..., all but the largest size
@@ -37,7 +38,7 @@ def refit(data: FitData, keep: np.ndarray, result: fitting.FitResult) -> fitting
         return None
 
 
-def holdout_check(check: Holdout, boot, reference_compute: float) -> Check:
+def holdout_check(check: Holdout, boot: BootstrapResult | None, reference_compute: float) -> Check:
     """Judge the hold-out refit (`holdout.holdout`, without the top ~20% by compute): do alpha, a
     and tokens per parameter stay inside the full fit's intervals?"""
     threshold = "alpha, a, tokens per parameter inside the full fit's 95% intervals"

@@ -12,6 +12,7 @@ each threshold is explained in docs/diagnostics.md and calibrated by bench/bench
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,7 +93,7 @@ class Diagnostics:
         return cls(checks, obj["verdict"].get("verdict"), tuple(obj["verdict"].get("reasons") or ()))
 
 
-def interval_text(lo, hi, fmt: str = ".3g") -> str:
+def interval_text(lo: float | None, hi: float | None, fmt: str = ".3g") -> str:
     """An interval for a reason in words: "[lo, hi]", or where the bootstrap gave none (too few of
     its resamples have a compute-optimal allocation), that it has none."""
     if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
@@ -100,7 +101,7 @@ def interval_text(lo, hi, fmt: str = ".3g") -> str:
     return f"[{lo:{fmt}}, {hi:{fmt}}]"
 
 
-def graded(name: str, value, *, higher_is_better: bool, unit: str = "", fmt: str = ".3g",
+def graded(name: str, value: float | None, *, higher_is_better: bool, unit: str = "", fmt: str = ".3g",
            what: str, key: str | None = None) -> Check:
     """A check against THRESHOLDS[key or name] = (caution, not identified), None for no bound."""
     caution, fail = THRESHOLDS[key or name]
@@ -123,7 +124,7 @@ def relative_margin(value: float, threshold: float, higher_is_better: bool) -> f
     return (value - threshold) / abs(threshold) * (1.0 if higher_is_better else -1.0)
 
 
-def verdict(checks) -> tuple[str, tuple]:
+def verdict(checks: Iterable[Check]) -> tuple[str, tuple[str, ...]]:
     """The worst status decides; the reasons are the non-passing checks, worst first."""
     worst = max((c.status for c in checks), key=_RANK.__getitem__, default=PASS)
     failing = sorted((c for c in checks if c.status != PASS), key=lambda c: -_RANK[c.status])

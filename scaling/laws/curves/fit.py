@@ -33,15 +33,17 @@ Pure: a `CurveRuns` (from `scaling.laws.curves.runs` or a simulation) in, a `Cur
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe
-from scaling.laws.curves.law import DECAY, DECAYS, fit_curve_law
+from scaling.laws.curves.law import DECAY, DECAYS, CurveLaw, fit_curve_law
 from scaling.laws.fitting import bootstrap as resampling
 from scaling.laws.fitting.fit import FitResult, fit_law
 from scaling.laws.fitting.fitdata import FitData
@@ -71,7 +73,7 @@ class CurveRuns:
         n, d, loss = (np.array([self.final[r][k] for r in ids]) for k in range(3))
         return FitData(n=n, d=d, loss=loss, source=self.source, ids=tuple(ids))
 
-    def only(self, run_ids) -> CurveRuns:
+    def only(self, run_ids: Iterable[str]) -> CurveRuns:
         """These runs' curves and schedules (the fit points a selection kept, say)."""
         keep = set(run_ids)
         return replace(self, evaluations=self.evaluations[self.evaluations.run_id.isin(keep)].reset_index(drop=True),
@@ -163,17 +165,19 @@ def _size_laws(prep: _Prepared, weights: np.ndarray | None, decay: float) -> dic
     None for all once)."""
     weights = np.ones(len(prep.evals)) if weights is None else weights
     laws = {}
-    for n, idx in prep.evals.groupby("n").indices.items():
-        if float(n) in prep.grids and weights[idx].sum() > 0:
+    for key, idx in prep.evals.groupby("n").indices.items():
+        n = float(cast(float, key))   # a group's key: a value of the float column N
+        if n in prep.grids and weights[idx].sum() > 0:
             e = prep.evals.iloc[idx]
             try:
-                laws[float(n)] = fit_curve_law(e.s1, e.s2, e.loss, weights[idx], decay)
+                laws[n] = fit_curve_law(e.s1, e.s2, e.loss, weights[idx], decay)
             except UsageError:
                 continue          # too few evaluations drawn for this size: it drops out
     return laws
 
 
-def _points(prep: _Prepared, laws: dict, weights: np.ndarray):
+def _points(prep: _Prepared, laws: dict[float, CurveLaw], weights: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(N, D, loss) arrays: each size's curve law at its D's of interest that the curves it was
     fitted to reach (a resample without a size's longest run does not extrapolate beyond the
     others); positive losses only."""
@@ -241,7 +245,8 @@ def leave_one_run_out(runs: CurveRuns, decay: float | None = None, prep: _Prepar
 
 
 def fit_curves(runs: CurveRuns, *, resamples: int = RESAMPLES, seed: int = 0, reference_compute: float | None = None,
-               flops: FlopsPerToken | None = None, decay: float | None = None, grid=None) -> CurvesFit:
+               flops: FlopsPerToken | None = None, decay: float | None = None,
+               grid: dict | npt.ArrayLike | None = None) -> CurvesFit:
     """The law fitted to every size's curve-law final losses (see module doc), its percentile
     intervals from `resamples` resamples of whole runs (0: none), and the leave-one-run-out check.
     reference_compute: where tokens per parameter is given (default: the largest c(N) D of the

@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
+import numpy.typing as npt
 from scipy.optimize import minimize_scalar
 from scipy.signal import lfilter
 
@@ -68,7 +69,7 @@ class RunSchedule:
         return replace(self, steps=max(2, math.ceil(tokens / self.train.batch_tokens)), constant=False)
 
 
-def areas(lrs, decay: float = DECAY) -> tuple[np.ndarray, np.ndarray]:
+def areas(lrs: npt.ArrayLike, decay: float = DECAY) -> tuple[np.ndarray, np.ndarray]:
     """(S1, S2) after each update of a run with rates `lrs` (update 1 first)."""
     if not 0 <= decay < 1:
         raise UsageError(f"the annealing momentum must be in [0, 1); got {decay!r}")
@@ -79,7 +80,8 @@ def areas(lrs, decay: float = DECAY) -> tuple[np.ndarray, np.ndarray]:
 
 
 @functools.lru_cache(maxsize=256)
-def _areas_of(steps: int, lr: float, warmup, constant: bool, train_json: str, decay: float):
+def _areas_of(steps: int, lr: float, warmup: int | None, constant: bool, train_json: str, decay: float
+              ) -> tuple[np.ndarray, np.ndarray]:
     schedule = RunSchedule(steps, lr, TrainConfig.model_validate_json(train_json), warmup, constant)
     s1, s2 = areas(schedule.lrs(), decay)
     s1.flags.writeable = s2.flags.writeable = False       # shared by every caller of the cache
@@ -98,7 +100,7 @@ class CurveLaw:
     rms: float = math.nan
     n_points: int = 0
 
-    def loss(self, s1, s2):
+    def loss(self, s1: npt.ArrayLike, s2: npt.ArrayLike) -> np.ndarray:
         s1, s2 = np.asarray(s1, dtype=float), np.asarray(s2, dtype=float)
         return self.L0 + self.A * s1 ** -self.alpha - self.C * s2
 
@@ -112,7 +114,7 @@ class CurveLaw:
                 "rms": self.rms, "n_points": self.n_points}
 
 
-def _linear_part(x: np.ndarray, s2: np.ndarray, y: np.ndarray, w: np.ndarray, alpha: float):
+def _linear_part(x: np.ndarray, s2: np.ndarray, y: np.ndarray, w: np.ndarray, alpha: float) -> tuple[np.ndarray, float]:
     """(L0, A, C, weighted SSE) at a fixed alpha: the rest is linear least squares."""
     design = np.column_stack([np.ones_like(x), x ** -alpha, -s2]) * np.sqrt(w)[:, None]
     coef, *_ = np.linalg.lstsq(design, y * np.sqrt(w), rcond=None)
@@ -133,7 +135,8 @@ def _grid_sse(x: np.ndarray, s2: np.ndarray, y: np.ndarray, w: np.ndarray) -> np
     return np.where(np.isfinite(sse), sse, np.inf)
 
 
-def fit_curve_law(s1, s2, loss, weights=None, decay: float = DECAY) -> CurveLaw:
+def fit_curve_law(s1: npt.ArrayLike, s2: npt.ArrayLike, loss: npt.ArrayLike, weights: npt.ArrayLike | None = None,
+                  decay: float = DECAY) -> CurveLaw:
     """Least squares of L0 + A S1^-alpha - C S2 on evaluations (s1, s2, loss), each weighted by
     `weights` (a run drawn twice by a resample counts twice). Variable projection: L0, A, C are
     linear given alpha, which is searched on ALPHA_GRID and then refined between its neighbours."""

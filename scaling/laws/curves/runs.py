@@ -45,7 +45,7 @@ def _schedule(run_dir: Path) -> tuple[RunSchedule, str | None]:
                          f"{str(exc).splitlines()[0]})") from None
 
 
-def read_curve_runs(sweep_dir, param_convention: str = "total") -> CurveRuns:
+def read_curve_runs(sweep_dir: str | Path, param_convention: str = "total") -> CurveRuns:
     """The curves and schedules of a sweep's finished runs and WSD stable runs (see module doc)."""
     found = read_curves(sweep_dir, param_convention=param_convention).curves
     found = found[found.status.isin(FITTED_STATUSES)]

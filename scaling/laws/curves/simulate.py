@@ -23,9 +23,11 @@ the ones before are its stable run's.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from scaling.config import TrainConfig
@@ -44,7 +46,7 @@ class PlannedCurve:
     start: int = 0
 
 
-def simulate_curves(law: Law, runs, *, train: TrainConfig, lr: float, anneal: float, decay: float,
+def simulate_curves(law: Law, runs: npt.ArrayLike, *, train: TrainConfig, lr: float, anneal: float, decay: float,
                     noise: float = 0.005, run_noise: float = 0.0, eval_interval: int = 100,
                     seed: int = 0) -> CurveRuns:
     """The curves a sweep of `runs` ((N, D) rows, each ceil(D / batch_tokens) steps of `train`'s
@@ -58,7 +60,7 @@ def simulate_curves(law: Law, runs, *, train: TrainConfig, lr: float, anneal: fl
                               eval_interval=eval_interval, seed=seed)
 
 
-def simulate_schedules(law: Law, planned, *, anneal: float, decay: float, noise: float = 0.005,
+def simulate_schedules(law: Law, planned: Iterable[PlannedCurve], *, anneal: float, decay: float, noise: float = 0.005,
                        run_noise: float = 0.0, eval_interval: int = 100, seed: int = 0) -> CurveRuns:
     """The curves the `planned` runs (`PlannedCurve`s) would log under `law` (see module doc), seeded."""
     if not (noise >= 0 and run_noise >= 0 and anneal >= 0 and eval_interval >= 1):

@@ -30,7 +30,7 @@ class StoreCurves:
     missing: tuple = ()
 
 
-def read_curves(sweep_dir, *, param_convention: str = "non_embedding", tokens_key: str = "tokens",
+def read_curves(sweep_dir: str | Path, *, param_convention: str = "non_embedding", tokens_key: str = "tokens",
                 loss_key: str = "val_loss", also: tuple[str, ...] = ()) -> StoreCurves:
     """The training curves of every run of a sweep, whatever its status, in the store's run order.
 
@@ -70,7 +70,7 @@ def read_curves(sweep_dir, *, param_convention: str = "non_embedding", tokens_ke
     return StoreCurves(frame.astype({key: float for key in also}), tuple(missing))
 
 
-def _config_value(run_dir: Path, key: str):
+def _config_value(run_dir: Path, key: str) -> float | None:
     """A positive number at the top level of a run's config.yaml; None when the file or the key is
     missing or unreadable, or the value is not a positive, finite number (a hand edit: 'abc', a list)."""
     try:
@@ -83,7 +83,7 @@ def _config_value(run_dir: Path, key: str):
     return float(value)
 
 
-def curves_from_store(sweep_dir, *, param_convention: str = "non_embedding",
+def curves_from_store(sweep_dir: str | Path, *, param_convention: str = "non_embedding",
                       tokens_key: str = "tokens", loss_key: str = "val_loss") -> pd.DataFrame:
     """Training curves of a sweep's finished runs, for `envelope`: run_id, n, tokens, loss
     (see `read_curves`)."""

@@ -19,13 +19,15 @@ branches log too few cooldown evaluations to measure the annealing weight C.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from scaling.errors import UsageError
 from scaling.laws.curves.fit import CurveRuns, fit_curves
-from scaling.laws.curves.simulate import simulate_schedules
+from scaling.laws.curves.simulate import PlannedCurve, simulate_schedules
 from scaling.laws.fitting import bootstrap as resampling
 from scaling.laws.fitting.bootstrap import MAX_RESAMPLES
 from scaling.laws.fitting.fit import fit_law
@@ -34,7 +36,8 @@ from scaling.laws.forms.law import Law
 FITS = ("curves", "final")
 
 
-def both_fits(runs: CurveRuns, truth: Law, *, resamples: int, seed: int, grid=None) -> dict:
+def both_fits(runs: CurveRuns, truth: Law, *, resamples: int, seed: int,
+              grid: dict | npt.ArrayLike | None = None) -> dict:
     """One sweep's curves fitted both ways, as `scaling fit` does (the curves' annealing momentum
     fitted too, not handed the simulation's): fit -> {"a", "a_ci", "covers" (a's interval holds the
     truth's), "tpp_ci", "tpp_ratio" (hi / lo at the largest run's 6 N D, under the truth's FLOPs per
@@ -72,9 +75,10 @@ class CurveOutlook:
         return dict(self.__dict__)
 
 
-def curve_outlook(prior: Law, planned, *, anneal: float, decay: float, noise: float, run_noise: float,
+def curve_outlook(prior: Law, planned: Sequence[PlannedCurve], *, anneal: float, decay: float, noise: float,
+                  run_noise: float,
                   eval_interval: int = 100, n_sims: int = 20, resamples: int = 100, seed: int = 0,
-                  grid=None) -> CurveOutlook:
+                  grid: dict | npt.ArrayLike | None = None) -> CurveOutlook:
     """Simulate the `planned` runs (`curve_simulate.PlannedCurve`s) `n_sims` times under `prior`
     and compare the two fits (see module doc)."""
     if n_sims < 1 or not 10 <= resamples <= MAX_RESAMPLES:

@@ -20,20 +20,22 @@ diagnostics' thresholds are calibrated with these functions (bench/bench_diagnos
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from scaling.errors import UsageError
 from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.forms.law import Law
 
 
-def cross_grid(sizes, tokens) -> np.ndarray:
+def cross_grid(sizes: npt.ArrayLike, tokens: npt.ArrayLike) -> np.ndarray:
     """Every size trained on every token count: an (M, 2) array of (N, D)."""
     n, d = np.meshgrid(np.asarray(sizes, float), np.asarray(tokens, float), indexing="ij")
     return np.column_stack([n.ravel(), d.ravel()])
 
 
-def isoflop_grid(budgets, law: Law | None = None, *, tokens_per_param: float | None = None,
-                 per_budget: int = 5, span: float = 4.0, ladder=None) -> np.ndarray:
+def isoflop_grid(budgets: npt.ArrayLike, law: Law | None = None, *, tokens_per_param: float | None = None,
+                 per_budget: int = 5, span: float = 4.0,
+                 ladder: npt.ArrayLike | None = None) -> np.ndarray:
     """Chinchilla's Approach-2 design: at each compute C, `per_budget` sizes spaced evenly in log N
     over a factor `span` either side of the expected optimum, each trained on D = C / 6N.
 
@@ -64,7 +66,7 @@ def isoflop_grid(budgets, law: Law | None = None, *, tokens_per_param: float | N
     return np.column_stack([n, d])
 
 
-def simulate(law: Law, runs, *, noise: float = 0.01, seed: int = 0, size_offset: float = 0.0,
+def simulate(law: Law, runs: npt.ArrayLike, *, noise: float = 0.01, seed: int = 0, size_offset: float = 0.0,
              tails: float | None = None, source: str = "simulated") -> FitData:
     """The points a sweep of `runs` ((N, D) rows) would give if `law` were true, with log-normal
     scatter `noise`, a shared offset per model size of scale `size_offset`, and Student-t scatter

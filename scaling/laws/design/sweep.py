@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+import numpy.typing as npt
 from scipy import stats
 
 from scaling.errors import UsageError
@@ -72,7 +73,7 @@ def _widths(fit: results.LawFit) -> tuple[float, float, float]:
             tpp[1] / tpp[0] if tpp and tpp[0] > 0 else np.inf)
 
 
-def usable_laws(resampled) -> np.ndarray:
+def usable_laws(resampled: npt.ArrayLike) -> np.ndarray:
     """The rows of (R, 5) bootstrap constants that make a law with an allocation."""
     resampled = np.asarray(resampled, dtype=float)
     return resampled[has_allocation(resampled)]
@@ -96,8 +97,8 @@ def measured_scatter(fit: results.LawFit | None) -> tuple[float, int | None]:
     return float(fit.residual_rms) * (points / (points - 5)) ** 0.5, points - 5
 
 
-def expected_precision(runs, prior: Law, *, noise: float = 0.01, n_sims: int = 20, bootstrap: int = 100,
-                       seed: int = 0, laws=None, noise_df: int | None = None) -> Outlook:
+def expected_precision(runs: npt.ArrayLike, prior: Law, *, noise: float = 0.01, n_sims: int = 20, bootstrap: int = 100,
+                       seed: int = 0, laws: npt.ArrayLike | None = None, noise_df: int | None = None) -> Outlook:
     """Simulate the design `n_sims` times under `prior` (see the module doc). laws: (R, 5)
     bootstrap constants E, A, B, alpha, beta to draw each simulation's truth from; noise_df: the
     degrees of freedom `noise` was measured with, to draw each simulation's scatter."""
@@ -140,7 +141,7 @@ def expected_precision(runs, prior: Law, *, noise: float = 0.01, n_sims: int = 2
                    0 if truths is None else len(truths), noise_df)
 
 
-def asymptotic_precision(runs, law: Law, *, noise: float, compute: float,
+def asymptotic_precision(runs: npt.ArrayLike, law: Law, *, noise: float, compute: float,
                          level: float = 0.95) -> tuple[float, float]:
     """(hi - lo of a, hi / lo of tokens per parameter at `compute`): the `level` intervals of a fit
     of the design `runs` (N, D) whose truth is `law`, scattered log-normally by `noise`, to first
@@ -158,7 +159,7 @@ def asymptotic_precision(runs, law: Law, *, noise: float, compute: float,
     cov = noise**2 * np.linalg.inv(info)
     theta = theta_from_law(law)        # log E, log A, log B, alpha, beta: scales alike
 
-    def answers(t):
+    def answers(t: np.ndarray) -> np.ndarray:
         moved = replace(law_from_theta(t), flops=law.flops)
         return np.array([moved.a, np.log(moved.tokens_per_param(compute))])
 

@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from scaling.errors import UsageError
 from scaling.laws.fitting.fit import TIGHT_FTOL, TIGHT_GTOL, FitResult, check_fit_inputs, fit_law, free_mask, log_points
@@ -84,7 +85,7 @@ def derived_quantities(theta: np.ndarray, reference_compute: float, flops: Flops
 LINEAR = ("alpha", "beta", "a", "b")    # spread linearly; every other quantity is positive: in log
 
 
-def spread(values, factor: float, log: bool = True) -> np.ndarray:
+def spread(values: npt.ArrayLike, factor: float, log: bool = True) -> np.ndarray:
     """`values` moved `factor` times as far from their median (in log where `log`), NaN and inf
     left as they are: a percentile interval of the result is the values' own, widened `factor`
     times about their median, so it holds the unwidened one.
@@ -135,7 +136,8 @@ def _draw_weights(rng: np.random.Generator, n_points: int, n_resamples: int) -> 
     return draws / draws.mean(axis=1, keepdims=True)
 
 
-def percentile_intervals(samples: dict, level: float):
+def percentile_intervals(samples: dict[str, np.ndarray], level: float
+                         ) -> tuple[dict[str, tuple[float, float]], dict[str, int]]:
     """(intervals, n_undefined): the central `level` percentile interval of each of CI_NAMES,
     and how many samples of it are not finite (then its interval is (NaN, NaN))."""
     tail = 100.0 * (1.0 - level) / 2.0
@@ -153,9 +155,10 @@ def percentile_intervals(samples: dict, level: float):
     return intervals, n_undefined
 
 
-def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: float = DEFAULT_DELTA,
+def bootstrap(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike,
+              n_resamples: int = 1000, seed: int = 0, *, delta: float = DEFAULT_DELTA,
               fixed_E: float | None = None, reference_compute: float | None = None,
-              level: float = 0.95, full_fit: FitResult | None = None, extra_starts=None,
+              level: float = 0.95, full_fit: FitResult | None = None, extra_starts: np.ndarray | None = None,
               flops: FlopsPerToken = FlopsPerToken(), widen: float = 1.0) -> BootstrapResult:
     """Percentile bootstrap intervals for the constants, allocation exponents and tokens/param.
 
@@ -215,7 +218,8 @@ def bootstrap(n, d, loss, n_resamples: int = 1000, seed: int = 0, *, delta: floa
     )
 
 
-def _fit_resamples(point_weights, starts, log_n, log_d, log_loss, delta, free):
+def _fit_resamples(point_weights: np.ndarray, starts: np.ndarray, log_n: np.ndarray, log_d: np.ndarray,
+                   log_loss: np.ndarray, delta: float, free: np.ndarray) -> tuple[np.ndarray, int]:
     """(best theta of each resample (R, 5), how many of them converged): every resample (a row
     of `point_weights`, with the losses `log_loss`, (M,) or one row (R, M) per resample)
     refitted from every start in one batch, the best end point kept."""
@@ -225,7 +229,7 @@ def _fit_resamples(point_weights, starts, log_n, log_d, log_loss, delta, free):
     x0 = np.tile(starts, (R, 1))
     work = Workspace()
 
-    def fun(x, rows):
+    def fun(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return objective_batched(x, log_n, log_d, targets if targets.ndim == 1 else targets[rows], delta,
                                  weights[rows], work=work)
 

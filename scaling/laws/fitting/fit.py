@@ -21,9 +21,11 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
@@ -127,7 +129,7 @@ class FitResult:
 LOG_FLOAT_MAX = math.log(np.finfo(float).max)     # 709.8: e^x beyond this is not a float
 
 
-def log_points(n, d, loss):
+def log_points(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """log n, log d, log loss as flat float arrays; UsageError unless all are positive and finite."""
     n, d, loss = (np.asarray(v, dtype=float).ravel() for v in (n, d, loss))
     if not (n.shape == d.shape == loss.shape):
@@ -148,7 +150,7 @@ def log_points(n, d, loss):
     return log_n, log_d, np.log(loss)
 
 
-def _start_grid(grid, fixed_E):
+def _start_grid(grid: dict | npt.ArrayLike | None, fixed_E: float | None) -> np.ndarray:
     """The (S, 5) starts for `grid` (None, axis values or an array), e pinned when E is fixed."""
     starts = hoffmann_grid() if grid is None else (
         grid_from_axes(grid) if isinstance(grid, dict) else np.array(grid, dtype=float, ndmin=2))
@@ -163,7 +165,7 @@ def _start_grid(grid, fixed_E):
     return starts
 
 
-def free_mask(fixed_E):
+def free_mask(fixed_E: float | None) -> np.ndarray:
     """Which of (log_e, log_a, log_b, alpha, beta) are fitted: all, or all but e when E is fixed."""
     free = np.ones(N_THETA, dtype=bool)
     if fixed_E is not None:
@@ -172,7 +174,7 @@ def free_mask(fixed_E):
 
 
 @contextlib.contextmanager
-def single_threaded_blas():
+def single_threaded_blas() -> Iterator[None]:
     """Run BLAS on one thread for the duration.
 
     scipy's L-BFGS-B calls BLAS on vectors of length 5. OpenBLAS's worker threads busy-wait
@@ -184,11 +186,13 @@ def single_threaded_blas():
         yield
 
 
-def _polish(theta0, log_n, log_d, log_loss, delta, free, weights=None, tight=True):
+def _polish(theta0: npt.ArrayLike, log_n: np.ndarray, log_d: np.ndarray, log_loss: np.ndarray, delta: float,
+            free: np.ndarray, weights: np.ndarray | None = None, tight: bool = True
+            ) -> tuple[np.ndarray, float, bool, str]:
     """scipy L-BFGS-B from theta0 over the free coordinates; tight or scipy's default tolerances."""
     theta0 = np.asarray(theta0, dtype=float)
 
-    def fg(z):
+    def fg(z: np.ndarray) -> tuple[float, np.ndarray]:
         th = theta0.copy()
         th[free] = z
         f, g = objective(th, log_n, log_d, log_loss, delta, weights)
@@ -202,7 +206,7 @@ def _polish(theta0, log_n, log_d, log_loss, delta, free, weights=None, tight=Tru
 
 
 def _same_optimum(thetas: np.ndarray, funs: np.ndarray, best_theta: np.ndarray, best_fun: float,
-                  fun_rtol=OPTIMUM_FUN_RTOL, param_rtol=OPTIMUM_PARAM_RTOL) -> np.ndarray:
+                  fun_rtol: float = OPTIMUM_FUN_RTOL, param_rtol: float = OPTIMUM_PARAM_RTOL) -> np.ndarray:
     """Rows whose objective and constants (E, A, B, alpha, beta) agree with the best's.
 
     Objectives agree within fun_rtol relative, or within scipy's ftol absolute (the stopping
@@ -231,7 +235,7 @@ def _distinct(thetas: np.ndarray, funs: np.ndarray, limit: int) -> list[int]:
     return chosen
 
 
-def check_fit_inputs(n, d, loss, fixed_E=None) -> None:
+def check_fit_inputs(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, fixed_E: float | None = None) -> None:
     """UsageError when the points cannot determine the law."""
     n = np.asarray(n, dtype=float).ravel()
     n_free = 4 if fixed_E is not None else 5
@@ -254,7 +258,7 @@ def check_fit_inputs(n, d, loss, fixed_E=None) -> None:
                          "(E is the loss an infinite model on infinite data would reach)")
 
 
-def _check_bounded(theta) -> None:
+def _check_bounded(theta: np.ndarray) -> None:
     """UsageError when the optimum lies where a constant is too large for a float: the objective
     keeps falling as A (or B, E) grows with its exponent, so the points do not determine the law."""
     big = [f"{name} = e^{v:.0f}" for name, v in zip(("E", "A", "B"), theta[:3]) if v > LOG_FLOAT_MAX]
@@ -277,7 +281,8 @@ def _ranking_subsample(n_points: int) -> np.ndarray | None:
     return np.unique(np.linspace(0, n_points - 1, RANK_POINTS).round().astype(int))
 
 
-def fit_law(n, d, loss, *, delta: float = DEFAULT_DELTA, grid=None, fixed_E: float | None = None,
+def fit_law(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, delta: float = DEFAULT_DELTA,
+            grid: dict | npt.ArrayLike | None = None, fixed_E: float | None = None,
             n_polish: int = 4) -> FitResult:
     """Fit L(N, D) = E + A/N^alpha + B/D^beta by Huber-on-log-residuals from a grid of starts.
 
@@ -299,7 +304,7 @@ def fit_law(n, d, loss, *, delta: float = DEFAULT_DELTA, grid=None, fixed_E: flo
     rank_n, rank_d, rank_loss = (v if sub is None else v[sub] for v in (log_n, log_d, log_loss))
     work = Workspace()
 
-    def fun(x, rows):
+    def fun(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return objective_batched(x, rank_n, rank_d, rank_loss, delta, work=work)
 
     batch = lbfgs_in_chunks(fun, starts, batch_rows(rank_n.size), free=free)
@@ -335,8 +340,10 @@ def fit_law(n, d, loss, *, delta: float = DEFAULT_DELTA, grid=None, fixed_E: flo
     )
 
 
-def fit_scipy_loop(n, d, loss, *, delta: float = DEFAULT_DELTA, grid=None, fixed_E=None,
-                   starts_subset=None, blas_single_thread: bool = True):
+def fit_scipy_loop(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, delta: float = DEFAULT_DELTA,
+                   grid: dict | npt.ArrayLike | None = None, fixed_E: float | None = None,
+                   starts_subset: npt.ArrayLike | None = None, blas_single_thread: bool = True
+                   ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """The plain reference method: scipy.optimize.minimize(L-BFGS-B) once per start, keep the best.
 
     Slow (one Python-level optimisation per start); kept to check `fit_law` against and for

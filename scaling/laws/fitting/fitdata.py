@@ -17,10 +17,12 @@ non-finite values and where the first is, an unknown parameter convention.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from scaling.errors import UsageError
 from scaling.laws.fitting.provenance import Provenance
@@ -81,7 +83,7 @@ class FitData:
     context_use: np.ndarray | None = None
     digest: str = field(init=False, default="")
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name in ("n", "d", "loss"):
             object.__setattr__(self, name, _frozen(getattr(self, name)))
         sizes = {k: getattr(self, k).size for k in ("n", "d", "loss")}
@@ -158,7 +160,7 @@ class FitData:
             fit_flops_per_token(self.n_other, self.spent / self.d, self.flops.measure)
         return replace(self, n=self.n_other, n_other=self.n, param_convention=self.other_convention, flops=flops)
 
-    def take(self, idx, **changes: Any) -> FitData:
+    def take(self, idx: npt.ArrayLike, **changes: Any) -> FitData:
         """The points at positions `idx`, in that order, every per-point array with them."""
         idx = np.asarray(idx, dtype=int)
         per_point: dict[str, Any] = {k: None if getattr(self, k) is None else getattr(self, k)[idx]
@@ -188,14 +190,14 @@ class FitData:
         }
 
 
-def _frozen(values) -> np.ndarray:
+def _frozen(values: npt.ArrayLike) -> np.ndarray:
     """A flat, read-only float64 copy."""
     v = np.array(values, dtype=float).ravel()
     v.setflags(write=False)
     return v
 
 
-def digest_arrays(n, d, loss) -> str:
+def digest_arrays(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike) -> str:
     """sha256 hex of the little-endian float64 bytes of n, then d, then loss."""
     h = hashlib.sha256()
     for v in (n, d, loss):
@@ -215,7 +217,7 @@ MAX_LOSS = 1e4
 MAX_COUNT = 1e30
 
 
-def _check_positive(values: np.ndarray, label: str, source: str, ids) -> None:
+def _check_positive(values: np.ndarray, label: str, source: str, ids: Sequence[object]) -> None:
     if found := not_positive(values):
         count, first = found
         raise UsageError(f"{source}: {label} must be positive and finite, but {count} of "
@@ -228,12 +230,12 @@ def _check_positive(values: np.ndarray, label: str, source: str, ids) -> None:
                          f"{values.size} rows are not (first: {_describe_id(ids[first])}, value {values[first]:g})")
 
 
-def show_cell(value) -> str:
+def show_cell(value: object) -> str:
     """A cell for a message: strings quoted, numbers and missing values plain (nan, -1.0, None)."""
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def _describe_id(identifier) -> str:
+def _describe_id(identifier: object) -> str:
     return f"row index {identifier}" if isinstance(identifier, (int, np.integer)) else f"run {identifier}"
 
 

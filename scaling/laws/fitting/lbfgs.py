@@ -13,7 +13,9 @@ and gradients. Pure numpy, no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +25,9 @@ SCIPY_GTOL = 1e-5
 
 _MAX_STEP = 1e10    # the line search expands a step no further than this
 
+
+# fun(x, rows) -> (f, g): the objectives (k,) and gradients (k, P) at the points x (k, P) of rows `rows`.
+BatchObjective = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 @dataclass
 class BatchResult:
@@ -42,14 +47,14 @@ class BatchResult:
 class _Memory:
     """Each row's m most recent curvature pairs (s, y) and rho = 1 / s.y, newest last."""
 
-    def __init__(self, S: int, m: int, P: int):
+    def __init__(self, S: int, m: int, P: int) -> None:
         self.m = m
         self.s = np.zeros((S, m, P))
         self.y = np.zeros((S, m, P))
         self.rho = np.zeros((S, m))
         self.n_pairs = np.zeros(S, dtype=int)
 
-    def direction(self, idx: np.ndarray, gi: np.ndarray):
+    def direction(self, idx: np.ndarray, gi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """-H g for rows idx by the two-loop recursion, and which rows have a pair yet.
 
         Empty slots have rho = 0 and change nothing.
@@ -87,7 +92,8 @@ class _Memory:
         self.n_pairs[rows] = np.minimum(self.n_pairs[rows] + 1, self.m)
 
 
-def _search_direction(memory: _Memory, idx: np.ndarray, gi: np.ndarray, fmask: np.ndarray):
+def _search_direction(memory: _Memory, idx: np.ndarray, gi: np.ndarray, fmask: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Direction p, slope g.p and first trial step for rows idx."""
     p, has = memory.direction(idx, gi)
     p *= fmask
@@ -115,7 +121,8 @@ class _LineSearch:
     nfev: int
 
 
-def _line_search(fun, idx, x0r, f0, p, gp, t, fmask, max_ls, c1, c2) -> _LineSearch:
+def _line_search(fun: BatchObjective, idx: np.ndarray, x0r: np.ndarray, f0: np.ndarray, p: np.ndarray,
+                 gp: np.ndarray, t: np.ndarray, fmask: np.ndarray, max_ls: int, c1: float, c2: float) -> _LineSearch:
     """Vectorised weak-Wolfe search along p from x0r for rows idx, starting at steps t.
 
     Armijo and curvature both hold: accept. Armijo holds but the slope is still steep: remember
@@ -178,7 +185,8 @@ class _State:
     memory: _Memory
 
 
-def _take_steps(st: _State, idx, x0r, p, ls: _LineSearch, ftol, gtol, maxiter) -> None:
+def _take_steps(st: _State, idx: np.ndarray, x0r: np.ndarray, p: np.ndarray, ls: _LineSearch, ftol: float,
+                gtol: float, maxiter: int) -> None:
     """Move the rows whose line search succeeded, store their curvature pairs, set their status."""
     ok_rows = idx[ls.done]
     if ok_rows.size:
@@ -205,7 +213,7 @@ def _take_steps(st: _State, idx, x0r, p, ls: _LineSearch, ftol, gtol, maxiter) -
     st.status[idx[~ls.done]] = 3
 
 
-def lbfgs_batched(fun, x0: np.ndarray, *, free: np.ndarray | None = None, m: int = 10,
+def lbfgs_batched(fun: BatchObjective, x0: np.ndarray, *, free: np.ndarray | None = None, m: int = 10,
                   maxiter: int = 15000, ftol: float = SCIPY_FTOL, gtol: float = SCIPY_GTOL,
                   max_ls: int = 30, c1: float = 1e-4, c2: float = 0.9) -> BatchResult:
     """Minimise many independent problems at once with L-BFGS.
@@ -245,7 +253,7 @@ def lbfgs_batched(fun, x0: np.ndarray, *, free: np.ndarray | None = None, m: int
                        grad_max=np.max(np.abs(st.g), axis=1))
 
 
-def lbfgs_in_chunks(fun, x0: np.ndarray, chunk: int, **options) -> BatchResult:
+def lbfgs_in_chunks(fun: BatchObjective, x0: np.ndarray, chunk: int, **options: Any) -> BatchResult:
     """`lbfgs_batched` over consecutive slices of at most `chunk` starts, joined.
 
     Each start is an independent problem computed row by row, so the result is the same as one
@@ -253,7 +261,11 @@ def lbfgs_in_chunks(fun, x0: np.ndarray, chunk: int, **options) -> BatchResult:
     fun(x, rows) is called with rows indexing all of x0.
     """
     x0 = np.asarray(x0, dtype=float)
-    parts = [lbfgs_batched(lambda x, rows, lo=lo: fun(x, rows + lo), x0[lo:lo + chunk], **options)
+
+    def from_row(lo: int) -> BatchObjective:
+        return lambda x, rows: fun(x, rows + lo)
+
+    parts = [lbfgs_batched(from_row(lo), x0[lo:lo + chunk], **options)
              for lo in range(0, x0.shape[0], max(int(chunk), 1))]
     if len(parts) == 1:
         return parts[0]

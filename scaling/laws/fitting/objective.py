@@ -14,8 +14,10 @@ form for many theta at once (`objective_batched`), a one-vector form for scipy
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from scaling.laws.forms.law import Law
 
@@ -27,7 +29,7 @@ N_THETA = 5
 DEFAULT_DELTA = 1e-3
 
 
-def law_from_theta(theta) -> Law:
+def law_from_theta(theta: Sequence[float] | np.ndarray) -> Law:
     e, a, b, alpha, beta = (float(v) for v in theta)
     return Law(E=math.exp(e), A=math.exp(a), B=math.exp(b), alpha=alpha, beta=beta)
 
@@ -49,7 +51,7 @@ def batch_rows(n_points: int) -> int:
 class Workspace:
     """Reusable scratch arrays for `objective_batched` (large temporaries cost page faults)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._bufs: dict = {}
 
     def get(self, name: str, rows: int, cols: int) -> np.ndarray:
@@ -62,7 +64,7 @@ class Workspace:
 
 def objective_batched(theta: np.ndarray, log_n: np.ndarray, log_d: np.ndarray, log_loss: np.ndarray,
                       delta: float = DEFAULT_DELTA, weights: np.ndarray | None = None,
-                      work: Workspace | None = None):
+                      work: Workspace | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Summed Huber loss of log residuals and its gradient, for a batch of parameter vectors.
 
     theta: (S, 5) rows of (e, a, b, alpha, beta); log_n, log_d: (M,) data; log_loss: (M,), or
@@ -114,7 +116,8 @@ def objective_batched(theta: np.ndarray, log_n: np.ndarray, log_d: np.ndarray, l
     return f, grad
 
 
-def _objective_stable(theta, log_n, log_d, log_loss, delta, weights):
+def _objective_stable(theta: np.ndarray, log_n: np.ndarray, log_d: np.ndarray, log_loss: np.ndarray, delta: float,
+                      weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """objective_batched with the log-sum-exp shifted by the largest term (no overflow)."""
     theta = np.asarray(theta, dtype=float)
     e, a, b, alpha, beta = (theta[:, i:i + 1] for i in range(N_THETA))
@@ -156,7 +159,8 @@ def _objective_stable(theta, log_n, log_d, log_loss, delta, weights):
     return f, grad
 
 
-def objective(theta, log_n, log_d, log_loss, delta: float = DEFAULT_DELTA, weights=None):
+def objective(theta: Sequence[float] | np.ndarray, log_n: np.ndarray, log_d: np.ndarray, log_loss: np.ndarray,
+              delta: float = DEFAULT_DELTA, weights: npt.ArrayLike | None = None) -> tuple[float, np.ndarray]:
     """The same objective for one parameter vector: (f, grad) with grad of shape (5,).
 
     Written for one vector (no batch axis), as scipy.optimize.minimize calls it: the per-call
@@ -184,7 +188,8 @@ def objective(theta, log_n, log_d, log_loss, delta: float = DEFAULT_DELTA, weigh
     return f, grad
 
 
-def log_residuals(theta, log_n, log_d, log_loss) -> np.ndarray:
+def log_residuals(theta: Sequence[float] | np.ndarray, log_n: np.ndarray, log_d: np.ndarray,
+                  log_loss: np.ndarray) -> np.ndarray:
     """log L_pred - log L_obs at one theta, by the max-shifted log-sum-exp."""
     e, a, b, alpha, beta = theta
     terms = np.stack([a - alpha * log_n, b - beta * log_d, np.full_like(log_n, e)])

@@ -29,7 +29,7 @@ class Provenance:
         return {"kind": self.kind, "location": self.location}
 
     @classmethod
-    def from_json(cls, obj) -> Provenance | None:
+    def from_json(cls, obj: object) -> Provenance | None:
         """From fit.json's data.provenance; None for anything but a known kind and a text location."""
         if not isinstance(obj, dict) or obj.get("kind") not in KINDS or not isinstance(obj.get("location"), str):
             return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from importlib import resources
+from importlib.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ TABLE_NAMES = {"n_col": (*N_KEYS, CHINCHILLA_COLUMNS["n_col"]),
 WHAT = {"n_col": "N", "d_col": "D", "c_col": "C", "loss_col": "the loss"}
 
 
-def from_runs(sweep_dir, param_convention: str = "total", *, compute_measure: str = "exact",
+def from_runs(sweep_dir: str | Path, param_convention: str = "total", *, compute_measure: str = "exact",
               drop_unmeasured: bool = False, metric: str = "loss") -> FitData:
     """Finished runs of a run store runs/<sweep>/: N (by `param_convention`, Chinchilla's total
     count by default), tokens, final val loss, and each run's training FLOPs in `compute_measure`
@@ -163,11 +164,12 @@ def _recorded_extras(table: pd.DataFrame, keep: list[int], param_convention: str
             "budget_measure": budget_measure, "context_use": context_use}
 
 
-def _spent(table: pd.DataFrame, keep: list[int], measure: str, param_convention: str):
+def _spent(table: pd.DataFrame, keep: list[int], measure: str, param_convention: str
+           ) -> tuple[np.ndarray | None, str]:
     """(each kept run's training FLOPs in `measure`, the measure): 6 N_total D where a run predates
     flops_6n_total; (None, 6n_<convention>) for a store that records no FLOPs at all (hand-made):
     then C = 6 N D in the fit's own N, and the fit says so."""
-    def number(col):
+    def number(col: str) -> np.ndarray:
         return pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float)[keep] if col in table else \
             np.full(len(keep), np.nan)
     spent = number(COMPUTE_COLUMNS[measure])
@@ -192,7 +194,7 @@ def _budget_measure(table: pd.DataFrame, keep: list[int]) -> str | None:
 
 def _unique_tokens(table: pd.DataFrame) -> np.ndarray:
     """Each run's unique training tokens: recorded, or (stores from before) its tokens / epochs."""
-    def number(col):
+    def number(col: str) -> np.ndarray:
         return pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=float) if col in table else \
             np.full(len(table), np.nan)
     recorded = number("unique_tokens")
@@ -206,7 +208,7 @@ def _status_counts(table: pd.DataFrame) -> str:
     return ", ".join(f"{int(v)} {k}" for k, v in sorted(counts.items()))
 
 
-def read_table(path) -> pd.DataFrame:
+def read_table(path: str | Path) -> pd.DataFrame:
     """A CSV or parquet file as a DataFrame, with a UsageError for a missing or unreadable file."""
     path = Path(path)
     if not path.exists():
@@ -309,7 +311,8 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str | None = None,
                    budget_measure=None if budget_col is None else SIX_N, unique=unique)
 
 
-def _check_table_options(param_convention, *, d_col, c_col, embedding_col, unique_col, unique_tokens) -> None:
+def _check_table_options(param_convention: str | None, *, d_col: str | None, c_col: str | None,
+                         embedding_col: str | None, unique_col: str | None, unique_tokens: float | None) -> None:
     """UsageError for options of `from_frame` that exclude or need each other."""
     if unique_col is not None and unique_tokens is not None:
         raise UsageError("give the unique-tokens column or one number of unique tokens, not both")
@@ -322,7 +325,7 @@ def _check_table_options(param_convention, *, d_col, c_col, embedding_col, uniqu
     if d_col is not None and c_col is not None:
         raise UsageError("give the tokens column (d_col) or the compute column (c_col), not both")
 
-def from_table(path, n_col: str | None = None, loss_col: str | None = None,
+def from_table(path: str | Path, n_col: str | None = None, loss_col: str | None = None,
                d_col: str | None = None, c_col: str | None = None,
                param_convention: str | None = None, embedding_col: str | None = None,
                budget_col: str | None = None, unique_col: str | None = None,
@@ -338,7 +341,7 @@ def from_table(path, n_col: str | None = None, loss_col: str | None = None,
     return replace(data, table={"path": str(path), **columns}, provenance=Provenance("table", str(path)))
 
 
-def data_file(filename: str):
+def data_file(filename: str) -> Traversable:
     """A file of scaling/laws/datasets, through importlib.resources.
 
     Where `scaling` is imported as a namespace package (seen here with an editable install

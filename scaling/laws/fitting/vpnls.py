@@ -16,9 +16,11 @@ exponents. Pure: arrays in, a `VPNLSResult` out.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy.optimize import minimize, nnls
 
 from scaling.train.compute import FlopsPerToken
@@ -50,12 +52,13 @@ class VPNLSResult:
                 "reason": None}
 
 
-def _projection(n, d, loss, weights=None):
+def _projection(n: np.ndarray, d: np.ndarray, loss: np.ndarray, weights: np.ndarray | None = None
+                ) -> Callable[[Sequence[float]], tuple[float, np.ndarray | None]]:
     """The residual sum of squares at (alpha, beta) with E, A, B projected out, and those constants."""
     w = np.ones_like(loss) if weights is None else weights
     root = np.sqrt(w)
 
-    def solve(exponents):
+    def solve(exponents: Sequence[float]) -> tuple[float, np.ndarray | None]:
         alpha, beta = exponents
         if not (0 < alpha < 5 and 0 < beta < 5):
             return math.inf, None
@@ -65,7 +68,8 @@ def _projection(n, d, loss, weights=None):
     return solve
 
 
-def _best(n, d, loss, start=None, weights=None):
+def _best(n: np.ndarray, d: np.ndarray, loss: np.ndarray, start: Sequence[float] | None = None,
+          weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     solve = _projection(n, d, loss, weights)
     if start is None:
         cells = [(solve((x, y))[0], x, y) for x in EXPONENT_GRID for y in EXPONENT_GRID]
@@ -75,14 +79,15 @@ def _best(n, d, loss, start=None, weights=None):
     return res.x, solve(res.x)[1]
 
 
-def vpnls(n, d, loss, *, flops: FlopsPerToken = FlopsPerToken(), resamples: int = RESAMPLES,
+def vpnls(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *,
+          flops: FlopsPerToken = FlopsPerToken(), resamples: int = RESAMPLES,
           seed: int = 0) -> VPNLSResult:
     """Fit the law by VPNLS and bootstrap its allocation exponents (a = beta / (alpha + gamma beta)
     under the points' compute count)."""
     n, d, loss = (np.asarray(v, dtype=float) for v in (n, d, loss))
     (alpha, beta), coef = _best(n, d, loss)
 
-    def exponents(al, be):
+    def exponents(al: float, be: float) -> tuple[float, float]:
         s = al + flops.gamma * be
         return be / s, al / s
 
@@ -98,5 +103,6 @@ def vpnls(n, d, loss, *, flops: FlopsPerToken = FlopsPerToken(), resamples: int 
         tail = 50 * (1 - LEVEL)
         lo, hi = np.percentile(np.array(draws), [tail, 100 - tail], axis=0)
         a_ci, b_ci = (float(lo[0]), float(hi[0])), (float(lo[1]), float(hi[1]))
+    assert coef is not None, "Nelder-Mead ended outside 0 < alpha, beta < 5"
     return VPNLSResult(float(coef[0]), float(coef[1]), float(coef[2]), float(alpha), float(beta),
                        float(a), float(b), a_ci, b_ci, int(resamples))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from scaling.train.compute import FlopsPerToken
 
@@ -45,7 +46,7 @@ class Law:
         """The five constants (the compute count is recorded on its own)."""
         return {k: getattr(self, k) for k in PARAM_NAMES}
 
-    def loss(self, n, d):
+    def loss(self, n: npt.ArrayLike, d: npt.ArrayLike) -> np.ndarray:
         """Predicted loss at N parameters and D tokens (broadcasts over arrays)."""
         n, d = np.asarray(n, dtype=float), np.asarray(d, dtype=float)
         return self.E + self.A / n**self.alpha + self.B / d**self.beta
@@ -56,7 +57,7 @@ class Law:
         return self.alpha > 0 and self.beta > 0
 
     @property
-    def _gamma_beta(self):
+    def _gamma_beta(self) -> float:
         return self.flops.gamma * self.beta
 
     @property
@@ -73,21 +74,21 @@ class Law:
     def G(self) -> float:
         return (self.alpha * self.A / (self._gamma_beta * self.B)) ** (1.0 / (self.alpha + self._gamma_beta))
 
-    def _c6(self, compute):
+    def _c6(self, compute: npt.ArrayLike) -> np.ndarray:
         return np.asarray(compute, dtype=float) / (6.0 * self.flops.kappa)
 
-    def n_opt(self, compute):
+    def n_opt(self, compute: npt.ArrayLike) -> np.ndarray:
         """Compute-optimal parameter count for C FLOPs (C = c(N) D; 6 N D by default)."""
         return self.G * self._c6(compute) ** self.a
 
-    def d_opt(self, compute):
+    def d_opt(self, compute: npt.ArrayLike) -> np.ndarray:
         """Compute-optimal token count for C FLOPs."""
         return self._c6(compute) ** self.b / self.G ** self.flops.gamma
 
-    def tokens_per_param(self, compute):
+    def tokens_per_param(self, compute: npt.ArrayLike) -> np.ndarray:
         """D_opt / N_opt at C FLOPs; constant in C only when alpha == beta."""
         return self.d_opt(compute) / self.n_opt(compute)
 
-    def optimal_loss(self, compute):
+    def optimal_loss(self, compute: npt.ArrayLike) -> np.ndarray:
         """The lowest loss reachable with C FLOPs under this law."""
         return self.loss(self.n_opt(compute), self.d_opt(compute))

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import SupportsFloat, cast
 
 import numpy as np
+import numpy.typing as npt
 from scipy.optimize import minimize_scalar
 
 from scaling.errors import UsageError
@@ -61,7 +63,7 @@ class Allocation:
         return out
 
 
-def check_compute(compute) -> float:
+def check_compute(compute: object) -> float:
     """A compute budget as a float; UsageError unless it is positive and finite."""
     return check_size(compute, "compute", unit=" of FLOPs")
 
@@ -82,11 +84,11 @@ def check_allocatable(law: Law, law_label: str | None = None) -> Law:
     return law
 
 
-def check_size(value, what: str, unit: str = "") -> float:
+def check_size(value: object, what: str, unit: str = "") -> float:
     """A number of parameters, tokens (or, with `unit`, FLOPs) as a float; UsageError naming `what`
     unless it is positive and finite."""
     try:
-        x = float(value)
+        x = float(cast(SupportsFloat, value))     # anything else raises TypeError: caught
     except (TypeError, ValueError):
         raise UsageError(f"{what} {value!r} is not a number") from None
     if not math.isfinite(x) or x <= 0:
@@ -94,7 +96,7 @@ def check_size(value, what: str, unit: str = "") -> float:
     return x
 
 
-def check_sizes(values, what: str, unit: str = "") -> float | np.ndarray:
+def check_sizes(values: npt.ArrayLike, what: str, unit: str = "") -> float | np.ndarray:
     """`check_size` of a number (a float back) or of an array of them (a float array back, each
     positive and finite): what the notebook view's `predict` and `plan` broadcast over."""
     if np.ndim(values) == 0:
@@ -111,14 +113,14 @@ def check_sizes(values, what: str, unit: str = "") -> float | np.ndarray:
     return x
 
 
-def has_allocation(resampled) -> np.ndarray:
+def has_allocation(resampled: np.ndarray) -> np.ndarray:
     """Which rows of (R, 5) bootstrap constants E, A, B, alpha, beta make a law with a compute-optimal
     allocation: every constant a float, alpha and beta > 0."""
     resampled = np.asarray(resampled, dtype=float)
     return np.isfinite(resampled).all(axis=1) & (resampled[:, 3] > 0) & (resampled[:, 4] > 0)
 
 
-def plan(law: Law, compute) -> Allocation:
+def plan(law: Law, compute: object) -> Allocation:
     """The compute-optimal N, D of `law` at C FLOPs (closed form) and the loss it predicts."""
     c = check_compute(compute)
     check_allocatable(law)
@@ -126,7 +128,7 @@ def plan(law: Law, compute) -> Allocation:
     return Allocation("law", c, n, d, float(law.loss(n, d)))
 
 
-def numerical_optimum(law: Law, compute, *, xatol: float = 1e-10) -> Allocation:
+def numerical_optimum(law: Law, compute: object, *, xatol: float = 1e-10) -> Allocation:
     """Minimise L(N, C / c(N)) over x = ln N numerically (scipy's bounded Brent method); c(N) = 6 N
     unless the law's `flops` says otherwise.
 
@@ -160,7 +162,7 @@ def numerical_optimum(law: Law, compute, *, xatol: float = 1e-10) -> Allocation:
     return Allocation("numerical", c, n, d, float(law.loss(n, d)))
 
 
-def rule_of_thumb(compute, tokens_per_param: float = RULE_TOKENS_PER_PARAM,
+def rule_of_thumb(compute: object, tokens_per_param: float = RULE_TOKENS_PER_PARAM,
                   law: Law | None = None) -> Allocation:
     """D = k N with C = 6 N D: N = sqrt(C / (6 k)); under the law's C = 6 kappa N^gamma D,
     N = (C / (6 kappa k))^(1 / (1 + gamma)). Loss predicted by `law` when given."""
@@ -173,7 +175,7 @@ def rule_of_thumb(compute, tokens_per_param: float = RULE_TOKENS_PER_PARAM,
     return Allocation(f"{k:g} tokens/param", c, n, d, _loss(law, n, d))
 
 
-def kaplan_allocation(compute, law: Law | None = None) -> Allocation:
+def kaplan_allocation(compute: object, law: Law | None = None) -> Allocation:
     """Kaplan et al.'s N_opt = 1.3e9 (C / 8.64e19 FLOP)^0.73, D = C / (6 N) (see module doc), or
     C / c(N) under the law's compute count."""
     c = check_compute(compute)
@@ -190,7 +192,7 @@ def _flops(law: Law | None) -> FlopsPerToken:
     return FlopsPerToken() if law is None else law.flops
 
 
-def compare_allocations(law: Law | None, compute) -> list[Allocation]:
+def compare_allocations(law: Law | None, compute: object) -> list[Allocation]:
     """The law's optimum (when there is a law) beside the 20-tokens rule and Kaplan's split,
     each with the loss `law` predicts for it."""
     rows = [] if law is None else [plan(law, compute)]
@@ -245,7 +247,7 @@ class Plan:
     def __repr__(self) -> str:
         iv = self.intervals
 
-        def show(name: str, value, fmt: str) -> str:
+        def show(name: str, value: float | np.ndarray, fmt: str) -> str:
             return f"{name}={_shown(value, None if iv is None else getattr(iv, name), fmt)}"
 
         return (f"Plan(C={_shown(self.compute, None, '.3g')}: " + ", ".join((
@@ -254,7 +256,7 @@ class Plan:
             + ("" if iv is None else f"; {100 * iv.level:g}% intervals") + ")")
 
 
-def _shown(value, bounds: tuple | None, fmt: str) -> str:
+def _shown(value: float | np.ndarray, bounds: tuple | None, fmt: str) -> str:
     """`value` [lo, hi] in `fmt`; for arrays, a list of them (a plan or prediction that broadcast)."""
     if np.ndim(value):
         pairs = [None] * np.size(value) if bounds is None else list(zip(np.ravel(bounds[0]), np.ravel(bounds[1])))
@@ -282,7 +284,8 @@ class Prediction:
         return f"Prediction(N={_shown(self.n, None, '.3g')}, D={_shown(self.d, None, '.3g')}: loss {shown}{kind}{far})"
 
 
-def loss_interval(resampled, n, d, *, level: float = 0.95, noise: float = 0.0, seed: int = 0,
+def loss_interval(resampled: npt.ArrayLike, n: npt.ArrayLike, d: npt.ArrayLike, *, level: float = 0.95,
+                  noise: float = 0.0, seed: int = 0,
                   widen: float = 1.0) -> tuple:
     """A prediction interval for the loss of one run of N parameters on D tokens, from `resampled`
     (an (R, 5) array of bootstrap constants E, A, B, alpha, beta): each resample's law predicts
@@ -306,7 +309,7 @@ def loss_interval(resampled, n, d, *, level: float = 0.95, noise: float = 0.0, s
     return _percentiles(losses, level, shape)
 
 
-def _percentiles(values, level: float, shape: tuple = ()) -> tuple:
+def _percentiles(values: np.ndarray, level: float, shape: tuple = ()) -> tuple:
     """(lo, hi) percentiles of (R, ...) values over their first axis, each of `shape` (a float for
     ()); NaN where there are no values."""
     values = np.asarray(values, dtype=float)
@@ -317,7 +320,8 @@ def _percentiles(values, level: float, shape: tuple = ()) -> tuple:
     return (float(bounds[0]), float(bounds[1])) if shape == () else (bounds[0], bounds[1])
 
 
-def optimum_intervals(law: Law, resampled, compute, *, level: float = 0.95, noise: float = 0.0,
+def optimum_intervals(law: Law, resampled: npt.ArrayLike, compute: npt.ArrayLike, *, level: float = 0.95,
+                      noise: float = 0.0,
                       seed: int = 0, widen: float = 1.0) -> OptimumIntervals:
     """Intervals of the optimum at C from `resampled`, an (R, 5) array of bootstrap constants in
     the order E, A, B, alpha, beta (see `OptimumIntervals`), each widened `widen` times about its

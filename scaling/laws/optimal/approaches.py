@@ -20,10 +20,12 @@ there would reach: with one schedule per size the envelope favours larger models
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import stats
 
@@ -50,11 +52,11 @@ class PowerLaw:
     ci: tuple[float, float] | None
     n_points: int
 
-    def __call__(self, x):
+    def __call__(self, x: npt.ArrayLike) -> np.ndarray:
         return self.coefficient * np.asarray(x, dtype=float) ** self.exponent
 
 
-def fit_power_law(x, y, level: float = CI_LEVEL) -> PowerLaw:
+def fit_power_law(x: npt.ArrayLike, y: npt.ArrayLike | Sequence[float | None], level: float = CI_LEVEL) -> PowerLaw:
     """Ordinary least squares of ln y on ln x; a Student-t interval (n - 2 dof) for the slope.
 
     The interval treats the points as independent with equal scatter about the line; it says
@@ -143,7 +145,7 @@ class IsoFLOPResult:
         }
 
 
-def _positive_arrays(**arrays) -> list[np.ndarray]:
+def _positive_arrays(**arrays: npt.ArrayLike) -> list[np.ndarray]:
     out = []
     length = None
     for name, values in arrays.items():
@@ -158,7 +160,7 @@ def _positive_arrays(**arrays) -> list[np.ndarray]:
     return out
 
 
-def group_by_exact_budget(compute, rtol: float = 1e-3) -> np.ndarray:
+def group_by_exact_budget(compute: npt.ArrayLike, rtol: float = 1e-3) -> np.ndarray:
     """Labels grouping values equal within `rtol` of the smallest value of their group."""
     c = np.asarray(compute, dtype=float)
     order = np.argsort(c)
@@ -171,11 +173,12 @@ def group_by_exact_budget(compute, rtol: float = 1e-3) -> np.ndarray:
     return labels
 
 
-def _distinct(values, rtol: float = 1e-9) -> int:
+def _distinct(values: np.ndarray, rtol: float = 1e-9) -> int:
     return int(np.unique(np.round(np.log(values) / rtol)).size) if len(values) else 0
 
 
-def _parabola_minimum(n, loss, compute: float, flops: FlopsPerToken) -> tuple[BudgetMinimum, tuple | None]:
+def _parabola_minimum(n: np.ndarray, loss: np.ndarray, compute: float, flops: FlopsPerToken) -> tuple[BudgetMinimum,
+                      tuple | None]:
     """The budget's minimum, and its parabola (centre, p2, p1, p0) when there are 3 sizes or more."""
     x = np.log(n)
     n_range = (float(n.min()), float(n.max()))
@@ -200,7 +203,7 @@ def _parabola_minimum(n, loss, compute: float, flops: FlopsPerToken) -> tuple[Bu
                          loss_opt=float(p0 + p1 * u_opt + p2 * u_opt**2)), parabola
 
 
-def in_window(n, loss, decades: float | None) -> np.ndarray:
+def in_window(n: np.ndarray, loss: np.ndarray, decades: float | None) -> np.ndarray:
     """Indices of the points of one budget within `decades` of log10 N of its lowest loss (all
     points for None), at least the 3 sizes nearest to it."""
     index = np.arange(len(n))
@@ -228,8 +231,10 @@ def _budget_groups(c: np.ndarray, n: np.ndarray, bins_per_decade: float | None,
             f"log-spaced bins of C, {bins_per_decade:g} per decade")
 
 
-def isoflop(n, d, loss, *, compute=None, flops: FlopsPerToken = FlopsPerToken(), budgets=None, groups=None,
-            bins_per_decade: float | None = None, budget_rtol: float = 1e-3, max_budget_ratio: float = 2.0,
+def isoflop(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, compute: npt.ArrayLike | None = None,
+            flops: FlopsPerToken = FlopsPerToken(), budgets: npt.ArrayLike | None = None,
+            groups: npt.ArrayLike | None = None, bins_per_decade: float | None = None, budget_rtol: float = 1e-3,
+            max_budget_ratio: float = 2.0,
             window: float | None = WINDOW_DECADES) -> IsoFLOPResult:
     """Approach 2 on runs (N_i, D_i, loss_i) of compute C_i (`compute`; 6 N_i D_i by default; `flops`
     gives the tokens D_opt = C / c(N_opt) of each budget's minimum).
@@ -284,7 +289,9 @@ def isoflop(n, d, loss, *, compute=None, flops: FlopsPerToken = FlopsPerToken(),
     return IsoFLOPResult(n_fit.exponent, d_fit.exponent, n_fit.ci, d_fit.ci, n_fit, d_fit, **common)
 
 
-def _grouped(c, n, *, groups, budgets, bins_per_decade, budget_rtol: float, max_budget_ratio: float):
+def _grouped(c: np.ndarray, n: np.ndarray, *, groups: npt.ArrayLike | None, budgets: npt.ArrayLike | None,
+             bins_per_decade: float | None, budget_rtol: float, max_budget_ratio: float
+             ) -> tuple[np.ndarray, dict[int, float], str, int]:
     """(each run's budget label, -1 for a run left out; label -> the budget's C; how the runs were
     grouped; the number left out), by `isoflop`'s order of precedence."""
     if groups is not None:

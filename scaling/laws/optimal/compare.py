@@ -11,11 +11,16 @@ your reference compute and at 1e23 FLOPs. E, A and B are not compared (see CAVEA
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from scaling.formats import plain_table, sci
 from scaling.laws.forms.law import Law
 from scaling.laws.forms.references import BESIROGLU, CHINCHILLA, KAPLAN
 from scaling.laws.optimal.allocation import RULE_TOKENS_PER_PARAM, kaplan_allocation
+
+if TYPE_CHECKING:
+    from scaling.laws.results.lawfit import Intervals
 
 LARGE_COMPUTE = 1e23
 COMPARED = ("alpha", "beta", "a", "b", "tokens_per_param")
@@ -39,14 +44,14 @@ CAVEATS = (
 )
 
 
-def _inside(value, interval) -> bool | None:
+def _inside(value: float | None, interval: Sequence[float] | None) -> bool | None:
     if value is None or interval is None:
         return None
     lo, hi = interval
     return bool(lo <= value <= hi)
 
 
-def _bounds(interval) -> tuple[float, float] | None:
+def _bounds(interval: Iterable[Any] | None) -> tuple[float, float] | None:
     """(lo, hi) when both are finite numbers; fit.json writes a NaN bound as null."""
     if interval is None:
         return None
@@ -66,7 +71,7 @@ def _law_row(name: str, law: Law, reference_compute: float, citation: str) -> di
     }
 
 
-def compare(law: Law, ci, reference_compute: float | None = None) -> list[dict]:
+def compare(law: Law, ci: Intervals | None, reference_compute: float | None = None) -> list[dict]:
     """Rows: your fit first (with its intervals), then Kaplan, Chinchilla, Besiroglu and the
     20-tokens rule. Each row has alpha, beta, a, b, tokens_per_param (at reference_compute),
     tokens_per_param_large (at 1e23 FLOPs) and, for published rows, `inside`: per quantity,
@@ -99,7 +104,7 @@ def compare(law: Law, ci, reference_compute: float | None = None) -> list[dict]:
     return [mine, *published]
 
 
-def _num(value, fmt: str) -> str:
+def _num(value: float | None, fmt: str) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     return format(value, fmt)
@@ -141,13 +146,13 @@ APPROACH_NAMES = {"approach_1": "Approach 1 (envelope)", "approach_2": "Approach
                   "approach_3": "Approach 3 (parametric fit)", "vpnls": "VPNLS (variable projection)"}
 
 
-def _interval(entry: dict):
+def _interval(entry: dict) -> tuple[float, float] | None:
     ci = entry.get("a_ci", entry.get("ci"))
     return _bounds(ci.get("a") if isinstance(ci, dict) else ci)
 
 
 def compare_approaches(approaches: dict, law: Law | None = None,
-                       ci=None) -> tuple[list[dict], list[str]]:
+                       ci: Intervals | None = None) -> tuple[list[dict], list[str]]:
     """The exponent a from each approach, and a warning for each pair that disagrees.
 
     `approaches` is fit.json's "approaches": {"approach_1": {"a": .., "a_ci": [lo, hi]}, ...}
@@ -185,7 +190,7 @@ def compare_approaches(approaches: dict, law: Law | None = None,
     return rows, warnings
 
 
-def _apart(ax: float, ix, ay: float, iy) -> bool:
+def _apart(ax: float, ix: tuple[float, float], ay: float, iy: tuple[float, float]) -> bool:
     """Whether a_x and a_y differ by more than their facing half-widths combined in quadrature."""
     (lo_a, lo_i), (hi_a, hi_i) = sorted([(ax, ix), (ay, iy)], key=lambda t: t[0])
     facing = math.hypot(lo_i[1] - lo_a, hi_a - hi_i[0])

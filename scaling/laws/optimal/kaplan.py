@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from scaling.errors import UsageError
@@ -44,7 +45,7 @@ class SingleLaw:
     used: str = ""                # which runs the law was read off
     caveat: str | None = None     # where the data are not of the design the law assumes
 
-    def __call__(self, x):
+    def __call__(self, x: npt.ArrayLike) -> np.ndarray:
         return (self.x_c / np.asarray(x, dtype=float)) ** self.alpha
 
 
@@ -68,7 +69,7 @@ class KaplanFit:
         return out
 
 
-def fit_single(variable: str, x, loss) -> SingleLaw:
+def fit_single(variable: str, x: np.ndarray, loss: np.ndarray) -> SingleLaw:
     """L = (x_c / x)^alpha by least squares of ln L on ln x: slope -alpha, intercept alpha ln x_c."""
     fit = fit_power_law(x, loss)
     alpha = -fit.exponent
@@ -81,12 +82,12 @@ def fit_single(variable: str, x, loss) -> SingleLaw:
                      tuple(map(float, x)), tuple(map(float, loss)))
 
 
-def _key(values) -> np.ndarray:
+def _key(values: np.ndarray) -> np.ndarray:
     """Group key: equal values up to a relative 1e-9 (integers read back from CSV as floats)."""
     return np.round(np.log(values) * 1e9).astype(np.int64)
 
 
-def largest_partner(x, partner, loss) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def largest_partner(x: np.ndarray, partner: np.ndarray, loss: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each distinct x, the loss of its run with the largest `partner` (ties: lowest loss), and
     that partner."""
     df = pd.DataFrame({"k": _key(x), "x": x, "p": partner, "loss": loss})
@@ -98,7 +99,7 @@ def largest_partner(x, partner, loss) -> tuple[np.ndarray, np.ndarray, np.ndarra
 PARTNER_SPREAD = 2.0   # largest over smallest partner before a law is flagged as mixing N and D
 
 
-def _partner_caveat(law: str, partner: str, values) -> str | None:
+def _partner_caveat(law: str, partner: str, values: np.ndarray) -> str | None:
     """Kaplan's L(N) holds D large and fixed (L(D), N): say so when the runs read off do not."""
     lo, hi = float(np.min(values)), float(np.max(values))
     if hi <= PARTNER_SPREAD * lo:
@@ -107,7 +108,7 @@ def _partner_caveat(law: str, partner: str, values) -> str | None:
             f"the slope mixes the effects of N and D (Kaplan's law assumes {partner} is not the bottleneck)")
 
 
-def compute_frontier(compute, loss) -> tuple[np.ndarray, np.ndarray]:
+def compute_frontier(compute: np.ndarray, loss: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Runs that reach a lower loss than every run with less (or equal) compute."""
     order = np.lexsort((loss, compute))
     c, losses = np.asarray(compute, float)[order], np.asarray(loss, float)[order]
@@ -119,22 +120,23 @@ def compute_frontier(compute, loss) -> tuple[np.ndarray, np.ndarray]:
     return c[keep], losses[keep]
 
 
-def fit_kaplan(n, d, loss, compute=None, *, param_convention: str = "non_embedding") -> KaplanFit:
+def fit_kaplan(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, compute: npt.ArrayLike | None = None, *,
+               param_convention: str = "non_embedding") -> KaplanFit:
     """Kaplan's three laws from runs (N_i, D_i, loss_i); compute defaults to 6 N D.
 
     Pass non-embedding N to compare exponents with Kaplan's."""
-    n, d, loss = (np.asarray(v, dtype=float).ravel() for v in (n, d, loss))
-    compute = 6.0 * n * d if compute is None else np.asarray(compute, dtype=float).ravel()
-    if not (len(n) == len(d) == len(loss) == len(compute)):
+    sizes, tokens, losses = (np.asarray(v, dtype=float).ravel() for v in (n, d, loss))
+    spent = 6.0 * sizes * tokens if compute is None else np.asarray(compute, dtype=float).ravel()
+    if not (len(sizes) == len(tokens) == len(losses) == len(spent)):
         raise UsageError("n, d, loss (and compute) must have the same length")
-    ok = np.isfinite(n) & np.isfinite(d) & np.isfinite(loss) & np.isfinite(compute)
-    ok &= (n > 0) & (d > 0) & (loss > 0) & (compute > 0)
-    n, d, loss, compute = n[ok], d[ok], loss[ok], compute[ok]
+    ok = np.isfinite(sizes) & np.isfinite(tokens) & np.isfinite(losses) & np.isfinite(spent)
+    ok &= (sizes > 0) & (tokens > 0) & (losses > 0) & (spent > 0)
+    sizes, tokens, losses, spent = sizes[ok], tokens[ok], losses[ok], spent[ok]
     laws: dict[str, SingleLaw | None] = {}
     reasons: list[str] = []
-    n_x, n_loss, n_partner = largest_partner(n, d, loss)
-    d_x, d_loss, d_partner = largest_partner(d, n, loss)
-    c_x, c_loss = compute_frontier(compute, loss)
+    n_x, n_loss, n_partner = largest_partner(sizes, tokens, losses)
+    d_x, d_loss, d_partner = largest_partner(tokens, sizes, losses)
+    c_x, c_loss = compute_frontier(spent, losses)
     candidates = {
         "N": (n_x, n_loss, "the largest-D run of each model size", _partner_caveat("L(N)", "D", n_partner)),
         "D": (d_x, d_loss, "the largest-N run of each token budget", _partner_caveat("L(D)", "N", d_partner)),

@@ -18,9 +18,11 @@ unless R_N* is asked for, the fit is exactly fit_law's on (N, D, loss).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 from scipy.optimize import minimize
 
 from scaling.errors import UsageError
@@ -59,7 +61,7 @@ class Points:
     log_loss: np.ndarray
 
 
-def repeated_points(n, d, unique, loss) -> Points:
+def repeated_points(n: npt.ArrayLike, d: npt.ArrayLike, unique: npt.ArrayLike, loss: npt.ArrayLike) -> Points:
     """Checked points; UsageError unless N, D, U and loss are positive, finite and of one length."""
     log_n, _, log_loss = log_points(n, d, loss)
     u = np.asarray(unique, dtype=float).ravel()
@@ -73,19 +75,20 @@ def repeated_points(n, d, unique, loss) -> Points:
     return Points(log_n, u_d, np.log(u_d), r_d, log_loss)
 
 
-def at_bound(r_star) -> np.ndarray:
+def at_bound(r_star: npt.ArrayLike) -> np.ndarray:
     """Which values of R* lie at a bound of LOG_R_BOUNDS (to a relative 1e-4): not pinned by the points."""
     log_r = np.log(np.asarray(r_star, dtype=float))
     return (log_r <= LOG_R_BOUNDS[0] + 1e-4) | (log_r >= LOG_R_BOUNDS[1] - 1e-4)
 
 
-def _log_star(column):
+def _log_star(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """log R* kept in LOG_R_BOUNDS, and where it was inside (its gradient is 0 outside)."""
     clipped = np.clip(column, *LOG_R_BOUNDS)
     return clipped, (clipped == column)[:, 0]
 
 
-def _log_decayed(log_u, r, log_r_star):
+def _log_decayed(log_u: np.ndarray, r: np.ndarray, log_r_star: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """log(u + u R* (1 - e^(-r/R*))), its derivative in log R*, e^(-r/R*) and R* (1 - e^(-r/R*))."""
     r_star = np.exp(log_r_star)
     q = np.exp(-r / r_star)
@@ -93,7 +96,8 @@ def _log_decayed(log_u, r, log_r_star):
     return log_u + np.log1p(g), (g - r * q) / (1.0 + g), q, g
 
 
-def _log_effective_n(x, pts: Points, log_rn):
+def _log_effective_n(x: np.ndarray, pts: Points, log_rn: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """log N', d log N'/d log R_N*, d log N'/d nu and nu = log N_opt(U_D) under each row's base law.
 
     N_opt(U_D) solves alpha A / N^alpha = beta B / U_D^beta (the compute-optimal split), so
@@ -111,7 +115,7 @@ def _log_effective_n(x, pts: Points, log_rn):
     return log_np, d_star, d_nu, nu
 
 
-def _nu_gradient(grad, c, x, nu, log_ud) -> None:
+def _nu_gradient(grad: np.ndarray, c: np.ndarray, x: np.ndarray, nu: float | np.ndarray, log_ud: np.ndarray) -> None:
     """Add to grad the terms through nu, given c = d f / d nu per point (rows, points)."""
     alpha, beta = x[:, 3], x[:, 4]
     total = c.sum(axis=1) / alpha
@@ -121,7 +125,8 @@ def _nu_gradient(grad, c, x, nu, log_ud) -> None:
     grad[:, 4] += (c * (log_ud - 1.0 / beta[:, None])).sum(axis=1) / alpha
 
 
-def repeated_objective(x, pts: Points, delta: float = DEFAULT_DELTA, weights=None, excess: bool = False):
+def repeated_objective(x: np.ndarray, pts: Points, delta: float = DEFAULT_DELTA, weights: np.ndarray | None = None,
+                       excess: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Summed Huber loss of log residuals of the repeated-data law and its gradient, for rows of x.
 
     x: (S, 7) rows of (e, a, b, alpha, beta, log R_D*, log R_N*); weights: None or (S, M) point
@@ -132,6 +137,10 @@ def repeated_objective(x, pts: Points, delta: float = DEFAULT_DELTA, weights=Non
     e, a, b, alpha, beta = (x[:, i:i + 1] for i in range(5))
     log_rd, in_d = _log_star(x[:, 5:6])
     log_dp, dd_star, _, _ = _log_decayed(pts.log_ud, pts.r_d, log_rd)
+    dn_star: float | np.ndarray
+    dn_nu: float | np.ndarray
+    nu: float | np.ndarray
+    in_n: bool | np.ndarray
     log_np, dn_star, dn_nu, nu, in_n = np.broadcast_to(pts.log_n, log_dp.shape), 0.0, 0.0, 0.0, False
     if excess:
         log_rn, in_n = _log_star(x[:, 6:7])
@@ -212,11 +221,11 @@ def _profile(base: FitResult, pts: Points, delta: float, free: np.ndarray) -> np
     return batch.x[rows[order]]
 
 
-def _polish(x0, pts: Points, delta: float, free: np.ndarray):
+def _polish(x0: np.ndarray, pts: Points, delta: float, free: np.ndarray) -> tuple[np.ndarray, float, bool]:
     """scipy L-BFGS-B over the free coordinates from x0, log R* bounded; (x, f, success)."""
     excess = bool(free[6])
 
-    def fg(z):
+    def fg(z: np.ndarray) -> tuple[float, np.ndarray]:
         x = x0.copy()
         x[free] = z
         f, g = repeated_objective(x, pts, delta, excess=excess)
@@ -230,7 +239,7 @@ def _polish(x0, pts: Points, delta: float, free: np.ndarray):
     return x, float(res.fun), bool(res.success)
 
 
-def _law_from_x(x, free) -> RepeatedLaw:
+def _law_from_x(x: Sequence[float] | np.ndarray, free: np.ndarray) -> RepeatedLaw:
     star = [float(math.exp(v)) if on else None for v, on in zip(x[5:], free[5:])]
     return RepeatedLaw(law_from_theta(x[:5]), r_d_star=star[0], r_n_star=star[1])
 
@@ -257,8 +266,9 @@ def _fit_message(law: RepeatedLaw, n_excess: int) -> str:
     return "; ".join(notes)
 
 
-def fit_repeated_law(n, d, unique, loss, *, fit_r_n_star: bool = False, delta: float = DEFAULT_DELTA,
-                    grid=None) -> RepeatedFit:
+def fit_repeated_law(n: npt.ArrayLike, d: npt.ArrayLike, unique: npt.ArrayLike, loss: npt.ArrayLike, *,
+                     fit_r_n_star: bool = False, delta: float = DEFAULT_DELTA,
+                    grid: dict | npt.ArrayLike | None = None) -> RepeatedFit:
     """Fit L(N, D, U) = E + A/N'^alpha + B/D'^beta (R_D*, and R_N* when fit_r_n_star) by Huber on log residuals.
 
     n, d, unique, loss: parameters, training tokens, unique tokens and final loss of each run.
@@ -317,7 +327,8 @@ def _samples(xs: np.ndarray, free: np.ndarray) -> dict:
     return {name: cols[:, i] for i, name in enumerate(BOOTSTRAP_NAMES) if i < 5 or free[i]}
 
 
-def bootstrap_repeated_law(n, d, unique, loss, fit: RepeatedFit, n_resamples: int = 200, seed: int = 0, *,
+def bootstrap_repeated_law(n: npt.ArrayLike, d: npt.ArrayLike, unique: npt.ArrayLike, loss: npt.ArrayLike,
+                           fit: RepeatedFit, n_resamples: int = 200, seed: int = 0, *,
                           level: float = 0.95) -> RepeatedBootstrap:
     """Percentile bootstrap intervals for the constants and R* of `fit` (a fit of these same points).
 
@@ -338,7 +349,7 @@ def bootstrap_repeated_law(n, d, unique, loss, fit: RepeatedFit, n_resamples: in
     weights = resample_weights(pts.log_n.size, n_resamples, seed)
     excess = bool(free[6])
 
-    def fun(x, rows):
+    def fun(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return repeated_objective(x, pts, fit.delta, weights[rows], excess=excess)
 
     x0 = np.tile(np.array(fit.x, dtype=float), (n_resamples, 1))

@@ -21,24 +21,25 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from scaling.errors import UsageError
 from scaling.laws.forms.law import Law
 
 
-def _check_star(name: str, value) -> None:
+def _check_star(name: str, value: float | None) -> None:
     if value is not None and not (math.isfinite(value) and value > 0):
         raise UsageError(f"{name} must be positive and finite, or None for no decay; got {value}")
 
 
-def repetitions(d, unique):
+def repetitions(d: npt.ArrayLike, unique: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """(U_D, R_D): the unique tokens a run of D tokens sees and how many times it repeats them."""
     d, unique = np.asarray(d, dtype=float), np.asarray(unique, dtype=float)
     u_d = np.minimum(unique, d)
     return u_d, d / u_d - 1.0
 
 
-def decayed(u, r, r_star):
+def decayed(u: np.ndarray, r: np.ndarray, r_star: float | np.ndarray | None) -> np.ndarray:
     """u + u r* (1 - exp(-r / r*)): u counted once plus r repeats, each worth less than the last.
 
     r_star None means no decay: every repeat is worth a fresh one, u (1 + r).
@@ -60,21 +61,21 @@ class RepeatedLaw:
     r_d_star: float | None
     r_n_star: float | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_star("R_D*", self.r_d_star)
         _check_star("R_N*", self.r_n_star)
 
-    def n_for_data(self, d):
+    def n_for_data(self, d: npt.ArrayLike) -> np.ndarray:
         """N_opt for D tokens under the base law: the N with N_opt(C) = N when D_opt(C) = D."""
         law = self.base
         return law.G * (law.G * np.asarray(d, dtype=float)) ** (law.beta / law.alpha)
 
-    def effective_data(self, d, unique):
+    def effective_data(self, d: npt.ArrayLike, unique: npt.ArrayLike) -> np.ndarray:
         """D' for D tokens from U unique ones (broadcasts)."""
         u_d, r_d = repetitions(d, unique)
         return decayed(u_d, r_d, self.r_d_star)
 
-    def effective_params(self, n, d, unique):
+    def effective_params(self, n: npt.ArrayLike, d: npt.ArrayLike, unique: npt.ArrayLike) -> np.ndarray:
         """N' for N parameters trained on D tokens from U unique ones (broadcasts)."""
         n = np.asarray(n, dtype=float)
         if self.r_n_star is None:
@@ -82,13 +83,13 @@ class RepeatedLaw:
         u_n = np.minimum(n, self.n_for_data(repetitions(d, unique)[0]))
         return decayed(u_n, n / u_n - 1.0, self.r_n_star)
 
-    def reducible(self, n, d, unique):
+    def reducible(self, n: npt.ArrayLike, d: npt.ArrayLike, unique: npt.ArrayLike) -> np.ndarray:
         """A / N'^alpha + B / D'^beta: the loss above E."""
         law = self.base
         n_eff, d_eff = self.effective_params(n, d, unique), self.effective_data(d, unique)
         return law.A / n_eff**law.alpha + law.B / d_eff**law.beta
 
-    def loss(self, n, d, unique):
+    def loss(self, n: npt.ArrayLike, d: npt.ArrayLike, unique: npt.ArrayLike) -> np.ndarray:
         """Predicted loss of N parameters on D tokens from U unique tokens (broadcasts over arrays):
         the base law's, at N' and D' (so, on single-epoch runs without excess parameters, bit for bit)."""
         return self.base.loss(self.effective_params(n, d, unique), self.effective_data(d, unique))

@@ -16,9 +16,11 @@ Pure functions, no I/O. The law is `scaling.laws.repeated.law.RepeatedLaw` (Muen
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy.optimize import minimize_scalar
 
 from scaling.errors import UsageError
@@ -64,7 +66,7 @@ class RepeatedAllocation:
         return out
 
 
-def repeated_allocation(law: RepeatedLaw, compute, unique, *, xatol: float = 1e-10) -> RepeatedAllocation:
+def repeated_allocation(law: RepeatedLaw, compute: float, unique: float, *, xatol: float = 1e-10) -> RepeatedAllocation:
     """The N minimising L(N, C / 6N, U) over N in [1, C/6] (D >= 1 token), and what it costs.
 
     Minimises the reducible loss L - E over x = ln N (E does not move the argmin, and leaving it
@@ -81,7 +83,7 @@ def repeated_allocation(law: RepeatedLaw, compute, unique, *, xatol: float = 1e-
         raise UsageError(f"compute {c:g} FLOPs cannot train even one parameter on one token (C = 6 N D)")
     log_c6 = math.log(c / 6.0)
 
-    def reducible(x):
+    def reducible(x: float | np.ndarray) -> np.ndarray:
         return law.reducible(np.exp(x), np.exp(log_c6 - x), u)
 
     grid = np.linspace(0.0, log_c6, GRID_POINTS)
@@ -101,7 +103,7 @@ def _r_d_star(law: RepeatedLaw) -> float:
     return law.r_d_star
 
 
-def repeat_value(law: RepeatedLaw, epochs):
+def repeat_value(law: RepeatedLaw, epochs: npt.ArrayLike) -> np.ndarray:
     """dD'/dD = exp(-R_D / R_D*), R_D = max(epochs - 1, 0): one more token's worth against a fresh one.
 
     It does not depend on N, D or U, only on how many times the data has been seen: the first
@@ -129,7 +131,7 @@ def diminishing_epochs(law: RepeatedLaw, fraction: float = 1.0 / math.e) -> floa
     return 1.0 + _r_d_star(law) * math.log(1.0 / fraction)
 
 
-def plan_intervals(laws, compute, unique, *, level: float = 0.95) -> dict:
+def plan_intervals(laws: Sequence[RepeatedLaw], compute: float, unique: float, *, level: float = 0.95) -> dict:
     """Percentile intervals of the optimum with U unique tokens over `laws` (one RepeatedLaw per bootstrap
     sample): name -> (lo, hi) for n, d, epochs, loss, loss_lost and diminishing_epochs."""
     plans = [repeated_allocation(law, compute, unique) for law in laws]

@@ -14,10 +14,12 @@ not have, so the excess-parameter decay is taken as none.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from scaling.formats import json_safe
 from scaling.laws.fitting.fitdata import FitData
@@ -73,7 +75,7 @@ class Repeated:
 
 
 def fit_repeated(data: FitData, *, bootstrap: int = RESAMPLES, seed: int = 0, delta: float | None = None,
-                 grid=None, force: bool = False) -> Repeated | None:
+                 grid: dict | npt.ArrayLike | None = None, force: bool = False) -> Repeated | None:
     """The data-constrained fit of `data`, when some of its runs repeat data (or `force` and the
     unique tokens are known); None otherwise. grid: the starts, as `fit.fit_law` takes them."""
     unique, epochs = data.unique, data.epochs
@@ -81,7 +83,8 @@ def fit_repeated(data: FitData, *, bootstrap: int = RESAMPLES, seed: int = 0, de
         return None
     options: dict[str, Any] = {} if delta is None else {"delta": delta}
     fit = fit_repeated_law(data.n, data.d, unique, data.loss, grid=grid, **options)
-    ci, samples = None, None
+    ci: dict[str, Any] | None = None
+    samples = None
     if bootstrap and fit.r_d_star_determined:
         boot = bootstrap_repeated_law(data.n, data.d, unique, data.loss, fit, n_resamples=bootstrap, seed=seed)
         ci = {"level": boot.level, "n_resamples": boot.n_resamples,
@@ -116,7 +119,8 @@ class RepeatedPlan:
                                     for a, iv in zip(self.allocations, self.intervals)]})
 
 
-def plan_repeated(law: RepeatedLaw, computes, unique, *, source: str, laws=()) -> RepeatedPlan:
+def plan_repeated(law: RepeatedLaw, computes: Iterable[float], unique: float, *, source: str,
+                  laws: Sequence[RepeatedLaw] = ()) -> RepeatedPlan:
     """`repeated_allocation` at each budget, with intervals over `laws` (bootstrap samples) when given."""
     allocations = [repeated_allocation(law, c, unique) for c in computes]
     intervals = [plan_intervals(laws, c, unique) if laws else None for c in computes]

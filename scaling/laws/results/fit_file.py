@@ -14,8 +14,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -65,7 +67,7 @@ def samples_path(path: Path, kind: str = "bootstrap") -> Path:
 # fit.json's dict
 
 
-def section(obj: dict, key: str, where: str, kinds: tuple, *, required: bool = False):
+def section(obj: dict[str, Any], key: str, where: str, kinds: tuple[type, ...], *, required: bool = False) -> Any:
     """obj[key] when it is one of `kinds` (None when absent and not required); UsageError otherwise."""
     value = obj.get(key)
     if value is None and not required:
@@ -76,7 +78,7 @@ def section(obj: dict, key: str, where: str, kinds: tuple, *, required: bool = F
     return value
 
 
-def number(obj: dict, key: str, where: str, label: str = ""):
+def number(obj: dict[str, Any], key: str, where: str, label: str = "") -> float | None:
     """A finite number or None from `obj`; UsageError for anything else."""
     value = obj.get(key)
     if value is None:
@@ -87,7 +89,7 @@ def number(obj: dict, key: str, where: str, label: str = ""):
     return value
 
 
-def _is_number(value) -> bool:
+def _is_number(value: object) -> bool:
     return finite_number(value)       # an int past a float's range (10^400) is no number here
 
 
@@ -146,7 +148,7 @@ def _law(obj: dict, where: str) -> Law:
     return replace(Law.from_dict(params), flops=flops)
 
 
-def check_fit(obj, where: str) -> Law:
+def check_fit(obj: object, where: str) -> Law:
     """Check a parsed fit.json (`where` names it in messages) and return its law; UsageError
     naming the first bad section. Sections absent from an older file pass (they read as none)."""
     if not isinstance(obj, dict) or ("kind" not in obj and "params" not in obj):
@@ -228,7 +230,7 @@ def backtest_of(obj: dict, where: str) -> Backtest | None:
 # Constants no fit can have: a sample is finite or +inf (A or B run off with its exponent), E, A
 # and B are >= 0 (E's bound; A and B are exponentials, 0 where one underflowed), and an exponent
 # may take any sign in a resample. NaN, -inf or a negative E, A or B is a corrupted file.
-def _check_samples(values: np.ndarray, names, path: Path) -> None:
+def _check_samples(values: np.ndarray, names: Sequence[str], path: Path) -> None:
     least = np.array([0.0 if n in ("E", "A", "B") else -np.inf for n in names])
     bad = np.isnan(values) | np.isneginf(values) | (values < least)
     if bad.any():
@@ -237,7 +239,7 @@ def _check_samples(values: np.ndarray, names, path: Path) -> None:
                          "constants are numbers, E, A and B not negative (rerun `scaling fit`)")
 
 
-def read_samples(path: Path, names, count, digest: str) -> np.ndarray | None:
+def read_samples(path: Path, names: Sequence[str], count: int | None, digest: str) -> np.ndarray | None:
     """Bootstrap constants from `path` (None when there is no such file), with these columns,
     `count` rows and fit.json's `digest`; UsageError for a file that is not theirs."""
     try:

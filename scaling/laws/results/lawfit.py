@@ -72,8 +72,10 @@ import math
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe
@@ -106,6 +108,10 @@ from scaling.laws.results.summary import format_summary
 from scaling.reading import parse_json, read_bounded
 from scaling.runs.outputs import remove_leftovers
 from scaling.runs.store import check_output, write_atomic
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+from collections.abc import Sequence
 
 DEFAULT_BOOTSTRAP = 1000
 INTERVAL_NAMES = resampling.CI_NAMES   # what a fit has an interval of (`LawFit.interval`)
@@ -230,7 +236,7 @@ class LawFit:
     fit; a LawFit read from a file has them as None, and nothing downstream needs them.
     """
 
-    def optimum_at(self, compute, seed: int = 0) -> allocation.OptimumIntervals | None:
+    def optimum_at(self, compute: npt.ArrayLike, seed: int = 0) -> allocation.OptimumIntervals | None:
         """Intervals of N_opt, D_opt, tokens per parameter and the predicted loss at `compute`
         (None without bootstrap samples); the loss interval includes the runs' scatter, and beyond
         the fitted compute it is the backtest's (`_beyond`)."""
@@ -243,7 +249,7 @@ class LawFit:
         c = np.asarray(compute, dtype=float)
         return replace(best, loss=self._beyond(self.law.n_opt(c), self.law.d_opt(c), best.loss))
 
-    def beyond(self, n, d):
+    def beyond(self, n: npt.ArrayLike, d: npt.ArrayLike) -> float | np.ndarray:
         """How many decades of compute a run of N parameters on D tokens lies beyond the largest
         fitted run (0 inside the data; 10^beyond is its extrapolation factor); broadcasts."""
         if self.data.c_range is None:
@@ -252,7 +258,11 @@ class LawFit:
                                   / float(self.data.c_range[1])), 0.0)
         return float(far) if np.ndim(far) == 0 else far
 
-    def expected_loss(self, n, d):
+    @overload
+    def expected_loss(self, n: float, d: float) -> float: ...
+    @overload
+    def expected_loss(self, n: npt.ArrayLike, d: npt.ArrayLike) -> float | np.ndarray: ...
+    def expected_loss(self, n: npt.ArrayLike, d: npt.ArrayLike) -> float | np.ndarray:
         """The loss predicted for N parameters on D tokens: the law's inside the fitted compute;
         beyond it, the backtest's law moved by the bias the backtest measured; broadcasts."""
         predicted = self.law.loss(n, d)
@@ -262,7 +272,11 @@ class LawFit:
             predicted = np.where(np.asarray(far) > 0, moved, predicted)
         return float(predicted) if np.ndim(predicted) == 0 else predicted
 
-    def _beyond(self, n, d, interval: tuple) -> tuple:
+    @overload
+    def _beyond(self, n: npt.ArrayLike, d: npt.ArrayLike, interval: tuple) -> tuple: ...
+    @overload
+    def _beyond(self, n: npt.ArrayLike, d: npt.ArrayLike, interval: None) -> None: ...
+    def _beyond(self, n: npt.ArrayLike, d: npt.ArrayLike, interval: tuple | None) -> tuple | None:
         """A prediction's interval: inside the fitted compute, or without a backtest, as given;
         beyond it, about the backtest's law (the fit's, less the under-trained runs) moved by the
         bias the backtest measured, of the runs' scatter and the error's growth with the distance
@@ -286,7 +300,7 @@ class LawFit:
         samples = resampling.derived_quantities(theta, self.reference_compute, self.law.flops)
         return resampling.spread_samples(samples, self.ci.widened_by if self.ci is not None else 1.0)
 
-    def loss_interval(self, n, d, seed: int = 0) -> tuple | None:
+    def loss_interval(self, n: npt.ArrayLike, d: npt.ArrayLike, seed: int = 0) -> tuple | None:
         """A prediction interval for the final loss of one run of N parameters on D tokens (None
         without bootstrap samples or where no resample predicts it): the constants' uncertainty
         and the runs' scatter. Arrays of N, D give arrays of bounds (NaN where none)."""
@@ -363,7 +377,7 @@ class LawFit:
         names = dict.fromkeys((*INTERVAL_NAMES, *(() if self.ci is None else self.ci.stored)))
         return {name: self.interval(name) for name in names}
 
-    def predict(self, n, d, seed: int = 0) -> allocation.Prediction:
+    def predict(self, n: npt.ArrayLike, d: npt.ArrayLike, seed: int = 0) -> allocation.Prediction:
         """The loss the law predicts for N parameters trained on D tokens, with a prediction
         interval that holds the constants' uncertainty and the runs' scatter (`loss_interval`).
         n and d broadcast as numpy's: arrays give arrays of losses and of bounds."""
@@ -379,7 +393,7 @@ class LawFit:
                                      None if interval is None or self.ci is None else self.ci.level,
                                      beyond=float(beyond) if np.ndim(beyond) == 0 else beyond)
 
-    def plan(self, compute, seed: int = 0) -> allocation.Plan:
+    def plan(self, compute: npt.ArrayLike, seed: int = 0) -> allocation.Plan:
         """The compute-optimal N, D at `compute` FLOPs and the loss they reach, with intervals
         (`optimum_at`); an array of budgets gives arrays. UsageError for a law with no optimum
         (alpha or beta not positive)."""
@@ -395,7 +409,7 @@ class LawFit:
         n, d = self.law.n_opt(c), self.law.d_opt(c)
         return allocation.Plan(c, n, d, self.expected_loss(n, d), self.optimum_at(c, seed))
 
-    def plot(self):
+    def plot(self) -> Figure:
         """The fit drawn on one matplotlib Figure, which Jupyter shows: the points with the law, the
         IsoFLOP profiles, N_opt against C with its interval (`scaling.report.plot.fit_figure`).
         Needs the points: a fit made here, or loaded with its fit.points.csv."""
@@ -440,7 +454,7 @@ class LawFit:
         }
 
     @classmethod
-    def from_json(cls, obj, where: str = "fit.json") -> LawFit:
+    def from_json(cls, obj: dict[str, Any], where: str = "fit.json") -> LawFit:
         """The LawFit of a fit.json dict; UsageError naming `where` and the bad section
         (`fit_file.check_fit`). Sections an older file lacks read as none."""
         law = check_fit(obj, where)
@@ -469,12 +483,12 @@ def dumps_fit(fit: LawFit) -> str:
     return json.dumps(fit.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
-def _write_samples(path: Path, names, rows: np.ndarray, digest: str) -> None:
+def _write_samples(path: Path, names: Sequence[str], rows: np.ndarray, digest: str) -> None:
     lines = [DIGEST_LINE + digest, ",".join(names)] + [",".join(repr(float(v)) for v in row) for row in rows]
     write_atomic(path, "\n".join(lines) + "\n")
 
 
-def write_fit(path, fit: LawFit) -> Path:
+def write_fit(path: str | Path, fit: LawFit) -> Path:
     """Write fit.json atomically (a folder path gets fit.json inside it), and beside it the
     bootstrap's constants when there are any and the fitted points when the fit holds them
     (fit.points.csv, `points_file`; the bootstrap's stamped with fit.json's digest; all written
@@ -507,7 +521,7 @@ def write_fit(path, fit: LawFit) -> Path:
     return path
 
 
-def load_fit(path) -> LawFit:
+def load_fit(path: str | Path) -> LawFit:
     """The LawFit in a fit.json (or a folder holding one). UsageError for a missing, unreadable or
     invalid file.
 

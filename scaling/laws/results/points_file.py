@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from scaling.laws.fitting.fitdata import FitData
 from scaling.reading import read_text
 from scaling.runs.store import write_atomic
 from scaling.train.compute import FlopsPerToken
+
+if TYPE_CHECKING:
+    from scaling.laws.results.lawfit import DataSummary
 
 COLUMNS = ("id", "n", "d", "loss", "compute")
 BUDGET_COLUMNS = ("budget", "group")     # a budget in the fit's measure, or a label in another
@@ -44,7 +48,7 @@ def write_points(path: Path, data: FitData) -> None:
     write_atomic(path, out.getvalue())
 
 
-def read_points(path: Path, summary, flops: FlopsPerToken) -> FitData | None:
+def read_points(path: Path, summary: DataSummary, flops: FlopsPerToken) -> FitData | None:
     """The points in `path` as a FitData, with `summary`'s (fit.json's "data") source, convention,
     filters and left-out points; None where there is no such file, or fit.json records no digest
     of its points to check them by; UsageError for points that are not the fit's."""

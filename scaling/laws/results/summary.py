@@ -9,6 +9,7 @@ does not import it back.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from scaling.formats import plain_table, sci
@@ -92,7 +93,7 @@ class Summarised(Protocol):
 
 def format_summary(fit: Summarised) -> str:
     """A few lines: the constants with intervals, a, b, tokens/param, starts at the optimum."""
-    def line(name, value):
+    def line(name: str, value: float | None) -> str:
         f = FORMATS[name]
         text = f"  {name:<6} = " + ("undefined" if value is None else f"{value:{f}}")
         if (bounds := fit.interval(name)) is not None:
@@ -202,7 +203,7 @@ def format_curves(fit: Summarised) -> list[str]:
     return out
 
 
-def _decay_profile(profile) -> str:
+def _decay_profile(profile: Iterable[tuple[float, float]] | None) -> str:
     """How the curve laws' lambda was chosen: fixed, or fitted against Tissue et al.'s."""
     if not profile:
         return " (fixed)"
@@ -212,7 +213,7 @@ def _decay_profile(profile) -> str:
             f"{rms.get(DECAY, math.nan):.4g} at Tissue et al.'s {DECAY:g}")
 
 
-def _with_interval(value, bounds, f: str) -> str:
+def _with_interval(value: float | None, bounds: Sequence[float | None] | None, f: str) -> str:
     text = "undefined" if value is None else format(value, f)
     return text + (f" [{bounds[0]:{f}}, {bounds[1]:{f}}]" if bounds and None not in bounds else "")
 
@@ -282,7 +283,7 @@ def allocation_row(a: Allocation, iv: OptimumIntervals | None) -> list[str]:
     intervals when there are any (`LawFit.optimum_at`)."""
     own = iv if a.method == "law" else None    # only the law's own optimum has intervals
 
-    def cell(value, fmt, bounds_of: str, bounds_fmt: str = ".3g"):
+    def cell(value: float | None, fmt: str, bounds_of: str, bounds_fmt: str = ".3g") -> str:
         text = "-" if value is None else format(value, fmt)
         if own is not None:
             lo, hi = getattr(own, bounds_of)
@@ -295,7 +296,7 @@ def allocation_row(a: Allocation, iv: OptimumIntervals | None) -> list[str]:
             cell(a.loss, ".4f", "loss", ".4f")]
 
 
-def _cell(value, intervals: dict | None, key: str, fmt: str = ".3g") -> str:
+def _cell(value: float | None, intervals: dict | None, key: str, fmt: str = ".3g") -> str:
     """A value, and its interval `intervals[key]` where there is one."""
     bounds = "" if intervals is None else f" [{intervals[key][0]:{fmt}}, {intervals[key][1]:{fmt}}]"
     return format(value, fmt) + bounds

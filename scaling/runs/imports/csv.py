@@ -9,6 +9,7 @@ hyperparameters (N, or D as a total): the names N, D and the loss are then found
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ RUN_KEYS = ("run", "run_id", "name")
 STEP_KEYS = ("step", "_step")
 
 
-def _first(frame: pd.DataFrame, keys) -> str | None:
+def _first(frame: pd.DataFrame, keys: Iterable[str]) -> str | None:
     return next((k for k in keys if k in frame.columns), None)
 
 

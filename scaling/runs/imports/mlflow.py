@@ -12,11 +12,17 @@ KILLED one is kept, not fitted.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scaling.errors import UsageError
 from scaling.runs.imports.source import SourceRun, needs
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
+    from mlflow.tracking import MlflowClient
 
 ALLOW = "MLFLOW_ALLOW_FILE_STORE"
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -24,7 +30,7 @@ TRASH = ".trash"
 
 
 @contextmanager
-def _file_store_allowed(src: Path):
+def _file_store_allowed(src: Path) -> Iterator[None]:
     """MLflow's client on the file store `src`, allowed, leaving it as it was: the client's
     FileStore creates `src/.trash` on opening, which an import (a read) must not leave behind."""
     before, trash = os.environ.get(ALLOW), src / TRASH
@@ -41,7 +47,7 @@ def _file_store_allowed(src: Path):
             trash.rmdir()
 
 
-def _all_runs(client, experiment_id: str):
+def _all_runs(client: MlflowClient, experiment_id: str) -> Iterator[Run]:
     """Every active run of an experiment, page by page (a search returns 1,000 at most)."""
     token = None
     while True:
@@ -79,7 +85,7 @@ def read(src: Path) -> list[SourceRun]:
             raise UsageError(f"{src}: not a readable MLflow store ({' '.join(str(exc).split())[:200]})") from None
 
 
-def _read_runs(client) -> list[SourceRun]:
+def _read_runs(client: MlflowClient) -> list[SourceRun]:
     """Every run of every experiment the client sees."""
     runs = []
     for experiment in client.search_experiments():

@@ -16,6 +16,7 @@ the last evaluation is taken to be the end of training), or a hyperparameter of 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 
 from scaling.errors import UsageError
@@ -54,12 +55,13 @@ class MissingNames(UsageError):
     """N, D or the loss not found: `missing` holds which ("n", "d", "loss"), so a caller can
     name its own ways of giving them; the message lists what the runs do hold."""
 
-    def __init__(self, message: str, missing: tuple[str, ...]):
+    def __init__(self, message: str, missing: tuple[str, ...]) -> None:
         super().__init__(message)
         self.missing = missing
 
 
-def _choose(runs, given, candidates, holds, what: str) -> tuple[str | None, str | None]:
+def _choose(runs: Sequence[SourceRun], given: str | None, candidates: Sequence[str],
+            holds: Callable[[SourceRun], Container[str]], what: str) -> tuple[str | None, str | None]:
     """(the one name `what` goes by, None) or (None, why none was found): `given`, if some run
     holds it, else the conventional name all runs that hold any use."""
     if given is not None:
@@ -116,12 +118,12 @@ def choose_names(runs: list[SourceRun], names: Names) -> Names:
     return Names(n_key=n, tokens_key=tokens, batch_tokens_key=batch, loss_tag=loss)
 
 
-def _series(points) -> dict:
+def _series(points: Iterable[tuple[float, float]]) -> dict[int, float]:
     """{step: value}, the last value logged at a step winning (a restarted run logs it again)."""
     return {int(step): float(value) for step, value in points}
 
 
-def _tokens_at(run: SourceRun, names: Names, steps: list[int]):
+def _tokens_at(run: SourceRun, names: Names, steps: list[int]) -> tuple[list[float] | None, str | None]:
     """(tokens at each of `steps`, None) or (None, why not)."""
     key = names.tokens_key
     if key is not None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from importlib import import_module
+from types import ModuleType
+from typing import SupportsFloat, cast
 
 from scaling.errors import UsageError
 
@@ -30,7 +32,7 @@ class SourceRun:
     wall_s: float | None = None
 
 
-def needs(module: str, kind: str):
+def needs(module: str, kind: str) -> ModuleType:
     """Import a format's library, or say which extra to install (one line)."""
     try:
         return import_module(module)
@@ -38,18 +40,18 @@ def needs(module: str, kind: str):
         raise UsageError(f"reading {kind} logs needs the {kind} extra: pip install 'scaling[{kind}]'") from None
 
 
-def number(value) -> float | None:
+def number(value: object) -> float | None:
     """A hyperparameter as a number (MLflow keeps them as text); None when it is not one."""
     if isinstance(value, bool):
         return None
     try:
-        x = float(value)
+        x = float(cast(SupportsFloat, value))     # anything else raises TypeError: caught
     except (TypeError, ValueError):
         return None
     return x if math.isfinite(x) else None
 
 
-def plain(value):
+def plain(value: object) -> object:
     """A hyperparameter as config.yaml can hold it: numbers (numpy's as Python's), text, booleans
     and None as they are, anything else as its text."""
     if hasattr(value, "item") and callable(value.item):   # a numpy scalar from a table

@@ -11,9 +11,13 @@ read to its end by the package's record reader, so a damaged file is an error, n
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scaling.errors import UsageError
 from scaling.runs.imports.source import SourceRun, needs
+
+if TYPE_CHECKING:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 EVENTS = "*tfevents*"
 
@@ -33,7 +37,7 @@ def _check_whole(path: Path) -> None:
                          f"checksum)") from None
 
 
-def _hparams(accumulator) -> dict:
+def _hparams(accumulator: EventAccumulator) -> dict:
     """The run's hyperparameters from the hparams plugin's session start record ({} if none)."""
     data = needs("tensorboard.plugins.hparams.plugin_data_pb2", "tensorboard")
     try:

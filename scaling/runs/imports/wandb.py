@@ -19,7 +19,9 @@ from __future__ import annotations
 import json
 import struct
 import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +31,9 @@ from scaling.formats import flatten
 from scaling.reading import read_bounded
 from scaling.runs.imports.source import SourceRun, needs
 
+# A ConfigItem record: protobuf builds its classes at import time, so none is visible to mypy.
+ConfigItem = Any
+
 HEADER = struct.Struct("<4sHB")          # ":W&B", magic 0xBEE1, version
 CHUNK = struct.Struct("<IHB")            # crc32 (seeded with the type byte), length, type
 BLOCK = 32 * 1024
@@ -37,7 +42,7 @@ RUN_FILES = "run-*.wandb"
 EXPORTS = (".csv", ".json", ".jsonl")
 
 
-def _records(path: Path):
+def _records(path: Path) -> Iterator[bytes]:
     """The payloads of a transaction file, chunks joined; a UsageError where it is damaged."""
     data = read_bounded(path, what="W&B log")    # a regular file, size-capped
     if len(data) < HEADER.size or HEADER.unpack_from(data)[:2] != (b":W&B", 0xBEE1):
@@ -61,11 +66,11 @@ def _records(path: Path):
             yield b"".join(parts)
 
 
-def _key(item) -> str:
+def _key(item: ConfigItem) -> str:
     return item.key or "/".join(item.nested_key)
 
 
-def _value(item, path: Path):
+def _value(item: ConfigItem, path: Path) -> Any:
     """An item's value, decoded from its JSON; UsageError naming the file and the key."""
     try:
         return json.loads(item.value_json)
@@ -73,7 +78,7 @@ def _value(item, path: Path):
         raise UsageError(f"{path}: the value of {_key(item)!r} is not valid JSON ({exc})") from None
 
 
-def _config(items, path: Path) -> dict:
+def _config(items: Iterable[ConfigItem], path: Path) -> dict:
     """A config update's items, each value decoded from JSON (and W&B's {"value": ...} wrapping)."""
     config = {}
     for item in items:

@@ -49,7 +49,7 @@ class ImportResult:
         return [(run_id, r) for run_id, r in self.runs if r.status != "finished"]
 
 
-def read_source(kind: str, src, run_key: str | None = None) -> list[SourceRun]:
+def read_source(kind: str, src: str | Path, run_key: str | None = None) -> list[SourceRun]:
     """The runs of a log of `kind` at `src`, read by its own reader (scaling.runs.imports.<kind>)."""
     if kind not in KINDS:
         raise UsageError(f"unknown kind of log {kind!r}; known: {', '.join(KINDS)}")
@@ -94,7 +94,7 @@ def run_ids(runs: list[SourceRun]) -> list[str]:
     return ids
 
 
-def _whole(x: float | None):
+def _whole(x: float | None) -> float | int | None:
     return int(x) if x is not None and float(x).is_integer() else x
 
 
@@ -119,7 +119,8 @@ def _write_run(run_dir: Path, run_id: str, r: Resolved, kind: str, src: Path, na
         "imported_from": kind, "source_run": r.run.name})
 
 
-def import_runs(kind: str, src, sweep_dir, names: Names = Names(), *, param_convention: str = "total",
+def import_runs(kind: str, src: str | Path, sweep_dir: str | Path, names: Names = Names(), *,
+                param_convention: str = "total",
                 run_key: str | None = None) -> ImportResult:
     """Read the runs of a log and write them as the run store `sweep_dir` (a new or empty folder).
 
