@@ -43,8 +43,7 @@ class RulesCheck(Result):
 
 
 def rules_of_thumb(compute: float | str, *, fixed_params: float | str | None = None, tokens_per_param: float = 20.0,
-                   law: Law | None = None,
-                   law_label: str | None = None) -> RulesCheck:
+                   law: Law | None = None, law_label: str | None = None) -> RulesCheck:
     """At C FLOPs: the rule D = k N (N = sqrt(C / 6k)); a fixed N spent Kaplan-style
     (D = C / 6N); and the law's own compute-optimal N, D, each with its loss under the law."""
     c = positive(compute, "compute C")

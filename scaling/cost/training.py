@@ -215,8 +215,7 @@ class TrainingCost(Result):
 
 
 def training_cost(name: str, n_params: float | str, tokens: float | str, tp: Throughput, *, gpus: int = 1,
-                  price: float | str | None = None,
-                  shape: ModelShape | None = None) -> TrainingCost:
+                  price: float | str | None = None, shape: ModelShape | None = None) -> TrainingCost:
     """C = 6 N D; H = C / F / 3600; days = H / G / 24; US$ = H x price (and the same from the
     exact count when a shape is given)."""
     n = positive(n_params, "parameter count N")

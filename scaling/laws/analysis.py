@@ -106,9 +106,8 @@ def _check_resampling(bootstrap: int, seed: int) -> None:
         raise UsageError(f"the seed must be a whole number >= 0; got {seed!r}")
 
 
-def _law_fit(data: FitData, result: fitting.FitResult, boot: resampling.BootstrapResult | None, *,
-             seed: int, custom_grid: bool,
-             reference_compute: float) -> LawFit:
+def _law_fit(data: FitData, result: fitting.FitResult, boot: resampling.BootstrapResult | None, *, seed: int,
+             custom_grid: bool, reference_compute: float) -> LawFit:
     """The LawFit of the Approach-3 fit and its bootstrap: the law, its allocation at
     `reference_compute`, the intervals, the evidence and limitations (the sections drawn from the
     other approaches, the diagnostics and the refits are added to it after)."""

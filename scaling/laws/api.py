@@ -55,8 +55,7 @@ def kind_of(source: object) -> str:
 
 
 def points(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | None = None, d: str | None = None,
-           c: str | None = None,
-           loss: str | None = None, embedding: str | None = None, budget: str | None = None,
+           c: str | None = None, loss: str | None = None, embedding: str | None = None, budget: str | None = None,
            unique: str | None = None, unique_tokens: float | None = None, param_convention: str | None = None,
            compute_measure: str | None = None, metric: str = "loss") -> fitdata.FitData:
     """The points of `source` (see `kind_of`; `kind` says it instead of guessing).
@@ -95,13 +94,12 @@ def points(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str
 
 
 def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | None = None, d: str | None = None,
-        c: str | None = None,
-        loss: str | None = None, embedding: str | None = None, budget: str | None = None, unique: str | None = None,
-        unique_tokens: float | None = None, param_convention: str | None = None, compute_measure: str | None = None,
-        metric: str = "loss", drop_highest_loss: int = 0, min_tokens_per_param: float | None = None,
-        min_tokens: float | None = None, delta: float = DEFAULT_DELTA, fixed_E: float | None = None,
-        bootstrap: int = results.DEFAULT_BOOTSTRAP, seed: int = 0, reference_compute: float | None = None,
-        data_constrained: bool = False, curves: bool = False) -> results.LawFit:
+        c: str | None = None, loss: str | None = None, embedding: str | None = None, budget: str | None = None,
+        unique: str | None = None, unique_tokens: float | None = None, param_convention: str | None = None,
+        compute_measure: str | None = None, metric: str = "loss", drop_highest_loss: int = 0,
+        min_tokens_per_param: float | None = None, min_tokens: float | None = None, delta: float = DEFAULT_DELTA,
+        fixed_E: float | None = None, bootstrap: int = results.DEFAULT_BOOTSTRAP, seed: int = 0,
+        reference_compute: float | None = None, data_constrained: bool = False, curves: bool = False) -> results.LawFit:
     """Fit L(N, D) = E + A/N^alpha + B/D^beta to `source`, as `scaling fit` does.
 
     source: a DataFrame, a CSV or parquet file, a run store runs/<sweep> or a packaged dataset

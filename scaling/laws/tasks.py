@@ -181,8 +181,7 @@ def _band(links: Sequence[Link], loss: npt.ArrayLike, level: float) -> tuple[np.
 
 
 def two_step(loss_train: npt.ArrayLike, metric_train: npt.ArrayLike, loss_predict: npt.ArrayLike, *,
-             resamples: int = 200, seed: int = 0,
-             level: float = 0.95) -> TwoStep:
+             resamples: int = 200, seed: int = 0, level: float = 0.95) -> TwoStep:
     """Fit the link on (loss, metric) of the training runs; predict the metric at `loss_predict`
     (the law's loss at the runs to predict); percentile intervals from `resamples` refits on
     runs resampled with replacement (resamples with fewer than 3 distinct runs are redrawn)."""

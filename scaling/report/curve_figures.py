@@ -74,8 +74,7 @@ def curve_laws(runs: CurveRuns, laws: dict[float, CurveLaw], colours: SizeColour
 
 @with_rc
 def two_fits(finals: tuple[npt.ArrayLike, npt.ArrayLike, npt.ArrayLike], sizes: dict, law_final: Law, law_curves: Law,
-             colours: SizeColours, *,
-             n_label: str = "parameters") -> Figure:
+             colours: SizeColours, *, n_label: str = "parameters") -> Figure:
     """Final loss against D at each size: the runs' final losses (dots), the curve laws' final
     losses at the D's of interest that the curve-based law is fitted to (crosses), the final-loss
     law (solid) and the curve-based law (dashed). finals: (N, D, loss) arrays; sizes: N -> (d, loss)."""

@@ -189,10 +189,8 @@ def isoflop(iso: IsoFLOPResult, n: np.ndarray, loss: np.ndarray, law: Law, *,
 
 
 def isoflop_panels(fig: FigureBase, axes: Sequence[Axes] | np.ndarray, iso: IsoFLOPResult, n: np.ndarray,
-                   loss: np.ndarray, law: Law, *,
-                   frontier: tuple[np.ndarray, np.ndarray] | None = None,
-                   data_c_range: tuple[float, float] | None = None,
-                   n_label: str = "parameters") -> None:
+                   loss: np.ndarray, law: Law, *, frontier: tuple[np.ndarray, np.ndarray] | None = None,
+                   data_c_range: tuple[float, float] | None = None, n_label: str = "parameters") -> None:
     """`isoflop`'s two panels, drawn on `axes` (profiles, optimal sizes) of `fig` (a figure or a subfigure)."""
     n, loss = np.asarray(n, dtype=float), np.asarray(loss, dtype=float)
     ax = axes[0]

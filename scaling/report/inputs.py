@@ -73,9 +73,8 @@ def _count(what: str, value: object) -> int:
 
 
 def load_inputs(source: str | Path | None = None, *, dataset: str | None = None, fit: str | Path | None = None,
-                bootstrap: int | None = None,
-                seed: int = 0, drop_highest_loss: int = 0, param_convention: str | None = None,
-                curves: bool = False) -> Inputs:
+                bootstrap: int | None = None, seed: int = 0, drop_highest_loss: int = 0,
+                param_convention: str | None = None, curves: bool = False) -> Inputs:
     """Find and load what a report needs (see the module doc). UsageError for bad inputs.
 
     source: a run store folder, a fit folder (holding fit.json) or a fit.json file; or None

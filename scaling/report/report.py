@@ -82,9 +82,8 @@ def write_report(report: Report, out: str | Path, fmt: str = "md") -> list[Path]
 
 
 def make_report(source: str | Path | None = None, *, out: str | Path, fmt: str = "md", dataset: str | None = None,
-                fit: str | Path | None = None,
-                bootstrap: int | None = None, seed: int = 0, holdout_fraction: float | None = None,
-                drop_highest_loss: int = 0, param_convention: str | None = None,
+                fit: str | Path | None = None, bootstrap: int | None = None, seed: int = 0,
+                holdout_fraction: float | None = None, drop_highest_loss: int = 0, param_convention: str | None = None,
                 curves: bool = False) -> tuple[Report, list[Path]]:
     """load_inputs + build_report + write_report: what `scaling report` does."""
     _check_format(fmt)

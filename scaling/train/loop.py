@@ -249,8 +249,7 @@ def _model(spec: RunSpec, device: torch.device) -> tuple[GPT, torch.optim.AdamW,
 
 
 def _evaluate_into(record: dict, model: GPT, windows: tuple[torch.Tensor, torch.Tensor, int],
-                   prompts: torch.Tensor | None, n_seqs: int,
-                   autocast: AbstractContextManager[Any]) -> None:
+                   prompts: torch.Tensor | None, n_seqs: int, autocast: AbstractContextManager[Any]) -> None:
     """The validation loss, bits per byte and context use into `record`; with `prompts` (the last
     step: once a run), accuracy and exact match beyond the loss too (train.metrics)."""
     record["val_loss"], record["val_bpb"], record["val_context_use"] = evaluate(model, windows, n_seqs, autocast)

@@ -164,9 +164,8 @@ def mean_of_all(values: list[float | None]) -> float | None:
     return float(np.mean(present)) if len(present) == len(values) else None
 
 
-def tune_budgets(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path | None = None,
-                 cells: str = "corners", seeds: Sequence[int] | None = None, beta2: float | None = None,
-                 max_extensions: int = 2,
+def tune_budgets(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path | None = None, cells: str = "corners",
+                 seeds: Sequence[int] | None = None, beta2: float | None = None, max_extensions: int = 2,
                  train: Callable[[SweepConfig], object] | None = None) -> BudgetTuning:
     """Train each chosen cell's rates (in rounds: the grid, then extensions past an edge) once per
     seed in `seeds` (None: the config's seed) at `beta2` (None: the config's), reusing the sweep's

@@ -186,8 +186,8 @@ def observe(planned: Validation, sweep_dir: Path) -> Validation:
 
 
 def validate(fit: LawFit, cfg: SweepConfig, compute: float | str, *, runs_dir: Path | str = "runs",
-             cache_dir: Path | None = None,
-             force: bool = False, fit_path: str = "", reporter: Reporter | None = None) -> Validation:
+             cache_dir: Path | None = None, force: bool = False, fit_path: str = "",
+             reporter: Reporter | None = None) -> Validation:
     """Train the three runs at `compute` not trained yet, and compare them with the law."""
     vcfg, runs, planned = prepare(fit, cfg, compute, runs_dir=runs_dir, force=force, fit_path=fit_path)
     result = run_sweep(vcfg, runs_dir, cache_dir, reporter, planned=runs)

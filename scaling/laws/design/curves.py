@@ -76,8 +76,7 @@ class CurveOutlook:
 
 
 def curve_outlook(prior: Law, planned: Sequence[PlannedCurve], *, anneal: float, decay: float, noise: float,
-                  run_noise: float,
-                  eval_interval: int = 100, n_sims: int = 20, resamples: int = 100, seed: int = 0,
+                  run_noise: float, eval_interval: int = 100, n_sims: int = 20, resamples: int = 100, seed: int = 0,
                   grid: dict | npt.ArrayLike | None = None) -> CurveOutlook:
     """Simulate the `planned` runs (`curve_simulate.PlannedCurve`s) `n_sims` times under `prior`
     and compare the two fits (see module doc)."""

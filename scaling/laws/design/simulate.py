@@ -34,8 +34,7 @@ def cross_grid(sizes: npt.ArrayLike, tokens: npt.ArrayLike) -> np.ndarray:
 
 
 def isoflop_grid(budgets: npt.ArrayLike, law: Law | None = None, *, tokens_per_param: float | None = None,
-                 per_budget: int = 5, span: float = 4.0,
-                 ladder: npt.ArrayLike | None = None) -> np.ndarray:
+                 per_budget: int = 5, span: float = 4.0, ladder: npt.ArrayLike | None = None) -> np.ndarray:
     """Chinchilla's Approach-2 design: at each compute C, `per_budget` sizes spaced evenly in log N
     over a factor `span` either side of the expected optimum, each trained on D = C / 6N.
 

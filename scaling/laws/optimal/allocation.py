@@ -285,8 +285,7 @@ class Prediction:
 
 
 def loss_interval(resampled: npt.ArrayLike, n: npt.ArrayLike, d: npt.ArrayLike, *, level: float = 0.95,
-                  noise: float = 0.0, seed: int = 0,
-                  widen: float = 1.0) -> tuple:
+                  noise: float = 0.0, seed: int = 0, widen: float = 1.0) -> tuple:
     """A prediction interval for the loss of one run of N parameters on D tokens, from `resampled`
     (an (R, 5) array of bootstrap constants E, A, B, alpha, beta): each resample's law predicts
     L(N, D), times exp(noise * z) with z standard normal, so both the constants' uncertainty and
@@ -321,8 +320,7 @@ def _percentiles(values: np.ndarray, level: float, shape: tuple = ()) -> tuple:
 
 
 def optimum_intervals(law: Law, resampled: npt.ArrayLike, compute: npt.ArrayLike, *, level: float = 0.95,
-                      noise: float = 0.0,
-                      seed: int = 0, widen: float = 1.0) -> OptimumIntervals:
+                      noise: float = 0.0, seed: int = 0, widen: float = 1.0) -> OptimumIntervals:
     """Intervals of the optimum at C from `resampled`, an (R, 5) array of bootstrap constants in
     the order E, A, B, alpha, beta (see `OptimumIntervals`), each widened `widen` times about its
     median (`bootstrap.spread`, as the fit's own). A resample whose constants overflowed or whose

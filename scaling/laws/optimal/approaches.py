@@ -234,8 +234,7 @@ def _budget_groups(c: np.ndarray, n: np.ndarray, bins_per_decade: float | None,
 def isoflop(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, compute: npt.ArrayLike | None = None,
             flops: FlopsPerToken = FlopsPerToken(), budgets: npt.ArrayLike | None = None,
             groups: npt.ArrayLike | None = None, bins_per_decade: float | None = None, budget_rtol: float = 1e-3,
-            max_budget_ratio: float = 2.0,
-            window: float | None = WINDOW_DECADES) -> IsoFLOPResult:
+            max_budget_ratio: float = 2.0, window: float | None = WINDOW_DECADES) -> IsoFLOPResult:
     """Approach 2 on runs (N_i, D_i, loss_i) of compute C_i (`compute`; 6 N_i D_i by default; `flops`
     gives the tokens D_opt = C / c(N_opt) of each budget's minimum).
 

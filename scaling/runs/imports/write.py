@@ -120,8 +120,7 @@ def _write_run(run_dir: Path, run_id: str, r: Resolved, kind: str, src: Path, na
 
 
 def import_runs(kind: str, src: str | Path, sweep_dir: str | Path, names: Names = Names(), *,
-                param_convention: str = "total",
-                run_key: str | None = None) -> ImportResult:
+                param_convention: str = "total", run_key: str | None = None) -> ImportResult:
     """Read the runs of a log and write them as the run store `sweep_dir` (a new or empty folder).
 
     param_convention: what the source's N counts ('total': embeddings included, the fit's
