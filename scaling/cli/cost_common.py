@@ -28,6 +28,8 @@ class NumberArgs(argparse.ArgumentParser):
     the parsed values.
     """
 
+    # The ignore: typeshed overloads parse_known_args on the namespace's own type; these parsers
+    # are only ever given an argparse.Namespace (or none), and give one back.
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
         args = list(sys.argv[1:] if args is None else args)
