@@ -22,7 +22,7 @@ from scaling.laws.forms.references import reference
 from scaling.laws.results import lawfit as results
 from scaling.runs import store
 from scaling.validate.result import Validation, ValidationRun, load_validation, write_validation
-from tests.hardening.helpers import deadline
+from tests.hardening.helpers import deadline, refused
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.yaml"
@@ -56,15 +56,6 @@ def copy_fit(fitted: Path, name: str, tmp: Path) -> Path:
     """A copy of one of the module's fits, to edit; its fit.json path."""
     shutil.copytree(fitted / name, tmp / name)
     return tmp / name / "fit.json"
-
-
-def refused(argv, capsys, expected: str) -> str:
-    """Run `argv`: exit 2, one line on stderr containing `expected`, no traceback."""
-    code = main([str(a) for a in argv])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert expected in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    return err
 
 
 def edit_fit(path: Path, **changes) -> Path:
