@@ -114,14 +114,19 @@ def time_run(model_cfg: GPTConfig, train: TrainConfig, lr: float, layout: Layout
     run, device = training_steps(model_cfg, train, lr, layout)
     run(0, timing.warmup)
     start.wait()
+    rates.put(median_rate(run, device, timing, train.batch_tokens))
+
+
+def median_rate(run, device: torch.device, timing: Timing, batch_tokens: int) -> float:
+    """The median tokens/s of `timing.windows` windows of `timing.steps` steps each, after the warmup."""
     window_rates = []
     for w in range(timing.windows):
         sync(device)
         begin = time.perf_counter()
         run(timing.warmup + w * timing.steps, timing.steps)
         sync(device)
-        window_rates.append(timing.steps * train.batch_tokens / (time.perf_counter() - begin))
-    rates.put(statistics.median(window_rates))
+        window_rates.append(timing.steps * batch_tokens / (time.perf_counter() - begin))
+    return statistics.median(window_rates)
 
 
 # Operator groups of a step's profile: the first group whose pattern is in an op's name takes its time.

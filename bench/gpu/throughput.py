@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/: bench_train
-from bench_train import Layout, Timing, sync, training_steps  # noqa: E402
+from bench_train import Layout, Timing, median_rate, sync, training_steps  # noqa: E402
 
 from scaling.config import TrainConfig  # noqa: E402
 from scaling.train.shape import GPTConfig, flops_by_measure  # noqa: E402
@@ -72,15 +72,9 @@ def time_shapes(jobs: list[ShapeJob], train: TrainConfig, layout: Layout, timing
         sync(device)
         warmup_s = time.perf_counter() - begin   # with train.compile: the compile time
         start.wait()
-        rates = []
-        for w in range(timing.windows):
-            sync(device)
-            begin = time.perf_counter()
-            run(timing.warmup + w * timing.steps, timing.steps)
-            sync(device)
-            rates.append(timing.steps * train.batch_tokens / (time.perf_counter() - begin))
+        rate = median_rate(run, device, timing, train.batch_tokens)
         memory = torch.cuda.max_memory_allocated() if device.type == "cuda" else None
-        results.put((index, statistics.median(rates), memory, warmup_s))
+        results.put((index, rate, memory, warmup_s))
         del run
         gc.collect()
         if device.type == "cuda":
