@@ -14,10 +14,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -31,6 +31,8 @@ from scaling.laws.repeated import Repeated
 from scaling.reading import excerpt, finite_number, read_text
 from scaling.schemas.fit import check_sections
 from scaling.train.compute import FlopsPerToken
+
+T = TypeVar("T")
 
 KIND = "scaling.fit"
 VERSION = 1
@@ -203,24 +205,24 @@ def repeated_of(obj: dict, where: str) -> Repeated | None:
 
 def holdout_of(obj: dict, where: str) -> Holdout | None:
     """The hold-out refit of a checked fit.json (None for a file written before it was recorded)."""
-    part = obj.get("holdout")
-    if part is None:
-        return None
-    try:
-        return Holdout.from_json(part)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{where}: 'holdout' is not a hold-out check ({type(exc).__name__}: {exc})") from None
+    return _optional_section(obj, where, "holdout", Holdout.from_json, "a hold-out check")
 
 
 def backtest_of(obj: dict, where: str) -> Backtest | None:
     """The leave-future-out backtest of a checked fit.json (None for a file written before it)."""
-    part = obj.get("backtest")
+    return _optional_section(obj, where, "backtest", Backtest.from_json, "a backtest")
+
+
+def _optional_section(obj: dict, where: str, key: str, parse: Callable[[Any], T], what: str) -> T | None:
+    """fit.json's section `key` read by `parse`; None where the file has none (written before it
+    was recorded); a tampered section, in any shape, one line naming it."""
+    part = obj.get(key)
     if part is None:
         return None
     try:
-        return Backtest.from_json(part)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:   # a tampered section, in any shape
-        raise UsageError(f"{where}: 'backtest' is not a backtest ({type(exc).__name__}: {exc})") from None
+        return parse(part)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"{where}: '{key}' is not {what} ({type(exc).__name__}: {exc})") from None
 
 
 # --------------------------------------------------------------------------------------------
