@@ -70,6 +70,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -111,7 +112,6 @@ from scaling.runs.store import check_output, write_atomic
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-from collections.abc import Sequence
 
 DEFAULT_BOOTSTRAP = 1000
 INTERVAL_NAMES = resampling.CI_NAMES   # what a fit has an interval of (`LawFit.interval`)
