@@ -13,14 +13,18 @@ The panels are the report's own, so a figure here and in the report agree.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from matplotlib.axes import Axes
 
 from scaling.errors import UsageError
 from scaling.laws import analysis
-from scaling.laws.results.lawfit import LawFit
 from scaling.report.figures import final_loss_panels, isoflop_panels
 from scaling.report.style import DPI, ShownFigure, SizeColours, with_rc
+
+if TYPE_CHECKING:   # LawFit.plot imports this module: a run-time import back would be a cycle
+    from scaling.laws.results.lawfit import LawFit
 
 BAND = "#1f77b4"
 

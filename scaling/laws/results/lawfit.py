@@ -413,8 +413,11 @@ class LawFit:
         """The fit drawn on one matplotlib Figure, which Jupyter shows: the points with the law, the
         IsoFLOP profiles, N_opt against C with its interval (`scaling.report.plot.fit_figure`).
         Needs the points: a fit made here, or loaded with its fit.points.csv."""
-        import scaling  # the report stage draws: reached through the package, as laws imports no later stage
-        return scaling.fit_figure(self)
+        # The one upward import of the package, named in tests/test_layers.py: the drawing belongs to
+        # the report stage, and a fitted object that plots itself is what a notebook user expects (as
+        # pandas' DataFrame.plot hands over to pandas.plotting). Imported here, so fitting never loads it.
+        from scaling.report.plot import fit_figure
+        return fit_figure(self)
 
     def summary(self) -> str:
         """What `scaling fit` prints: the constants with intervals, the allocation, the verdict."""
