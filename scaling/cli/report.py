@@ -23,7 +23,7 @@ from scaling.formats import json_safe
 from scaling.laws.fitting import fitdata, readers
 
 if TYPE_CHECKING:
-    from scaling.report.sections import Report
+    from scaling.report.page import Report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

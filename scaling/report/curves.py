@@ -21,8 +21,8 @@ from scaling.laws.curves.law import CurveLaw
 from scaling.laws.curves.runs import read_curve_runs
 from scaling.laws.forms.law import Law
 from scaling.report import curve_figures
+from scaling.report.page import Report
 from scaling.report.prose import bounds, number
-from scaling.report.sections import Report
 
 COMPARED = (("alpha", "alpha", ".4f"), ("beta", "beta", ".4f"), ("a", "a", ".4f"), ("b", "b", ".4f"),
             ("tokens per parameter", "tokens_per_param", ".4g"))

@@ -16,8 +16,8 @@ from scaling.laws.repeated.fit import at_bound
 from scaling.laws.results.summary import allocation_row
 from scaling.report import figures as figs
 from scaling.report import prose
+from scaling.report.page import Report
 from scaling.report.prose import bounds, number
-from scaling.report.sections import Report
 from scaling.validate.result import headline
 
 

@@ -18,11 +18,11 @@ from scaling.errors import UsageError
 from scaling.laws.optimal.allocation import check_allocatable
 from scaling.laws.results import lawfit as results
 from scaling.laws.results.fit_file import FIT_SIDE_FILES
-from scaling.report import decisions, sections, tasks
+from scaling.report import decisions, literature, sections, tasks
 from scaling.report.curves import curves_section
 from scaling.report.document import FIGURE_DIR
 from scaling.report.inputs import Inputs, load_inputs
-from scaling.report.sections import Report
+from scaling.report.page import Report
 from scaling.report.style import save
 from scaling.runs.outputs import replace_folder
 from scaling.runs.store import write_atomic
@@ -32,7 +32,7 @@ FORMATS = ("md", "html")
 # recommendation held when trained), then the evidence behind them, then the detail.
 SECTIONS = (sections.summary, decisions.plan, decisions.validation, sections.left_out, sections.fitted_law,
             sections.diagnostics, sections.holdout_check, sections.backtest_section, decisions.repeated_data,
-            sections.allocation_exponents, sections.published_laws, sections.kaplan_laws, curves_section,
+            literature.allocation_exponents, literature.published_laws, literature.kaplan_laws, curves_section,
             tasks.task_metrics, sections.sweep, sections.closing)
 
 

@@ -18,8 +18,8 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from scaling.laws import tasks
+from scaling.report.page import Report
 from scaling.report.prose import bounds, number
-from scaling.report.sections import Report
 from scaling.report.style import OTHER_CMAP, log_axis, new_figure, with_rc
 
 if TYPE_CHECKING:

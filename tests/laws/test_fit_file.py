@@ -15,7 +15,7 @@ from scaling.laws.fitting import readers, selection
 from scaling.laws.fitting.provenance import Provenance
 from scaling.laws.results import lawfit as results
 from scaling.report.inputs import load_inputs
-from scaling.report.sections import Report
+from scaling.report.page import Report
 
 
 @pytest.fixture(scope="module")

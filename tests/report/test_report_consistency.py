@@ -15,7 +15,7 @@ import pytest
 
 from scaling.cli import main
 from scaling.laws.forms.law import Law
-from scaling.report import frontiers, sections
+from scaling.report import frontiers, literature
 from scaling.report.inputs import load_inputs
 from scaling.report.report import build_report
 from scaling.report.style import SizeColours
@@ -102,9 +102,9 @@ def test_report_help_states_the_real_default():
 def test_degenerate_kaplan_fit_is_flagged_not_shown():
     """X_c = 3.26e+259 with alpha's interval across zero: no finding; a sound fit passes."""
     bad = {"alpha": 0.002, "alpha_ci": [-0.01, 0.02], "x_c": 3.26e259, "n_points": 7}
-    assert "reaches 0" in sections._kaplan_degenerate(bad)
-    assert "barely moves" in sections._kaplan_degenerate({**bad, "alpha_ci": [0.001, 0.003]})
-    assert sections._kaplan_degenerate({"alpha": 0.08, "alpha_ci": [0.06, 0.1], "x_c": 8.8e13}) is None
+    assert "reaches 0" in literature._kaplan_degenerate(bad)
+    assert "barely moves" in literature._kaplan_degenerate({**bad, "alpha_ci": [0.001, 0.003]})
+    assert literature._kaplan_degenerate({"alpha": 0.08, "alpha_ci": [0.06, 0.1], "x_c": 8.8e13}) is None
 
 
 def test_frontier_contour_labels_are_not_repeated():
