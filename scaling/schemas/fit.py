@@ -3,7 +3,7 @@
 `scaling.laws.fit_file.check_fit` checks the law, the intervals and the data's ranges (with the
 messages it always gave) and then this schema, so every section a later stage prints or computes
 with is typed, in range and finite when the file is read. The format is documented in
-`scaling.laws.results`.
+docs/fit-json.md.
 """
 
 from __future__ import annotations

@@ -12,51 +12,7 @@ re-derives what the fit computed. The same inputs and seed give a byte-identical
 sorted, floats written in full by repr, no timestamps or timings) on the same machine and library
 versions.
 
-Schema (version 1):
-
-    {"kind": "scaling.fit", "version": 1, "seed": int,
-     "data": {"source", "n_points", "digest", "param_convention", "dropped": [{"id", "reason"}],
-              "filters", "n_range", "d_range", "c_range"} (added: "table", a table's path and
-              columns; "store", a run store's {"path": absolute, "digest": sha256 of its run
-              table as runs.csv holds it}, which `validate` and `report` find and check;
-              "context_use", [lowest, highest] of the fitted runs' final context use, where
-              they recorded it, which `validate` sets its runs beside),
-     "options": {"delta", "grid", "n_starts", "fixed_E", "bootstrap"},
-     "params": {"E", "A", "B", "alpha", "beta"}, "allocation": {"a", "b", "G"},
-     "reference_compute", "tokens_per_param_at_reference",
-     "compute": {"measure", "kappa", "gamma", "max_error"}: what C counts, and the FLOPs per token
-                c(N) = 6 kappa N^gamma the allocation is solved under (scaling.train.compute; added
-                with the compute measure: a file without it counts C = 6 N D),
-     "ci": {"level", "n_resamples", "E", "A", "B", "alpha", "beta", "a", "b", "G",
-            "tokens_per_param"} or null when the bootstrap is off,
-     "objective", "n_starts_at_optimum", "residual_rms", "evidence": [str], "limitations": [str],
-     "approaches": {"approach_1", "approach_2", "approach_3"}: each {"method", "a", "b", "a_ci",
-                   "b_ci", "reason", ...} or null (approach_1 needs a run store's curves),
-     "kaplan": {"param_convention", "L_N", "L_D", "L_C", "reasons"},
-     "diagnostics": [{"name", "value", "threshold", "status", "reason"}],
-     "verdict": {"verdict": "trustworthy" | "use with caution" | "not identified", "reasons": [str]}}
-    (diagnostics and verdict were added after version 1's first files; a file without them is read
-    as having none; so was "repeated", the data-constrained fit (scaling.laws.repeated), present
-    only where runs repeat data: {"params", "r_d_star", "n_repeated", "max_epochs", "unique_range",
-    "objective", "residual_rms", "message", "ci"}; and "lack_of_fit" (scaling.laws.checks.lack_of_fit):
-    {"tests": [{"by", "F", "df", "p_value", "offenders"}], "residual_rms", "pure_error_rms",
-    "replicated_cells"}, with its check "lack_of_fit" among the diagnostics; and "curves", only
-    from `scaling fit --curves`: the law fitted to every size's training curves
-    (scaling.laws.curves.fit.CurvesFit.to_json: "params", "allocation", "tokens_per_param_at_reference",
-    "ci" from resampling whole runs, "sizes" with each curve law and its points,
-    "warmup_steps" of its runs, "decay" (the annealing momentum lambda) and "decay_profile"
-    ([lambda, the curve laws' residual rms] for each lambda tried; empty where lambda was fixed),
-    "leave_one_run_out" (each run's error, whether it lies beyond its size's
-    other runs, and the errors "by_reach"), and "final_loss_fit": this fit's a and tokens per parameter
-    beside them);
-    and, added so that `scaling report` draws everything from the file and never refits:
-    "holdout" (scaling.laws.checks.holdout.Holdout.to_json): the one refit without the top 20% of points
-    by compute that the verdict's holdout_stability check judges, {"fraction", "n_points",
-    "n_train", "train_max_compute", "mean_abs_rel_error", "full_mean_abs_rel_error", "reason",
-    "params": the refit's constants or null, "rows": [{"id", "n", "d", "compute", "loss",
-    "predicted", "abs_rel_error", "full_predicted"}]}; and "data.provenance"
-    (scaling.laws.fitting.provenance): {"kind": "runs" | "dataset" | "table", "location"}, read from the
-    source's words for an older file)
+The format, section by section: docs/fit-json.md; its checks on reading: `scaling.schemas.fit`.
 
 Beside it, fit.points.csv holds the fitted points (`scaling.laws.results.points_file`, checked
 against data.digest; no byte of fit.json changes for it). Reading a fit.json back, with its
