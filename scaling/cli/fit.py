@@ -73,6 +73,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="pin the irreducible loss E (from another fit, a reference or a larger run); fit the "
                         "other four; recorded in fit.json (options.fixed_E) and held in every interval")
     p.add_argument("--fixed-E", type=float, dest="fixed_E", help=argparse.SUPPRESS)   # the older spelling
+    p.add_argument("--E-prior", metavar="MEAN,SD", dest="E_prior",
+                   help="a Gaussian prior on E (mean and standard deviation, in loss units), added to the fit's "
+                        "objective and carried into the bootstrap and every interval; fit.json options.E_prior")
+    p.add_argument("--E-from", metavar="FIT", dest="E_from", type=Path,
+                   help="the prior on E from another fit.json (a reference, or a larger run's fit): its E, "
+                        "with its interval as the standard deviation")
     p.add_argument("--bootstrap", type=int, default=results.DEFAULT_BOOTSTRAP, metavar="K",
                    help=f"bootstrap resamples (default {results.DEFAULT_BOOTSTRAP}; 0 disables)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)")
@@ -157,7 +163,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                   min_tokens_per_param=args.min_tokens_per_param, min_tokens=args.min_tokens,
                   delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap, seed=args.seed,
                   reference_compute=args.reference_compute, data_constrained=args.data_constrained,
-                  metric=args.metric, curves=args.curves)
+                  metric=args.metric, curves=args.curves, E_prior=_E_prior(args))
     elapsed = time.perf_counter() - start
     path = results.write_fit(out, fit)
     if args.json:
@@ -169,3 +175,20 @@ def cmd_fit(args: argparse.Namespace) -> int:
     print(fit.summary())
     print(f"fitted in {elapsed:.1f} s; wrote {path}")
     return 0
+
+
+def _E_prior(args: argparse.Namespace) -> tuple | None:
+    """--E-prior MEAN,SD or --E-from FIT as (mean, sd[, source]); None without either."""
+    if args.E_prior is not None and args.E_from is not None:
+        raise UsageError("give --E-prior or --E-from, not both")
+    if args.E_from is not None:
+        return api.E_prior_from(args.E_from)
+    if args.E_prior is None:
+        return None
+    try:
+        mean, sd = (float(v) for v in args.E_prior.split(","))
+    except ValueError:
+        raise UsageError(f"--E-prior takes MEAN,SD (two numbers, e.g. 1.7,0.05); got {args.E_prior!r}") from None
+    _check_number("--E-prior", mean)
+    _check_number("--E-prior", sd)
+    return mean, sd

@@ -29,6 +29,7 @@ from scaling.laws.fitting import bootstrap as resampling
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting import vpnls
 from scaling.laws.fitting.fitdata import FitData
+from scaling.laws.fitting.objective import EPrior, quasi_likelihood_scale
 from scaling.laws.fitting.selection import check_fittable
 from scaling.laws.forms.law import PARAM_NAMES
 from scaling.laws.optimal import approaches, kaplan
@@ -40,7 +41,8 @@ from scaling.laws.results.lawfit import DEFAULT_BOOTSTRAP, DataSummary, FitOptio
 def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: float | None = None,
              bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, reference_compute: float | None = None,
              grid: dict | npt.ArrayLike | None = None, curves: pd.DataFrame | None = None,
-             data_constrained: bool = False, backtest: bool = True) -> LawFit:
+             data_constrained: bool = False, backtest: bool = True,
+             E_prior: tuple | None = None) -> LawFit:
     """Fit the law to `data`, bootstrap it (`bootstrap` resamples; 0 for none), estimate the
     allocation by Hoffmann's three approaches, fit Kaplan's single-variable laws and, where the
     points give N both ways, the other convention; then diagnose it all (`LawFit.diagnostics`).
@@ -52,7 +54,9 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     `data_constrained` and the unique tokens known), the data-constrained law is fitted too
     (`LawFit.repeated`, scaling.laws.repeated). backtest: refit below each extrapolation factor and
     predict the runs above (`scaling.laws.checks.backtest`; `LawFit.backtest`), which widens every
-    interval beyond the data; False for the fit alone.
+    interval beyond the data; False for the fit alone. E_prior: (mean, sd[, source]), a Gaussian prior on E
+    added to the objective (`objective.EPrior`, in the objective's units by `quasi_likelihood_scale`
+    of the fit without it) and carried into the bootstrap, the refits and so every interval.
     """
     _check_resampling(bootstrap, seed)
     check_fittable(data, fixed_E)
@@ -62,13 +66,18 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     elif not (math.isfinite(reference_compute) and reference_compute > 0):
         raise UsageError(f"the reference compute must be a positive number of FLOPs; got {reference_compute!r}")
     result = _planned_with(fitting.fit_law(data.n, data.d, data.loss, delta=delta, grid=grid, fixed_E=fixed_E), data)
+    prior = None
+    if E_prior is not None:
+        prior = e_prior_of(E_prior, data, result, fixed_E)
+        result = _planned_with(fitting.fit_law(data.n, data.d, data.loss, delta=delta, grid=grid, E_prior=prior),
+                               data)
     law = result.law
     lof = residual_structure(data, result)
     boot = None
     if bootstrap:
         boot = resampling.bootstrap(data.n, data.d, data.loss, n_resamples=int(bootstrap), seed=int(seed),
                                     delta=delta, fixed_E=fixed_E, reference_compute=reference_compute,
-                                    full_fit=result, flops=data.flops, widen=lof.interval_factor)
+                                    full_fit=result, flops=data.flops, widen=lof.interval_factor, E_prior=prior)
     fit = _law_fit(data, result, boot, seed=int(seed), custom_grid=grid is not None,
                    reference_compute=reference_compute)
     kaplan_laws = kaplan.fit_kaplan(data.n, data.d, data.loss, param_convention=data.param_convention or "unknown")
@@ -88,14 +97,33 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
                                              delta=delta, grid=grid, force=data_constrained))
     # The one hold-out refit: judged by the diagnostics, kept in fit.json, printed by the report.
     check = holdout(data, law, fraction=diagnostics.THRESHOLDS["holdout_fraction"], delta=result.delta,
-                    fixed_E=result.fixed_E, starts=result.end_points)
+                    fixed_E=result.fixed_E, starts=result.end_points, E_prior=prior)
     future = None
     if backtest:     # leave-future-out: judged by the verdict, it widens every interval beyond the data
         future = backtesting.backtest(data, result, delta=result.delta, fixed_E=result.fixed_E)
-        extra += [backtesting.backtest_check(future), backtesting.E_drift_check(future, fit.interval("E"))]
+        extra += [backtesting.backtest_check(future), backtesting.E_drift_check(future, fit.interval("E"), law.E,
+                                                                              float(data.loss.min()))]
     return replace(fit, lack_of_fit=json_safe(lof.to_json()), holdout=check, backtest=future,
                    diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
                                                     lof=lof, holdout=check, extra=tuple(extra)))
+
+
+def e_prior_of(E_prior: tuple, data: FitData, result: fitting.FitResult, fixed_E: float | None) -> EPrior:
+    """The prior (mean, sd[, source]) on E as the objective carries it: scaled by the runs' scatter about
+    the fit without it (`quasi_likelihood_scale`); UsageError where it is not two positive numbers
+    below the lowest loss, or E is also fixed."""
+    try:
+        mean, sd = (float(v) for v in E_prior[:2])
+        source = str(E_prior[2]) if len(E_prior) > 2 else None
+        if len(E_prior) not in (2, 3):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise UsageError("the prior on E must be two numbers, its mean and standard deviation; "
+                         f"got {E_prior!r}") from None
+    scale = quasi_likelihood_scale(np.log(result.law.loss(data.n, data.d) / data.loss), result.delta)
+    prior = EPrior(mean, sd, scale, source)
+    fitting.check_fit_inputs(data.n, data.d, data.loss, fixed_E, prior)
+    return prior
 
 
 def _check_resampling(bootstrap: int, seed: int) -> None:
@@ -122,6 +150,7 @@ def _law_fit(data: FitData, result: fitting.FitResult, boot: resampling.Bootstra
         law=law, seed=seed, data=DataSummary.of(data),
         options=FitOptions(delta=result.delta, grid="custom" if custom_grid else "hoffmann",
                            n_starts=result.n_starts, fixed_E=result.fixed_E,
+                           E_prior=None if result.E_prior is None else result.E_prior.to_json(),
                            bootstrap=0 if boot is None else boot.n_resamples),
         a=json_safe(law.a) if identified else None, b=json_safe(law.b) if identified else None,
         G=json_safe(law.G) if identified else None, reference_compute=float(reference_compute),

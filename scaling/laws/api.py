@@ -20,6 +20,7 @@ from typing import Any, cast
 
 import numpy.typing as npt
 import pandas as pd
+from scipy.stats import norm
 
 from scaling.errors import UsageError
 from scaling.laws import analysis, tasks
@@ -99,7 +100,8 @@ def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | 
         compute_measure: str | None = None, metric: str = "loss", drop_highest_loss: int = 0,
         min_tokens_per_param: float | None = None, min_tokens: float | None = None, delta: float = DEFAULT_DELTA,
         fixed_E: float | None = None, bootstrap: int = results.DEFAULT_BOOTSTRAP, seed: int = 0,
-        reference_compute: float | None = None, data_constrained: bool = False, curves: bool = False) -> results.LawFit:
+        reference_compute: float | None = None, data_constrained: bool = False, curves: bool = False,
+        E_prior: tuple | None = None) -> results.LawFit:
     """Fit L(N, D) = E + A/N^alpha + B/D^beta to `source`, as `scaling fit` does.
 
     source: a DataFrame, a CSV or parquet file, a run store runs/<sweep> or a packaged dataset
@@ -109,7 +111,8 @@ def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | 
     drop_highest_loss, min_tokens_per_param, min_tokens: leave points out (`selection`).
     delta, fixed_E, bootstrap, seed, reference_compute, data_constrained: as `analysis.fit_data`.
     A run store's training curves give Approach 1 too. curves: also fit the law to the store's
-    whole training curves (`curve_fit`, fit.json's 'curves' section).
+    whole training curves (`curve_fit`, fit.json's 'curves' section). E_prior: (mean, sd), a
+    Gaussian prior on E (`analysis.fit_data`); another fit's E as one: `E_prior_from(path)`.
     """
     kind = kind or kind_of(source)
     if curves and (kind != "store" or metric != "loss"):
@@ -125,7 +128,8 @@ def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | 
     if kind == "store" and metric == "loss":   # the curves are of the loss: Approach 1's envelope
         envelope = curves_from_store(cast("str | Path", source), param_convention=convention)
     fit = analysis.fit_data(data, delta=delta, fixed_E=fixed_E, bootstrap=bootstrap, seed=seed,
-                            reference_compute=reference_compute, curves=envelope, data_constrained=data_constrained)
+                            reference_compute=reference_compute, curves=envelope, data_constrained=data_constrained,
+                            E_prior=E_prior)
     if curves:
         fit = analysis.with_curves(fit, read_curve_runs(cast("str | Path", source), convention), resamples=bootstrap,
                                    seed=seed)
@@ -164,3 +168,16 @@ def plan(compute: npt.ArrayLike, law: results.LawFit | Law | str | Path = "chinc
     raise UsageError(f"the law must be a LawFit, a fit directory, a Law or a published law's name "
                      f"({', '.join(REFERENCES)}); got {type(law).__name__}")
 
+
+
+def E_prior_from(path: str | Path) -> tuple[float, float, str]:
+    """(mean, sd, source): another fit's E (a reference's, or a larger run's fit.json) as a prior,
+    its 95% interval read as +-1.96 sd. UsageError where that fit has no interval for E."""
+    other = results.load_fit(path)
+    interval = other.interval("E")
+    if interval is None or not interval[1] > interval[0]:
+        raise UsageError(f"{path}: its fit has no interval for E (refit it with a bootstrap) to give a prior's "
+                         "standard deviation; give one with --E-prior MEAN,SD")
+    level = other.ci.level if other.ci is not None else 0.95
+    sd = (interval[1] - interval[0]) / (2 * float(norm.ppf(0.5 + level / 2)))
+    return other.law.E, sd, f"E of {path} ({level:.0%} interval [{interval[0]:.4g}, {interval[1]:.4g}])"

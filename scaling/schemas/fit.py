@@ -196,12 +196,21 @@ class Data(Section):
     n_points: Count | None = None
 
 
+class EPriorOptions(Section):
+    """The Gaussian prior on E a fit carried (--E-prior, --E-from): penalty scale (E - mean)^2 / (2 sd^2)."""
+    mean: Positive
+    sd: Positive
+    scale: Positive
+    source: Text | None = None
+
+
 class Options(Section):
     delta: Positive | None = None
     grid: Text | None = None
     n_starts: Annotated[int, Field(strict=True, ge=1)] | None = None
     fixed_E: Finite | None = None
     bootstrap: Count = 0
+    E_prior: EPriorOptions | None = None
 
 
 class Allocation(Section):

@@ -32,9 +32,10 @@ import numpy.typing as npt
 from scipy.stats import norm
 
 from scaling.errors import UsageError
-from scaling.laws.checks.verdict import CAUTION, PASS, Check
+from scaling.laws.checks.verdict import CAUTION, PASS, THRESHOLDS, Check
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.fitdata import FitData
+from scaling.laws.fitting.objective import EPrior
 from scaling.laws.forms.law import Law
 
 FACTORS = (2.0, 3.0, 10.0, 30.0)
@@ -243,17 +244,18 @@ def too_small(data: FitData, train: np.ndarray) -> str | None:
 
 
 def refit(n: np.ndarray, d: np.ndarray, loss: np.ndarray, *, delta: float, fixed_E: float | None,
-          starts: np.ndarray | None = None, coarse: bool = True) -> fitting.FitResult:
+          starts: np.ndarray | None = None, coarse: bool = True, E_prior: EPrior | None = None) -> fitting.FitResult:
     """The law refitted to a cut's runs from `starts` (end points of a fit of more runs) and, with
     `coarse`, the coarse grid too (a nested cut starts from its parent cut's end points alone)."""
     grid = [fitting.grid_from_axes(COARSE_GRID)] if coarse or starts is None else []
     if starts is not None:
         grid.append(np.array(starts, dtype=float, ndmin=2))
-    return fitting.fit_law(n, d, loss, delta=delta, grid=np.vstack(grid), fixed_E=fixed_E, n_polish=2)
+    return fitting.fit_law(n, d, loss, delta=delta, grid=np.vstack(grid), fixed_E=fixed_E, n_polish=2, E_prior=E_prior)
 
 
 def fit_cut(data: FitData, factor: float, *, delta: float, fixed_E: float | None, starts: np.ndarray | None = None,
-            coarse: bool = True, min_tpp: float = UNDERTRAINED_TPP) -> tuple[Cut, fitting.FitResult | None]:
+            coarse: bool = True, min_tpp: float = UNDERTRAINED_TPP,
+            E_prior: EPrior | None = None) -> tuple[Cut, fitting.FitResult | None]:
     """One cut without intervals, and its refit (None where the cut cannot be made): the refit,
     on the runs below the cut with at least `min_tpp` tokens per parameter, and its errors on all
     the top budget's runs."""
@@ -264,7 +266,7 @@ def fit_cut(data: FitData, factor: float, *, delta: float, fixed_E: float | None
     if reason is None:
         try:
             result = refit(data.n[train], data.d[train], data.loss[train], delta=delta, fixed_E=fixed_E,
-                           starts=starts, coarse=coarse)
+                           starts=starts, coarse=coarse, E_prior=E_prior)
         except UsageError as exc:
             reason = f"the runs below the cut do not bound the law: {exc}"
     if reason is not None:
@@ -304,8 +306,8 @@ def _interval_cut(data: FitData, cut: Cut, result: fitting.FitResult, *, delta: 
     backtest (nested: no cut sees the runs it is judged on)."""
     train, test, _ = future_split(data.compute, data.budgets, cut.factor)
     sub = data.take(trained(data, train))
-    inner = [fit_cut(sub, f, delta=delta, fixed_E=fixed_E, starts=result.end_points, coarse=False)[0]
-             for f in FACTORS]
+    inner = [fit_cut(sub, f, delta=delta, fixed_E=fixed_E, starts=result.end_points, coarse=False,
+                     E_prior=result.E_prior)[0] for f in FACTORS]
     rule = learn_extrapolation(inner, noise=result.residual_rms)
     errors, covered, widths = [], 0, []
     for j, i in enumerate(test):
@@ -329,17 +331,19 @@ def backtest(data: FitData, full_fit: fitting.FitResult, *, delta: float = fitti
     base = data if runs.size == len(data) or too_small(data, runs) else data.take(runs)
     cuts, kept = [], []
     for f in factors:
-        cut, result = fit_cut(base, f, delta=delta, fixed_E=fixed_E, starts=full_fit.end_points)
+        cut, result = fit_cut(base, f, delta=delta, fixed_E=fixed_E, starts=full_fit.end_points,
+                              E_prior=full_fit.E_prior)
         if result is not None:
             cut = _interval_cut(base, cut, result, delta=delta, fixed_E=fixed_E, level=level)
         cuts.append(cut)
         # The cut of all the runs, the under-trained kept (errors only): what leaving them out changed.
         kept.append(fit_cut(data, f, delta=delta, fixed_E=fixed_E, starts=full_fit.end_points, coarse=False,
-                            min_tpp=0.0)[0].median_abs_error)
+                            min_tpp=0.0, E_prior=full_fit.E_prior)[0].median_abs_error)
     best = full_fit
     if base is not data:
         try:
-            best = refit(base.n, base.d, base.loss, delta=delta, fixed_E=fixed_E, starts=full_fit.end_points)
+            best = refit(base.n, base.d, base.loss, delta=delta, fixed_E=fixed_E, starts=full_fit.end_points,
+                         E_prior=full_fit.E_prior)
         except UsageError:
             base = data                       # the trained runs do not bound the law: the fit's own law
     return Backtest(tuple(cuts), learn_extrapolation(cuts, noise=best.residual_rms), level,
@@ -418,12 +422,27 @@ def backtest_check(check: Backtest) -> Check:
                  margin=(PASS_ERROR - error) / PASS_ERROR)
 
 
-def E_drift_check(check: Backtest, E_interval: tuple | None) -> Check:
-    """Caution when E, refitted at the backtest's cuts, leaves the full fit's interval for E: the
-    asymptote the law extrapolates to is not pinned by the runs (E is the main unknown; see
-    `--E`, `--E-prior`)."""
+# E below this share of the lowest loss is far below anything the runs reached: the floor the law
+# extrapolates to is then set by the form, not the runs (on the public tables, the fits whose E fell
+# towards 0 were those that missed by 15-25% beyond their data; docs/fitting.md). A quarter: a
+# small sweep's lowest loss can honestly lie 2-3x above E (a 3e18-FLOP sweep of a law with E =
+# 1.9 reaches 4.8), and that alone is not a fault.
+E_FAR = 0.25
+E_ADVICE = "the runs do not pin the loss the law extrapolates to; consider --E, --E-prior or --E-from"
+
+
+def E_drift_check(check: Backtest, E_interval: tuple | None, E: float | None = None,
+                  lowest_loss: float | None = None) -> Check:
+    """E as the main unknown: caution when E sits at its bound or far below the lowest loss
+    (under E_FAR of it), when a cut's refit puts E outside the full fit's interval for E, or when
+    E moves between the cuts by more than that interval's width."""
+    threshold = (f"E >= {E_FAR:g} x the lowest loss; every cut's E inside the full fit's interval for E, and "
+                 "their spread within its width")
+    if E is not None and lowest_loss is not None and E < E_FAR * lowest_loss:
+        bound = E < THRESHOLDS["E_floor"][0] * lowest_loss
+        where = "at its bound (0)" if bound else f"far below the lowest loss, {lowest_loss:.4g}"
+        return Check("E_drift", E / lowest_loss, threshold, CAUTION, f"E = {E:.3g} sits {where}: {E_ADVICE}")
     values = [c.law.E for c in check.made if c.law is not None]
-    threshold = "E of every cut's refit inside the full fit's interval for E"
     if E_interval is None or not values:
         return Check("E_drift", None, threshold, PASS, "not measured (no bootstrap interval or no cut)")
     lo, hi = E_interval
@@ -432,6 +451,9 @@ def E_drift_check(check: Backtest, E_interval: tuple | None) -> Check:
     if out:
         return Check("E_drift", value, threshold, CAUTION,
                      f"E moves beyond its interval [{lo:.3g}, {hi:.3g}] between the backtest's cuts "
-                     f"({', '.join(out)}): the runs do not pin the loss the law extrapolates to; "
-                     "consider --E or --E-prior")
+                     f"({', '.join(out)}): {E_ADVICE}")
+    if value > hi - lo:
+        return Check("E_drift", value, threshold, CAUTION,
+                     f"E moves by {value:.3g} between the backtest's cuts, more than the width of its interval "
+                     f"[{lo:.3g}, {hi:.3g}]: {E_ADVICE}")
     return Check("E_drift", value, threshold, PASS, f"E stays inside [{lo:.3g}, {hi:.3g}] at every cut")

@@ -27,6 +27,7 @@ from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting import fitdata, selection
+from scaling.laws.fitting.objective import EPrior
 from scaling.laws.forms.law import Law
 
 DEFAULT_FRACTION = 0.2
@@ -89,7 +90,7 @@ def holdout_split(compute: npt.ArrayLike, fraction: float = DEFAULT_FRACTION) ->
 
 def holdout(data: fitdata.FitData, law: Law, *, fraction: float = DEFAULT_FRACTION,
             delta: float = fitting.DEFAULT_DELTA, fixed_E: float | None = None,
-            starts: np.ndarray | None = None) -> Holdout:
+            starts: np.ndarray | None = None, E_prior: EPrior | None = None) -> Holdout:
     """Refit without the top-compute points; predict them; absolute relative error of each.
 
     The refit is the same Approach-3 fit (Huber `delta`, `fixed_E`) from `starts`: the full fit's
@@ -109,7 +110,8 @@ def holdout(data: fitdata.FitData, law: Law, *, fraction: float = DEFAULT_FRACTI
     except UsageError as exc:
         return holdout(reason=f"too few points are left to refit without the top {held.size}: {exc}")
     try:
-        refit = fitting.fit_law(sub.n, sub.d, sub.loss, delta=delta, grid=starts, fixed_E=fixed_E).law
+        refit = fitting.fit_law(sub.n, sub.d, sub.loss, delta=delta, grid=starts, fixed_E=fixed_E,
+                                E_prior=E_prior).law
     except UsageError as exc:
         return holdout(reason=f"the points below the top {held.size} do not bound the constants: {exc}")
     pred = refit.loss(data.n[held], data.d[held])

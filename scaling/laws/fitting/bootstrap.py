@@ -31,7 +31,7 @@ import numpy.typing as npt
 from scaling.errors import UsageError
 from scaling.laws.fitting.fit import TIGHT_FTOL, TIGHT_GTOL, FitResult, check_fit_inputs, fit_law, free_mask, log_points
 from scaling.laws.fitting.lbfgs import lbfgs_batched
-from scaling.laws.fitting.objective import DEFAULT_DELTA, Workspace, batch_rows, objective_batched
+from scaling.laws.fitting.objective import DEFAULT_DELTA, EPrior, Workspace, batch_rows, objective_batched, with_prior
 from scaling.train.compute import FlopsPerToken
 
 MAX_RESAMPLES = 100_000
@@ -159,7 +159,8 @@ def bootstrap(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike,
               n_resamples: int = 1000, seed: int = 0, *, delta: float = DEFAULT_DELTA,
               fixed_E: float | None = None, reference_compute: float | None = None,
               level: float = 0.95, full_fit: FitResult | None = None, extra_starts: np.ndarray | None = None,
-              flops: FlopsPerToken = FlopsPerToken(), widen: float = 1.0) -> BootstrapResult:
+              flops: FlopsPerToken = FlopsPerToken(), widen: float = 1.0,
+              E_prior: EPrior | None = None) -> BootstrapResult:
     """Percentile bootstrap intervals for the constants, allocation exponents and tokens/param.
 
     Each resample weights the points by a row of `resample_weights` (numpy Generator seeded
@@ -178,6 +179,12 @@ def bootstrap(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike,
     flops: the FLOPs per token of the allocation's constraint (C = 6 N D by default).
     widen: the factor (>= 1) each interval is widened by about its samples' median (`spread`): the
     lack-of-fit tests' allowance for errors shared between points. `samples` stay as fitted.
+    E_prior: the fit's prior on E (`objective.EPrior`). Each resample draws its prior's mean from
+    the prior itself (mean + sd z, from a generator of its own: the weights are as without it), as
+    the Bayesian bootstrap draws the runs' weights: the prior is one more piece of evidence,
+    resampled. Without the draw the resamples' E would spread as the penalised estimate does
+    (less than the posterior: it ignores the prior's own uncertainty); with it, for a Gaussian
+    likelihood, their spread is the posterior's, 1 / (1/sd_data^2 + 1/sd^2) in variance.
     """
     if not 1 <= n_resamples <= MAX_RESAMPLES:
         raise UsageError(f"the number of bootstrap resamples must be from 1 to {MAX_RESAMPLES:,} (a 95% "
@@ -186,19 +193,20 @@ def bootstrap(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike,
         raise UsageError(f"the interval level must be in (0, 1); got {level}")
     if not (math.isfinite(widen) and widen >= 1.0):
         raise UsageError(f"the interval widening factor must be a number >= 1; got {widen}")
-    check_fit_inputs(n, d, loss, fixed_E)
+    check_fit_inputs(n, d, loss, fixed_E, E_prior)
     log_n, log_d, log_loss = log_points(n, d, loss)
     if reference_compute is None:
         reference_compute = float(np.max(6.0 * np.exp(log_n + log_d)))
     if not (np.isfinite(reference_compute) and reference_compute > 0):
         raise UsageError(f"reference compute must be positive; got {reference_compute}")
     if full_fit is None:
-        full_fit = fit_law(n, d, loss, delta=delta, fixed_E=fixed_E)
+        full_fit = fit_law(n, d, loss, delta=delta, fixed_E=fixed_E, E_prior=E_prior)
     starts = np.array(full_fit.local_optima[:8], dtype=float)
     if extra_starts is not None:
         starts = np.vstack([starts, np.array(extra_starts, dtype=float, ndmin=2)])
     free = free_mask(fixed_E)
     rng = np.random.default_rng(seed)
+    prior_rng = np.random.default_rng([seed, 1])
     # Resamples are fitted a chunk at a time, their weights drawn as they come: memory is bounded
     # by the chunk (starts x points), not by n_resamples x starts x points.
     per_chunk = max(1, batch_rows(log_n.size) // starts.shape[0])
@@ -206,7 +214,9 @@ def bootstrap(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike,
     for r0 in range(0, n_resamples, per_chunk):
         k = min(per_chunk, n_resamples - r0)
         weights = _draw_weights(rng, log_n.size, k)
-        thetas[r0:r0 + k], converged = _fit_resamples(weights, starts, log_n, log_d, log_loss, delta, free)
+        means = None if E_prior is None else E_prior.mean + E_prior.sd * prior_rng.standard_normal(k)
+        thetas[r0:r0 + k], converged = _fit_resamples(weights, starts, log_n, log_d, log_loss, delta, free,
+                                                      E_prior, means)
         n_converged += converged
     samples = derived_quantities(thetas, reference_compute, flops)
     intervals, n_undefined = percentile_intervals(spread_samples(samples, widen), level)
@@ -219,19 +229,23 @@ def bootstrap(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike,
 
 
 def _fit_resamples(point_weights: np.ndarray, starts: np.ndarray, log_n: np.ndarray, log_d: np.ndarray,
-                   log_loss: np.ndarray, delta: float, free: np.ndarray) -> tuple[np.ndarray, int]:
+                   log_loss: np.ndarray, delta: float, free: np.ndarray, E_prior: EPrior | None = None,
+                   prior_means: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """(best theta of each resample (R, 5), how many of them converged): every resample (a row
-    of `point_weights`, with the losses `log_loss`, (M,) or one row (R, M) per resample)
-    refitted from every start in one batch, the best end point kept."""
+    of `point_weights`, with the losses `log_loss`, (M,) or one row (R, M) per resample, and its
+    prior's mean for E from `prior_means`) refitted from every start in one batch, the best end
+    point kept."""
     R, S0 = point_weights.shape[0], starts.shape[0]
     weights = np.repeat(point_weights, S0, axis=0)      # row r*S0 + k: resample r, start k
     targets = log_loss if log_loss.ndim == 1 else np.repeat(log_loss, S0, axis=0)
     x0 = np.tile(starts, (R, 1))
+    means = None if prior_means is None else np.repeat(prior_means, S0)
     work = Workspace()
 
     def fun(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return objective_batched(x, log_n, log_d, targets if targets.ndim == 1 else targets[rows], delta,
+        f, g = objective_batched(x, log_n, log_d, targets if targets.ndim == 1 else targets[rows], delta,
                                  weights[rows], work=work)
+        return with_prior(f, g, x, E_prior, None if means is None else means[rows])
 
     batch = lbfgs_batched(fun, x0, free=free, ftol=TIGHT_FTOL, gtol=TIGHT_GTOL)
     funs = np.where(np.isfinite(batch.fun), batch.fun, np.inf).reshape(R, S0)

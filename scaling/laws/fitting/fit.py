@@ -36,12 +36,14 @@ from scaling.laws.fitting.objective import (
     DEFAULT_DELTA,
     N_THETA,
     THETA_NAMES,
+    EPrior,
     Workspace,
     batch_rows,
     law_from_theta,
     log_residuals,
     objective,
     objective_batched,
+    with_prior,
 )
 from scaling.laws.forms.law import Law
 
@@ -106,6 +108,7 @@ class FitResult:
     theta: tuple = field(default=())        # (log_e, log_a, log_b, alpha, beta) at the optimum
     message: str = ""
     local_optima: tuple = field(default=(), repr=False)  # distinct end points, best first (theta tuples)
+    E_prior: EPrior | None = None           # the Gaussian prior on E the objective carried (objective.EPrior)
 
     @property
     def end_points(self) -> np.ndarray:
@@ -187,7 +190,7 @@ def single_threaded_blas() -> Iterator[None]:
 
 
 def _polish(theta0: npt.ArrayLike, log_n: np.ndarray, log_d: np.ndarray, log_loss: np.ndarray, delta: float,
-            free: np.ndarray, weights: np.ndarray | None = None, tight: bool = True
+            free: np.ndarray, weights: np.ndarray | None = None, tight: bool = True, E_prior: EPrior | None = None
             ) -> tuple[np.ndarray, float, bool, str]:
     """scipy L-BFGS-B from theta0 over the free coordinates; tight or scipy's default tolerances."""
     theta0 = np.asarray(theta0, dtype=float)
@@ -195,7 +198,7 @@ def _polish(theta0: npt.ArrayLike, log_n: np.ndarray, log_d: np.ndarray, log_los
     def fg(z: np.ndarray) -> tuple[float, np.ndarray]:
         th = theta0.copy()
         th[free] = z
-        f, g = objective(th, log_n, log_d, log_loss, delta, weights)
+        f, g = with_prior(*objective(th, log_n, log_d, log_loss, delta, weights), th, E_prior)
         return f, g[free]
 
     options = {"maxiter": 15000} if tight is False else {"maxiter": 15000, "ftol": TIGHT_FTOL, "gtol": TIGHT_GTOL}
@@ -235,8 +238,10 @@ def _distinct(thetas: np.ndarray, funs: np.ndarray, limit: int) -> list[int]:
     return chosen
 
 
-def check_fit_inputs(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, fixed_E: float | None = None) -> None:
-    """UsageError when the points cannot determine the law."""
+def check_fit_inputs(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, fixed_E: float | None = None,
+                     E_prior: EPrior | None = None) -> None:
+    """UsageError when the points cannot determine the law (or E's pin or prior is not a number
+    below the lowest loss)."""
     n = np.asarray(n, dtype=float).ravel()
     n_free = 4 if fixed_E is not None else 5
     if n.size < n_free:
@@ -256,6 +261,15 @@ def check_fit_inputs(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, fi
         # E is the loss of infinite N and D: every loss of the law lies above it.
         raise UsageError(f"fixed E = {sci(fixed_E)} must be below the lowest loss observed, {sci(lowest)} "
                          "(E is the loss an infinite model on infinite data would reach)")
+    if E_prior is not None:
+        if fixed_E is not None:
+            raise UsageError("E is either fixed or given a prior, not both (--E or --E-prior)")
+        if not all(np.isfinite(v) and v > 0 for v in (E_prior.mean, E_prior.sd, E_prior.scale)):
+            raise UsageError(f"the prior on E needs a positive mean and standard deviation; got mean "
+                             f"{E_prior.mean}, sd {E_prior.sd}")
+        if E_prior.mean >= lowest:
+            raise UsageError(f"the prior's mean for E, {sci(E_prior.mean)}, must be below the lowest loss "
+                             f"observed, {sci(lowest)} (E is the loss an infinite model on infinite data would reach)")
 
 
 def _check_bounded(theta: np.ndarray) -> None:
@@ -283,17 +297,18 @@ def _ranking_subsample(n_points: int) -> np.ndarray | None:
 
 def fit_law(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, delta: float = DEFAULT_DELTA,
             grid: dict | npt.ArrayLike | None = None, fixed_E: float | None = None,
-            n_polish: int = 4) -> FitResult:
+            n_polish: int = 4, E_prior: EPrior | None = None) -> FitResult:
     """Fit L(N, D) = E + A/N^alpha + B/D^beta by Huber-on-log-residuals from a grid of starts.
 
     n, d, loss: arrays of parameters, tokens and final loss. delta: Huber threshold on log
     residuals. grid: None for Hoffmann's 4,500 starts, a dict of axis values per log_e, log_a, log_b,
     alpha, beta, or an (S, 5) array of starts. fixed_E: pin the asymptote and fit the other
-    four. n_polish: how many distinct best end points scipy polishes.
+    four. n_polish: how many distinct best end points scipy polishes. E_prior: a Gaussian prior
+    on E added to the objective (`objective.EPrior`; its scale from `quasi_likelihood_scale`).
     """
     if not (np.isfinite(delta) and delta > 0):
         raise UsageError(f"Huber delta must be positive; got {delta}")
-    check_fit_inputs(n, d, loss, fixed_E)
+    check_fit_inputs(n, d, loss, fixed_E, E_prior)
     log_n, log_d, log_loss = log_points(n, d, loss)
     starts = _start_grid(grid, fixed_E)
     free = free_mask(fixed_E)
@@ -305,7 +320,7 @@ def fit_law(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, delta: f
     work = Workspace()
 
     def fun(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return objective_batched(x, rank_n, rank_d, rank_loss, delta, work=work)
+        return with_prior(*objective_batched(x, rank_n, rank_d, rank_loss, delta, work=work), x, E_prior)
 
     batch = lbfgs_in_chunks(fun, starts, batch_rows(rank_n.size), free=free)
     funs = np.where(np.isfinite(batch.fun), batch.fun, np.inf)
@@ -313,7 +328,7 @@ def fit_law(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, delta: f
         raise UsageError("the fit failed from every start (non-finite objective); check the data")
     candidates = _distinct(batch.x, funs, n_polish)
     with single_threaded_blas():
-        polished = [_polish(batch.x[i], log_n, log_d, log_loss, delta, free) for i in candidates]
+        polished = [_polish(batch.x[i], log_n, log_d, log_loss, delta, free, E_prior=E_prior) for i in candidates]
     # Keep the best polished point; a polish never makes a point worse than where it began.
     best_k = min(range(len(polished)), key=lambda k: (polished[k][1], k))
     theta, fbest, success, message = polished[best_k]
@@ -326,7 +341,7 @@ def fit_law(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, delta: f
     r = log_residuals(theta, log_n, log_d, log_loss)
     # Tight tolerances can end in a line-search failure at the noise floor; that is still an
     # optimum when the gradient meets scipy's default test.
-    gmax = float(np.max(np.abs(objective(theta, log_n, log_d, log_loss, delta)[1][free])))
+    gmax = float(np.max(np.abs(with_prior(*objective(theta, log_n, log_d, log_loss, delta), theta, E_prior)[1][free])))
     success = success or gmax <= SCIPY_GTOL
     optima = [tuple(float(v) for v in theta)] + [
         tuple(float(v) for v in batch.x[i]) for i in _distinct(batch.x, funs, 8)
@@ -336,7 +351,7 @@ def fit_law(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, delta: f
         n_starts_at_optimum=int(at_opt.sum()), n_starts_converged=int(batch.converged.sum()),
         converged=success, residual_rms=float(np.sqrt(np.mean(r**2))), delta=float(delta),
         fixed_E=None if fixed_E is None else float(fixed_E), n_points=int(log_n.size),
-        theta=tuple(float(v) for v in theta), message=message, local_optima=tuple(optima),
+        theta=tuple(float(v) for v in theta), message=message, local_optima=tuple(optima), E_prior=E_prior,
     )
 
 

@@ -128,10 +128,12 @@ class FitOptions:
     n_starts: int | None = None
     fixed_E: float | None = None
     bootstrap: int = 0
+    E_prior: dict | None = None     # {"mean", "sd", "scale"[, "source"]}: the Gaussian prior on E (objective.EPrior)
 
     def to_json(self) -> dict:
         return {"delta": self.delta, "grid": self.grid, "n_starts": self.n_starts,
-                "fixed_E": self.fixed_E, "bootstrap": self.bootstrap}
+                "fixed_E": self.fixed_E, "bootstrap": self.bootstrap,
+                **({} if self.E_prior is None else {"E_prior": self.E_prior})}
 
 
 @dataclass(frozen=True)
