@@ -26,6 +26,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -85,8 +86,9 @@ def predict_split(data, factor: float, method: str, bootstrap: int = BOOTSTRAP) 
             center, (lo, hi) = float(fit.law.loss(n, d)), fit.loss_interval(n, d)
         row = {"error": (center - obs) / obs, "covered": bool(lo <= obs <= hi), "half_width": (hi - lo) / 2 / center}
         if fit.backtest is not None:    # what any rule beyond the data needs (`rescore`): no refit
-            row.update(observed=obs, far=float(fit.beyond(n, d)),
-                       law=float((fit.backtest.law or fit.law).loss(n, d)))
+            boot = replace(fit, backtest=None).loss_interval(n, d)      # "before": the bootstrap's, unwidened
+            row.update(observed=obs, far=float(fit.beyond(n, d)), law=float((fit.backtest.law or fit.law).loss(n, d)),
+                       fitted=float(fit.law.loss(n, d)), boot=None if boot is None else [float(v) for v in boot])
         rows.append(row)
     out = {"rows": rows, "verdict": fit.verdict, "E": fit.law.E}
     if fit.backtest is not None:
@@ -144,7 +146,7 @@ def learn() -> backtest.Extrapolation:
         full = analysis.fitting.fit_law(data.n, data.d, data.loss)
         cuts += [backtest.cut_errors(data, f, delta=full.delta, fixed_E=None, starts=full.end_points)
                  for f in backtest.FACTORS]
-    return backtest.learn_extrapolation(cuts, weight=0.0)
+    return backtest.learn_extrapolation(cuts, weight=0.0, floor=0.0)
 
 
 # Simulated IsoFLOP sweeps whose true law is not the fitted form (and one that is), for the

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scaling.laws.checks.backtest import summary_line
+from scaling.laws.checks.backtest import growth_text, summary_line
 from scaling.laws.checks.holdout import pct
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting import readers
@@ -272,7 +272,7 @@ def backtest_section(r: Report) -> None:
     rule = check.extrapolation
     r.doc.p(f"Beyond the data the prediction is the law of the {check.n_trained} runs with at least "
             f"{check.min_tokens_per_param:g} tokens per parameter, moved {100 * rule.bias:+.2f}% per decade of "
-            f"compute; its interval widens by {100 * rule.growth:.2f}% (log loss, 1 sd) per decade ({rule.source}).")
+            f"compute; its interval widens by {growth_text(rule)} ({rule.source}).")
 
 
 def closing(r: Report) -> None:
