@@ -82,3 +82,61 @@ def test_under_trained_runs_are_left_out_of_the_law_beyond_the_data():
     check = bt.backtest(data, fitting.fit_law(data.n, data.d, data.loss))
     assert check.n_trained == int((~under).sum())
     assert check.law.E == pytest.approx(TRUTH.E, rel=0.05)
+
+
+def made_cut(factor, n_train, cmax, distance, log_residual, runs=5):
+    """A made cut whose `runs` predicted runs all erred by `log_residual` at `distance` decades."""
+    err = math.expm1(-log_residual)
+    return bt.Cut(factor, n_train, runs, cmax, cmax * 10 ** distance, (err,) * runs, (distance,) * runs,
+                  (0.01,) * runs, runs, raw_errors=(err,) * runs)
+
+
+def test_cuts_of_the_same_runs_count_once_and_the_growth_has_a_floor():
+    same = [made_cut(2.0, 40, 1e18, 0.3, -0.01), made_cut(3.0, 40, 1e18, 0.48, -0.016)]   # one set of runs
+    rule = bt.learn_extrapolation(same, noise=0.005, calibrate=False)
+    assert rule.n_cuts == 1 and rule.power == 0.5
+    # Cuts that agree exactly cannot narrow the interval below what the public tables showed.
+    agree = [made_cut(f, n, c, x, -0.03 * x) for f, n, c, x in ((2.0, 40, 1e18, 0.3), (10.0, 30, 3e17, 0.8),
+                                                                (30.0, 20, 1e17, 1.3))]
+    assert bt.learn_extrapolation(agree, noise=0.005).growth == bt.GROWTH_FLOOR
+    # The variance grows with the distance: the half-width at 4 decades is about twice that at one.
+    wide = replace(bt.PRIOR, noise=0.0)
+    (_, lo1, hi1), (_, lo4, hi4) = wide.widen(3.0, 1.0), wide.widen(3.0, 4.0)
+    assert math.log(hi4 / lo4) / math.log(hi1 / lo1) == pytest.approx(2.0)
+
+
+def test_cuts_that_err_beyond_the_rule_of_the_others_widen_it_and_caution():
+    calm = [made_cut(f, n, c, x, -0.02 * x) for f, n, c, x in ((2.0, 40, 1e18, 0.3), (10.0, 30, 3e17, 0.8),
+                                                               (30.0, 20, 1e17, 1.3))]
+    assert bt.learn_extrapolation(calm, noise=0.005).calibration == 1.0
+    # Errors that swing from +6% to -8% between cuts: each cut, predicted by the others' rule, lies
+    # far outside it.
+    wild = [made_cut(f, n, c, x, r) for f, n, c, x, r in ((2.0, 40, 1e18, 0.3, 0.06), (10.0, 30, 3e17, 0.8, -0.08),
+                                                          (30.0, 20, 1e17, 1.3, 0.09))]
+    plain = bt.learn_extrapolation(wild, noise=0.005, calibrate=False)
+    rule = bt.learn_extrapolation(wild, noise=0.005)
+    assert rule.calibration > bt.CALIBRATION_CAUTION and rule.growth == pytest.approx(plain.growth * rule.calibration)
+    check = bt.Backtest(tuple(wild), rule)
+    verdict = bt.backtest_check(check)
+    assert verdict.status == "caution" and "grow faster than the cuts show" in verdict.reason
+    assert "widened" in "\n".join(bt.format_backtest(check))
+
+
+def test_a_fit_json_written_before_the_square_root_rule_keeps_its_linear_growth():
+    old = {"growth": 0.02, "bias": -0.027, "n_cuts": 0, "source": "old", "noise": 0.01}
+    rule = bt.Extrapolation.from_json(old)
+    assert (rule.power, rule.calibration) == (1.0, 1.0)
+    _, lo, hi = rule.widen(3.0, 2.0)
+    assert math.log(hi / lo) / 2 == pytest.approx(1.959964 * math.hypot(0.01, 0.04), rel=1e-5)
+    assert bt.Extrapolation.from_json(bt.PRIOR.to_json()) == bt.PRIOR
+
+
+def test_trustworthy_needs_a_passing_backtest_at_the_farthest_cut_and_says_how_far():
+    good = made_cut(30.0, 20, 1e17, 1.4, 0.01)
+    far_off = replace(made_cut(30.0, 20, 1e17, 1.4, 0.06), covered=1)        # 6% off, 1 of 5 held
+    near = made_cut(3.0, 40, 1e18, 0.4, 0.005)
+    passing = bt.backtest_check(bt.Backtest((near, good), bt.PRIOR))
+    assert passing.status == "pass" and passing.reason.startswith("tested 30x beyond its fitted compute")
+    # The near cut passing does not rescue the farthest one: the verdict is held to the largest factor.
+    failing = bt.backtest_check(bt.Backtest((near, far_off), bt.PRIOR))
+    assert failing.status == "caution" and "tested 30x" in failing.reason and "1 of them inside" in failing.reason
