@@ -26,6 +26,7 @@ from scaling.laws.design.simulate import isoflop_grid, simulate  # noqa: E402
 from scaling.laws.fitting import bootstrap as resampling  # noqa: E402
 from scaling.laws.fitting import fit as fitting  # noqa: E402
 from scaling.laws.fitting.objective import EPrior, quasi_likelihood_scale  # noqa: E402
+from scaling.laws.fitting.prior import prior_scale  # noqa: E402
 from scaling.laws.forms.law import Law  # noqa: E402
 
 TRUTH = Law(E=1.9, A=400.0, B=1500.0, alpha=0.33, beta=0.30)
@@ -33,12 +34,14 @@ BUDGETS = 1e17 * 2.0 ** np.arange(6)
 RATIOS = (0.01, 0.3, 1.0, 3.0, 100.0)
 
 
-def one(seed: int, resamples: int) -> list[tuple[float, float, float]]:
-    """(ratio, shift / posterior shift, sd / posterior sd) for each prior width in RATIOS."""
+def one(seed: int, resamples: int, scale_by: str) -> list[tuple[float, float, float]]:
+    """(ratio, shift / posterior shift, sd / posterior sd) for each prior width in RATIOS, the
+    prior's scale by `prior_scale` ("profile") or `quasi_likelihood_scale` ("laplace")."""
     runs = isoflop_grid(BUDGETS, tokens_per_param=20.0, per_budget=6, span=6.0)
     data = replace(simulate(TRUTH, runs, noise=0.01, seed=seed), budgets=np.repeat(BUDGETS, 6))
     free = fitting.fit_law(data.n, data.d, data.loss)
-    scale = quasi_likelihood_scale(np.log(free.law.loss(data.n, data.d) / data.loss), free.delta)
+    scale = (prior_scale(data.n, data.d, data.loss, free, seed) if scale_by == "profile" else
+             quasi_likelihood_scale(np.log(free.law.loss(data.n, data.d) / data.loss), free.delta))
     sd_data = float(np.std(resampling.bootstrap(data.n, data.d, data.loss, n_resamples=resamples, seed=seed,
                                                 full_fit=free).samples["E"]))
     out = []
@@ -58,9 +61,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--resamples", type=int, default=200)
+    p.add_argument("--scale", choices=("profile", "laplace"), default="profile",
+                   help="the prior's scale: prior_scale (the fit's) or the Laplace fallback")
     args = p.parse_args()
-    rows = np.array([one(seed, args.resamples) for seed in range(args.seeds)])     # (seeds, ratios, 3)
-    print(f"{args.seeds} sweeps, {args.resamples} resamples: median (min-max) over the sweeps")
+    rows = np.array([one(seed, args.resamples, args.scale) for seed in range(args.seeds)])     # (seeds, ratios, 3)
+    print(f"{args.seeds} sweeps, {args.resamples} resamples, scale {args.scale}: median (min-max) over the sweeps")
     print("| prior sd / data sd | E's shift towards the prior / the posterior's | sd of E / the posterior's |")
     print("| --- | --- | --- |")
     for j, ratio in enumerate(RATIOS):

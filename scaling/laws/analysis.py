@@ -29,7 +29,8 @@ from scaling.laws.fitting import bootstrap as resampling
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting import vpnls
 from scaling.laws.fitting.fitdata import FitData
-from scaling.laws.fitting.objective import EPrior, quasi_likelihood_scale
+from scaling.laws.fitting.objective import EPrior
+from scaling.laws.fitting.prior import prior_scale
 from scaling.laws.fitting.selection import check_fittable
 from scaling.laws.forms.law import PARAM_NAMES
 from scaling.laws.optimal import approaches, kaplan
@@ -68,7 +69,7 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     result = _planned_with(fitting.fit_law(data.n, data.d, data.loss, delta=delta, grid=grid, fixed_E=fixed_E), data)
     prior = None
     if E_prior is not None:
-        prior = e_prior_of(E_prior, data, result, fixed_E)
+        prior = e_prior_of(E_prior, data, result, fixed_E, int(seed))
         result = _planned_with(fitting.fit_law(data.n, data.d, data.loss, delta=delta, grid=grid, E_prior=prior),
                                data)
     law = result.law
@@ -108,10 +109,11 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
                                                     lof=lof, holdout=check, extra=tuple(extra)))
 
 
-def e_prior_of(E_prior: tuple, data: FitData, result: fitting.FitResult, fixed_E: float | None) -> EPrior:
-    """The prior (mean, sd[, source]) on E as the objective carries it: scaled by the runs' scatter about
-    the fit without it (`quasi_likelihood_scale`); UsageError where it is not two positive numbers
-    below the lowest loss, or E is also fixed."""
+def e_prior_of(E_prior: tuple, data: FitData, result: fitting.FitResult, fixed_E: float | None,
+               seed: int = 0) -> EPrior:
+    """The prior (mean, sd[, source]) on E as the objective carries it: scaled to the precision the
+    runs give E in the fit without it (`prior.prior_scale`); UsageError where it is not two
+    positive numbers below the lowest loss, or E is also fixed."""
     try:
         mean, sd = (float(v) for v in E_prior[:2])
         source = str(E_prior[2]) if len(E_prior) > 2 else None
@@ -120,10 +122,8 @@ def e_prior_of(E_prior: tuple, data: FitData, result: fitting.FitResult, fixed_E
     except (TypeError, ValueError):
         raise UsageError("the prior on E must be two numbers, its mean and standard deviation; "
                          f"got {E_prior!r}") from None
-    scale = quasi_likelihood_scale(np.log(result.law.loss(data.n, data.d) / data.loss), result.delta)
-    prior = EPrior(mean, sd, scale, source)
-    fitting.check_fit_inputs(data.n, data.d, data.loss, fixed_E, prior)
-    return prior
+    fitting.check_fit_inputs(data.n, data.d, data.loss, fixed_E, EPrior(mean, sd, 1.0))
+    return EPrior(mean, sd, prior_scale(data.n, data.d, data.loss, result, seed), source)
 
 
 def _check_resampling(bootstrap: int, seed: int) -> None:

@@ -15,6 +15,7 @@ from scaling.laws.design.simulate import isoflop_grid, simulate
 from scaling.laws.fitting import bootstrap as resampling
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.objective import EPrior, quasi_likelihood_scale
+from scaling.laws.fitting.prior import prior_scale
 from scaling.laws.forms.law import Law
 from scaling.laws.results import lawfit as results
 
@@ -47,18 +48,22 @@ def test_a_tight_prior_is_the_prior_a_loose_one_the_datas_and_the_interval_the_p
     loose = fitting.fit_law(data.n, data.d, data.loss, E_prior=EPrior(1.7, 100.0, scale))
     assert tight.law.E == pytest.approx(1.7, abs=1e-3)
     assert loose.law.E == pytest.approx(free.law.E, rel=1e-3)
-    # A prior as wide as the data's own spread for E: the resamples (each drawing its prior's mean)
-    # spread as a Gaussian posterior would, sd / sqrt(2), and centre between the two.
-    prior = EPrior(free.law.E - sd_data, sd_data, scale)
+    # A prior as wide as the data's own spread for E, in the unit `prior_scale` measures: the fitted
+    # E moves half way to the prior's mean and the resamples (each drawing its prior's mean) spread
+    # as sd / sqrt(2), as a Gaussian posterior's would.
+    prior = EPrior(free.law.E - sd_data, sd_data, prior_scale(data.n, data.d, data.loss, free))
     fit = fitting.fit_law(data.n, data.d, data.loss, E_prior=prior)
     post = resampling.bootstrap(data.n, data.d, data.loss, n_resamples=150, full_fit=fit, E_prior=prior)
     assert float(np.std(post.samples["E"])) / sd_data == pytest.approx(2 ** -0.5, abs=0.2)
-    assert prior.mean < fit.law.E < free.law.E
+    assert (free.law.E - fit.law.E) / sd_data == pytest.approx(0.5, abs=0.2)
+    # The Laplace unit alone (the fallback) counts the runs as more precise than their spread: less pull.
+    laplace = fitting.fit_law(data.n, data.d, data.loss, E_prior=replace(prior, scale=scale))
+    assert fit.law.E < laplace.law.E < free.law.E
 
 
 def test_fit_records_the_prior_and_checks_it(tmp_path):
     data = sweep()
-    fit = analysis.fit_data(data, bootstrap=30, backtest=False, E_prior=(1.85, 0.05))
+    fit = analysis.fit_data(data, bootstrap=30, backtest=False, E_prior=(1.85, 0.05), grid=bt.COARSE_GRID)
     assert fit.options.E_prior["mean"] == 1.85 and fit.options.E_prior["sd"] == 0.05
     path = results.write_fit(tmp_path / "a", fit)
     assert json.loads(path.read_text())["options"]["E_prior"]["scale"] > 0
@@ -68,9 +73,9 @@ def test_fit_records_the_prior_and_checks_it(tmp_path):
     assert mean == fit.law.E and sd == pytest.approx((hi - lo) / 3.92, rel=1e-3) and str(path) in source
     for bad in ((10.0, 0.1), (1.8, -1.0), (1.8,)):                                  # above the lowest loss, sd < 0
         with pytest.raises(UsageError):
-            analysis.fit_data(data, bootstrap=0, backtest=False, E_prior=bad)
+            analysis.fit_data(data, bootstrap=0, backtest=False, E_prior=bad, grid=bt.COARSE_GRID)
     with pytest.raises(UsageError, match="not both"):
-        analysis.fit_data(data, bootstrap=0, backtest=False, fixed_E=1.8, E_prior=(1.8, 0.1))
+        analysis.fit_data(data, bootstrap=0, backtest=False, fixed_E=1.8, E_prior=(1.8, 0.1), grid=bt.COARSE_GRID)
 
 
 def test_the_E_check_cautions_at_the_bound_far_below_and_when_E_moves():
