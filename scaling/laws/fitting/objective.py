@@ -204,13 +204,11 @@ class EPrior:
     """A Gaussian prior on the asymptote E (mean, sd, in loss units), as a penalty added to the
     summed Huber objective: scale * (E - mean)^2 / (2 sd^2).
 
-    `scale` puts the penalty in the objective's units. The objective is not a log-likelihood, but
-    at the default delta (1e-3, far below the runs' scatter of about 1%) nearly every residual
-    lies on Huber's linear arm, where rho(r) = delta |r| - delta^2 / 2: the fit is a least-absolute-
-    deviations fit, the maximum-likelihood fit under Laplace residuals of scale b, whose negative
-    log-likelihood is sum |r| / b. So objective = delta b (NLL) + const, and a prior of standard
-    deviation sd enters as delta b (E - mean)^2 / (2 sd^2): an sd of 0.05 means 0.05 against
-    the evidence of the runs, as a Bayesian's prior would (`quasi_likelihood_scale`)."""
+    `scale` puts the penalty in the objective's units: the objective over `scale` is to weigh E as
+    a negative log-likelihood would, so that an sd of 0.05 means 0.05 against the evidence of the
+    runs, as a Bayesian's prior would. `prior.prior_scale` measures it from the fit (the
+    objective's curvature in E times the bootstrap's variance of E); `quasi_likelihood_scale`
+    derives it from the Huber loss alone (its fallback)."""
 
     mean: float
     sd: float
