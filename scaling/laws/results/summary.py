@@ -52,6 +52,8 @@ class _Intervals(Protocol):
 class _Options(Protocol):
     @property
     def n_starts(self) -> int | None: ...
+    @property
+    def E_prior(self) -> dict | None: ...
 
 
 class Summarised(Protocol):
@@ -111,6 +113,9 @@ def format_summary(fit: Summarised) -> str:
                                if ci is not None else " (no bootstrap)") + ":")
     for name in PARAM_NAMES:
         out.append(line(name, getattr(fit.law, name)))
+    if (prior := fit.options.E_prior) is not None:
+        out.append(f"  E under a Gaussian prior, mean {prior['mean']:.4g}, sd {prior['sd']:.3g}"
+                   + (f" ({prior['source']})" if prior.get("source") else "") + ", held in every interval")
     out.append("allocation, N_opt ~ C^a and D_opt ~ C^b:")
     for name in ("a", "b"):
         out.append(line(name, getattr(fit, name)))
