@@ -2,7 +2,13 @@
 
     python bench/bench_backtest.py                   # "after": the fit as it is now (widened intervals)
     python bench/bench_backtest.py --method before   # the law and its bootstrap interval, unwidened
+    python bench/bench_backtest.py --half fresh      # the tables added last (run once; see HALVES)
+    python bench/bench_backtest.py --simulate 3      # simulated sweeps whose true law is another form
     python bench/bench_backtest.py --learn           # the fallback rule (backtest.PRIOR) from the dev half
+
+`--json FILE` keeps every split's predictions, and for "after" what any rule beyond the data needs
+(each run's observed loss, its distance, the backtest's law, the fitted law and its bootstrap
+interval, the backtest itself), so that "before" and another rule can be read from one run.
 
 For each table (bench/data/backtest, provenance in its README) and each extrapolation factor f in
 3, 10, 30, the runs are cut as `scaling.laws.checks.backtest.future_split` cuts them (fit on the runs whose
