@@ -5,6 +5,8 @@
     python bench/bench_backtest.py --half fresh      # the tables added last (run once; see HALVES)
     python bench/bench_backtest.py --simulate 3      # simulated sweeps whose true law is another form
     python bench/bench_backtest.py --learn           # the fallback rule (backtest.PRIOR) from the dev half
+    python bench/bench_backtest.py --form kaplan --half dev   # one law form, as `scaling fit --form kaplan` predicts
+    python bench/bench_backtest.py --form all --half dev      # every form, and two rules choosing or combining them
 
 `--json FILE` keeps every split's predictions, and for "after" what any rule beyond the data needs
 (each run's observed loss, its distance, the backtest's law, the fitted law and its bootstrap
@@ -41,8 +43,11 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scaling.laws import analysis  # noqa: E402
-from scaling.laws.checks import backtest  # noqa: E402
+from scaling.laws.checks import backtest, cross_forms  # noqa: E402
+from scaling.laws.fitting import fit as fitting  # noqa: E402
 from scaling.laws.fitting import readers  # noqa: E402
+from scaling.laws.forms import catalog  # noqa: E402
+from scaling.laws.forms.fixed_e import FROM_TABLE  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data" / "backtest"
 FACTORS = (3.0, 10.0, 30.0)
@@ -81,7 +86,8 @@ def predict_split(data, factor: float, method: str, bootstrap: int = BOOTSTRAP) 
     sub = data.take(train)
     if backtest.too_small(sub, np.arange(len(sub))):
         return None
-    fit = analysis.fit_data(sub, bootstrap=bootstrap, seed=0, backtest=method == "after")
+    # The forms beside it change none of its predictions: left out here (`predict_form` runs each).
+    fit = analysis.fit_data(sub, bootstrap=bootstrap, seed=0, backtest=method == "after", forms=False)
     rows = []
     for i in test:
         n, d, obs = float(data.n[i]), float(data.d[i]), float(data.loss[i])
@@ -90,26 +96,62 @@ def predict_split(data, factor: float, method: str, bootstrap: int = BOOTSTRAP) 
             center, (lo, hi) = p.loss, p.interval
         else:
             center, (lo, hi) = float(fit.law.loss(n, d)), fit.loss_interval(n, d)
-        row = {"error": (center - obs) / obs, "covered": bool(lo <= obs <= hi), "half_width": (hi - lo) / 2 / center}
+        row = _row(center, lo, hi, obs)
         if fit.backtest is not None:    # what any rule beyond the data needs (`rescore`): no refit
             boot = replace(fit, backtest=None).loss_interval(n, d)      # "before": the bootstrap's, unwidened
-            row.update(observed=obs, far=float(fit.beyond(n, d)), law=float((fit.backtest.law or fit.law).loss(n, d)),
+            row.update(far=float(fit.beyond(n, d)), law=float((fit.backtest.law or fit.law).loss(n, d)),
                        fitted=float(fit.law.loss(n, d)), boot=None if boot is None else [float(v) for v in boot])
         rows.append(row)
-    out = {"rows": rows, "verdict": fit.verdict, "E": fit.law.E}
+    out = {"rows": rows, "verdict": fit.verdict, "E": fit.law.E, "inner": _inner(fit.backtest)}
     if fit.backtest is not None:
         out["backtest"] = fit.backtest.to_json()
     return out
 
 
-def run(method: str, halves) -> dict:
+def _row(center: float, lo: float, hi: float, obs: float) -> dict:
+    return {"error": (center - obs) / obs, "covered": bool(lo <= obs <= hi), "half_width": (hi - lo) / 2 / center,
+            "center": center, "lo": lo, "hi": hi, "observed": obs}
+
+
+def _inner(check) -> float | None:
+    """The median error (the refit's own) at the farthest cut of a fit's own backtest: what a rule
+    choosing the form from the runs below the split can see."""
+    cut = None if check is None else check.farthest
+    return None if cut is None else float(np.median(np.abs(cut.raw_errors or cut.errors)))
+
+
+def predict_form(data, factor: float, name: str, bootstrap: int = BOOTSTRAP) -> dict | None:
+    """As `predict_split`, for a law form other than the Chinchilla fit: the form fitted below the
+    cut, bootstrapped and backtested as `scaling fit --form NAME` does (`cross_forms.fitted_entry`),
+    predicts the top budget's runs with its prediction interval (`FormEntry.predict`). fixed-E pins
+    E at the whole table's Chinchilla fit: an oracle (that E saw the runs it predicts)."""
+    train, test, _ = backtest.future_split(data.compute, data.budgets, factor)
+    sub = data.take(train)
+    if backtest.too_small(sub, np.arange(len(sub))):
+        return None
+    E = fitting.fit_law(data.n, data.d, data.loss).law.E if name == "fixed-E" else None
+    form = catalog.get(name, E=E, source=FROM_TABLE)
+    entry = cross_forms.fitted_entry(form, cross_forms.trained_base(sub), resamples=bootstrap, seed=0)
+    if entry.params is None:
+        return None
+    top = float(sub.compute.max())
+    rows = []
+    for i in test:
+        far = backtest.distance(float(data.compute[i]), top)
+        center, lo, hi = (float(v) for v in entry.predict(data.n[i], data.d[i], far, level=0.95, noise=True))
+        rows.append(_row(center, lo, hi, float(data.loss[i])))
+    cut = entry.farthest
+    return {"rows": rows, "inner": None if cut is None else cut.median_abs_error}
+
+
+def run(method: str, halves, form: str = "chinchilla") -> dict:
     results: dict = {}
     for half in halves:
         for name in HALVES[half]:
             data = load(name)
             for f in FACTORS:
                 t0 = time.perf_counter()
-                out = predict_split(data, f, method)
+                out = predict_split(data, f, method) if form == "chinchilla" else predict_form(data, f, form)
                 if out is not None:
                     out["seconds"] = time.perf_counter() - t0
                 results[f"{half}|{name}|{f:g}"] = out
@@ -213,6 +255,50 @@ def simulations(method: str, seeds: int, dump: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+# The rules tried on the development half, fixed before it was run: the forms that predict (fixed-E
+# is an oracle, not a predictor), chosen per split by the smallest error at the farthest cut of the
+# form's own backtest on the runs below the split ("inner choice"), or combined by the geometric
+# median of their predictions with the median of their log half-widths widened by their spread.
+PREDICTORS = ("chinchilla", "tied", "kaplan", "farseer")
+
+
+def _inner_choice(splits: dict) -> dict:
+    fitted = {k: v for k, v in splits.items() if k in PREDICTORS and v is not None}
+    return fitted[min(fitted, key=lambda k: (fitted[k]["inner"] is None, fitted[k]["inner"] or 0.0))]
+
+
+def _median_of_forms(splits: dict) -> dict:
+    fitted = [v for k, v in splits.items() if k in PREDICTORS and v is not None]
+    rows = []
+    for j, first in enumerate(fitted[0]["rows"]):
+        centers = np.log([s["rows"][j]["center"] for s in fitted])
+        halves = [np.log(s["rows"][j]["hi"] / s["rows"][j]["center"]) for s in fitted]
+        center = float(np.exp(np.median(centers)))
+        half = float(np.hypot(np.median(halves), np.std(centers)))
+        rows.append(_row(center, center * np.exp(-half), center * np.exp(half), first["observed"]))
+    return {"rows": rows}
+
+
+def forms_and_rules(halves, json_path) -> None:
+    """Every form's table, then the two rules' (see PREDICTORS)."""
+    t0 = time.perf_counter()
+    by_form = {name: run("after", halves, name) for name in catalog.FORMS}
+    keys = by_form["chinchilla"].keys()
+    rules = {"inner choice": {}, "median of forms": {}}
+    for key in keys:
+        splits = {name: by_form[name][key] for name in catalog.FORMS}
+        ok = splits["chinchilla"] is not None
+        rules["inner choice"][key] = _inner_choice(splits) if ok else None
+        rules["median of forms"][key] = _median_of_forms(splits) if ok else None
+    print(f"every form and rule, {BOOTSTRAP} bootstrap resamples; {time.perf_counter() - t0:.0f} s")
+    for half in halves:
+        for name, results in {**by_form, **rules}.items():
+            print(f"\n{name}" + (" (oracle: E from the whole table)" if name == "fixed-E" else ""))
+            print(table(results, half))
+    if json_path:
+        json_path.write_text(json.dumps({"forms": by_form, "rules": rules}, indent=1))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--method", choices=("before", "after"), default="after")
@@ -221,6 +307,8 @@ def main() -> None:
     p.add_argument("--learn", action="store_true", help="print the fallback rule learned on the dev half")
     p.add_argument("--json", type=Path, help="write every split's predictions here")
     p.add_argument("--simulate", type=int, metavar="SEEDS", help="simulated sweeps instead of the tables")
+    p.add_argument("--form", choices=(*catalog.FORMS, "all"), default="chinchilla",
+                   help="the law form that predicts (chinchilla: the default fit); all: every form and the rules")
     args = p.parse_args()
     if args.learn:
         print(learn())
@@ -232,8 +320,11 @@ def main() -> None:
             args.json.write_text(json.dumps(dump, indent=1))
         return
     halves = ("dev", "held-out") if args.half == "both" else (args.half,)
+    if args.form == "all":
+        forms_and_rules(halves, args.json)
+        return
     t0 = time.perf_counter()
-    results = run(args.method, halves)
+    results = run(args.method, halves, args.form)
     print(f"method: {args.method}; default fit with {BOOTSTRAP} bootstrap resamples; "
           f"{time.perf_counter() - t0:.0f} s")
     for half in halves:

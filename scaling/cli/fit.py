@@ -21,6 +21,7 @@ from scaling.laws import api, tasks
 from scaling.laws.fitting import fitdata, readers
 from scaling.laws.fitting.bootstrap import MAX_RESAMPLES
 from scaling.laws.fitting.fit import DEFAULT_DELTA
+from scaling.laws.forms import catalog
 from scaling.laws.results import lawfit as results
 from scaling.train.counts import COMPUTE_MEASURES
 
@@ -79,6 +80,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--E-from", metavar="FIT", dest="E_from", type=Path,
                    help="the prior on E from another fit.json (a reference, or a larger run's fit): its E, "
                         "with its interval as the standard deviation")
+    p.add_argument("--form", default=None, choices=tuple(catalog.FORMS), metavar="NAME",
+                   help=f"the law form predict and plan use: {', '.join(catalog.FORMS)} (default chinchilla, or "
+                        "fixed-E with --E); every other form is fitted beside it as a cross-check (fit.json's "
+                        "'forms'); the constants, diagnostics and verdict are the Chinchilla form's")
     p.add_argument("--bootstrap", type=int, default=results.DEFAULT_BOOTSTRAP, metavar="K",
                    help=f"bootstrap resamples (default {results.DEFAULT_BOOTSTRAP}; 0 disables)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)")
@@ -163,7 +168,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                   min_tokens_per_param=args.min_tokens_per_param, min_tokens=args.min_tokens,
                   delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap, seed=args.seed,
                   reference_compute=args.reference_compute, data_constrained=args.data_constrained,
-                  metric=args.metric, curves=args.curves, E_prior=_E_prior(args))
+                  metric=args.metric, curves=args.curves, E_prior=_E_prior(args), form=args.form)
     elapsed = time.perf_counter() - start
     path = results.write_fit(out, fit)
     if args.json:

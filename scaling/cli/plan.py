@@ -118,6 +118,8 @@ def _as_predicted(plans: list[list[allocation.Allocation]], choice: LawChoice) -
 def cmd_plan(args: argparse.Namespace) -> int:
     computes = parse_computes(args.compute)
     choice = choose_law(args.fit, args.law)
+    if choice.fit is not None and choice.fit.form_entry is not None:
+        return plan_form(args, choice.fit, computes)
     law, label = choice.law, choice.label
     if law is not None:
         allocation.check_allocatable(law, choice.name)
@@ -173,6 +175,39 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     if repeated is not None:
         print("\n" + "\n".join(summary.format_repeated_plan(repeated)))
+    return 0
+
+
+def plan_form(args: argparse.Namespace, fit: LawFit, computes: list[float]) -> int:
+    """`scaling plan --fit FIT` for a fit whose form `--form` chose (kaplan, tied, farseer, ...): that
+    form's optimum (`LawFit.plan`: closed form or numeric, with intervals over its resamples) beside
+    the 20-tokens rule and Kaplan's allocation, each loss as the form predicts it."""
+    if args.unique_tokens is not None:
+        raise UsageError(f"--unique-tokens needs the Chinchilla form's law; this fit predicts with the {fit.form} "
+                         "form (refit without --form)")
+    plans = [fit.plan(c) for c in computes]
+    rows = [[allocation.Allocation(f"{fit.form} optimum", float(p.compute), float(p.n), float(p.d), float(p.loss)),
+             *(replace(a, loss=fit.expected_loss(a.n, a.d)) for a in allocation.compare_allocations(None, p.compute))]
+            for p in plans]
+    if args.json:
+        print(json.dumps(json_safe({
+            "law": f"fit {args.fit}, {fit.form} form", "form": fit.form, "verdict": _verdict_json(fit),
+            "plans": [{"compute": p.compute, "allocations": [a.to_dict() for a in r],
+                       "intervals": None if p.intervals is None else p.intervals.to_dict()}
+                      for p, r in zip(plans, rows)]}), indent=2))
+        return 0
+    print(f"law: your fit {args.fit}, the {fit.form} form ({fit.form_entry.description if fit.form_entry else ''})")
+    print("\n".join(summary.verdict_preamble(fit)))
+    cells = [summary.allocation_row(replace(a, method="law" if k == 0 else a.method), p.intervals if k == 0 else None)
+             for p, r in zip(plans, rows) for k, a in enumerate(r)]
+    print(plain_table(["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "loss"], cells, n_left=2))
+    print(f"law optimum: the {fit.form} form's (numeric where it has no closed form); [lo, hi]: 95% over its "
+          "bootstrap resamples' optima, the loss's a prediction interval widened beyond the data by its backtest")
+    top = float(fit.data.c_range[1]) if fit.data.c_range else None
+    for c in computes:
+        if top is not None and c > top:
+            print(f"note: C = {c:.3g} is {math.log10(c / top):.1f} orders of magnitude above the largest run in the "
+                  f"fit ({top:.3g} FLOPs): an extrapolation.")
     return 0
 
 

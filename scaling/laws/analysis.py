@@ -20,7 +20,7 @@ import pandas as pd
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws.checks import backtest as backtesting
-from scaling.laws.checks import diagnostics
+from scaling.laws.checks import cross_forms, diagnostics
 from scaling.laws.checks.evidence import evidence, limitations
 from scaling.laws.checks.holdout import holdout
 from scaling.laws.checks.lack_of_fit import LackOfFit, lack_of_fit
@@ -32,6 +32,7 @@ from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.fitting.objective import EPrior
 from scaling.laws.fitting.prior import prior_scale
 from scaling.laws.fitting.selection import check_fittable
+from scaling.laws.forms import catalog
 from scaling.laws.forms.law import PARAM_NAMES
 from scaling.laws.optimal import approaches, kaplan
 from scaling.laws.repeated import RESAMPLES as REPEATED_RESAMPLES
@@ -43,7 +44,7 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
              bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, reference_compute: float | None = None,
              grid: dict | npt.ArrayLike | None = None, curves: pd.DataFrame | None = None,
              data_constrained: bool = False, backtest: bool = True,
-             E_prior: tuple | None = None) -> LawFit:
+             E_prior: tuple | None = None, form: str | None = None, forms: bool = True) -> LawFit:
     """Fit the law to `data`, bootstrap it (`bootstrap` resamples; 0 for none), estimate the
     allocation by Hoffmann's three approaches, fit Kaplan's single-variable laws and, where the
     points give N both ways, the other convention; then diagnose it all (`LawFit.diagnostics`).
@@ -58,8 +59,15 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     interval beyond the data; False for the fit alone. E_prior: (mean, sd[, source]), a Gaussian prior on E
     added to the objective (`objective.EPrior`, in the objective's units by `quasi_likelihood_scale`
     of the fit without it) and carried into the bootstrap, the refits and so every interval.
+    interval beyond the data; False for the fit alone. form: the law form `predict` and `plan` use
+    (`scaling.laws.forms.catalog`; default the Chinchilla form, or fixed-E with `fixed_E`): the
+    constants, diagnostics and verdict stay the Chinchilla form's. forms: fit every other form beside
+    it with its own backtest (`scaling.laws.checks.cross_forms`; `LawFit.forms`; with the backtest, and
+    with at most as many resamples as the fit's) and caution where they disagree at the reference
+    compute; False for none (a form chosen by `form` is fitted still).
     """
     _check_resampling(bootstrap, seed)
+    form = _check_form(form, fixed_E)
     check_fittable(data, fixed_E)
     data = data.canonical()
     if reference_compute is None:
@@ -104,7 +112,14 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
         future = backtesting.backtest(data, result, delta=result.delta, fixed_E=result.fixed_E)
         extra += [backtesting.backtest_check(future), backtesting.E_drift_check(future, fit.interval("E"), law.E,
                                                                               float(data.loss.min()))]
-    return replace(fit, lack_of_fit=json_safe(lof.to_json()), holdout=check, backtest=future,
+    side = None
+    if (forms and backtest) or form != cross_forms.fitted_form(result):
+        side = cross_forms.cross_check(data, result, fit.resampled, future, headline=form,
+                                       target_compute=reference_compute, seed=int(seed),
+                                       resamples=min(int(bootstrap), cross_forms.CROSS_CHECK_RESAMPLES),
+                                       headline_resamples=min(int(bootstrap), cross_forms.HEADLINE_RESAMPLES))
+        extra.append(cross_forms.forms_check(side))
+    return replace(fit, lack_of_fit=json_safe(lof.to_json()), holdout=check, backtest=future, form=form, forms=side,
                    diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
                                                     lof=lof, holdout=check, extra=tuple(extra)))
 
@@ -124,6 +139,16 @@ def e_prior_of(E_prior: tuple, data: FitData, result: fitting.FitResult, fixed_E
                          f"got {E_prior!r}") from None
     fitting.check_fit_inputs(data.n, data.d, data.loss, fixed_E, EPrior(mean, sd, 1.0))
     return EPrior(mean, sd, prior_scale(data.n, data.d, data.loss, result, seed), source)
+def _check_form(form: str | None, fixed_E: float | None) -> str:
+    """The form `fit_data` reports: `form`, or the fitted law's own (fixed-E where E is pinned);
+    UsageError for an unknown one, or one that contradicts `fixed_E`."""
+    if form is None:
+        return "fixed-E" if fixed_E is not None else catalog.DEFAULT
+    catalog.get(form, E=fixed_E)       # UsageError naming the known forms, or fixed-E without its E
+    if form == catalog.DEFAULT and fixed_E is not None:
+        raise UsageError("the chinchilla form fits E and a fixed E pins it: give the form fixed-E with E pinned, "
+                         "or leave E free")
+    return form
 
 
 def _check_resampling(bootstrap: int, seed: int) -> None:

@@ -293,6 +293,46 @@ class Curves(Section):
     leave_one_run_out: LeaveOneOut
 
 
+FORM_NAMES = Literal["chinchilla", "tied", "kaplan", "fixed-E", "farseer"]   # scaling.laws.forms.catalog.FORMS
+
+
+class FormPrediction(Section):
+    loss: Positive
+    lo: Positive
+    hi: Positive
+
+
+class FormTarget(Section):
+    n: Positive
+    d: Positive
+
+
+class FormEntry(Section):
+    """One law form fitted beside the fit (scaling.laws.checks.cross_forms.FormEntry)."""
+    name: FORM_NAMES
+    description: Text
+    params: dict[str, Finite] | None = None
+    residual_rms: NonNegative = 0.0
+    n_resamples: Count = 0
+    cuts: list[dict] = []
+    extrapolation: dict | None = None
+    prediction: FormPrediction | None = None
+    optimum: dict | None = None
+    samples: list[list[Finite]] = []
+    sample_names: list[Text] = []
+    reason: Text | None = None
+
+
+class Forms(Section):
+    """Every law form beside the fit, their predictions for the target run (`scaling fit --form`)."""
+    headline: FORM_NAMES
+    target_compute: Positive
+    target: FormTarget | None = None
+    beyond: NonNegative
+    level: Share
+    entries: list[FormEntry]
+
+
 class FitSections(Section):
     """The sections of fit.json beyond the law, intervals and data ranges (`fit_file.check_fit`)."""
     seed: Count = 0
@@ -315,6 +355,8 @@ class FitSections(Section):
     param_conventions: dict[str, Convention] | None = None
     holdout: Holdout | None = None
     curves: Curves | None = None
+    form: FORM_NAMES = "chinchilla"
+    forms: Forms | None = None
 
 
 def check_sections(obj: dict, where: str) -> FitSections:

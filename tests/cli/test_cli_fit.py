@@ -21,7 +21,7 @@ SCHEMA = {
     "kind", "version", "seed", "data", "options", "params", "allocation", "reference_compute",
     "tokens_per_param_at_reference", "ci", "objective", "n_starts_at_optimum", "residual_rms",
     "evidence", "limitations", "approaches", "kaplan", "diagnostics", "verdict", "compute", "lack_of_fit",
-    "holdout", "backtest",
+    "holdout", "backtest", "form", "forms",
 }
 DATA_KEYS = {"source", "n_points", "digest", "param_convention", "dropped", "filters", "n_range",
              "d_range", "c_range", "provenance"}
@@ -58,6 +58,11 @@ def test_chinchilla_fit_json_has_the_schema(chinchilla_cli):
     assert [c["factor"] for c in cuts] == [2.0, 3.0, 10.0, 30.0] and all(c["reason"] is None for c in cuts)
     assert all(c["n_test"] == len(c["errors"]) == 12 and 0 <= c["covered"] <= 12 for c in cuts)
     assert fit["backtest"]["extrapolation"]["growth"] > 0 and fit["backtest"]["law"]["E"] > 0
+    # The forms beside the law: each fitted and backtested, the fitted one marked as the headline.
+    assert fit["form"] == "chinchilla" and fit["forms"]["headline"] == "chinchilla"
+    assert [e["name"] for e in fit["forms"]["entries"]] == ["chinchilla", "tied", "kaplan", "fixed-E", "farseer"]
+    assert all(e["prediction"]["lo"] <= e["prediction"]["loss"] <= e["prediction"]["hi"]
+               for e in fit["forms"]["entries"])
     # A table carries one count: C = 6 N D of its own N, exactly Chinchilla's constraint.
     assert fit["compute"] == {"measure": "6N", "kappa": 1.0, "gamma": 1.0, "max_error": 0.0}
     # Hoffmann et al.'s Table 2 side by side: a table has no curves, so no Approach 1.

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +37,7 @@ from scaling.laws.checks.verdict import CAUTION, PASS, THRESHOLDS, Check
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.fitting.objective import EPrior
+from scaling.laws.forms.form import FormLaw
 from scaling.laws.forms.law import Law
 
 FACTORS = (2.0, 3.0, 10.0, 30.0)
@@ -274,14 +276,32 @@ def fit_cut(data: FitData, factor: float, *, delta: float, fixed_E: float | None
     """One cut without intervals, and its refit (None where the cut cannot be made): the refit,
     on the runs below the cut with at least `min_tpp` tokens per parameter, and its errors on all
     the top budget's runs."""
+    return cut_with(data, factor, lambda n, d, loss: refit(n, d, loss, delta=delta, fixed_E=fixed_E, starts=starts,
+                                                           coarse=coarse, E_prior=E_prior), min_tpp)
+
+
+class Refitted(Protocol):
+    """What a cut's refit returns: a fit whose law predicts (a `fitting.FitResult`, a form's `FormFit`)."""
+
+    @property
+    def law(self) -> FormLaw: ...
+
+
+R = TypeVar("R", bound=Refitted)
+
+
+def cut_with(data: FitData, factor: float, refit_runs: Callable[[np.ndarray, np.ndarray, np.ndarray], R],
+             min_tpp: float = UNDERTRAINED_TPP) -> tuple[Cut, R | None]:
+    """`fit_cut` for any law form: `refit_runs(n, d, loss)` fits the runs below the cut (a
+    UsageError from it becomes the cut's reason). The cut keeps the refit's law where it is a
+    Chinchilla-form `Law` (E_drift_check reads it), else only its errors."""
     train, test, top = future_split(data.compute, data.budgets, factor)
     train = trained(data, train, min_tpp)
     cut = Cut(float(factor), int(train.size), int(test.size), test_compute=top)
     reason = too_small(data, train)
     if reason is None:
         try:
-            result = refit(data.n[train], data.d[train], data.loss[train], delta=delta, fixed_E=fixed_E,
-                           starts=starts, coarse=coarse, E_prior=E_prior)
+            result = refit_runs(data.n[train], data.d[train], data.loss[train])
         except UsageError as exc:
             reason = f"the runs below the cut do not bound the law: {exc}"
     if reason is not None:
@@ -289,7 +309,7 @@ def fit_cut(data: FitData, factor: float, *, delta: float, fixed_E: float | None
     law = result.law
     cmax = float(data.compute[train].max())
     predicted = law.loss(data.n[test], data.d[test])
-    return replace(cut, train_max_compute=cmax, law=law,
+    return replace(cut, train_max_compute=cmax, law=law if isinstance(law, Law) else None,
                    errors=tuple(float(v) for v in (predicted - data.loss[test]) / data.loss[test]),
                    distances=tuple(float(v) for v in np.log10(data.compute[test] / cmax))), result
 

@@ -24,6 +24,7 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.laws.checks.backtest import Backtest
+from scaling.laws.checks.cross_forms import Forms
 from scaling.laws.checks.holdout import Holdout
 from scaling.laws.fitting.provenance import KINDS, Provenance
 from scaling.laws.forms.law import PARAM_NAMES, Law
@@ -211,6 +212,11 @@ def holdout_of(obj: dict, where: str) -> Holdout | None:
 def backtest_of(obj: dict, where: str) -> Backtest | None:
     """The leave-future-out backtest of a checked fit.json (None for a file written before it)."""
     return _optional_section(obj, where, "backtest", Backtest.from_json, "a backtest")
+
+
+def forms_of(obj: dict, where: str) -> Forms | None:
+    """The forms fitted beside the law in a checked fit.json (None for a file written before them)."""
+    return _optional_section(obj, where, "forms", Forms.from_json, "a forms section")
 
 
 def _optional_section(obj: dict, where: str, key: str, parse: Callable[[Any], T], what: str) -> T | None:

@@ -37,6 +37,7 @@ import numpy.typing as npt
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws.checks.backtest import Backtest
+from scaling.laws.checks.cross_forms import FormEntry, Forms, form_plan
 from scaling.laws.checks.holdout import Holdout
 from scaling.laws.checks.verdict import Diagnostics
 from scaling.laws.fitting import bootstrap as resampling
@@ -55,6 +56,7 @@ from scaling.laws.results.fit_file import (
     backtest_of,
     check_fit,
     fit_digest,
+    forms_of,
     holdout_of,
     read_samples,
     repeated_of,
@@ -197,7 +199,11 @@ class LawFit:
     def optimum_at(self, compute: npt.ArrayLike, seed: int = 0) -> allocation.OptimumIntervals | None:
         """Intervals of N_opt, D_opt, tokens per parameter and the predicted loss at `compute`
         (None without bootstrap samples); the loss interval includes the runs' scatter, and beyond
-        the fitted compute it is the backtest's (`_beyond`)."""
+        the fitted compute it is the backtest's (`_beyond`). A form chosen by `--form`: its own
+        (`cross_forms.form_plan`, for one budget)."""
+        if (entry := self.form_entry) is not None and np.ndim(compute) == 0:
+            budget = float(np.asarray(compute))
+            return form_plan(entry, budget, self._far(budget), level=self.level, seed=seed).intervals
         if self.resampled is None or self.ci is None:
             return None
         best = allocation.optimum_intervals(self.law, self.resampled, compute, level=self.ci.level,
@@ -222,7 +228,11 @@ class LawFit:
     def expected_loss(self, n: npt.ArrayLike, d: npt.ArrayLike) -> float | np.ndarray: ...
     def expected_loss(self, n: npt.ArrayLike, d: npt.ArrayLike) -> float | np.ndarray:
         """The loss predicted for N parameters on D tokens: the law's inside the fitted compute;
-        beyond it, the backtest's law moved by the bias the backtest measured; broadcasts."""
+        beyond it, the backtest's law moved by the bias the backtest measured; broadcasts. A form
+        chosen by `--form` predicts by its own law (`FormEntry.predict`)."""
+        if (entry := self.form_entry) is not None:
+            center = entry.predict(n, d, self.beyond(n, d), level=self.level, noise=False)[0]
+            return float(center) if np.ndim(center) == 0 else center
         predicted = self.law.loss(n, d)
         if self.backtest is not None:
             far = self.beyond(n, d)
@@ -261,7 +271,11 @@ class LawFit:
     def loss_interval(self, n: npt.ArrayLike, d: npt.ArrayLike, seed: int = 0) -> tuple | None:
         """A prediction interval for the final loss of one run of N parameters on D tokens (None
         without bootstrap samples or where no resample predicts it): the constants' uncertainty
-        and the runs' scatter. Arrays of N, D give arrays of bounds (NaN where none)."""
+        and the runs' scatter. Arrays of N, D give arrays of bounds (NaN where none). A form chosen
+        by `--form`: its resamples' and the backtest's (`FormEntry.predict`)."""
+        if (entry := self.form_entry) is not None:
+            _, lo, hi = entry.predict(n, d, self.beyond(n, d), level=self.level, noise=True, seed=seed)
+            return (float(lo), float(hi)) if np.ndim(lo) == 0 else (lo, hi)
         if self.resampled is None or self.ci is None:
             return None
         lo, hi = allocation.loss_interval(self.resampled, n, d, level=self.ci.level,
@@ -294,6 +308,8 @@ class LawFit:
     curves: dict | None = None               # the law fitted to the training curves (scaling fit --curves)
     holdout: Holdout | None = None           # the refit without the top 20% by compute (scaling.laws.checks.holdout)
     backtest: Backtest | None = None         # leave-future-out cuts and the rule beyond the data (checks.backtest)
+    form: str = "chinchilla"                 # the form predict and plan use (`scaling fit --form`; forms.catalog)
+    forms: Forms | None = None               # every form fitted beside this one (checks.cross_forms)
     resampled: np.ndarray | None = field(default=None, repr=False, compare=False)  # (R, 5): E, A, B, alpha, beta
     points: FitData | None = field(default=None, repr=False, compare=False)
     optimum: fitting.FitResult | None = field(default=None, repr=False, compare=False)
@@ -321,6 +337,25 @@ class LawFit:
         """"trustworthy", "use with caution" or "not identified" (docs/diagnostics.md); None for a
         fit.json written before the diagnostics."""
         return None if self.diagnostics is None else self.diagnostics.verdict
+
+    @property
+    def form_entry(self) -> FormEntry | None:
+        """The form `--form` chose where it is not the Chinchilla-form law the fit's constants,
+        diagnostics and verdict are of (tied, kaplan, farseer, or fixed-E as a cross-check's):
+        `predict`, `plan` and the loss intervals are then its. None for the default."""
+        fitted = "fixed-E" if self.options.fixed_E is not None else "chinchilla"
+        if self.forms is None or self.form == fitted:
+            return None
+        return self.forms.entry(self.form)
+
+    @property
+    def level(self) -> float:
+        """The level of the fit's intervals (0.95 without a bootstrap)."""
+        return self.ci.level if self.ci is not None else 0.95
+
+    def _far(self, compute: float) -> float:
+        """Decades of compute `compute` lies beyond the largest fitted run (0 inside the data)."""
+        return 0.0 if self.data.c_range is None else max(0.0, math.log10(compute / float(self.data.c_range[1])))
 
     @property
     def reasons(self) -> tuple:
@@ -354,7 +389,15 @@ class LawFit:
     def plan(self, compute: npt.ArrayLike, seed: int = 0) -> allocation.Plan:
         """The compute-optimal N, D at `compute` FLOPs and the loss they reach, with intervals
         (`optimum_at`); an array of budgets gives arrays. UsageError for a law with no optimum
-        (alpha or beta not positive)."""
+        (alpha or beta not positive). A form chosen by `--form` plans by its own optimum
+        (`cross_forms.form_plan`: closed form or numeric)."""
+        if (entry := self.form_entry) is not None:
+            c = allocation.check_sizes(compute, "compute", unit=" of FLOPs")
+            plans = [form_plan(entry, float(v), self._far(float(v)), level=self.level, seed=seed) for v in np.ravel(c)]
+            if np.ndim(c) == 0:
+                return plans[0]
+            column = {k: np.array([getattr(p, k) for p in plans]) for k in ("compute", "n", "d", "loss")}
+            return allocation.Plan(column["compute"], column["n"], column["d"], column["loss"])
         if not self.law.has_optimum:
             raise UsageError(f"this law has no compute-optimal allocation: alpha {self.law.alpha:.4g} and beta "
                              f"{self.law.beta:.4g} must both be positive")
@@ -412,6 +455,7 @@ class LawFit:
             **({} if self.curves is None else {"curves": self.curves}),
             **({} if self.holdout is None else {"holdout": self.holdout.to_json()}),
             **({} if self.backtest is None else {"backtest": json_safe(self.backtest.to_json())}),
+            "form": self.form, **({} if self.forms is None else {"forms": json_safe(self.forms.to_json())}),
         }
 
     @classmethod
@@ -432,7 +476,7 @@ class LawFit:
             diagnostics=None if obj.get("diagnostics") is None else Diagnostics.from_json(obj),
             param_conventions=obj.get("param_conventions"), repeated=repeated_of(obj, where),
             lack_of_fit=obj.get("lack_of_fit"), curves=obj.get("curves"), holdout=holdout_of(obj, where),
-            backtest=backtest_of(obj, where))
+            backtest=backtest_of(obj, where), form=str(obj.get("form") or "chinchilla"), forms=forms_of(obj, where))
 
 
 # --------------------------------------------------------------------------------------------

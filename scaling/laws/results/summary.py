@@ -14,6 +14,7 @@ from typing import Protocol
 
 from scaling.formats import plain_table, sci
 from scaling.laws.checks.backtest import Backtest, format_backtest
+from scaling.laws.checks.cross_forms import Forms, format_forms
 from scaling.laws.checks.verdict import PASS, Diagnostics
 from scaling.laws.curves.law import DECAY
 from scaling.laws.forms.law import PARAM_NAMES, Law
@@ -54,6 +55,8 @@ class _Options(Protocol):
     def n_starts(self) -> int | None: ...
     @property
     def E_prior(self) -> dict | None: ...
+    @property
+    def fixed_E(self) -> float | None: ...
 
 
 class Summarised(Protocol):
@@ -89,6 +92,10 @@ class Summarised(Protocol):
     def diagnostics(self) -> Diagnostics | None: ...
     @property
     def backtest(self) -> Backtest | None: ...
+    @property
+    def form(self) -> str: ...
+    @property
+    def forms(self) -> Forms | None: ...
 
     def interval(self, name: str) -> tuple[float, float] | None: ...
 
@@ -130,8 +137,22 @@ def format_summary(fit: Summarised) -> str:
     out += format_curves(fit)
     if fit.backtest is not None:
         out += format_backtest(fit.backtest)
+    out += format_form(fit)
     out += format_verdict(fit)
     return "\n".join(out)
+
+
+def format_form(fit: Summarised) -> list[str]:
+    """The forms side by side (`cross_forms.format_forms`) and, where `--form` chose one other than the
+    fitted law's, what predict and plan use."""
+    if fit.forms is None:
+        return []
+    out = format_forms(fit.forms)
+    fitted = "fixed-E" if fit.options.fixed_E is not None else "chinchilla"
+    if fit.form != fitted:
+        out.append(f"form: {fit.form} (--form): predict and plan use its law; the constants above, the diagnostics "
+                   f"and the verdict are the {fitted} form's")
+    return out
 
 
 def format_lack_of_fit(lof: dict) -> str:
