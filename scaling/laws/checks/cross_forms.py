@@ -188,8 +188,9 @@ def fitted_entry(form: Form, base: FitData, *, resamples: int, seed: int) -> For
     law = fit.law
     if not all(math.isfinite(v) for v in law.to_dict().values()):
         return replace(entry, reason="the fit runs off to constants beyond a float: the points do not bound it")
-    cuts = tuple(bt.cut_with(base, f, lambda n, d, loss: fit_form(form, n, d, loss, starts=_cut_starts(form, fit),
-                                                                  n_polish=1))[0] for f in FACTORS)
+    starts = _cut_starts(form, fit)
+    cuts = tuple(_finite(bt.cut_with(base, f, lambda n, d, loss: fit_form(form, n, d, loss, starts=starts,
+                                                                          n_polish=1))[0]) for f in FACTORS)
     thetas = bootstrap_form(fit, base.n, base.d, base.loss, n_resamples=resamples, seed=seed) if resamples else ()
     names = list(law.to_dict())
     rows = (tuple(float(form.law(t).to_dict()[k]) for k in names) for t in thetas)
@@ -202,6 +203,13 @@ def fitted_entry(form: Form, base: FitData, *, resamples: int, seed: int) -> For
 def fitted_form(result: fitting.FitResult) -> str:
     """The form the Chinchilla fit `result` is of: fixed-E where its E was pinned, else chinchilla."""
     return "fixed-E" if result.fixed_E is not None else catalog.DEFAULT
+
+
+def _finite(cut: bt.Cut) -> bt.Cut:
+    """A cut whose refit predicts a loss that is not a float (a constant run off) as one not made."""
+    if cut.made and not np.all(np.isfinite(cut.errors)):
+        return replace(cut, reason="the refit below the cut predicts no finite loss", errors=(), distances=())
+    return cut
 
 
 def main_entry(result: fitting.FitResult, resampled: np.ndarray | None, future: bt.Backtest | None) -> FormEntry:
