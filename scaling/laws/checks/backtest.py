@@ -36,7 +36,7 @@ from scaling.errors import UsageError
 from scaling.laws.checks.verdict import CAUTION, PASS, THRESHOLDS, Check
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.fitdata import FitData
-from scaling.laws.fitting.objective import EPrior
+from scaling.laws.fitting.objective import EPrior, log_loss_jacobian
 from scaling.laws.forms.form import FormLaw
 from scaling.laws.forms.law import Law
 
@@ -111,6 +111,11 @@ class Extrapolation:
 PRIOR = Extrapolation(growth=0.02, bias=-0.027, n_cuts=0, source="the public tables' development halves",
                       power=0.5)
 PRIOR_WEIGHT = 1.0
+# How far a table's own bias per decade may lie from the fallback's: the spread of the development
+# half's tables' biases about it (sd 3.7% per decade over its 23 outer splits, of which their own
+# standard errors explain 2.0%; the rest, sqrt(3.7^2 - 2.0^2), is the tables'). A table's bias is
+# trusted as far as it is measured more precisely than this (`table_bias`).
+BIAS_SPREAD = 0.031
 # A table's two to four cuts, nested and fitted to overlapping runs, can show that its errors grow
 # faster than the public tables' do, not that they grow slower: its own spread is not let below
 # this (1 sd at one decade; the public tables' errors at 3x, 10x and 30x, 1.2%, 2.0% and 2.5%, grow
@@ -125,7 +130,8 @@ class Cut:
     the fit makes it beyond its data (moved by the bias of the refit's own backtest); raw_errors:
     the refitted law's own; distances: how many decades of compute each lies beyond the refit's
     largest; covered: how many fell inside their interval (None without one); reason: why the cut
-    could not be made (then no rows)."""
+    could not be made (then no rows); prediction_sd: the sd of each run's log prediction owed to
+    estimating the law from the cut's runs alone (`with_precision`; empty where not measured)."""
 
     factor: float
     n_train: int
@@ -139,6 +145,7 @@ class Cut:
     law: Law | None = None
     reason: str | None = None
     raw_errors: tuple = ()
+    prediction_sd: tuple = ()
 
     @property
     def made(self) -> bool:
@@ -172,7 +179,7 @@ class Cut:
                "bias": self.bias, "covered": self.covered, "reason": self.reason,
                "median_half_width": float(np.median(self.half_widths)) if self.half_widths else None,
                "errors": list(self.errors), "raw_errors": list(self.raw_errors), "distances": list(self.distances),
-               "half_widths": list(self.half_widths),
+               "half_widths": list(self.half_widths), "prediction_sd": list(self.prediction_sd),
                "params": None if self.law is None else self.law.to_dict()}
         return out
 
@@ -183,7 +190,7 @@ class Cut:
                    obj.get("test_compute"), tuple(obj.get("errors") or ()), tuple(obj.get("distances") or ()),
                    tuple(obj.get("half_widths") or ()), obj.get("covered"),
                    None if params is None else Law.from_dict(params), obj.get("reason"),
-                   tuple(obj.get("raw_errors") or ()))
+                   tuple(obj.get("raw_errors") or ()), tuple(obj.get("prediction_sd") or ()))
 
 
 @dataclass(frozen=True)
@@ -320,6 +327,30 @@ def cut_errors(data: FitData, factor: float, *, delta: float, fixed_E: float | N
     return fit_cut(data, factor, delta=delta, fixed_E=fixed_E, starts=starts)[0]
 
 
+def with_precision(data: FitData, cut: Cut, result: fitting.FitResult | None, *,
+                   fixed_E: float | None) -> Cut:
+    """`cut` with the sd of each predicted run's log loss owed to estimating the law from the runs
+    below the cut alone, to first order: the Gauss-Newton covariance scatter^2 (J^T J)^-1 of the
+    refit (J the derivatives of log L at its runs, scatter their residual RMS, a prior on E adding
+    its precision), carried to each predicted run. A refit of few runs at few sizes predicts far
+    beyond them with an error of its own: that error is the refit's, not the law's, and says
+    nothing of how the full fit will err. inf where the runs cannot separate the constants."""
+    if result is None or not cut.made:
+        return cut
+    train, test, _ = future_split(data.compute, data.budgets, cut.factor)
+    train = trained(data, train)
+    free = slice(0 if fixed_E is None else 1, None)
+    jac = log_loss_jacobian(result.law, data.n[train], data.d[train])[:, free]
+    info = jac.T @ jac / max(result.residual_rms, 1e-6) ** 2
+    if result.E_prior is not None and fixed_E is None:     # the prior's precision on log E
+        info[0, 0] += (result.law.E / result.E_prior.sd) ** 2
+    if np.linalg.cond(info) > 1e14:
+        return replace(cut, prediction_sd=(math.inf,) * test.size)
+    grad = log_loss_jacobian(result.law, data.n[test], data.d[test])[:, free]
+    sd = np.sqrt(np.einsum("ij,jk,ik->i", grad, np.linalg.inv(info), grad))
+    return replace(cut, prediction_sd=tuple(float(v) for v in sd))
+
+
 def distinct_cuts(cuts: Iterable[Cut]) -> list[Cut]:
     """The made cuts, one per distinct set of runs below a cut (the 2x and 3x cuts of budgets 3x
     apart fit the same runs: counted twice they would claim an agreement the table never showed)."""
@@ -343,7 +374,7 @@ def learn_extrapolation(cuts: Iterable[Cut], prior: Extrapolation = PRIOR, weigh
     r = np.array([np.median(c.log_residuals) for c in made])
     x = np.array([max(float(np.median(c.distances)), 0.1) for c in made])
     k = r.size
-    bias = (np.sum(r / x) + weight * prior.bias) / (k + weight)
+    bias = table_bias(made, r / x, x, prior, weight)
     spread = (np.sum(((r - bias * x) / x ** prior.power) ** 2) + weight * prior.growth ** 2) / (k + weight)
     source = prior.source if k == 0 else f"this table's backtest ({k} cut{'s' * (k != 1)}) and {prior.source}"
     rule = Extrapolation(max(float(math.sqrt(spread)), floor), float(bias), k, source, float(noise), prior.power)
@@ -351,6 +382,26 @@ def learn_extrapolation(cuts: Iterable[Cut], prior: Extrapolation = PRIOR, weigh
         return rule
     c = calibration(made, lambda others: learn_extrapolation(others, prior, weight, noise, floor, calibrate=False))
     return replace(rule, growth=rule.growth * c, calibration=c)
+
+
+def table_bias(made: list, slopes: np.ndarray, x: np.ndarray, prior: Extrapolation, weight: float) -> float:
+    """The bias per decade beyond the data from the cuts' slopes (median log residual over median
+    distance). Where every cut knows its precision (`with_precision`): their precision-weighted
+    mean, shrunk towards the fallback as a normal prior of sd BIAS_SPREAD would shrink it, by
+    BIAS_SPREAD^2 / (BIAS_SPREAD^2 + se^2). se is one cut's precision, not theirs together: the
+    cuts are nested (each refit's runs hold the next's), and their errors far from independent. A
+    table whose refits could have erred as much by chance (few runs, wide scatter) keeps the
+    fallback; one measured precisely keeps its own. Otherwise (cuts from before, a forms' cut, or
+    `weight` 0 for the pooled fallback) the cuts' mean with the fallback as `weight` cuts."""
+    if made and all(c.prediction_sd for c in made):
+        se = np.array([float(np.median(c.prediction_sd)) for c in made]) / x
+        w = np.where(np.isfinite(se), 1.0 / np.maximum(se, 1e-12) ** 2, 0.0)
+        if w.sum() == 0:
+            return prior.bias
+        own = float(np.sum(w * slopes) / w.sum())
+        var = np.count_nonzero(w) / float(w.sum())
+        return prior.bias + (own - prior.bias) * BIAS_SPREAD ** 2 / (BIAS_SPREAD ** 2 + var)
+    return float((np.sum(slopes) + weight * prior.bias) / (slopes.size + weight))
 
 
 def calibration(made: list, learn: Callable[[list], Extrapolation]) -> float:
@@ -375,8 +426,8 @@ def _interval_cut(data: FitData, cut: Cut, result: fitting.FitResult, *, delta: 
     backtest (nested: no cut sees the runs it is judged on)."""
     train, test, _ = future_split(data.compute, data.budgets, cut.factor)
     sub = data.take(trained(data, train))
-    inner = [fit_cut(sub, f, delta=delta, fixed_E=fixed_E, starts=result.end_points, coarse=False,
-                     E_prior=result.E_prior)[0] for f in FACTORS]
+    inner = [with_precision(sub, *fit_cut(sub, f, delta=delta, fixed_E=fixed_E, starts=result.end_points,
+                                          coarse=False, E_prior=result.E_prior), fixed_E=fixed_E) for f in FACTORS]
     rule = learn_extrapolation(inner, noise=result.residual_rms)
     errors, covered, widths = [], 0, []
     for j, i in enumerate(test):
@@ -403,7 +454,8 @@ def backtest(data: FitData, full_fit: fitting.FitResult, *, delta: float = fitti
         cut, result = fit_cut(base, f, delta=delta, fixed_E=fixed_E, starts=full_fit.end_points,
                               E_prior=full_fit.E_prior)
         if result is not None:
-            cut = _interval_cut(base, cut, result, delta=delta, fixed_E=fixed_E, level=level)
+            cut = _interval_cut(base, with_precision(base, cut, result, fixed_E=fixed_E), result, delta=delta,
+                                fixed_E=fixed_E, level=level)
         cuts.append(cut)
         # The cut of all the runs, the under-trained kept (errors only): what leaving them out changed.
         kept.append(fit_cut(data, f, delta=delta, fixed_E=fixed_E, starts=full_fit.end_points, coarse=False,

@@ -38,7 +38,7 @@ from scaling.errors import UsageError
 from scaling.laws import analysis
 from scaling.laws.design.simulate import simulate
 from scaling.laws.fitting.bootstrap import MAX_RESAMPLES
-from scaling.laws.fitting.objective import law_from_theta, theta_from_law
+from scaling.laws.fitting.objective import law_from_theta, log_loss_jacobian, theta_from_law
 from scaling.laws.forms.law import Law
 from scaling.laws.optimal.allocation import check_allocatable, has_allocation
 from scaling.laws.results import lawfit as results
@@ -150,9 +150,7 @@ def asymptotic_precision(runs: npt.ArrayLike, law: Law, *, noise: float, compute
     cannot separate the constants (J^T J singular)."""
     runs = np.asarray(runs, dtype=float)
     n, d = runs[:, 0], runs[:, 1]
-    terms = np.stack([np.full_like(n, law.E), law.A / n**law.alpha, law.B / d**law.beta], axis=1)
-    loss = terms.sum(axis=1)
-    jac = np.column_stack([terms / loss[:, None], -terms[:, 1] * np.log(n) / loss, -terms[:, 2] * np.log(d) / loss])
+    jac = log_loss_jacobian(law, n, d)
     info = jac.T @ jac
     if np.linalg.cond(info) > 1e14:
         return np.inf, np.inf

@@ -40,6 +40,16 @@ def theta_from_law(law: Law) -> np.ndarray:
     return np.array([math.log(law.E), math.log(law.A), math.log(law.B), law.alpha, law.beta])
 
 
+def log_loss_jacobian(law: Law, n: npt.ArrayLike, d: npt.ArrayLike) -> np.ndarray:
+    """(M, 5): the derivatives of log L(N, D) in theta (log E, log A, log B, alpha, beta) at M
+    points: each term's share of the loss, and for the exponents that share times -log N (-log D).
+    The Gauss-Newton covariance of a fit is scatter^2 (J^T J)^-1 with J these rows at its runs."""
+    n, d = np.asarray(n, dtype=float), np.asarray(d, dtype=float)
+    terms = np.stack([np.full_like(n, law.E), law.A / n**law.alpha, law.B / d**law.beta], axis=1)
+    loss = terms.sum(axis=1)
+    return np.column_stack([terms / loss[:, None], -terms[:, 1] * np.log(n) / loss, -terms[:, 2] * np.log(d) / loss])
+
+
 # Elements of one (start, point) scratch array per call of objective_batched: about 6 such arrays
 # are live at once, so a call holds about 100 MB however many starts and points there are.
 BATCH_ELEMENTS = 2**21
