@@ -112,10 +112,10 @@ PRIOR = Extrapolation(growth=0.02, bias=-0.027, n_cuts=0, source="the public tab
                       power=0.5)
 PRIOR_WEIGHT = 1.0
 # How far a table's own bias per decade may lie from the fallback's: the spread of the development
-# half's tables' biases about it (sd 3.7% per decade over its 23 outer splits, of which their own
-# standard errors explain 2.0%; the rest, sqrt(3.7^2 - 2.0^2), is the tables'). A table's bias is
-# trusted as far as it is measured more precisely than this (`table_bias`).
-BIAS_SPREAD = 0.031
+# half's tables' biases about it (rms 3.63% per decade over the 23 outer splits of bench_backtest.py,
+# of which their own standard errors, `table_bias`, explain 2.41%: sqrt(3.63^2 - 2.41^2) = 2.7%
+# is the tables'). A table's bias is trusted as far as it is measured more precisely than this.
+BIAS_SPREAD = 0.027
 # A table's two to four cuts, nested and fitted to overlapping runs, can show that its errors grow
 # faster than the public tables' do, not that they grow slower: its own spread is not let below
 # this (1 sd at one decade; the public tables' errors at 3x, 10x and 30x, 1.2%, 2.0% and 2.5%, grow
@@ -331,17 +331,20 @@ def with_precision(data: FitData, cut: Cut, result: fitting.FitResult | None, *,
                    fixed_E: float | None) -> Cut:
     """`cut` with the sd of each predicted run's log loss owed to estimating the law from the runs
     below the cut alone, to first order: the Gauss-Newton covariance scatter^2 (J^T J)^-1 of the
-    refit (J the derivatives of log L at its runs, scatter their residual RMS, a prior on E adding
-    its precision), carried to each predicted run. A refit of few runs at few sizes predicts far
-    beyond them with an error of its own: that error is the refit's, not the law's, and says
-    nothing of how the full fit will err. inf where the runs cannot separate the constants."""
+    refit (J the derivatives of log L at its runs, scatter their residual RMS over the degrees of
+    freedom left, a prior on E adding its precision), carried to each predicted run. On simulated
+    sweeps it is about the spread of the refits over the scatter's draws (tests). A refit of few
+    runs at few sizes predicts far beyond them with an error of its own: that error is the
+    refit's, not the law's, and says nothing of how the full fit will err. inf where the runs
+    cannot separate the constants."""
     if result is None or not cut.made:
         return cut
     train, test, _ = future_split(data.compute, data.budgets, cut.factor)
     train = trained(data, train)
     free = slice(0 if fixed_E is None else 1, None)
     jac = log_loss_jacobian(result.law, data.n[train], data.d[train])[:, free]
-    info = jac.T @ jac / max(result.residual_rms, 1e-6) ** 2
+    scatter = result.residual_rms * math.sqrt(train.size / max(train.size - jac.shape[1], 1))
+    info = jac.T @ jac / max(scatter, 1e-6) ** 2
     if result.E_prior is not None and fixed_E is None:     # the prior's precision on log E
         info[0, 0] += (result.law.E / result.E_prior.sd) ** 2
     if np.linalg.cond(info) > 1e14:
