@@ -11,6 +11,7 @@ import pytest
 from scaling.laws.checks import backtest as bt
 from scaling.laws.design.simulate import isoflop_grid, simulate
 from scaling.laws.fitting import fit as fitting
+from scaling.laws.fitting.objective import theta_from_law
 from scaling.laws.forms.law import Law
 
 TRUTH = Law(E=1.9, A=400.0, B=1500.0, alpha=0.33, beta=0.30)
@@ -140,3 +141,33 @@ def test_trustworthy_needs_a_passing_backtest_at_the_farthest_cut_and_says_how_f
     # The near cut passing does not rescue the farthest one: the verdict is held to the largest factor.
     failing = bt.backtest_check(bt.Backtest((near, far_off), bt.PRIOR))
     assert failing.status == "caution" and "tested 30x" in failing.reason and "1 of them inside" in failing.reason
+
+
+def test_a_cuts_precision_is_the_spread_of_its_refits_over_the_scatter():
+    # Second method: refit the 10x cut's 12 runs on 30 draws of 1% scatter and compare the spread of
+    # their log predictions of the top budget's runs with the Gauss-Newton sd of each refit.
+    start = theta_from_law(TRUTH)[None]
+    predictions, sds = [], []
+    for seed in range(30):
+        data = sweep(seed=seed, noise=0.01)
+        cut, result = bt.fit_cut(data, 10.0, delta=1e-3, fixed_E=None, starts=start, coarse=False)
+        cut = bt.with_precision(data, cut, result, fixed_E=None)
+        predictions.append(np.log1p(cut.errors))
+        sds.append(cut.prediction_sd)
+    ratio = np.std(predictions, axis=0) / np.median(sds, axis=0)
+    assert cut.n_train == 12 and np.all((ratio > 0.8) & (ratio < 1.3))
+    assert bt.Cut.from_json(cut.to_json()).prediction_sd == cut.prediction_sd
+
+
+def test_a_bias_its_cuts_cannot_tell_from_chance_falls_back_and_a_precise_one_stays():
+    # Three cuts that each measured -8% per decade: with a precision of 0.5% per decade the table
+    # keeps about its own bias; with 8% per decade (a refit of a few noisy runs) about the fallback's.
+    def cuts(se):
+        return [replace(made_cut(f, n, c, x, -0.08 * x), prediction_sd=(se * x,) * 5)
+                for f, n, c, x in ((2.0, 40, 1e18, 0.5), (10.0, 30, 3e17, 1.0), (30.0, 20, 1e17, 1.5))]
+    precise, noisy = (bt.learn_extrapolation(cuts(se), calibrate=False).bias for se in (0.005, 0.08))
+    assert precise == pytest.approx(-0.08, abs=0.003)
+    assert noisy == pytest.approx(bt.PRIOR.bias, abs=0.006)
+    # Cuts without a measured precision (a fit.json from before) count as one cut each, as they did.
+    plain = bt.learn_extrapolation([made_cut(2.0, 40, 1e18, 0.5, -0.04)], calibrate=False)
+    assert plain.bias == pytest.approx((-0.08 + bt.PRIOR.bias) / 2)
