@@ -5,6 +5,7 @@
     python bench/bench_backtest.py --half fresh      # the tables added last (run once; see HALVES)
     python bench/bench_backtest.py --simulate 3      # simulated sweeps whose true law is another form
     python bench/bench_backtest.py --learn           # the fallback rule (backtest.PRIOR) from the dev half
+    python bench/bench_backtest.py --spread FILE     # backtest.BIAS_SPREAD from a --json dump's dev half
     python bench/bench_backtest.py --form kaplan --half dev   # one law form, as `scaling fit --form kaplan` predicts
     python bench/bench_backtest.py --form all --half dev      # every form, and two rules choosing or combining them
 
@@ -197,6 +198,19 @@ def learn() -> backtest.Extrapolation:
     return backtest.learn_extrapolation(cuts, weight=0.0, floor=0.0)
 
 
+def spread(dump: dict) -> str:
+    """backtest.BIAS_SPREAD: how far the dev half's tables' own biases (each outer split's,
+    `backtest.measured_bias`) lie from the fallback's, less what their own variances explain."""
+    measured = [backtest.measured_bias(backtest.distinct_cuts(backtest.Cut.from_json(c)
+                                                              for c in split["backtest"]["cuts"]))
+                for key, split in dump.items() if key.startswith("dev|") and split]
+    own, var = np.array([m for m in measured if m is not None]).T
+    rms = float(np.sqrt(np.mean((own - backtest.PRIOR.bias) ** 2)))
+    noise = float(np.sqrt(np.mean(var)))
+    return (f"{own.size} dev splits: rms {100 * rms:.2f}% per decade about the fallback, their own standard errors "
+            f"{100 * noise:.2f}%: BIAS_SPREAD = {100 * np.sqrt(max(rms ** 2 - noise ** 2, 0.0)):.2f}%")
+
+
 # Simulated IsoFLOP sweeps whose true law is not the fitted form (and one that is), for the
 # coverage of the intervals beyond the data: 10 budgets from 1e17 to 5.1e19 FLOPs (x2), 7 sizes
 # each, 0.5% log-normal scatter; cut and predicted as the public tables are.
@@ -305,6 +319,7 @@ def main() -> None:
     p.add_argument("--half", choices=("dev", "held-out", "fresh", "both"), default="both",
                    help='"both": dev and held-out (fresh is run on its own, once)')
     p.add_argument("--learn", action="store_true", help="print the fallback rule learned on the dev half")
+    p.add_argument("--spread", type=Path, metavar="JSON", help="print BIAS_SPREAD from an 'after' --json dump")
     p.add_argument("--json", type=Path, help="write every split's predictions here")
     p.add_argument("--simulate", type=int, metavar="SEEDS", help="simulated sweeps instead of the tables")
     p.add_argument("--form", choices=(*catalog.FORMS, "all"), default="chinchilla",
@@ -312,6 +327,9 @@ def main() -> None:
     args = p.parse_args()
     if args.learn:
         print(learn())
+        return
+    if args.spread:
+        print(spread(json.loads(args.spread.read_text())))
         return
     if args.simulate:
         dump: dict = {}

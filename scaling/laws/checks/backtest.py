@@ -115,8 +115,9 @@ PRIOR = Extrapolation(growth=0.02, bias=-0.027, n_cuts=0, source="the public tab
 PRIOR_WEIGHT = 1.0
 # How far a table's own bias per decade may lie from the fallback's: the spread of the development
 # half's tables' biases about it (rms 3.63% per decade over the 23 outer splits of bench_backtest.py,
-# of which their own standard errors, `table_bias`, explain 2.41%: sqrt(3.63^2 - 2.41^2) = 2.7%
-# is the tables'). A table's bias is trusted as far as it is measured more precisely than this.
+# of which their own standard errors, `measured_bias`, explain 2.41%: sqrt(3.63^2 - 2.41^2) = 2.7%
+# is the tables'; `bench_backtest.py --spread`). A table's bias is trusted as far as it is measured more
+# precisely than this.
 BIAS_SPREAD = 0.027
 # A table's two to four cuts, nested and fitted to overlapping runs, can show that its errors grow
 # faster than the public tables' do, not that they grow slower: its own spread is not let below
@@ -376,10 +377,9 @@ def learn_extrapolation(cuts: Iterable[Cut], prior: Extrapolation = PRIOR, weigh
     `floor`; with `calibrate`, it is then widened by what the cuts' own errors say (`calibration`).
     `noise`: the scatter of the runs about the law that predicts."""
     made = distinct_cuts(cuts)
-    r = np.array([np.median(c.log_residuals) for c in made])
-    x = np.array([max(float(np.median(c.distances)), 0.1) for c in made])
+    r, x = cut_slopes(made)
     k = r.size
-    bias = table_bias(made, r / x, x, prior, weight)
+    bias = table_bias(made, prior, weight)
     spread = (np.sum(((r - bias * x) / x ** prior.power) ** 2) + weight * prior.growth ** 2) / (k + weight)
     source = prior.source if k == 0 else f"this table's backtest ({k} cut{'s' * (k != 1)}) and {prior.source}"
     rule = Extrapolation(max(float(math.sqrt(spread)), floor), float(bias), k, source, float(noise), prior.power)
@@ -389,24 +389,43 @@ def learn_extrapolation(cuts: Iterable[Cut], prior: Extrapolation = PRIOR, weigh
     return replace(rule, growth=rule.growth * c, calibration=c)
 
 
-def table_bias(made: list, slopes: np.ndarray, x: np.ndarray, prior: Extrapolation, weight: float) -> float:
-    """The bias per decade beyond the data from the cuts' slopes (median log residual over median
-    distance). Where every cut knows its precision (`with_precision`): their precision-weighted
-    mean, shrunk towards the fallback as a normal prior of sd BIAS_SPREAD would shrink it, by
-    BIAS_SPREAD^2 / (BIAS_SPREAD^2 + se^2). se is one cut's precision, not theirs together: the
-    cuts are nested (each refit's runs hold the next's), and their errors far from independent. A
-    table whose refits could have erred as much by chance (few runs, wide scatter) keeps the
-    fallback; one measured precisely keeps its own. Otherwise (cuts from before, a forms' cut, or
-    `weight` 0 for the pooled fallback) the cuts' mean with the fallback as `weight` cuts."""
-    if made and all(c.prediction_sd for c in made):
-        se = np.array([float(np.median(c.prediction_sd)) for c in made]) / x
-        w = np.where(np.isfinite(se), 1.0 / np.maximum(se, 1e-12) ** 2, 0.0)
-        if w.sum() == 0:
-            return prior.bias
-        own = float(np.sum(w * slopes) / w.sum())
-        var = np.count_nonzero(w) / float(w.sum())
+def cut_slopes(made: list) -> tuple[np.ndarray, np.ndarray]:
+    """(r, x): each cut's median log residual and its median distance in decades (at least 0.1)."""
+    return (np.array([np.median(c.log_residuals) for c in made]),
+            np.array([max(float(np.median(c.distances)), 0.1) for c in made]))
+
+
+def measured_bias(made: list) -> tuple[float, float] | None:
+    """(the cuts' own bias per decade, its variance): their slopes r / x weighted by precision
+    (`with_precision`), the variance one cut's, not theirs together (the cuts are nested, each
+    refit's runs holding the next's, and their errors far from independent). None where a cut
+    does not know its precision (a fit.json from before, a forms' cut) or none has any."""
+    if not made or not all(c.prediction_sd for c in made):
+        return None
+    r, x = cut_slopes(made)
+    se = np.array([float(np.median(c.prediction_sd)) for c in made]) / x
+    w = np.where(np.isfinite(se), 1.0 / np.maximum(se, 1e-12) ** 2, 0.0)
+    if w.sum() == 0:
+        return None
+    return float(np.sum(w * r / x) / w.sum()), float(np.count_nonzero(w) / w.sum())
+
+
+def table_bias(made: list, prior: Extrapolation, weight: float) -> float:
+    """The bias per decade beyond the data. Where the cuts measured it (`measured_bias`): their
+    bias, shrunk towards the fallback as a normal prior of sd BIAS_SPREAD would shrink it, by
+    BIAS_SPREAD^2 / (BIAS_SPREAD^2 + var). A table whose refits could have erred as much by chance
+    (few runs, wide scatter) keeps about the fallback; one measured precisely about its own. Where
+    every cut's precision is unknown (inf: its refit cannot separate the constants, E at its
+    bound) the fallback; where no cut knows it, the cuts' mean slope with the fallback as `weight`
+    cuts (as before the precision was measured)."""
+    measured = measured_bias(made)
+    if measured is not None:
+        own, var = measured
         return prior.bias + (own - prior.bias) * BIAS_SPREAD ** 2 / (BIAS_SPREAD ** 2 + var)
-    return float((np.sum(slopes) + weight * prior.bias) / (slopes.size + weight))
+    if made and all(c.prediction_sd for c in made):
+        return prior.bias
+    r, x = cut_slopes(made)
+    return float((np.sum(r / x) + weight * prior.bias) / (r.size + weight))
 
 
 def calibration(made: list, learn: Callable[[list], Extrapolation]) -> float:
