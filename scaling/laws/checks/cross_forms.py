@@ -252,6 +252,10 @@ def cross_check(data: FitData, result: fitting.FitResult, resampled: np.ndarray 
         if name == mine.name:
             entries.append(mine)
             continue
+        if name == "fixed-E" and not (math.isfinite(result.law.E) and result.law.E > 0):
+            entries.append(FormEntry(name, "E pinned at the full table's fit",
+                                     reason=f"the fit's E is {result.law.E:.3g}: nothing to pin E at"))
+            continue
         form = catalog.get(name, E=result.law.E, source=FROM_TABLE) if name == "fixed-E" else catalog.get(name)
         entry = fitted_entry(form, base, resamples=headline_resamples if name == headline else resamples, seed=seed)
         entries.append(entry)
