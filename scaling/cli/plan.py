@@ -97,7 +97,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for key, entry in sorted((fit.approaches or {}).items()):
             if isinstance(entry, dict) and entry.get("a") is None:  # say why an approach gave no a
                 print(f"{compare.APPROACH_NAMES.get(key, key)}: no estimate: {entry.get('reason')}")
-    for w in warnings:
+    for w in compare.disagreement(warnings):
         print(f"warning: {w}")
     print("\ncaveats:")
     for text in compare.CAVEATS:

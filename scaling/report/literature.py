@@ -41,7 +41,7 @@ def allocation_exponents(r: Report) -> None:
     r.doc.table(["approach", "a", "interval", "b", "Hoffmann et al.", "notes"], rows,
                 align=["l", "r", "r", "r", "r", "l"])
     if apps:
-        r.doc.ul(f"warning: {w}" for w in compare.compare_approaches(apps, fit.law, fit.ci)[1])
+        r.doc.ul(f"warning: {w}" for w in compare.disagreement(compare.compare_approaches(apps, fit.law, fit.ci)[1]))
     if r.inputs.data is None:
         r.missing_figures["isoflop"] = "no points to group by budget"
         return

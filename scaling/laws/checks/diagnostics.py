@@ -266,7 +266,8 @@ def approaches_check(approaches: dict | None, law: Law, ci: Intervals | None) ->
     threshold = "Approaches 1, 2, 3 and VPNLS agree on a within their intervals"
     if not approaches:
         return Check("approaches_agree", None, threshold, PASS, "only the parametric fit: nothing to compare")
-    rows, warnings = compare.compare_approaches(approaches, law, ci)
+    rows, clashes = compare.compare_approaches(approaches, law, ci)
+    warnings = compare.disagreement(clashes)
     grouping = (approaches.get("approach_2") or {}).get("grouping") or ""
     if grouping.startswith("log-spaced bins"):
         warnings = warnings + [f"the runs' compute does not fall on shared budgets, so Approach 2 groups it in "
@@ -276,7 +277,7 @@ def approaches_check(approaches: dict | None, law: Law, ci: Intervals | None) ->
                    if isinstance(e, dict) and e.get("a") is None and e.get("reason")]
     reason = "; ".join(w.rstrip(".") for w in warnings + unsupported) if warnings or unsupported else \
         "a = " + ", ".join(f"{r['a']:.3f} ({r['name']})" for r in rows)
-    return Check("approaches_agree", float(len(warnings)), threshold, CAUTION if warnings else PASS, reason)
+    return Check("approaches_agree", float(len(clashes)), threshold, CAUTION if warnings else PASS, reason)
 
 
 def convention_check(conventions: dict, used: str) -> Check:

@@ -153,7 +153,8 @@ def _interval(entry: dict) -> tuple[float, float] | None:
 
 def compare_approaches(approaches: dict, law: Law | None = None,
                        ci: Intervals | None = None) -> tuple[list[dict], list[str]]:
-    """The exponent a from each approach, and a warning for each pair that disagrees.
+    """The exponent a from each approach, and each pair that disagrees ("X a = .. and Y a = ..
+    disagree beyond their intervals"; `disagreement` turns them into one warning with its advice).
 
     `approaches` is fit.json's "approaches": {"approach_1": {"a": .., "a_ci": [lo, hi]}, ...}
     (the interval may be missing). When it has no approach_3, the fit's own law and its interval of a
@@ -182,12 +183,18 @@ def compare_approaches(approaches: dict, law: Law | None = None,
             else:
                 clash = False
             if clash:
-                warnings.append(
-                    f"{x['name']} a = {_fmt_a(x)} and {y['name']} a = {_fmt_a(y)} disagree "
-                    "beyond their intervals: the allocation depends on the method, so check "
-                    "the sweep's coverage of N at each budget and the fit's residuals before "
-                    "trusting either.")
+                warnings.append(f"{x['name']} a = {_fmt_a(x)} and {y['name']} a = {_fmt_a(y)} disagree "
+                                "beyond their intervals")
     return rows, warnings
+
+
+DISAGREEMENT_ADVICE = ("the allocation depends on the method, so check the sweep's coverage of N at each "
+                       "budget and the fit's residuals before trusting any one")
+
+
+def disagreement(clashes: list[str]) -> list[str]:
+    """`compare_approaches`' clashing pairs as one warning (none where none clash), the advice once."""
+    return ["; ".join(clashes) + ": " + DISAGREEMENT_ADVICE + "."] if clashes else []
 
 
 def _apart(ax: float, ix: tuple[float, float], ay: float, iy: tuple[float, float]) -> bool:
