@@ -113,29 +113,40 @@ def dir_mode() -> int:
     return 0o777 & ~_umask()
 
 
-def write_atomic(path: Path, data: bytes | str) -> None:
-    """Replace `path` with `data` so that readers see the old or the new file, never a mix."""
+def write_temp(path: Path, data: bytes | str) -> Path:
+    """`data` in a new temporary file beside `path`, complete and synced; its path. The pid in its
+    name (.NAME.<pid>.XXXXXXXX.scaling-tmp): the next writer removes it when this process died
+    (outputs.remove_leftovers). Nothing is left behind when the write fails."""
     path = Path(path)
     payload = data.encode() if isinstance(data, str) else data
     tmp = None
     try:
-        # The pid in the name: the next writer removes it when this process died (outputs.remove_leftovers).
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX)
         os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as f:
             faults.write(f"write:{path.name}", f, payload, path)
             f.flush()
             os.fsync(f.fileno())
+    except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise naming(exc, path) from exc
+    return Path(tmp)
+
+
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Replace `path` with `data` so that readers see the old or the new file, never a mix."""
+    path = Path(path)
+    tmp = write_temp(path, data)
+    try:
         faults.point(f"rename:{path.name}", path)
         os.replace(tmp, path)
-        tmp = None
         faults.point(f"renamed:{path.name}", path)
         sync_dir(path.parent)
     except OSError as exc:
         raise naming(exc, path) from exc
     finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)             # renamed already, unless the write failed
 
 
 def check_output(folder: Path | str, names: Iterable[str] = ()) -> None:

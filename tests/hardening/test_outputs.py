@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from scaling.cli import main
+from scaling.laws.results import lawfit as results
 from tests.hardening.helpers import ROOT, dead_pid, fit_table, refused, run_cli
 
 
@@ -106,3 +107,34 @@ def test_a_refit_removes_the_temporary_files_of_a_killed_fit_and_keeps_a_live_wr
         path.write_text("half a file")
     fit_table(tmp_path, "fit", bootstrap=5)
     assert not any(p.exists() for p in dead) and live.exists()
+
+
+@pytest.fixture(scope="module")
+def two_fits(tmp_path_factory) -> dict:
+    """The files of two fits of one table (5 and 20 resamples): {name: (fit.json, {file: sha256})}."""
+    tmp = tmp_path_factory.mktemp("two-fits")
+    made = {"old": fit_table(tmp, "old", bootstrap=5), "new": fit_table(tmp, "new", bootstrap=20)}
+    return {name: (fit, contents(fit.parent)) for name, fit in made.items()}
+
+
+# Where a kill falls in `scaling fit`'s write, in order: a side file half written, fit.json half
+# written (every side file complete), then after the journal's commit each rename of the set.
+BEFORE_COMMIT = ("write:fit.bootstrap.csv", "write:fit.json")
+AFTER_COMMIT = ("rename:fit.bootstrap.csv", "renamed:fit.bootstrap.csv", "renamed:fit.points.csv", "renamed:fit.json")
+
+
+@pytest.mark.parametrize("site", BEFORE_COMMIT + AFTER_COMMIT)
+def test_a_fit_killed_at_any_step_leaves_the_old_fit_or_the_new_one(two_fits, tmp_path, site):
+    folder = tmp_path / "fit"
+    shutil.copytree(two_fits["old"][0].parent, folder)
+    table = two_fits["new"][0].parents[1] / "new.csv"            # the table the new fit was made of
+    killed = run_cli(["fit", "--csv", table, "--n-col", "N", "--d-col", "D", "--loss-col", "loss",
+                      "--bootstrap", "20", "--out", folder], env={"SCALING_FAULT": f"kill_at={site}:1"})
+    assert killed.returncode == -9, killed.stderr
+    loaded = results.load_fit(folder)              # was, killed between two renames: "belongs to another fit"
+    expected = "old" if site in BEFORE_COMMIT else "new"
+    assert loaded.options.bootstrap == (5 if expected == "old" else 20)
+    files = {k: v for k, v in contents(folder).items() if not k.startswith(".")}
+    assert files == two_fits[expected][1]
+    results.write_fit(folder, results.load_fit(two_fits["new"][0]))    # the next fit cleans up
+    assert contents(folder) == two_fits["new"][1]

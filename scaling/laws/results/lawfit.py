@@ -62,11 +62,11 @@ from scaling.laws.results.fit_file import (
     repeated_of,
     samples_path,
 )
-from scaling.laws.results.points_file import read_points, write_points
+from scaling.laws.results.points_file import format_points, read_points
 from scaling.laws.results.summary import format_summary
 from scaling.reading import parse_json, read_bounded
-from scaling.runs.outputs import remove_leftovers
-from scaling.runs.store import check_output, write_atomic
+from scaling.runs.outputs import remove_leftovers, replace_files, settle
+from scaling.runs.store import check_output
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -488,22 +488,21 @@ def dumps_fit(fit: LawFit) -> str:
     return json.dumps(fit.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
-def _write_samples(path: Path, names: Sequence[str], rows: np.ndarray, digest: str) -> None:
+def _samples_text(names: Sequence[str], rows: np.ndarray, digest: str) -> str:
     lines = [DIGEST_LINE + digest, ",".join(names)] + [",".join(repr(float(v)) for v in row) for row in rows]
-    write_atomic(path, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 def write_fit(path: str | Path, fit: LawFit) -> Path:
-    """Write fit.json atomically (a folder path gets fit.json inside it), and beside it the
-    bootstrap's constants when there are any and the fitted points when the fit holds them
-    (fit.points.csv, `points_file`; the bootstrap's stamped with fit.json's digest; all written
-    before it);
-    a side file the new fit has none of is removed. Return the fit.json path."""
+    """Write fit.json (a folder path gets fit.json inside it) and beside it the bootstrap's
+    constants when there are any and the fitted points when the fit holds them (fit.points.csv,
+    `points_file`; the bootstrap's stamped with fit.json's digest), as one unit
+    (`outputs.replace_files`): a kill or a full disk at any point leaves the old fit's files or
+    the new one's. A side file the new fit has none of is removed. Return the fit.json path."""
     path = Path(path)
     if path.is_dir() or path.suffix != ".json":
         path = path / FILENAME
-    # Refused before anything is written: a folder where one of the fit's files goes would
-    # otherwise fail after a side file was written, leaving it without its fit.json.
+    # Refused before anything is written: a folder where one of the fit's files goes.
     check_output(path.parent, [path.name, *(samples_path(path, kind).name for kind in (*SIDE_KINDS, "points"))])
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -512,17 +511,13 @@ def write_fit(path: str | Path, fit: LawFit) -> Path:
     remove_leftovers(path.parent)          # temporary files of a killed fit (their pid is dead)
     text = dumps_fit(fit)
     digest = fit_digest(text)
-    sides = {"bootstrap": (PARAM_NAMES, fit.resampled),
-             "repeated": (SAMPLE_NAMES, None if fit.repeated is None else fit.repeated.samples)}
-    for kind, (names, rows) in sides.items():
-        if rows is not None:
-            _write_samples(samples_path(path, kind), names, rows, digest)
-    if fit.points is not None:
-        write_points(samples_path(path, "points"), fit.points)
-    write_atomic(path, text)
-    written = {"points": fit.points is not None, **{kind: rows is not None for kind, (_, rows) in sides.items()}}
-    for kind in (kind for kind, present in written.items() if not present):
-        samples_path(path, kind).unlink(missing_ok=True)   # an older fit's: it would never match
+    sides = {"bootstrap": None if fit.resampled is None else _samples_text(PARAM_NAMES, fit.resampled, digest),
+             "repeated": None if fit.repeated is None or fit.repeated.samples is None
+             else _samples_text(SAMPLE_NAMES, fit.repeated.samples, digest),
+             "points": None if fit.points is None else format_points(fit.points)}
+    files = {samples_path(path, kind).name: side for kind, side in sides.items() if side is not None}
+    absent = [samples_path(path, kind).name for kind, side in sides.items() if side is None]
+    replace_files(path.parent, {**files, path.name: text}, remove=absent)   # an older fit's: it would never match
     return path
 
 
@@ -537,6 +532,7 @@ def load_fit(path: str | Path) -> LawFit:
     path = Path(path)
     if path.is_dir():
         path = path / FILENAME
+    settle(path.parent)                     # a fit whose write a kill cut short: finish it (outputs.replace_files)
     try:
         raw = read_bounded(path)            # a regular file, size-capped: never /dev/zero or a FIFO
     except FileNotFoundError:

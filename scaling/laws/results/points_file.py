@@ -1,6 +1,6 @@
 """The fitted points beside fit.json, fit.points.csv, so that a fit read back can be drawn.
 
-    write_points(samples_path(path, "points"), fit.points)        # by `write_fit`
+    text = format_points(fit.points)                                # by `write_fit`, beside fit.json
     points = read_points(path, fit.data, fit.law.flops)            # by `load_fit`
 
 fit.json keeps what was computed from the points (their digest, ranges, what was left out), not
@@ -26,7 +26,6 @@ import numpy as np
 from scaling.errors import UsageError
 from scaling.laws.fitting.fitdata import FitData
 from scaling.reading import read_text
-from scaling.runs.store import write_atomic
 from scaling.train.compute import FlopsPerToken
 
 if TYPE_CHECKING:
@@ -36,8 +35,8 @@ COLUMNS = ("id", "n", "d", "loss", "compute")
 BUDGET_COLUMNS = ("budget", "group")     # a budget in the fit's measure, or a label in another
 
 
-def write_points(path: Path, data: FitData) -> None:
-    """fit.points.csv: the points, one row each (see the module doc)."""
+def format_points(data: FitData) -> str:
+    """fit.points.csv's text: the points, one row each (see the module doc)."""
     budget = [] if data.budgets is None else ["budget" if data.budgets_in_measure else "group"]
     columns = [data.n, data.d, data.loss, data.compute] + ([] if data.budgets is None else [data.budgets])
     out = io.StringIO()
@@ -45,7 +44,7 @@ def write_points(path: Path, data: FitData) -> None:
     writer.writerow([*COLUMNS, *budget])
     for i, row in enumerate(zip(*columns)):
         writer.writerow([data.ids[i], *(repr(float(v)) for v in row)])
-    write_atomic(path, out.getvalue())
+    return out.getvalue()
 
 
 def read_points(path: Path, summary: DataSummary, flops: FlopsPerToken) -> FitData | None:
