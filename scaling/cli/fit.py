@@ -12,9 +12,13 @@ Thin layer over the Python API: `scaling.fit` (`scaling.laws.api.fit`: a `fitdat
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import time
 from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from scaling.errors import UsageError
 from scaling.laws import api, tasks
@@ -142,6 +146,19 @@ def _check_count(flag: str, value: int) -> None:
         raise UsageError(f"{flag} must be a whole number >= 0; got {value!r}")
 
 
+def _fitting_display() -> contextlib.AbstractContextManager:
+    """The time elapsed, on stderr while the fit runs, where stderr is a terminal (nothing in a pipe
+    or a log): a fit of thousands of points takes minutes (docs/fitting.md, "Limits")."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        return contextlib.nullcontext()
+    display = Progress(SpinnerColumn(), TextColumn("fitting: L-BFGS from every start, the bootstrap, the hold-out "
+                                                   "and backtest refits"), TimeElapsedColumn(),
+                       console=console, transient=True)
+    display.add_task("fit", total=None)
+    return display
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     _check_count("--bootstrap", args.bootstrap)
     if args.bootstrap > MAX_RESAMPLES:
@@ -161,14 +178,15 @@ def cmd_fit(args: argparse.Namespace) -> int:
     source, kind, name = source_of(args)
     out = args.out if args.out is not None else Path("fits") / name
     start = time.perf_counter()
-    fit = api.fit(source, kind=kind, n=args.n_col, d=args.d_col, c=args.c_col, loss=args.loss_col,
-                  param_convention=args.param_convention, compute_measure=args.compute_measure,
-                  embedding=args.embedding_col, budget=args.budget_col, unique=args.unique_col,
-                  unique_tokens=args.unique_tokens, drop_highest_loss=args.drop_highest_loss,
-                  min_tokens_per_param=args.min_tokens_per_param, min_tokens=args.min_tokens,
-                  delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap, seed=args.seed,
-                  reference_compute=args.reference_compute, data_constrained=args.data_constrained,
-                  metric=args.metric, curves=args.curves, E_prior=_E_prior(args), form=args.form)
+    with _fitting_display():
+        fit = api.fit(source, kind=kind, n=args.n_col, d=args.d_col, c=args.c_col, loss=args.loss_col,
+                      param_convention=args.param_convention, compute_measure=args.compute_measure,
+                      embedding=args.embedding_col, budget=args.budget_col, unique=args.unique_col,
+                      unique_tokens=args.unique_tokens, drop_highest_loss=args.drop_highest_loss,
+                      min_tokens_per_param=args.min_tokens_per_param, min_tokens=args.min_tokens,
+                      delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap, seed=args.seed,
+                      reference_compute=args.reference_compute, data_constrained=args.data_constrained,
+                      metric=args.metric, curves=args.curves, E_prior=_E_prior(args), form=args.form)
     elapsed = time.perf_counter() - start
     path = results.write_fit(out, fit)
     if args.json:

@@ -70,6 +70,8 @@ def _problem(error: ErrorDetails) -> str:
         return "is not a known key"
     if "le" in ctx and ctx["le"] == LARGEST:
         return f"must be at most {LARGEST:g} (beyond it the law's numbers overflow a float)"
+    if "ge" in ctx and ctx["ge"] == 1 / LARGEST:
+        return f"must be positive (at least {1 / LARGEST:g})"
     return error["msg"][0].lower() + error["msg"][1:]
 
 

@@ -21,7 +21,7 @@ from scaling.runs import store
 from scaling.sweep.driver import run_sweep
 from scaling.sweep.plan import plan
 from tests.conftest import MICRO, micro_config
-from tests.hardening.helpers import deadline, refused
+from tests.hardening.helpers import ROOT, deadline, refused
 
 
 def write_config(path, **grid):
@@ -96,3 +96,31 @@ def test_a_fifo_as_a_runs_checkpoint_is_moved_aside_not_waited_on(tmp_path, cach
         result = run_sweep(cfg, tmp_path, cache_dir)            # was: a sweep hung 180 s on it
     assert (run_dir / f"{store.CHECKPOINT}.unusable").exists()
     assert store.read_summary(run_dir)["status"] == "finished" and len(result.table) == 1
+
+
+def test_a_fit_on_a_terminal_shows_the_time_elapsed(tmp_path):
+    # A long fit (1e5 points: minutes) shows that it is working. (A pipe gets nothing: every
+    # refusal test above reads exactly one line of stderr.)
+    import pty
+    import subprocess
+    import sys
+    table = tmp_path / "points.csv"
+    points(12).to_csv(table, index=False)
+    argv = [sys.executable, "-m", "scaling", "fit", "--csv", str(table), "--bootstrap", "0",
+            "--out", str(tmp_path / "fit")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "120", "TERM": "xterm"}
+    leader, follower = pty.openpty()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=follower, env=env, cwd=ROOT)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:                     # the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    assert child.wait(timeout=60) == 0
+    os.close(leader)
+    assert b"fitting: L-BFGS" in shown and b"0:00:0" in shown      # the spinner's text and time elapsed
