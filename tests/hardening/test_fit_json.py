@@ -71,7 +71,7 @@ TAMPERED = {
     "kaplan.L_N text": ({"kaplan.L_N": "x"}, "'kaplan.L_N'"),
     "kaplan alpha text": ({"kaplan.L_N.alpha": "x"}, "'kaplan.L_N.alpha'"),
     "dropped of text": ({"data.dropped": ["x"]}, "'data.dropped[0]'"),
-    "reference_compute -1": ({"reference_compute": -1}, "'reference_compute'"),
+    "reference_compute -1": ({"reference_compute": -1}, "'reference_compute' must be positive (at least 1e-300)"),
     "delta text": ({"options.delta": "x"}, "'options.delta'"),
     "n_starts text": ({"options.n_starts": "x"}, "'options.n_starts'"),
     "fixed_E text": ({"options.fixed_E": "x"}, "'options.fixed_E'"),

@@ -71,6 +71,16 @@ def test_a_fit_of_more_points_than_the_limit_is_refused_at_once(tmp_path, capsys
     assert time.perf_counter() - start < 30 and not (tmp_path / "fit").exists()
 
 
+def test_a_table_past_the_file_size_limit_is_refused_before_it_is_read(tmp_path, capsys):
+    from scaling.reading import MAX_FILE_BYTES
+    table = tmp_path / "huge.csv"
+    with open(table, "wb") as f:               # sparse: no disk used, and read whole it is 256 MiB of zeros
+        f.write(b"N,D,loss\n")
+        f.truncate(MAX_FILE_BYTES + 1)
+    with deadline(30, extra_bytes=2**30):      # was: pandas read it all before the points were counted
+        refused(fit_csv(table, tmp_path), capsys, "larger than 256 MiB, more rows than a fit takes")
+
+
 def test_a_loss_beyond_any_language_models_is_refused(tmp_path, capsys):
     table = tmp_path / "points.csv"
     frame = points(12)

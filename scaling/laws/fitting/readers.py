@@ -26,6 +26,8 @@ from scaling.errors import UsageError
 from scaling.laws import tasks
 from scaling.laws.fitting.fitdata import Dropped, FitData, not_positive, show_cell
 from scaling.laws.fitting.provenance import Provenance
+from scaling.laws.fitting.selection import MAX_POINTS
+from scaling.reading import MAX_FILE_BYTES
 from scaling.runs import store
 from scaling.runs.imports.resolve import LOSS_TAGS, N_KEYS, TOKENS_KEYS
 from scaling.train.compute import SIX_N, FlopsPerToken, fit_flops_per_token
@@ -215,6 +217,9 @@ def read_table(path: str | Path) -> pd.DataFrame:
         raise UsageError(f"table {path} does not exist")
     if not path.is_file():    # a FIFO or a device (/dev/zero) would be read forever
         raise UsageError(f"cannot read table {path}: not a regular file (a FIFO, a device or a folder)")
+    if path.stat().st_size > MAX_FILE_BYTES:   # far past MAX_POINTS rows: refused before pandas holds it
+        raise UsageError(f"cannot read table {path}: larger than {MAX_FILE_BYTES // 2**20} MiB, more rows than a fit "
+                         f"takes (at most {MAX_POINTS:,} points); average replicates or subsample it")
     suffix = path.suffix.lower()
     try:
         if suffix in (".parquet", ".pq"):
