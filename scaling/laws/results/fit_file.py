@@ -40,9 +40,9 @@ VERSION = 1
 FILENAME = "fit.json"
 
 # The side CSVs' first line: the sha256 of the fit.json text they belong to. A fit's files are
-# written side files first, fit.json last, each atomically; a write cut short (a full disk, a
-# kill) leaves a side file whose digest is not its fit.json's, and the reader refuses it rather
-# than pair one fit's numbers with another's intervals.
+# written as one unit (outputs.replace_files: old set or new, whatever a kill interrupts); a side
+# file copied in from another fit, or edited, has a digest that is not its fit.json's, and the
+# reader refuses it rather than pair one fit's numbers with another's intervals.
 DIGEST_LINE = "# fit.json sha256 "
 SIDE_KINDS = ("bootstrap", "repeated")
 # Every file beside fit.json that a fit writes: the samples and the fitted points (fit.points.csv).
@@ -262,7 +262,7 @@ def read_samples(path: Path, names: Sequence[str], count: int | None, digest: st
                          "edited); rerun `scaling fit` to write the fit's files together")
     if first[len(DIGEST_LINE):].strip() != digest:
         raise UsageError(f"{path} belongs to another fit than {path.with_name(FILENAME)} (its fit.json digest "
-                         "differs: a write was cut short, or one file was replaced); rerun `scaling fit`")
+                         "differs: one file was replaced or edited); rerun `scaling fit`")
     try:
         table = pd.read_csv(io.StringIO(rest))
         values = table.to_numpy(dtype=float)            # text where a number should be: ValueError
