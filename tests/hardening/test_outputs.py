@@ -138,3 +138,14 @@ def test_a_fit_killed_at_any_step_leaves_the_old_fit_or_the_new_one(two_fits, tm
     assert files == two_fits[expected][1]
     results.write_fit(folder, results.load_fit(two_fits["new"][0]))    # the next fit cleans up
     assert contents(folder) == two_fits["new"][1]
+
+
+def test_a_journal_that_names_a_users_file_is_refused_and_the_file_kept(two_fits, tmp_path, capsys):
+    folder = tmp_path / "fit"
+    shutil.copytree(two_fits["old"][0].parent, folder)
+    (folder / "notes.txt").write_text("mine")
+    journal = folder / f".fit.json.scaling-journal-{dead_pid()}"
+    journal.write_text('{"replace": {"fit.json": "notes.txt"}, "remove": []}')   # not a temporary of fit.json
+    refused(["plan", "--fit", folder, "--compute", "1e21"], capsys, "is not a journal of scaling's writes")
+    assert (folder / "notes.txt").read_text() == "mine"
+    assert contents(folder)["fit.json"] == two_fits["old"][1]["fit.json"]
