@@ -59,9 +59,9 @@ def apply_filters(data: FitData, *, drop_highest_loss: int = 0, min_tokens_per_p
     return data.take(np.flatnonzero(keep), dropped=tuple(dropped), filters=filters)
 
 
-# The most points one fit takes. Every L-BFGS step and every bootstrap resample walks all points:
-# 1e5 points with the default 1,000 resamples take about 4.5 minutes on 2 cores (issue 43's probe:
-# 265 s), 1e6 would take most of an hour. A sweep has hundreds of runs; a table past this holds
+# The most points one fit takes. Every L-BFGS step of every fit, refit and bootstrap resample walks
+# all points: 1e5 points with the default 1,000 resamples take 27 minutes of one core (1,621 s of
+# CPU time, 316 MB; docs/fitting.md), 1e6 would take hours. A sweep has hundreds of runs; a table past this holds
 # replicates or curve points, which are averaged or subsampled before fitting, not fitted whole.
 MAX_POINTS = 100_000
 
@@ -73,7 +73,7 @@ def check_fittable(data: FitData, fixed_E: float | None = None) -> None:
     after = " after filters" if any(data.filters.values()) else ""
     if len(data) > MAX_POINTS:
         raise UsageError(f"{data.source}: {len(data):,} points{after}, more than the {MAX_POINTS:,} a fit takes "
-                         "(1e5 points with 1,000 bootstrap resamples take about 4.5 minutes on 2 cores); average "
+                         "(1e5 points with 1,000 bootstrap resamples take about 27 minutes of one core); average "
                          "replicates or subsample the table")
     if len(data) < n_free:
         raise UsageError(f"{data.source}: {len(data)} point(s){after}, fewer than the {n_free} free "
