@@ -40,8 +40,11 @@ study: install
 	$(BIN)/scaling fit runs/study
 	$(BIN)/scaling validate fits/study --compute 9.6e13 --force
 
+# One worker per core (pytest-xdist), each test file on one worker: a file's module fixtures (its
+# sweeps and fits) are made once; the trainings and fits are single-threaded enough that two
+# workers on 2 cores take about half the time of one (tests/conftest.py gives each its share of threads).
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
 clean:
 	rm -rf $(VENV) .pytest_cache

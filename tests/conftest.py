@@ -6,6 +6,8 @@ sweep, fit and report tests alike.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from scaling.config import parse_config
@@ -29,6 +31,22 @@ MICRO = {
 
 
 MICRO_RUNS = len(MICRO["grid"]["models"]) * len(MICRO["grid"]["tokens"])
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (`make test` runs `-n auto`), each worker is one of as many processes as
+    there are cores: torch's default of a thread per core in each would oversubscribe them, so a
+    worker and what it starts (CLI subprocesses, sweep workers) share the cores out instead."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not workers:
+        return
+    import torch
+
+    from scaling.sweep.packing import usable_cores
+
+    threads = max(1, usable_cores() // int(workers))
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    torch.set_num_threads(threads)
 
 
 def micro_config(**overrides):
