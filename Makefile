@@ -42,9 +42,10 @@ study: install
 
 # One worker per core (pytest-xdist), each test file on one worker: a file's module fixtures (its
 # sweeps and fits) are made once; the trainings and fits are single-threaded enough that two
-# workers on 2 cores take about half the time of one (tests/conftest.py gives each its share of threads).
+# workers on 2 cores take about half the time of one (tests/conftest.py gives each its share of
+# threads, and hands out the slowest files first: --no-loadscope-reorder keeps that order).
 test: install
-	$(BIN)/python -m pytest -q -n auto --dist loadfile
+	$(BIN)/python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder
 
 clean:
 	rm -rf $(VENV) .pytest_cache
