@@ -307,6 +307,17 @@ class FormTarget(Section):
     d: Positive
 
 
+class Extrapolation(Section):
+    """How a prediction's error grows beyond the fitted compute (scaling.laws.checks.backtest.Extrapolation)."""
+    growth: NonNegative
+    bias: Finite
+    n_cuts: Count
+    source: Text
+    noise: NonNegative = 0.0
+    power: Positive = 1.0
+    calibration: Positive = 1.0
+
+
 class FormEntry(Section):
     """One law form fitted beside the fit (scaling.laws.checks.cross_forms.FormEntry)."""
     name: FORM_NAMES
@@ -315,7 +326,7 @@ class FormEntry(Section):
     residual_rms: NonNegative = 0.0
     n_resamples: Count = 0
     cuts: list[dict] = []
-    extrapolation: dict | None = None
+    extrapolation: Extrapolation | None = None
     prediction: FormPrediction | None = None
     optimum: dict | None = None
     samples: list[list[Finite]] = []

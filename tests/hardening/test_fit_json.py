@@ -90,6 +90,10 @@ TAMPERED = {
     "table path an int": ({"data.table.path": 3}, "'data.table.path'"),
     "allocation a 1e308": ({"allocation.a": 1e308}, "'allocation.a' must be at most 1e+300"),
     "evidence of ints": ({"evidence": [1, 2]}, "'evidence[0]'"),
+    # numbers beyond a float, which float() refuses with an OverflowError (the fuzz found the first)
+    "forms calibration 10^400": ({"forms.entries.1.extrapolation.calibration": 10**400},
+                                 "'forms.entries[1].extrapolation.calibration' input should be a valid number"),
+    "backtest calibration 10^400": ({"backtest.extrapolation.calibration": 10**400}, "'backtest' is not a backtest"),
 }
 
 

@@ -227,7 +227,7 @@ def _optional_section(obj: dict, where: str, key: str, parse: Callable[[Any], T]
         return None
     try:
         return parse(part)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise UsageError(f"{where}: '{key}' is not {what} ({type(exc).__name__}: {exc})") from None
 
 
