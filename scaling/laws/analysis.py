@@ -59,7 +59,7 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     interval beyond the data; False for the fit alone. E_prior: (mean, sd[, source]), a Gaussian prior on E
     added to the objective (`objective.EPrior`, in the objective's units by `quasi_likelihood_scale`
     of the fit without it) and carried into the bootstrap, the refits and so every interval.
-    interval beyond the data; False for the fit alone. form: the law form `predict` and `plan` use
+    form: the law form `predict` and `plan` use
     (`scaling.laws.forms.catalog`; default the Chinchilla form, or fixed-E with `fixed_E`): the
     constants, diagnostics and verdict stay the Chinchilla form's. forms: fit every other form beside
     it with its own backtest (`scaling.laws.checks.cross_forms`; `LawFit.forms`; with the backtest, and
@@ -69,11 +69,12 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     _check_resampling(bootstrap, seed)
     form = _check_form(form, fixed_E)
     check_fittable(data, fixed_E)
+    if data_constrained and data.unique is None:
+        raise UsageError(f"{data.source}: the data-constrained fit needs each run's unique tokens "
+                         "(a run store records them; for a table give its unique-tokens column or one count)",
+                         options=("unique", "unique_tokens"))
     data = data.canonical()
-    if reference_compute is None:
-        reference_compute = float(data.compute.max())
-    elif not (math.isfinite(reference_compute) and reference_compute > 0):
-        raise UsageError(f"the reference compute must be a positive number of FLOPs; got {reference_compute!r}")
+    reference_compute = _reference(reference_compute, data)
     result = _planned_with(fitting.fit_law(data.n, data.d, data.loss, delta=delta, grid=grid, fixed_E=fixed_E), data)
     prior = None
     if E_prior is not None:
@@ -98,30 +99,40 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     if conventions is not None and data.param_convention is not None:   # (the first implies the second)
         fit = replace(fit, param_conventions=conventions)
         extra.append(diagnostics.convention_check(conventions, data.param_convention))
-    if data_constrained and data.unique is None:
-        raise UsageError(f"{data.source}: the data-constrained fit needs each run's unique tokens "
-                         "(a run store records them; for a table give its unique-tokens column or one count)",
-                         options=("unique", "unique_tokens"))
     fit = replace(fit, repeated=fit_repeated(data, bootstrap=min(int(bootstrap), REPEATED_RESAMPLES), seed=int(seed),
                                              delta=delta, grid=grid, force=data_constrained))
     # The one hold-out refit: judged by the diagnostics, kept in fit.json, printed by the report.
     check = holdout(data, law, fraction=diagnostics.THRESHOLDS["holdout_fraction"], delta=result.delta,
                     fixed_E=result.fixed_E, starts=result.end_points, E_prior=prior)
-    future = None
-    if backtest:     # leave-future-out: judged by the verdict, it widens every interval beyond the data
-        future = backtesting.backtest(data, result, delta=result.delta, fixed_E=result.fixed_E)
+    future = backtesting.backtest(data, result, delta=result.delta, fixed_E=result.fixed_E) if backtest else None
+    if future is not None:      # leave-future-out: judged by the verdict, it widens every interval beyond the data
         extra += [backtesting.backtest_check(future), backtesting.E_drift_check(future, fit.interval("E"), law.E,
                                                                               float(data.loss.min()))]
     side = None
     if (forms and backtest) or form != cross_forms.fitted_form(result):
-        side = cross_forms.cross_check(data, result, fit.resampled, future, headline=form,
-                                       target_compute=reference_compute, seed=int(seed),
-                                       resamples=min(int(bootstrap), cross_forms.CROSS_CHECK_RESAMPLES),
-                                       headline_resamples=min(int(bootstrap), cross_forms.HEADLINE_RESAMPLES))
+        side = _forms_beside(data, result, fit, future, form, reference_compute, int(bootstrap), int(seed))
         extra.append(cross_forms.forms_check(side))
     return replace(fit, lack_of_fit=json_safe(lof.to_json()), holdout=check, backtest=future, form=form, forms=side,
                    diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
                                                     lof=lof, holdout=check, extra=tuple(extra)))
+
+
+def _reference(reference_compute: float | None, data: FitData) -> float:
+    """C at which tokens per parameter is given: the largest compute in the data unless given."""
+    if reference_compute is None:
+        return float(data.compute.max())
+    if not (math.isfinite(reference_compute) and reference_compute > 0):
+        raise UsageError(f"the reference compute must be a positive number of FLOPs; got {reference_compute!r}")
+    return float(reference_compute)
+
+
+def _forms_beside(data: FitData, result: fitting.FitResult, fit: LawFit, future: backtesting.Backtest | None,
+                  form: str, reference_compute: float, bootstrap: int, seed: int) -> cross_forms.Forms:
+    """Every law form fitted beside the fit, with at most as many resamples as the fit's own."""
+    return cross_forms.cross_check(data, result, fit.resampled, future, headline=form,
+                                   target_compute=reference_compute, seed=seed,
+                                   resamples=min(bootstrap, cross_forms.CROSS_CHECK_RESAMPLES),
+                                   headline_resamples=min(bootstrap, cross_forms.HEADLINE_RESAMPLES))
 
 
 def e_prior_of(E_prior: tuple, data: FitData, result: fitting.FitResult, fixed_E: float | None,
