@@ -155,6 +155,36 @@ def percentile_intervals(samples: dict[str, np.ndarray], level: float
     return intervals, n_undefined
 
 
+def _check_settings(n_resamples: int, level: float, widen: float) -> None:
+    if not 1 <= n_resamples <= MAX_RESAMPLES:
+        raise UsageError(f"the number of bootstrap resamples must be from 1 to {MAX_RESAMPLES:,} (a 95% "
+                         f"interval's ends settle within a few thousand); got {n_resamples}")
+    if not 0 < level < 1:
+        raise UsageError(f"the interval level must be in (0, 1); got {level}")
+    if not (math.isfinite(widen) and widen >= 1.0):
+        raise UsageError(f"the interval widening factor must be a number >= 1; got {widen}")
+
+
+def _refit_resamples(n_resamples: int, seed: int, starts: np.ndarray, points: tuple, delta: float,
+                     free: np.ndarray, E_prior: EPrior | None) -> tuple[np.ndarray, int]:
+    """Every resample's constants (n_resamples, 5) and how many converged. Resamples are fitted a
+    chunk at a time, their weights drawn as they come: memory is bounded by the chunk (starts x
+    points), not by n_resamples x starts x points."""
+    log_n, log_d, log_loss = points
+    rng = np.random.default_rng(seed)
+    prior_rng = np.random.default_rng([seed, 1])
+    per_chunk = max(1, batch_rows(log_n.size) // starts.shape[0])
+    thetas, n_converged = np.empty((n_resamples, starts.shape[1])), 0
+    for r0 in range(0, n_resamples, per_chunk):
+        k = min(per_chunk, n_resamples - r0)
+        weights = _draw_weights(rng, log_n.size, k)
+        means = None if E_prior is None else E_prior.mean + E_prior.sd * prior_rng.standard_normal(k)
+        thetas[r0:r0 + k], converged = _fit_resamples(weights, starts, log_n, log_d, log_loss, delta, free,
+                                                      E_prior, means)
+        n_converged += converged
+    return thetas, n_converged
+
+
 def bootstrap(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike,
               n_resamples: int = 1000, seed: int = 0, *, delta: float = DEFAULT_DELTA,
               fixed_E: float | None = None, reference_compute: float | None = None,
@@ -186,13 +216,7 @@ def bootstrap(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike,
     (less than the posterior: it ignores the prior's own uncertainty); with it, for a Gaussian
     likelihood, their spread is the posterior's, 1 / (1/sd_data^2 + 1/sd^2) in variance.
     """
-    if not 1 <= n_resamples <= MAX_RESAMPLES:
-        raise UsageError(f"the number of bootstrap resamples must be from 1 to {MAX_RESAMPLES:,} (a 95% "
-                         f"interval's ends settle within a few thousand); got {n_resamples}")
-    if not 0 < level < 1:
-        raise UsageError(f"the interval level must be in (0, 1); got {level}")
-    if not (math.isfinite(widen) and widen >= 1.0):
-        raise UsageError(f"the interval widening factor must be a number >= 1; got {widen}")
+    _check_settings(n_resamples, level, widen)
     check_fit_inputs(n, d, loss, fixed_E, E_prior)
     log_n, log_d, log_loss = log_points(n, d, loss)
     if reference_compute is None:
@@ -204,20 +228,8 @@ def bootstrap(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike,
     starts = np.array(full_fit.local_optima[:8], dtype=float)
     if extra_starts is not None:
         starts = np.vstack([starts, np.array(extra_starts, dtype=float, ndmin=2)])
-    free = free_mask(fixed_E)
-    rng = np.random.default_rng(seed)
-    prior_rng = np.random.default_rng([seed, 1])
-    # Resamples are fitted a chunk at a time, their weights drawn as they come: memory is bounded
-    # by the chunk (starts x points), not by n_resamples x starts x points.
-    per_chunk = max(1, batch_rows(log_n.size) // starts.shape[0])
-    thetas, n_converged = np.empty((n_resamples, starts.shape[1])), 0
-    for r0 in range(0, n_resamples, per_chunk):
-        k = min(per_chunk, n_resamples - r0)
-        weights = _draw_weights(rng, log_n.size, k)
-        means = None if E_prior is None else E_prior.mean + E_prior.sd * prior_rng.standard_normal(k)
-        thetas[r0:r0 + k], converged = _fit_resamples(weights, starts, log_n, log_d, log_loss, delta, free,
-                                                      E_prior, means)
-        n_converged += converged
+    thetas, n_converged = _refit_resamples(n_resamples, seed, starts, (log_n, log_d, log_loss), delta,
+                                           free_mask(fixed_E), E_prior)
     samples = derived_quantities(thetas, reference_compute, flops)
     intervals, n_undefined = percentile_intervals(spread_samples(samples, widen), level)
     return BootstrapResult(
