@@ -20,7 +20,7 @@ import pandas as pd
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws.checks import backtest as backtesting
-from scaling.laws.checks import cross_forms, diagnostics
+from scaling.laws.checks import backtest_verdict, cross_forms, diagnostics
 from scaling.laws.checks.evidence import evidence, limitations
 from scaling.laws.checks.holdout import holdout
 from scaling.laws.checks.lack_of_fit import LackOfFit, lack_of_fit
@@ -106,8 +106,8 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
                     fixed_E=result.fixed_E, starts=result.end_points, E_prior=prior)
     future = backtesting.backtest(data, result, delta=result.delta, fixed_E=result.fixed_E) if backtest else None
     if future is not None:      # leave-future-out: judged by the verdict, it widens every interval beyond the data
-        extra += [backtesting.backtest_check(future), backtesting.E_drift_check(future, fit.interval("E"), law.E,
-                                                                              float(data.loss.min()))]
+        extra += [backtest_verdict.backtest_check(future),
+                  backtest_verdict.E_drift_check(future, fit.interval("E"), law.E, float(data.loss.min()))]
     side = None
     if (forms and backtest) or form != cross_forms.fitted_form(result):
         side = _forms_beside(data, result, fit, future, form, reference_compute, int(bootstrap), int(seed))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from scaling.laws.checks import backtest as bt
+from scaling.laws.checks import backtest_verdict
 from scaling.laws.design.simulate import isoflop_grid, simulate
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.objective import theta_from_law
@@ -67,10 +68,10 @@ def test_a_sweep_too_small_to_cut_says_so():
     check = bt.backtest(data, fitting.fit_law(data.n, data.d, data.loss))
     assert [c.made for c in check.cuts] == [True, False, False, False]
     assert all("too few runs" in c.reason for c in check.cuts[1:])
-    assert bt.backtest_check(check).value is not None and check.farthest.factor == 2.0
+    assert backtest_verdict.backtest_check(check).value is not None and check.farthest.factor == 2.0
     top = data.take(np.flatnonzero(data.budgets == BUDGETS[-1]))        # one budget: nothing below it
     none = bt.backtest(top, fitting.fit_law(data.n, data.d, data.loss))
-    assert none.farthest is None and "not tested beyond its data" in bt.backtest_check(none).reason
+    assert none.farthest is None and "not tested beyond its data" in backtest_verdict.backtest_check(none).reason
 
 
 def test_under_trained_runs_are_left_out_of_the_law_beyond_the_data():
@@ -116,9 +117,10 @@ def test_cuts_that_err_beyond_the_rule_of_the_others_widen_it_and_caution():
                                                           (30.0, 20, 1e17, 1.3, 0.09))]
     plain = bt.learn_extrapolation(wild, noise=0.005, calibrate=False)
     rule = bt.learn_extrapolation(wild, noise=0.005)
-    assert rule.calibration > bt.CALIBRATION_CAUTION and rule.growth == pytest.approx(plain.growth * rule.calibration)
+    assert rule.calibration > backtest_verdict.CALIBRATION_CAUTION
+    assert rule.growth == pytest.approx(plain.growth * rule.calibration)
     check = bt.Backtest(tuple(wild), rule)
-    verdict = bt.backtest_check(check)
+    verdict = backtest_verdict.backtest_check(check)
     assert verdict.status == "caution" and "grow faster than the cuts show" in verdict.reason
     assert "widened" in "\n".join(bt.format_backtest(check))
 
@@ -136,10 +138,10 @@ def test_trustworthy_needs_a_passing_backtest_at_the_farthest_cut_and_says_how_f
     good = made_cut(30.0, 20, 1e17, 1.4, 0.01)
     far_off = replace(made_cut(30.0, 20, 1e17, 1.4, 0.06), covered=1)        # 6% off, 1 of 5 held
     near = made_cut(3.0, 40, 1e18, 0.4, 0.005)
-    passing = bt.backtest_check(bt.Backtest((near, good), bt.PRIOR))
+    passing = backtest_verdict.backtest_check(bt.Backtest((near, good), bt.PRIOR))
     assert passing.status == "pass" and passing.reason.startswith("tested 30x beyond its fitted compute")
     # The near cut passing does not rescue the farthest one: the verdict is held to the largest factor.
-    failing = bt.backtest_check(bt.Backtest((near, far_off), bt.PRIOR))
+    failing = backtest_verdict.backtest_check(bt.Backtest((near, far_off), bt.PRIOR))
     assert failing.status == "caution" and "tested 30x" in failing.reason and "1 of them inside" in failing.reason
 
 

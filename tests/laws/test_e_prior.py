@@ -11,6 +11,7 @@ import pytest
 from scaling.errors import UsageError
 from scaling.laws import analysis, api
 from scaling.laws.checks import backtest as bt
+from scaling.laws.checks import backtest_verdict
 from scaling.laws.design.simulate import isoflop_grid, simulate
 from scaling.laws.fitting import bootstrap as resampling
 from scaling.laws.fitting import fit as fitting
@@ -82,14 +83,14 @@ def test_the_E_check_cautions_at_the_bound_far_below_and_when_E_moves():
     data = sweep()
     check = bt.backtest(data, fitting.fit_law(data.n, data.d, data.loss))
     lowest = float(data.loss.min())
-    assert "bound" in bt.E_drift_check(check, (0.0, 3.0), 1e-4, lowest).reason
-    assert "far below" in bt.E_drift_check(check, (0.1, 3.0), 0.2 * lowest, lowest).reason
+    assert "bound" in backtest_verdict.E_drift_check(check, (0.0, 3.0), 1e-4, lowest).reason
+    assert "far below" in backtest_verdict.E_drift_check(check, (0.1, 3.0), 0.2 * lowest, lowest).reason
     values = [c.law.E for c in check.made]
     spread = max(values) - min(values)
     # An interval that holds every cut's E but is narrower than their spread: E moves more than it.
     wide_enough = (min(values) - 1e-9, max(values) + 1e-9)
-    assert bt.E_drift_check(check, wide_enough, 1.9, lowest).status == "pass"
+    assert backtest_verdict.E_drift_check(check, wide_enough, 1.9, lowest).status == "pass"
     centre = 0.5 * (min(values) + max(values))
     assert spread > 0
-    narrow = bt.E_drift_check(check, (centre - spread / 4, centre + spread / 4), 1.9, lowest)
+    narrow = backtest_verdict.E_drift_check(check, (centre - spread / 4, centre + spread / 4), 1.9, lowest)
     assert narrow.status == "caution" and "beyond its interval" in narrow.reason

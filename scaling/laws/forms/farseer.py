@@ -21,7 +21,7 @@ from the data.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -52,8 +52,7 @@ class FarseerLaw:
             return self.E + self.A / n ** self.alpha + self.B / d ** self.beta(n)
 
     def to_dict(self) -> dict:
-        return {"E": self.E, "A": self.A, "B": self.B, "alpha": self.alpha, "beta_0": self.beta_0,
-                "beta_1": self.beta_1}
+        return asdict(self)
 
     @property
     def has_optimum(self) -> bool:

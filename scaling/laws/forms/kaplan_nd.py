@@ -19,7 +19,7 @@ by `scaling.laws.forms.form.optimum`; the tests check it against this closed for
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -43,7 +43,7 @@ class KaplanLaw:
             return ((self.N_c / n) ** (self.alpha_N / self.alpha_D) + self.D_c / d) ** self.alpha_D
 
     def to_dict(self) -> dict:
-        return {"N_c": self.N_c, "D_c": self.D_c, "alpha_N": self.alpha_N, "alpha_D": self.alpha_D}
+        return asdict(self)
 
     @property
     def has_optimum(self) -> bool:
