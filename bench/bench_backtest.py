@@ -4,8 +4,8 @@
     python bench/bench_backtest.py --method before   # the law and its bootstrap interval, unwidened
     python bench/bench_backtest.py --half fresh      # the tables added last (run once; see HALVES)
     python bench/bench_backtest.py --simulate 3      # simulated sweeps whose true law is another form
-    python bench/bench_backtest.py --learn           # the fallback rule (backtest.PRIOR) from the dev half
-    python bench/bench_backtest.py --spread FILE     # backtest.BIAS_SPREAD from a --json dump's dev half
+    python bench/bench_backtest.py --learn           # the fallback rule (extrapolation.PRIOR) from the dev half
+    python bench/bench_backtest.py --spread FILE     # extrapolation.BIAS_SPREAD from a --json dump's dev half
     python bench/bench_backtest.py --form kaplan --half dev   # one law form, as `scaling fit --form kaplan` predicts
     python bench/bench_backtest.py --form all --half dev      # every form, and two rules choosing or combining them
 
@@ -44,7 +44,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scaling.laws import analysis  # noqa: E402
-from scaling.laws.checks import backtest, cross_forms  # noqa: E402
+from scaling.laws.checks import backtest, cross_forms, extrapolation  # noqa: E402
 from scaling.laws.fitting import fit as fitting  # noqa: E402
 from scaling.laws.fitting import readers  # noqa: E402
 from scaling.laws.forms import catalog  # noqa: E402
@@ -138,7 +138,7 @@ def predict_form(data, factor: float, name: str, bootstrap: int = BOOTSTRAP) -> 
     top = float(sub.compute.max())
     rows = []
     for i in test:
-        far = backtest.distance(float(data.compute[i]), top)
+        far = extrapolation.distance(float(data.compute[i]), top)
         center, lo, hi = (float(v) for v in entry.predict(data.n[i], data.d[i], far, level=0.95, noise=True))
         rows.append(_row(center, lo, hi, float(data.loss[i])))
     cut = entry.farthest
@@ -187,7 +187,7 @@ def table(results: dict, half: str) -> str:
     return "\n".join(lines)
 
 
-def learn() -> backtest.Extrapolation:
+def learn() -> extrapolation.Extrapolation:
     """The fallback rule: the dev half's tables' own cuts, pooled (no prior)."""
     cuts = []
     for name in HALVES["dev"]:
@@ -195,17 +195,17 @@ def learn() -> backtest.Extrapolation:
         full = analysis.fitting.fit_law(data.n, data.d, data.loss)
         cuts += [backtest.cut_errors(data, f, delta=full.delta, fixed_E=None, starts=full.end_points)
                  for f in backtest.FACTORS]
-    return backtest.learn_extrapolation(cuts, weight=0.0, floor=0.0)
+    return extrapolation.learn_extrapolation(cuts, weight=0.0, floor=0.0)
 
 
 def spread(dump: dict) -> str:
-    """backtest.BIAS_SPREAD: how far the dev half's tables' own biases (each outer split's,
-    `backtest.measured_bias`) lie from the fallback's, less what their own variances explain."""
-    measured = [backtest.measured_bias(backtest.distinct_cuts(backtest.Cut.from_json(c)
+    """extrapolation.BIAS_SPREAD: how far the dev half's tables' own biases (each outer split's,
+    `extrapolation.measured_bias`) lie from the fallback's, less what their own variances explain."""
+    measured = [extrapolation.measured_bias(extrapolation.distinct_cuts(backtest.Cut.from_json(c)
                                                               for c in split["backtest"]["cuts"]))
                 for key, split in dump.items() if key.startswith("dev|") and split]
     own, var = np.array([m for m in measured if m is not None]).T
-    rms = float(np.sqrt(np.mean((own - backtest.PRIOR.bias) ** 2)))
+    rms = float(np.sqrt(np.mean((own - extrapolation.PRIOR.bias) ** 2)))
     noise = float(np.sqrt(np.mean(var)))
     return (f"{own.size} dev splits: rms {100 * rms:.2f}% per decade about the fallback, their own standard errors "
             f"{100 * noise:.2f}%: BIAS_SPREAD = {100 * np.sqrt(max(rms ** 2 - noise ** 2, 0.0)):.2f}%")

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scaling.laws.checks.backtest import growth_text, summary_line
+from scaling.laws.checks.backtest import summary_line
+from scaling.laws.checks.extrapolation import growth_text
 from scaling.laws.checks.holdout import pct
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting import readers

@@ -308,7 +308,7 @@ class FormTarget(Section):
 
 
 class Extrapolation(Section):
-    """How a prediction's error grows beyond the fitted compute (scaling.laws.checks.backtest.Extrapolation)."""
+    """How a prediction's error grows beyond the fitted compute (scaling.laws.checks.extrapolation.Extrapolation)."""
     growth: NonNegative
     bias: Finite
     n_cuts: Count

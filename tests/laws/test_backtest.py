@@ -10,6 +10,7 @@ import pytest
 
 from scaling.laws.checks import backtest as bt
 from scaling.laws.checks import backtest_verdict
+from scaling.laws.checks import extrapolation as xp
 from scaling.laws.design.simulate import isoflop_grid, simulate
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.objective import theta_from_law
@@ -37,13 +38,13 @@ def test_future_split_cuts_by_budget_and_by_compute():
 
 
 def test_the_rule_widens_with_distance_and_falls_back_to_the_prior():
-    rule = bt.learn_extrapolation(())                       # no cut: the fallback alone
-    assert (rule.growth, rule.bias, rule.n_cuts) == (bt.PRIOR.growth, bt.PRIOR.bias, 0)
+    rule = xp.learn_extrapolation(())                       # no cut: the fallback alone
+    assert (rule.growth, rule.bias, rule.n_cuts) == (xp.PRIOR.growth, xp.PRIOR.bias, 0)
     rule = replace(rule, noise=0.01)
     widths = [np.log(hi / lo) / 2 for _, lo, hi in (rule.widen(3.0, x) for x in (0.0, 0.5, 1.0, 1.5))]
     assert widths[0] == pytest.approx(1.959964 * 0.01, rel=1e-5) and np.all(np.diff(widths) > 0)
     center, _, _ = rule.widen(3.0, 1.0)
-    assert center == pytest.approx(3.0 * math.exp(bt.PRIOR.bias))
+    assert center == pytest.approx(3.0 * math.exp(xp.PRIOR.bias))
 
 
 def test_backtest_of_a_well_specified_sweep_predicts_within_its_scatter():
@@ -95,14 +96,14 @@ def made_cut(factor, n_train, cmax, distance, log_residual, runs=5):
 
 def test_cuts_of_the_same_runs_count_once_and_the_growth_has_a_floor():
     same = [made_cut(2.0, 40, 1e18, 0.3, -0.01), made_cut(3.0, 40, 1e18, 0.48, -0.016)]   # one set of runs
-    rule = bt.learn_extrapolation(same, noise=0.005, calibrate=False)
+    rule = xp.learn_extrapolation(same, noise=0.005, calibrate=False)
     assert rule.n_cuts == 1 and rule.power == 0.5
     # Cuts that agree exactly cannot narrow the interval below what the public tables showed.
     agree = [made_cut(f, n, c, x, -0.03 * x) for f, n, c, x in ((2.0, 40, 1e18, 0.3), (10.0, 30, 3e17, 0.8),
                                                                 (30.0, 20, 1e17, 1.3))]
-    assert bt.learn_extrapolation(agree, noise=0.005).growth == bt.GROWTH_FLOOR
+    assert xp.learn_extrapolation(agree, noise=0.005).growth == xp.GROWTH_FLOOR
     # The variance grows with the distance: the half-width at 4 decades is about twice that at one.
-    wide = replace(bt.PRIOR, noise=0.0)
+    wide = replace(xp.PRIOR, noise=0.0)
     (_, lo1, hi1), (_, lo4, hi4) = wide.widen(3.0, 1.0), wide.widen(3.0, 4.0)
     assert math.log(hi4 / lo4) / math.log(hi1 / lo1) == pytest.approx(2.0)
 
@@ -110,13 +111,13 @@ def test_cuts_of_the_same_runs_count_once_and_the_growth_has_a_floor():
 def test_cuts_that_err_beyond_the_rule_of_the_others_widen_it_and_caution():
     calm = [made_cut(f, n, c, x, -0.02 * x) for f, n, c, x in ((2.0, 40, 1e18, 0.3), (10.0, 30, 3e17, 0.8),
                                                                (30.0, 20, 1e17, 1.3))]
-    assert bt.learn_extrapolation(calm, noise=0.005).calibration == 1.0
+    assert xp.learn_extrapolation(calm, noise=0.005).calibration == 1.0
     # Errors that swing from +6% to -8% between cuts: each cut, predicted by the others' rule, lies
     # far outside it.
     wild = [made_cut(f, n, c, x, r) for f, n, c, x, r in ((2.0, 40, 1e18, 0.3, 0.06), (10.0, 30, 3e17, 0.8, -0.08),
                                                           (30.0, 20, 1e17, 1.3, 0.09))]
-    plain = bt.learn_extrapolation(wild, noise=0.005, calibrate=False)
-    rule = bt.learn_extrapolation(wild, noise=0.005)
+    plain = xp.learn_extrapolation(wild, noise=0.005, calibrate=False)
+    rule = xp.learn_extrapolation(wild, noise=0.005)
     assert rule.calibration > backtest_verdict.CALIBRATION_CAUTION
     assert rule.growth == pytest.approx(plain.growth * rule.calibration)
     check = bt.Backtest(tuple(wild), rule)
@@ -127,21 +128,21 @@ def test_cuts_that_err_beyond_the_rule_of_the_others_widen_it_and_caution():
 
 def test_a_fit_json_written_before_the_square_root_rule_keeps_its_linear_growth():
     old = {"growth": 0.02, "bias": -0.027, "n_cuts": 0, "source": "old", "noise": 0.01}
-    rule = bt.Extrapolation.from_json(old)
+    rule = xp.Extrapolation.from_json(old)
     assert (rule.power, rule.calibration) == (1.0, 1.0)
     _, lo, hi = rule.widen(3.0, 2.0)
     assert math.log(hi / lo) / 2 == pytest.approx(1.959964 * math.hypot(0.01, 0.04), rel=1e-5)
-    assert bt.Extrapolation.from_json(bt.PRIOR.to_json()) == bt.PRIOR
+    assert xp.Extrapolation.from_json(xp.PRIOR.to_json()) == xp.PRIOR
 
 
 def test_trustworthy_needs_a_passing_backtest_at_the_farthest_cut_and_says_how_far():
     good = made_cut(30.0, 20, 1e17, 1.4, 0.01)
     far_off = replace(made_cut(30.0, 20, 1e17, 1.4, 0.06), covered=1)        # 6% off, 1 of 5 held
     near = made_cut(3.0, 40, 1e18, 0.4, 0.005)
-    passing = backtest_verdict.backtest_check(bt.Backtest((near, good), bt.PRIOR))
+    passing = backtest_verdict.backtest_check(bt.Backtest((near, good), xp.PRIOR))
     assert passing.status == "pass" and passing.reason.startswith("tested 30x beyond its fitted compute")
     # The near cut passing does not rescue the farthest one: the verdict is held to the largest factor.
-    failing = backtest_verdict.backtest_check(bt.Backtest((near, far_off), bt.PRIOR))
+    failing = backtest_verdict.backtest_check(bt.Backtest((near, far_off), xp.PRIOR))
     assert failing.status == "caution" and "tested 30x" in failing.reason and "1 of them inside" in failing.reason
 
 
@@ -167,9 +168,9 @@ def test_a_bias_its_cuts_cannot_tell_from_chance_falls_back_and_a_precise_one_st
     def cuts(se):
         return [replace(made_cut(f, n, c, x, -0.08 * x), prediction_sd=(se * x,) * 5)
                 for f, n, c, x in ((2.0, 40, 1e18, 0.5), (10.0, 30, 3e17, 1.0), (30.0, 20, 1e17, 1.5))]
-    precise, noisy = (bt.learn_extrapolation(cuts(se), calibrate=False).bias for se in (0.005, 0.08))
+    precise, noisy = (xp.learn_extrapolation(cuts(se), calibrate=False).bias for se in (0.005, 0.08))
     assert precise == pytest.approx(-0.08, abs=0.003)
-    assert noisy == pytest.approx(bt.PRIOR.bias, abs=0.006)
+    assert noisy == pytest.approx(xp.PRIOR.bias, abs=0.006)
     # Cuts without a measured precision (a fit.json from before) count as one cut each, as they did.
-    plain = bt.learn_extrapolation([made_cut(2.0, 40, 1e18, 0.5, -0.04)], calibrate=False)
-    assert plain.bias == pytest.approx((-0.08 + bt.PRIOR.bias) / 2)
+    plain = xp.learn_extrapolation([made_cut(2.0, 40, 1e18, 0.5, -0.04)], calibrate=False)
+    assert plain.bias == pytest.approx((-0.08 + xp.PRIOR.bias) / 2)

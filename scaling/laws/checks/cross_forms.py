@@ -18,7 +18,7 @@ CROSS_CHECK_RESAMPLES Bayesian-bootstrap resamples (fewer than the fit's own, to
 and backtested by `backtest.cut_with` at 3x, 10x and 30x (FACTORS), each cut's refit starting from
 the form's end points and every CUT_STARTS-th start of its grid. A form's prediction at a run `x` decades of
 compute beyond the fitted runs is its law moved by the bias its own cuts measured, with an interval
-of its resamples' spread and the error's growth with distance (`backtest.learn_extrapolation`).
+of its resamples' spread and the error's growth with distance (`extrapolation.learn_extrapolation`).
 The fitted form's own entry is the fit's: its constants, its bootstrap and its backtest (the refits'
 raw errors, as every form's are shown). The fixed-E form pins E at the full table's Chinchilla fit's:
 its backtest is then an oracle (that E saw the runs its cuts predict), said in its description.
@@ -36,6 +36,7 @@ from scipy.stats import norm
 
 from scaling.errors import UsageError
 from scaling.laws.checks import backtest as bt
+from scaling.laws.checks import extrapolation as xp
 from scaling.laws.checks.verdict import CAUTION, PASS, Check
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.fitdata import FitData
@@ -73,7 +74,7 @@ class FormEntry:
     residual_rms: float = 0.0
     n_resamples: int = 0
     cuts: tuple = ()
-    extrapolation: bt.Extrapolation | None = None
+    extrapolation: xp.Extrapolation | None = None
     prediction: dict | None = None
     optimum: dict | None = None
     samples: tuple = ()
@@ -105,7 +106,7 @@ class FormEntry:
         by its backtest's bias, the interval the resamples' spread (`laws`, default `sample_laws`)
         and, with `noise`, a run's scatter (the residual RMS), widened by the error's growth with
         distance: a prediction interval, as `LawFit.predict`'s. Without `noise`, the expected loss's."""
-        rule = self.extrapolation or bt.PRIOR
+        rule = self.extrapolation or xp.PRIOR
         x = np.maximum(np.asarray(far, dtype=float), 0.0)
         center = np.asarray(self.law.loss(n, d), dtype=float) * np.exp(rule.bias * x)
         laws = self.sample_laws() if laws is None else laws
@@ -136,7 +137,7 @@ class FormEntry:
         return cls(str(obj["name"]), str(obj.get("description", "")), obj.get("params"),
                    float(obj.get("residual_rms") or 0.0), int(obj.get("n_resamples") or 0),
                    tuple(bt.Cut.from_json(c) for c in obj.get("cuts") or ()),
-                   None if rule is None else bt.Extrapolation.from_json(rule), obj.get("prediction"),
+                   None if rule is None else xp.Extrapolation.from_json(rule), obj.get("prediction"),
                    obj.get("optimum"), tuple(tuple(float(v) for v in row) for row in obj.get("samples") or ()),
                    tuple(str(k) for k in obj.get("sample_names") or ()), obj.get("reason"))
 
@@ -196,7 +197,7 @@ def fitted_entry(form: Form, base: FitData, *, resamples: int, seed: int) -> For
     rows = (tuple(float(form.law(t).to_dict()[k]) for k in names) for t in thetas)
     samples = tuple(row for row in rows if all(map(math.isfinite, row)))    # an overflowed resample predicts nothing
     return replace(entry, params=law.to_dict(), residual_rms=fit.residual_rms, n_resamples=len(samples),
-                   cuts=cuts, extrapolation=bt.learn_extrapolation(cuts, noise=fit.residual_rms), samples=samples,
+                   cuts=cuts, extrapolation=xp.learn_extrapolation(cuts, noise=fit.residual_rms), samples=samples,
                    sample_names=tuple(names))
 
 
@@ -240,7 +241,7 @@ def _own_optimum(entry: FormEntry, compute: float) -> dict:
 
 
 def cross_check(data: FitData, result: fitting.FitResult, resampled: np.ndarray | None, future: bt.Backtest | None,
-                *, headline: str = catalog.DEFAULT, target_compute: float, seed: int = 0, level: float = bt.LEVEL,
+                *, headline: str = catalog.DEFAULT, target_compute: float, seed: int = 0, level: float = xp.LEVEL,
                 resamples: int = CROSS_CHECK_RESAMPLES, headline_resamples: int = HEADLINE_RESAMPLES) -> Forms:
     """Every form fitted beside the fit (`result`, its bootstrap's constants `resampled` (R, 5) and
     its backtest `future`), and their predictions for the headline form's optimal run at
@@ -263,7 +264,7 @@ def cross_check(data: FitData, result: fitting.FitResult, resampled: np.ndarray 
     own: dict[str, dict] = {e.name: _own_optimum(e, target_compute) if e.params is not None else {"reason": e.reason}
                             for e in entries}
     target = own[headline] if "n" in own[headline] else None
-    far = bt.distance(target_compute, float(data.compute.max()))
+    far = xp.distance(target_compute, float(data.compute.max()))
     done = []
     for e in entries:
         prediction = None

@@ -248,7 +248,7 @@ class LawFit:
         """A prediction's interval: inside the fitted compute, or without a backtest, as given;
         beyond it, about the backtest's law (the fit's, less the under-trained runs) moved by the
         bias the backtest measured, of the runs' scatter and the error's growth with the distance
-        (`backtest.Extrapolation`); broadcasts."""
+        (`extrapolation.Extrapolation`); broadcasts."""
         if self.backtest is None or interval is None:
             return interval
         far = self.beyond(n, d)

@@ -1,0 +1,191 @@
+"""The extrapolation rule: how a prediction's error grows beyond the fitted compute, learned from a
+table's own leave-future-out cuts (`scaling.laws.checks.backtest`) and the public tables' fallback.
+
+    rule = learn_extrapolation(check.cuts, noise=fit.residual_rms)
+    center, lo, hi = rule.widen(law.loss(n, d), distance(c, fitted_max))
+
+A law refitted on the runs below a cut errs on the runs above by an amount that grows with the
+distance in decades of compute: a bias (the public tables' laws over-predict) and a spread. Each
+distinct cut gives one observation of both; they are shrunk towards the fallback `PRIOR`, learned
+on the development half of bench/bench_backtest.py, as far as the cuts measured them
+(`table_bias`), the growth kept above `GROWTH_FLOOR` and widened where the table's own cuts erred
+more than its other cuts allowed (`calibration`). Pure: cuts in, a frozen rule out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+from scipy.stats import norm
+
+if TYPE_CHECKING:
+    from scaling.laws.checks.backtest import Cut
+
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Extrapolation:
+    """How a prediction's error grows beyond the fitted compute: its log error at a distance of x
+    decades is taken as normal with mean `bias` * x and standard deviation sqrt(noise^2 +
+    (growth * x^power)^2), noise the runs' own scatter (the residual RMS of the law that predicts).
+
+    bias: per decade of compute, in log loss; growth: the standard deviation at one decade, in log
+    loss. power: 1/2 (the rule since the fresh tables: the error's variance grows in proportion to
+    the distance, as the public tables' errors do, `learn_extrapolation`), or 1 (a fit.json written
+    before it, whose growth was per decade). n_cuts: the table's own backtest cuts they were learned
+    from (0: the fallback alone). source: in words. calibration: the factor (>= 1) the growth was
+    widened by because the table's own cuts erred more than the rule learned from its other cuts
+    allowed (`calibration`; 1 where they did not, or a fit.json written before it)."""
+
+    growth: float
+    bias: float
+    n_cuts: int
+    source: str
+    noise: float = 0.0
+    power: float = 1.0
+    calibration: float = 1.0
+
+    def widen(self, predicted: npt.ArrayLike, distance: npt.ArrayLike, level: float = LEVEL) -> tuple:
+        """(center, lo, hi): the prediction moved by the bias and its interval for a run `distance`
+        decades of compute beyond the fitted runs (broadcasts over arrays)."""
+        x = np.maximum(np.asarray(distance, dtype=float), 0.0)
+        center = np.asarray(predicted, dtype=float) * np.exp(self.bias * x)
+        half = float(norm.ppf(0.5 + level / 2.0)) * np.hypot(self.noise, self.growth * x ** self.power)
+        out = (center, center * np.exp(-half), center * np.exp(half))
+        return tuple(float(v) for v in out) if np.ndim(center) == 0 else out
+
+    def to_json(self) -> dict:
+        return {"growth": self.growth, "bias": self.bias, "n_cuts": self.n_cuts, "source": self.source,
+                "noise": self.noise, "power": self.power, "calibration": self.calibration}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> Extrapolation:
+        return cls(float(obj["growth"]), float(obj["bias"]), int(obj["n_cuts"]), str(obj["source"]),
+                   float(obj.get("noise", 0.0)), float(obj.get("power", 1.0)), float(obj.get("calibration", 1.0)))
+
+
+# The fallback, learned on the public tables (bench/bench_backtest.py --learn): the bias is the dev
+# half's pooled log error per decade (the law over-predicts: -2.7% per decade). The growth, 2% (1 sd
+# at one decade, growing as the square root of the distance), and its floor GROWTH_FLOOR were tuned
+# for coverage on the dev half and the old held-out half together, once the held-out half had been
+# seen (docs/fitting.md): a linear growth learned from a table's own cuts held 90-95% on the dev
+# half and 66-71% at 3x and 10x on the held-out one. For the growth a table's own cuts count as
+# one observation each (cuts with the same runs below them once) against PRIOR_WEIGHT observations
+# of the fallback; for the bias, as far as their refits measured it (`table_bias`).
+PRIOR = Extrapolation(growth=0.02, bias=-0.027, n_cuts=0, source="the public tables' development halves",
+                      power=0.5)
+PRIOR_WEIGHT = 1.0
+# How far a table's own bias per decade may lie from the fallback's: the spread of the development
+# half's tables' biases about it (rms 3.63% per decade over the 23 outer splits of bench_backtest.py,
+# of which their own standard errors, `measured_bias`, explain 2.41%: sqrt(3.63^2 - 2.41^2) = 2.7%
+# is the tables'; `bench_backtest.py --spread`). A table's bias is trusted as far as it is measured more
+# precisely than this.
+BIAS_SPREAD = 0.027
+# A table's two to four cuts, nested and fitted to overlapping runs, can show that its errors grow
+# faster than the public tables' do, not that they grow slower: its own spread is not let below
+# this (1 sd at one decade; the public tables' errors at 3x, 10x and 30x, 1.2%, 2.0% and 2.5%, grow
+# about as the square root of the distance).
+GROWTH_FLOOR = 0.0175
+
+
+def distinct_cuts(cuts: Iterable[Cut]) -> list[Cut]:
+    """The made cuts, one per distinct set of runs below a cut (the 2x and 3x cuts of budgets 3x
+    apart fit the same runs: counted twice they would claim an agreement the table never showed)."""
+    made, seen = [], set()
+    for c in (c for c in cuts if c.made and c.errors):
+        if (c.n_train, c.train_max_compute) not in seen:
+            seen.add((c.n_train, c.train_max_compute))
+            made.append(c)
+    return made
+
+
+def learn_extrapolation(cuts: Iterable[Cut], prior: Extrapolation = PRIOR, weight: float = PRIOR_WEIGHT,
+                        noise: float = 0.0, floor: float = GROWTH_FLOOR, calibrate: bool = True) -> Extrapolation:
+    """The bias per decade and the growth of the log error from the made cuts, one observation per
+    distinct set of runs below a cut (`distinct_cuts`). Each cut gives its median log residual r at
+    its median distance x: a slope r / x for the bias, and (r - bias x) / x^power for the growth;
+    both are shrunk towards `prior` as if it were `weight` cuts, and the growth is not let below
+    `floor`; with `calibrate`, it is then widened by what the cuts' own errors say (`calibration`).
+    `noise`: the scatter of the runs about the law that predicts."""
+    made = distinct_cuts(cuts)
+    r, x = cut_slopes(made)
+    k = r.size
+    bias = table_bias(made, prior, weight)
+    spread = (np.sum(((r - bias * x) / x ** prior.power) ** 2) + weight * prior.growth ** 2) / (k + weight)
+    source = prior.source if k == 0 else f"this table's backtest ({k} cut{'s' * (k != 1)}) and {prior.source}"
+    rule = Extrapolation(max(float(math.sqrt(spread)), floor), float(bias), k, source, float(noise), prior.power)
+    if not calibrate or k < 2:
+        return rule
+    c = calibration(made, lambda others: learn_extrapolation(others, prior, weight, noise, floor, calibrate=False))
+    return replace(rule, growth=rule.growth * c, calibration=c)
+
+
+def cut_slopes(made: list) -> tuple[np.ndarray, np.ndarray]:
+    """(r, x): each cut's median log residual and its median distance in decades (at least 0.1)."""
+    return (np.array([np.median(c.log_residuals) for c in made]),
+            np.array([max(float(np.median(c.distances)), 0.1) for c in made]))
+
+
+def measured_bias(made: list) -> tuple[float, float] | None:
+    """(the cuts' own bias per decade, its variance): their slopes r / x weighted by precision
+    (`with_precision`), the variance one cut's, not theirs together (the cuts are nested, each
+    refit's runs holding the next's, and their errors far from independent). None where a cut
+    does not know its precision (a fit.json from before, a forms' cut) or none has any."""
+    if not made or not all(c.prediction_sd for c in made):
+        return None
+    r, x = cut_slopes(made)
+    se = np.array([float(np.median(c.prediction_sd)) for c in made]) / x
+    w = np.where(np.isfinite(se), 1.0 / np.maximum(se, 1e-12) ** 2, 0.0)
+    if w.sum() == 0:
+        return None
+    return float(np.sum(w * r / x) / w.sum()), float(np.count_nonzero(w) / w.sum())
+
+
+def table_bias(made: list, prior: Extrapolation, weight: float) -> float:
+    """The bias per decade beyond the data. Where the cuts measured it (`measured_bias`): their
+    bias, shrunk towards the fallback as a normal prior of sd BIAS_SPREAD would shrink it, by
+    BIAS_SPREAD^2 / (BIAS_SPREAD^2 + var). A table whose refits could have erred as much by chance
+    (few runs, wide scatter) keeps about the fallback; one measured precisely about its own. Where
+    every cut's precision is unknown (inf: its refit cannot separate the constants, E at its
+    bound) the fallback; where no cut knows it, the cuts' mean slope with the fallback as `weight`
+    cuts (as before the precision was measured)."""
+    measured = measured_bias(made)
+    if measured is not None:
+        own, var = measured
+        return prior.bias + (own - prior.bias) * BIAS_SPREAD ** 2 / (BIAS_SPREAD ** 2 + var)
+    if made and all(c.prediction_sd for c in made):
+        return prior.bias
+    r, x = cut_slopes(made)
+    return float((np.sum(r / x) + weight * prior.bias) / (r.size + weight))
+
+
+def calibration(made: list, learn: Callable[[list], Extrapolation]) -> float:
+    """How much wider than the rule the table's own cuts say its intervals must be: each cut's runs
+    are predicted by the rule learned from the other cuts, and their standardised log errors z
+    compared with a normal's (median |z| = 0.674); the factor is their median |z| over 0.674, at
+    least 1. Shrinkage towards the public tables cannot see a table whose errors outgrow them (a
+    law whose form drifts from the truth as the runs grow: docs/fitting.md, "In simulation"); its
+    own cuts, each judged on its own, can. The median keeps one wild cut from deciding it."""
+    z = []
+    for j, cut in enumerate(made):
+        rule = learn(made[:j] + made[j + 1:])
+        x = np.maximum(np.asarray(cut.distances, dtype=float), 0.0)
+        z.extend(np.abs(cut.log_residuals - rule.bias * x) / np.hypot(rule.noise, rule.growth * x ** rule.power))
+    return max(1.0, float(np.median(z)) / float(norm.ppf(0.75)))
+
+
+def growth_text(rule: Extrapolation) -> str:
+    """How the interval widens, in words: 1 sd of log loss at one decade and how it grows."""
+    how = "per decade" if rule.power == 1 else f"at one decade, growing as decades^{rule.power:g}"
+    return f"{100 * rule.growth:.2f}% (log loss, 1 sd) {how}"
+
+
+def distance(compute: float, fitted_max: float) -> float:
+    """Decades of compute beyond the largest fitted run (0 inside the data)."""
+    return max(0.0, math.log10(float(compute) / fitted_max))
