@@ -1,0 +1,35 @@
+"""bench/bench_backtest.py's tables: every CSV in bench/data/backtest belongs to exactly one group of
+HALVES (a table added without a group would never be run; one in two groups would be seen twice),
+and each reads through the bench's own loader into positive, finite runs. Reading only: no fit is
+made here (the "fresh2" group is a run-once test)."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+SCRIPT = Path(__file__).parents[1] / "bench" / "bench_backtest.py"
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_backtest", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_table_is_in_exactly_one_group_and_reads() -> None:
+    bench = _bench()
+    tables = {p.stem for p in bench.DATA.glob("*.csv")}
+    grouped = Counter(name for names in bench.HALVES.values() for name in names)
+    assert set(grouped) == tables
+    assert max(grouped.values()) == 1
+    for name in sorted(tables):
+        data = bench.load(name)
+        values = np.concatenate([data.n, data.d, data.loss])
+        assert len(data.n) >= 15 and np.all(np.isfinite(values)) and np.all(values > 0), name
