@@ -316,6 +316,7 @@ class Extrapolation(Section):
     noise: NonNegative = 0.0
     power: Positive = 1.0
     calibration: Positive = 1.0
+    bias_sd: NonNegative = 0.0
 
 
 class FormEntry(Section):

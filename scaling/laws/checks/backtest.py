@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scaling.errors import UsageError
-from scaling.laws.checks.extrapolation import LEVEL, Extrapolation, growth_text, learn_extrapolation
+from scaling.laws.checks.extrapolation import LEVEL, Extrapolation, growth_text, rule_beyond
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.fitting.objective import EPrior, log_loss_jacobian
@@ -195,6 +195,12 @@ def trained(data: FitData, idx: npt.ArrayLike, min_tpp: float = UNDERTRAINED_TPP
     return idx[data.d[idx] / data.n[idx] >= min_tpp]
 
 
+def median_tpp(data: FitData, idx: npt.ArrayLike) -> float:
+    """The median tokens per parameter of the runs `idx`: how well trained a table is on the whole."""
+    idx = np.asarray(idx, dtype=int)
+    return float(np.median(data.d[idx] / data.n[idx]))
+
+
 def too_small(data: FitData, train: np.ndarray) -> str | None:
     sizes = np.unique(data.n[train]).size
     if train.size < MIN_TRAIN_RUNS or sizes < MIN_TRAIN_SIZES or np.unique(data.d[train]).size < 2:
@@ -291,15 +297,16 @@ def with_precision(data: FitData, cut: Cut, result: fitting.FitResult | None, *,
 
 
 def _interval_cut(data: FitData, cut: Cut, result: fitting.FitResult, *, delta: float, fixed_E: float | None,
-                  level: float) -> Cut:
+                  level: float, tokens_per_param: float) -> Cut:
     """`cut` with each predicted run as the fit would have predicted it from the runs below the
-    cut: its refit (`result`) moved and widened by the rule learned from the refit's own inner
-    backtest (nested: no cut sees the runs it is judged on)."""
+    cut (a median of `tokens_per_param`): its refit (`result`) moved and widened by the rule
+    learned from the refit's own inner backtest (nested: no cut sees the runs it is judged on)."""
     train, test, _ = future_split(data.compute, data.budgets, cut.factor)
     sub = data.take(trained(data, train))
     inner = [with_precision(sub, *fit_cut(sub, f, delta=delta, fixed_E=fixed_E, starts=result.end_points,
                                           coarse=False, E_prior=result.E_prior), fixed_E=fixed_E) for f in FACTORS]
-    rule = learn_extrapolation(inner, noise=result.residual_rms)
+    rule = rule_beyond(inner, tokens_per_param=tokens_per_param, E=None if fixed_E is not None else result.law.E,
+                       lowest_loss=float(sub.loss.min()), noise=result.residual_rms)
     errors, covered, widths = [], 0, []
     for j, i in enumerate(test):
         center, lo, hi = rule.widen(float(result.law.loss(data.n[i], data.d[i])), cut.distances[j], level)
@@ -325,8 +332,9 @@ def backtest(data: FitData, full_fit: fitting.FitResult, *, delta: float = fitti
         cut, result = fit_cut(base, f, delta=delta, fixed_E=fixed_E, starts=full_fit.end_points,
                               E_prior=full_fit.E_prior)
         if result is not None:
+            below = future_split(data.compute, data.budgets, f)[0]     # all the runs below, the under-trained too
             cut = _interval_cut(base, with_precision(base, cut, result, fixed_E=fixed_E), result, delta=delta,
-                                fixed_E=fixed_E, level=level)
+                                fixed_E=fixed_E, level=level, tokens_per_param=median_tpp(data, below))
         cuts.append(cut)
         # The cut of all the runs, the under-trained kept (errors only): what leaving them out changed.
         kept.append(fit_cut(data, f, delta=delta, fixed_E=fixed_E, starts=full_fit.end_points, coarse=False,
@@ -338,7 +346,10 @@ def backtest(data: FitData, full_fit: fitting.FitResult, *, delta: float = fitti
                          E_prior=full_fit.E_prior)
         except UsageError:
             base = data                       # the trained runs do not bound the law: the fit's own law
-    return Backtest(tuple(cuts), learn_extrapolation(cuts, noise=best.residual_rms), level,
+    rule = rule_beyond(cuts, tokens_per_param=median_tpp(data, np.arange(len(data))),
+                       E=None if fixed_E is not None else best.law.E, lowest_loss=float(base.loss.min()),
+                       noise=best.residual_rms)
+    return Backtest(tuple(cuts), rule, level,
                     "budget" if data.budgets is not None else "compute", replace(best.law, flops=full_fit.law.flops),
                     len(base), UNDERTRAINED_TPP, tuple(kept))
 
@@ -380,6 +391,9 @@ def format_backtest(check: Backtest) -> list[str]:
     if r.calibration > 1:
         out.append(f"  the cuts erred more than the rule learned from their other cuts allowed: its growth is widened "
                    f"{r.calibration:.2f}x")
+    if r.bias_sd > 0:
+        out.append(f"  E sits far below the runs: the bias beyond the data is unknown, up to {100 * r.bias_sd:.2f}% "
+                   "per decade either way (the largest any cut showed), and widens the interval")
     out.append(f"  beyond the data: the law of the {check.n_trained} runs with >= {check.min_tokens_per_param:g} "
                f"tokens per parameter, moved {100 * r.bias:+.2f}% per decade of compute, its interval widening by "
                f"{growth_text(r)} (from {r.source})")

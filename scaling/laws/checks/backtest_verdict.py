@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from scaling.laws.checks.backtest import Backtest, pct
+from scaling.laws.checks.extrapolation import E_FAR
 from scaling.laws.checks.verdict import CAUTION, PASS, THRESHOLDS, Check
 
 # The verdict's checks. A law is trusted beyond its data only as far as it has been tested there:
@@ -42,12 +43,6 @@ def backtest_check(check: Backtest) -> Check:
                  margin=(PASS_ERROR - error) / PASS_ERROR)
 
 
-# E below this share of the lowest loss is far below anything the runs reached: the floor the law
-# extrapolates to is then set by the form, not the runs (on the public tables, the fits whose E fell
-# towards 0 were those that missed by 15-25% beyond their data; docs/fitting.md). A quarter: a
-# small sweep's lowest loss can honestly lie 2-3x above E (a 3e18-FLOP sweep of a law with E =
-# 1.9 reaches 4.8), and that alone is not a fault.
-E_FAR = 0.25
 E_ADVICE = "the runs do not pin the loss the law extrapolates to; consider --E, --E-prior or --E-from"
 
 
