@@ -137,7 +137,8 @@ def predict_form(data, factor: float, name: str, bootstrap: int = BOOTSTRAP) -> 
         return None
     E = fitting.fit_law(data.n, data.d, data.loss).law.E if name == "fixed-E" else None
     form = catalog.get(name, E=E, source=FROM_TABLE)
-    entry = cross_forms.fitted_entry(form, cross_forms.trained_base(sub), resamples=bootstrap, seed=0)
+    entry = cross_forms.fitted_entry(form, cross_forms.trained_base(sub), resamples=bootstrap, seed=0,
+                                     prior=extrapolation.fallback(backtest.median_tpp(sub, np.arange(len(sub)))))
     if entry.params is None:
         return None
     top = float(sub.compute.max())

@@ -178,9 +178,11 @@ def _raw(cut: bt.Cut) -> bt.Cut:
     return replace(cut, errors=cut.raw_errors or cut.errors, raw_errors=(), covered=None, half_widths=())
 
 
-def fitted_entry(form: Form, base: FitData, *, resamples: int, seed: int) -> FormEntry:
+def fitted_entry(form: Form, base: FitData, *, resamples: int, seed: int,
+                 prior: xp.Extrapolation = xp.PRIOR) -> FormEntry:
     """`form` fitted to `base`, bootstrapped (`resamples`, kept in `samples`) and backtested at
-    FACTORS; an entry with `reason` where the points do not determine it."""
+    FACTORS, its rule beyond the data learned with the fallback `prior` (`xp.fallback`: the
+    table's, as the Chinchilla fit's); an entry with `reason` where the points do not determine it."""
     entry = FormEntry(form.name, form.describe())
     try:
         fit = fit_form(form, base.n, base.d, base.loss)
@@ -197,8 +199,8 @@ def fitted_entry(form: Form, base: FitData, *, resamples: int, seed: int) -> For
     rows = (tuple(float(form.law(t).to_dict()[k]) for k in names) for t in thetas)
     samples = tuple(row for row in rows if all(map(math.isfinite, row)))    # an overflowed resample predicts nothing
     return replace(entry, params=law.to_dict(), residual_rms=fit.residual_rms, n_resamples=len(samples),
-                   cuts=cuts, extrapolation=xp.learn_extrapolation(cuts, noise=fit.residual_rms), samples=samples,
-                   sample_names=tuple(names))
+                   cuts=cuts, extrapolation=xp.learn_extrapolation(cuts, prior, noise=fit.residual_rms),
+                   samples=samples, sample_names=tuple(names))
 
 
 def fitted_form(result: fitting.FitResult) -> str:
@@ -248,6 +250,7 @@ def cross_check(data: FitData, result: fitting.FitResult, resampled: np.ndarray 
     `target_compute` (see the module's docstring). `headline`: the form `--form` chose."""
     mine = main_entry(result, resampled, future)
     base = trained_base(data)
+    prior = xp.fallback(bt.median_tpp(data, np.arange(len(data))))     # the Chinchilla fit's fallback
     entries = []
     for name in catalog.FORMS:
         if name == mine.name:
@@ -258,7 +261,8 @@ def cross_check(data: FitData, result: fitting.FitResult, resampled: np.ndarray 
                                      reason=f"the fit's E is {result.law.E:.3g}: nothing to pin E at"))
             continue
         form = catalog.get(name, E=result.law.E, source=FROM_TABLE) if name == "fixed-E" else catalog.get(name)
-        entry = fitted_entry(form, base, resamples=headline_resamples if name == headline else resamples, seed=seed)
+        entry = fitted_entry(form, base, resamples=headline_resamples if name == headline else resamples, seed=seed,
+                             prior=prior)
         entries.append(entry)
     head = next(e for e in entries if e.name == headline)
     own: dict[str, dict] = {e.name: _own_optimum(e, target_compute) if e.params is not None else {"reason": e.reason}
