@@ -102,15 +102,16 @@ BIAS_SPREAD = 0.027
 # this (1 sd at one decade; the public tables' errors at 3x, 10x and 30x, 1.2%, 2.0% and 2.5%, grow
 # about as the square root of the distance).
 GROWTH_FLOOR = 0.0175
-# The public tables' pessimism is that of under-trained runs: every table whose law over-predicted
-# its larger runs (Porian et al.'s, Marin's, the misfitting table, datablations: the dev half the
-# fallback's -2.7% per decade was learned on) has a median of 4-12 tokens per parameter, IsoFLOP
-# grids reaching far into models too large for their budgets; tables whose median run is trained
-# at least Chinchilla's compute-optimal 20 (Chinchilla's own, Gadre et al.'s over-trained runs, the
-# simulated sweeps) erred -1.6% to +0.9% per decade, their plain law 1.1-1.6% at 3x-10x where the
-# fallback made it 3-5% (docs/fitting.md, "When the bias applies"). For them the fallback bias is
-# 0: their own cuts still move it as far as they measured a bias. No public table has a median
-# between 12.5 and 20: any threshold there splits them alike; 20 is the field's, not a fit.
+# The public tables' pessimism is that of under-trained runs: the tables whose law over-predicted
+# its larger runs (Marin's, Porian et al.'s, the misfitting table, datablations: most of the dev
+# half the fallback's -2.7% per decade was learned on) have a median of 4-11 tokens per parameter,
+# IsoFLOP grids reaching far into models too large for their budgets; the tables whose median run
+# is trained at least Chinchilla's compute-optimal 20 (Chinchilla's own, Gadre et al.'s
+# over-trained runs) erred a median -0.8% and -0.4% per decade, Gadre et al.'s plain law 1.2-1.6%
+# at 3x and 10x where the fallback made it 2.7-5.5% (docs/fitting.md, "When the bias applies").
+# For them the fallback bias is 0: their own cuts still move it as far as they measured a bias. No
+# public table has a median between 12.5 and 20: any threshold there splits them alike; 20 is the
+# field's, not a fit (Gadre et al.'s 30x splits sit at exactly 20).
 WELL_TRAINED_TPP = 20.0
 # E below this share of the lowest loss is far below anything the runs reached: the floor the law
 # extrapolates to is then set by the form, not the runs (on the public tables, the fits whose E fell
