@@ -79,11 +79,12 @@ def test_fit_records_the_prior_and_checks_it(tmp_path):
         analysis.fit_data(data, bootstrap=0, backtest=False, fixed_E=1.8, E_prior=(1.8, 0.1), grid=bt.COARSE_GRID)
 
 
-def test_the_E_check_cautions_at_the_bound_far_below_and_when_E_moves():
+def test_the_E_check_cautions_far_below_and_when_E_moves():
     data = sweep()
     check = bt.backtest(data, fitting.fit_law(data.n, data.d, data.loss))
     lowest = float(data.loss.min())
-    assert "bound" in backtest_verdict.E_drift_check(check, (0.0, 3.0), 1e-4, lowest).reason
+    # At its bound (under 2% of the lowest loss) E is the E_floor check's caution, not this one's.
+    assert backtest_verdict.E_drift_check(check, (0.0, 3.0), 1e-4, lowest).status == "pass"
     assert "far below" in backtest_verdict.E_drift_check(check, (0.1, 3.0), 0.2 * lowest, lowest).reason
     values = [c.law.E for c in check.made]
     spread = max(values) - min(values)
@@ -94,3 +95,19 @@ def test_the_E_check_cautions_at_the_bound_far_below_and_when_E_moves():
     assert spread > 0
     narrow = backtest_verdict.E_drift_check(check, (centre - spread / 4, centre + spread / 4), 1.9, lowest)
     assert narrow.status == "caution" and "beyond its interval" in narrow.reason
+
+
+def test_E_at_its_bound_is_cautioned_once_with_the_advice():
+    # Runs with no floor (E = 1e-6): the fitted E runs to its bound. The verdict says so once (E_floor),
+    # with what to do about it; E_drift, which said it too, leaves it to E_floor (the cuts' E, all at the
+    # bound, differ by orders of magnitude of nothing).
+    law = Law(E=1e-6, A=482.0, B=2085.0, alpha=0.3478, beta=0.3658)
+    data = replace(simulate(law, isoflop_grid(BUDGETS, law, per_budget=6, span=4.0), noise=0.01, seed=1),
+                   budgets=np.repeat(BUDGETS, 6))
+    fit = analysis.fit_data(data, bootstrap=20, forms=False, grid=bt.COARSE_GRID)
+    checks = {c.name: c for c in fit.diagnostics.checks}
+    assert fit.law.E < 0.02 * float(data.loss.min()) and fit.verdict == "use with caution"
+    floor = f"caution: {checks['E_floor'].reason}"
+    assert [r for r in fit.reasons if "bound" in r] == [floor]
+    assert [r for r in fit.reasons if backtest_verdict.E_ADVICE in r] == [floor]
+    assert checks["E_drift"].status == "pass" and "E_floor" in checks["E_drift"].reason

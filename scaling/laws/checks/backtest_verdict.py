@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from scaling.laws.checks.backtest import Backtest, pct
 from scaling.laws.checks.extrapolation import E_FAR
-from scaling.laws.checks.verdict import CAUTION, PASS, THRESHOLDS, Check
+from scaling.laws.checks.verdict import CAUTION, E_ADVICE, PASS, THRESHOLDS, Check
 
 # The verdict's checks. A law is trusted beyond its data only as far as it has been tested there:
 # at the largest factor the data allow, its median error and the share of runs its intervals held.
@@ -43,20 +43,22 @@ def backtest_check(check: Backtest) -> Check:
                  margin=(PASS_ERROR - error) / PASS_ERROR)
 
 
-E_ADVICE = "the runs do not pin the loss the law extrapolates to; consider --E, --E-prior or --E-from"
-
-
 def E_drift_check(check: Backtest, E_interval: tuple | None, E: float | None = None,
                   lowest_loss: float | None = None) -> Check:
-    """E as the main unknown: caution when E sits at its bound or far below the lowest loss
-    (under E_FAR of it), when a cut's refit puts E outside the full fit's interval for E, or when
-    E moves between the cuts by more than that interval's width."""
-    threshold = (f"E >= {E_FAR:g} x the lowest loss; every cut's E inside the full fit's interval for E, and "
-                 "their spread within its width")
+    """E as the main unknown: caution when E sits far below the lowest loss (under E_FAR of it),
+    when a cut's refit puts E outside the full fit's interval for E, or when E moves between the
+    cuts by more than that interval's width. E at its bound (under THRESHOLDS["E_floor"] of the
+    lowest loss) is the E_floor check's caution, with the same advice: said once, and not measured
+    here (the cuts' E then differ by orders of magnitude of nothing: a constant the runs do not
+    determine, moving inside or outside an interval that is itself at the bound)."""
+    threshold = (f"E >= {E_FAR:g} x the lowest loss (E at its bound: the E_floor check); every cut's E inside the "
+                 "full fit's interval for E, and their spread within its width")
     if E is not None and lowest_loss is not None and E < E_FAR * lowest_loss:
-        bound = E < THRESHOLDS["E_floor"][0] * lowest_loss
-        where = "at its bound (0)" if bound else f"far below the lowest loss, {lowest_loss:.4g}"
-        return Check("E_drift", E / lowest_loss, threshold, CAUTION, f"E = {E:.3g} sits {where}: {E_ADVICE}")
+        if E < THRESHOLDS["E_floor"][0] * lowest_loss:
+            return Check("E_drift", None, threshold, PASS,
+                         f"not measured: E = {E:.3g} is at its bound, the E_floor check's caution")
+        return Check("E_drift", E / lowest_loss, threshold, CAUTION,
+                     f"E = {E:.3g} sits far below the lowest loss, {lowest_loss:.4g}: {E_ADVICE}")
     values = [c.law.E for c in check.made if c.law is not None]
     if E_interval is None or not values:
         return Check("E_drift", None, threshold, PASS, "not measured (no bootstrap interval or no cut)")

@@ -23,6 +23,7 @@ functions, no I/O.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,6 +33,7 @@ from scaling.laws.checks.lack_of_fit import LackOfFit
 from scaling.laws.checks.stability import holdout_check, rollout_check
 from scaling.laws.checks.verdict import (
     CAUTION,
+    E_ADVICE,
     NOT_IDENTIFIED,
     PASS,
     THRESHOLDS,
@@ -147,13 +149,18 @@ def optimiser_checks(data: FitData, result: fitting.FitResult) -> list[Check]:
         graded("starts_at_optimum", share, higher_is_better=True, fmt=".3g",
                what=f"share of starts at the optimum ({result.n_starts_at_optimum} of {result.n_starts}; "
                      "few means a flat, ill-determined valley)"),
-        graded("E_floor", law.E / float(data.loss.min()), higher_is_better=True, fmt=".3g",
-               what=f"E / lowest loss (E = {law.E:.4g}; near 0, E sits at its bound and A, alpha "
-                     "absorb the floor)"),
+        _advised(graded("E_floor", law.E / float(data.loss.min()), higher_is_better=True, fmt=".3g",
+                        what=f"E / lowest loss (E = {law.E:.4g}; near 0, E sits at its bound and A, alpha "
+                              "absorb the floor)")),
         Check("exponent_edge", None, f"alpha, beta in [{lo:g}, {hi:g}]", CAUTION if edge else PASS,
               ("exponents at the edge of the start grid: " + ", ".join(edge)) if edge
               else f"alpha = {law.alpha:.3g}, beta = {law.beta:.3g}, inside the start grid"),
     ]
+
+
+def _advised(check: Check) -> Check:
+    """An E check that did not pass, with what to do about it (E_ADVICE)."""
+    return check if check.status == PASS else replace(check, reason=f"{check.reason}: {E_ADVICE}")
 
 
 def residual_checks(data: FitData, law: Law) -> list[Check]:

@@ -46,6 +46,8 @@ THRESHOLDS: dict[str, Any] = {   # a (caution, not identified) pair, or one numb
     "context_use": 0.04,                   # nats: a run beyond this uses its context (regime_check)
     "holdout_fraction": DEFAULT_FRACTION,
 }
+# What to do where the runs do not pin E (the E_floor and E_drift checks say it): bring E from outside the sweep.
+E_ADVICE = "the runs do not pin the loss the law extrapolates to; consider --E, --E-prior or --E-from"
 
 
 @dataclass(frozen=True)
