@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from scaling.laws.checks.holdout import Holdout, holdout
 from scaling.laws.fitting import fit as fitting
+from scaling.laws.fitting.objective import EPrior
 from scaling.laws.results import lawfit as results
 from scaling.report import prose
 from scaling.report.document import Doc
@@ -75,13 +76,15 @@ class Report:
 def _holdout(inputs: Inputs, fraction: float | None) -> Holdout | None:
     """The fit's own hold-out check (the refit its verdict judged); at another fraction, asked
     for, a refit here from Hoffmann's grid (a fit read from fit.json keeps no end points to start
-    from, so both paths start alike), on the points found now."""
+    from, so both paths start alike), on the points found now, with the fit's fixed E or prior on E."""
     fit, data = inputs.fit, inputs.data
     if fraction is None or (fit.holdout is not None and fraction == fit.holdout.fraction):
         return fit.holdout
     if data is None:
         return None
+    prior = fit.options.E_prior            # the fit's prior on E, carried as into its own refits
     return holdout(data, fit.law, fraction=fraction, fixed_E=fit.options.fixed_E,
-                   delta=float(fit.options.delta or fitting.DEFAULT_DELTA))
+                   delta=float(fit.options.delta or fitting.DEFAULT_DELTA),
+                   E_prior=None if prior is None else EPrior(**prior))
 
 
