@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from scaling.cli import main
+from scaling.laws import analysis
 from scaling.laws.checks import cross_forms
 from scaling.laws.fitting import bootstrap as resampling
 from scaling.laws.fitting import fit as fitting
@@ -193,3 +194,27 @@ def test_form_round_trips_through_fit_json_to_plan_and_predict(tmp_path, capsys)
     assert "the tied form" in printed and f"{plan.n:.4g}" in printed
     assert main(["fit", "--csv", str(tmp_path / "pts.csv"), "--form", "fixed-E", "--out", str(out)]) == 2
     assert "--E" in capsys.readouterr().err
+
+
+def test_a_forms_plan_over_an_array_of_budgets_has_each_budgets_intervals():
+    # `LawFit.plan` and `optimum_at` over budgets inside and beyond the runs, for a form chosen by --form:
+    # each budget's allocation, loss and intervals as the one-budget plan gives them (Kaplan's form: its
+    # optimum numeric, from each resample's law).
+    law = Law(E=1.8, A=480.0, B=2100.0, alpha=0.34, beta=0.37)
+    data = _table(law.loss, BUDGETS, noise=0.01)
+    fit = analysis.fit_data(data, bootstrap=10, form="kaplan")
+    top = float(data.compute.max())
+    budgets = np.array([[top / 10, top], [10 * top, 1000 * top]])
+    plan = fit.plan(budgets)
+    assert plan.intervals is not None and np.shape(plan.intervals.loss[0]) == budgets.shape
+    again = fit.optimum_at(budgets)
+    assert again is not None and all(np.array_equal(getattr(again, part), getattr(plan.intervals, part))
+                                     for part in ("compute", "n", "d", "tokens_per_param", "loss"))
+    for k in np.ndindex(budgets.shape):
+        one = fit.plan(budgets[k])
+        assert one.intervals is not None and one.intervals.n_undefined == 0
+        assert (plan.n[k], plan.d[k], plan.loss[k]) == (one.n, one.d, one.loss)
+        for part in ("n", "d", "tokens_per_param", "loss"):
+            assert tuple(bound[k] for bound in getattr(plan.intervals, part)) == getattr(one.intervals, part), part
+        assert plan.intervals.compute[k] == one.intervals.compute
+    assert plan.intervals.loss[0][1, 1] < plan.loss[1, 1] < plan.intervals.loss[1][1, 1]

@@ -200,10 +200,9 @@ class LawFit:
         """Intervals of N_opt, D_opt, tokens per parameter and the predicted loss at `compute`
         (None without bootstrap samples); the loss interval includes the runs' scatter, and beyond
         the fitted compute it is the backtest's (`_beyond`). A form chosen by `--form`: its own
-        (`cross_forms.form_plan`, for one budget)."""
-        if (entry := self.form_entry) is not None and np.ndim(compute) == 0:
-            budget = float(np.asarray(compute))
-            return form_plan(entry, budget, self._far(budget), level=self.level, seed=seed).intervals
+        (`cross_forms.form_plan`)."""
+        if (entry := self.form_entry) is not None:
+            return form_plan(entry, compute, self._far(compute), level=self.level, seed=seed).intervals
         if self.resampled is None or self.ci is None:
             return None
         best = allocation.optimum_intervals(self.law, self.resampled, compute, level=self.ci.level,
@@ -353,9 +352,11 @@ class LawFit:
         """The level of the fit's intervals (0.95 without a bootstrap)."""
         return self.ci.level if self.ci is not None else 0.95
 
-    def _far(self, compute: float) -> float:
-        """Decades of compute `compute` lies beyond the largest fitted run (0 inside the data)."""
-        return 0.0 if self.data.c_range is None else max(0.0, math.log10(compute / float(self.data.c_range[1])))
+    def _far(self, compute: npt.ArrayLike) -> float | np.ndarray:
+        """Decades of compute `compute` lies beyond the largest fitted run (0 inside the data); broadcasts."""
+        c = np.asarray(compute, dtype=float)
+        far = np.zeros(c.shape) if self.data.c_range is None else np.maximum(np.log10(c / self.data.c_range[1]), 0.0)
+        return float(far) if np.ndim(far) == 0 else far
 
     @property
     def reasons(self) -> tuple:
@@ -393,11 +394,7 @@ class LawFit:
         (`cross_forms.form_plan`: closed form or numeric)."""
         if (entry := self.form_entry) is not None:
             c = allocation.check_sizes(compute, "compute", unit=" of FLOPs")
-            plans = [form_plan(entry, float(v), self._far(float(v)), level=self.level, seed=seed) for v in np.ravel(c)]
-            if np.ndim(c) == 0:
-                return plans[0]
-            column = {k: np.array([getattr(p, k) for p in plans]) for k in ("compute", "n", "d", "loss")}
-            return allocation.Plan(column["compute"], column["n"], column["d"], column["loss"])
+            return form_plan(entry, c, self._far(c), level=self.level, seed=seed)
         if not self.law.has_optimum:
             raise UsageError(f"this law has no compute-optimal allocation: alpha {self.law.alpha:.4g} and beta "
                              f"{self.law.beta:.4g} must both be positive")
