@@ -27,6 +27,8 @@ FIGURE_TITLES = {
     "frontiers": "Iso-loss contours of the fitted law and compute-optimal frontiers to 1e24 FLOPs",
     "residuals": "Residuals of the fit",
     "bootstrap": "Bootstrap distributions of alpha, beta, a and tokens per parameter",
+    "backtest": "The backtest: each cut's predictions of the top budget's runs, with their intervals",
+    "forms": "The law's forms side by side along compute, with their prediction intervals and backtests",
     "validation": "The validation: the recommended model and its neighbours against the law's prediction",
     "repeated": "Repeated data: the loss against epochs at fixed compute, and the fitted decay",
     "task_metrics": "Beyond the loss: smooth and exact-match metrics against compute, and predicted from the loss",

@@ -18,7 +18,7 @@ from scaling.errors import UsageError
 from scaling.laws.optimal.allocation import check_allocatable
 from scaling.laws.results import lawfit as results
 from scaling.laws.results.fit_file import FIT_SIDE_FILES
-from scaling.report import decisions, literature, sections, tasks
+from scaling.report import beyond, decisions, literature, sections, tasks
 from scaling.report.curves import curves_section
 from scaling.report.document import FIGURE_DIR
 from scaling.report.inputs import Inputs, load_inputs
@@ -31,8 +31,8 @@ FORMATS = ("md", "html")
 # Decisions first (the verdict, what to train at a few budgets with intervals, whether the
 # recommendation held when trained), then the evidence behind them, then the detail.
 SECTIONS = (sections.summary, decisions.plan, decisions.validation, sections.left_out, sections.fitted_law,
-            sections.diagnostics, sections.holdout_check, sections.backtest_section, decisions.repeated_data,
-            literature.allocation_exponents, literature.published_laws, literature.kaplan_laws, curves_section,
+            sections.diagnostics, sections.holdout_check, beyond.backtest_section, beyond.forms_section,
+            decisions.repeated_data, literature.allocation_exponents, literature.published_laws, literature.kaplan_laws, curves_section,
             tasks.task_metrics, sections.sweep, sections.closing)
 
 

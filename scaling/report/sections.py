@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scaling.laws.checks.backtest import summary_line
-from scaling.laws.checks.extrapolation import growth_text
 from scaling.laws.checks.holdout import pct
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting import readers
@@ -33,7 +31,6 @@ from scaling.report.page import FIGURE_TITLES, Report
 from scaling.report.prose import bounds, number
 
 if TYPE_CHECKING:
-    from scaling.laws.checks.backtest import Cut
     from scaling.train.compute import FlopsPerToken
 
 MAX_POINTS_LISTED = 60       # longer point tables (a dataset) are summarised instead
@@ -246,34 +243,6 @@ def holdout_check(r: Report) -> None:
             f"(the full fit, which saw these runs: {pct(check.full_mean_abs_rel_error)}). The refit without them: "
             f"alpha = {refit.alpha:.4f}, beta = {refit.beta:.4f}, a = {refit.a:.4f} (full fit: "
             f"{law.alpha:.4f}, {law.beta:.4f}, {law.a:.4f}).")
-
-
-def _cut_row(c: Cut) -> tuple:
-    """One backtest cut as the report's table row (the reason in place of the errors where not made)."""
-    if not c.made:
-        return (f"{c.factor:g}x", str(c.n_train), "-", str(c.n_test), c.reason or "-", "-", "-", "-")
-    fitted_to = "-" if c.train_max_compute is None else f"{c.train_max_compute:.3g}"
-    held = "-" if c.covered is None else f"{c.covered} of {len(c.errors)}"
-    bias = "-" if c.bias is None else f"{c.bias:+.2%}"
-    return (f"{c.factor:g}x", str(c.n_train), fitted_to, str(c.n_test), pct(c.median_abs_error),
-            pct(c.worst_abs_error), bias, held)
-
-
-def backtest_section(r: Report) -> None:
-    """The fit's leave-future-out backtest (fit.json's "backtest"): one row per extrapolation factor."""
-    check = r.fit.backtest
-    r.doc.h(2, "Backtest: how far beyond its data has the law been shown to predict?")
-    if check is None:
-        r.doc.p("None here: this fit.json predates the backtest (refit it for one).")
-        return
-    r.doc.p(f"The law refitted on the runs below C_top / f predicts the top budget's runs, f times beyond the "
-            f"compute it saw, as the fit predicts beyond its data (docs/fitting.md). {summary_line(check)}.")
-    r.doc.table(["factor", "runs fitted", "fitted up to C", "runs predicted", "median error", "worst", "bias",
-                 f"inside the {100 * check.level:g}% interval"], [_cut_row(c) for c in check.cuts])
-    rule = check.extrapolation
-    r.doc.p(f"Beyond the data the prediction is the law of the {check.n_trained} runs with at least "
-            f"{check.min_tokens_per_param:g} tokens per parameter, moved {100 * rule.bias:+.2f}% per decade of "
-            f"compute; its interval widens by {growth_text(rule)} ({rule.source}).")
 
 
 def closing(r: Report) -> None:

@@ -66,7 +66,9 @@ class FormEntry:
     `reason`), residual RMS, backtest cuts (each refit's own errors) and the extrapolation rule they
     give, its prediction {"loss", "lo", "hi"} for the target run and its own optimum {"n", "d",
     "loss"} (or {"reason"}) at the target compute. `samples`: resampled constants (columns named by
-    `sample_names`), kept for the form `--form` chose, which `predict` and `plan` draw intervals from."""
+    `sample_names`), kept for every form but the fitted one (whose resamples are the fit's own bootstrap,
+    `LawFit.resampled`): `predict` and `plan` draw the intervals of the form `--form` chose from them,
+    the report each form's prediction interval along compute."""
 
     name: str
     description: str
@@ -264,7 +266,6 @@ def cross_check(data: FitData, result: fitting.FitResult, resampled: np.ndarray 
         entry = fitted_entry(form, base, resamples=headline_resamples if name == headline else resamples, seed=seed,
                              prior=prior)
         entries.append(entry)
-    head = next(e for e in entries if e.name == headline)
     own: dict[str, dict] = {e.name: _own_optimum(e, target_compute) if e.params is not None else {"reason": e.reason}
                             for e in entries}
     target = own[headline] if "n" in own[headline] else None
@@ -275,7 +276,7 @@ def cross_check(data: FitData, result: fitting.FitResult, resampled: np.ndarray 
         if target is not None and e.params is not None:
             center, lo, hi = e.predict(target["n"], target["d"], far, level=level, noise=True, seed=seed)
             prediction = {"loss": float(center), "lo": float(lo), "hi": float(hi)}
-        keep = e.name == head.name and e.name != mine.name
+        keep = e.name != mine.name          # the fitted form's resamples are the fit's bootstrap, kept beside it
         done.append(replace(e, prediction=prediction, optimum=own[e.name], samples=e.samples if keep else (),
                             sample_names=e.sample_names if keep else ()))
     return Forms(headline, float(target_compute), None if target is None else {"n": target["n"], "d": target["d"]},
