@@ -11,10 +11,16 @@ import pytest
 
 from scaling.laws import analysis
 from scaling.laws.checks import backtest as bt
+from scaling.laws.checks.cross_forms import forms_check
 from scaling.laws.design.simulate import isoflop_grid, simulate
+from scaling.laws.forms.form import optimum
 from scaling.laws.forms.law import Law
+from scaling.laws.results import lawfit as results
+from scaling.report.beyond import forms_along, forms_section
+from scaling.report.beyond_figures import HIT, interval_errors
 from scaling.report.inputs import Inputs
 from scaling.report.page import Report
+from scaling.report.report import build_report
 
 TRUTH = Law(E=1.9, A=400.0, B=1500.0, alpha=0.33, beta=0.30)
 BUDGETS = 1e17 * 2.0 ** np.arange(6)
@@ -39,3 +45,85 @@ def test_holdout_refit_at_another_fraction_carries_the_fits_prior_on_E():
     free = Report.start(Inputs("sim", replace(fit, options=replace(fit.options, E_prior=None)), data),
                         holdout_fraction=0.3).holdout
     assert abs(free.law.E - 1.7) > 0.05
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory):
+    """A fit of a simulated IsoFLOP sweep with its forms and backtest, and the same fit read back
+    from its fit.json (the fitted form's resamples then come from fit.bootstrap.csv)."""
+    data = sweep(noise=0.008)
+    fit = analysis.fit_data(data, bootstrap=40)
+    path = results.write_fit(tmp_path_factory.mktemp("fit"), fit)
+    return data, fit, results.load_fit(path)
+
+
+def test_each_forms_curve_passes_through_its_prediction_at_the_target_compute(simulated):
+    # The figure's curves are each form's prediction (center and interval) for the headline's optimal
+    # run along compute; at the target compute they are the forms table's numbers, in memory and from
+    # fit.json alike: the same resamples (the fitted form's: the fit's bootstrap) and the same seed.
+    _, made, read = simulated
+    target = made.forms.target_compute
+    grid = np.array([target / 30, target, 30 * target])
+    for fit in (made, read):
+        curves = forms_along(fit, grid)
+        fitted = [e for e in fit.forms.entries if e.params is not None]
+        assert [c.name for c in curves] == [e.name for e in fitted] and len(curves) == 5
+        for c, e in zip(curves, fitted):
+            p = e.prediction
+            assert (c.loss[1], c.lo[1], c.hi[1]) == pytest.approx((p["loss"], p["lo"], p["hi"]), rel=1e-12), e.name
+            assert c.lo[2] < c.loss[2] < c.hi[2] and c.hi[2] - c.lo[2] > c.hi[1] - c.lo[1]   # wider further out
+            assert c.backtest == tuple((k.factor, k.median_abs_error) for k in e.cuts if k.made and k.errors)
+    head = made.forms.entry("chinchilla")
+    n, d = (float(v) for v in optimum(head.law, float(grid[2]))[:2])
+    assert forms_along(made, grid)[0].loss[2] == pytest.approx(float(made.expected_loss(n, d)), rel=1e-12)
+
+
+def test_the_report_sets_the_forms_side_by_side_and_draws_the_backtest(simulated):
+    data, _, fit = simulated
+    r = build_report(Inputs("sim", fit, data))
+    md = r.doc.markdown()
+    section = md[md.index("## The law's forms side by side"):md.index("## ", md.index("## The law's forms") + 3)]
+    for e in fit.forms.entries:
+        p = e.prediction
+        row = next(line for line in section.splitlines() if line.startswith(f"| {e.name} ")
+                   or line.startswith(f"| **{e.name}**"))
+        assert f"{p['loss']:.4f} [{p['lo']:.4f}, {p['hi']:.4f}]" in row and f"| {e.residual_rms:.3g} |" in row
+        assert f"at {e.farthest.factor:g}x" in row
+    agree = forms_check(fit.forms)
+    assert ("**They agree**" in section) == (agree.status == "pass" and agree.value is not None)
+    assert agree.reason in section
+    # The figure draws each form's curve along compute through the table's numbers at the target.
+    forms_axis = r.figures["forms"].axes[0]
+    drawn = {line.get_label().split(":")[0].split(" (")[0]: line for line in forms_axis.get_lines()}
+    for e in fit.forms.entries:
+        x, y = drawn[e.name].get_data()
+        at = int(np.argmin(np.abs(np.log(x / fit.forms.target_compute))))
+        assert x[at] == pytest.approx(fit.forms.target_compute) and y[at] == pytest.approx(e.prediction["loss"])
+    # The backtest: its table and, for every predicted run, its error and interval, dark where the observed
+    # loss lies inside: as many as the backtest counted inside.
+    assert "## Backtest" in md and "backtest" in r.figures
+    for cut in fit.backtest.made:
+        lo, hi = interval_errors(cut.errors, cut.half_widths)
+        assert int(np.sum((lo <= 0) & (hi >= 0))) == cut.covered, cut.factor
+        assert np.all(lo < np.asarray(cut.errors)) and np.all(np.asarray(cut.errors) < hi)
+    points = [c for c in r.figures["backtest"].axes[0].containers]
+    assert sum(len(c.lines[0].get_xdata()) for c in points) == sum(len(c.errors) for c in fit.backtest.made)
+    dark = sum(len(c.lines[0].get_xdata()) for c in points if c.lines[0].get_color() == HIT)
+    assert dark == sum(c.covered for c in fit.backtest.made)
+
+
+def test_the_forms_sentence_says_when_they_disagree(simulated):
+    # One form's prediction moved outside the fitted form's interval: the sentence says they disagree,
+    # names it and quotes the verdict's caution.
+    data, _, fit = simulated
+    entries = []
+    for e in fit.forms.entries:
+        if e.name == "tied":
+            hi = fit.forms.entry("chinchilla").prediction["hi"]
+            e = replace(e, prediction={"loss": 1.2 * hi, "lo": 1.1 * hi, "hi": 1.3 * hi})
+        entries.append(e)
+    moved = replace(fit, forms=replace(fit.forms, entries=tuple(entries)))
+    r = Report.start(Inputs("sim", moved, data))
+    forms_section(r)
+    md = r.doc.markdown()
+    assert "**They disagree beyond their intervals** (the verdict's `forms_agree` caution)" in md and "tied" in md
