@@ -7,9 +7,11 @@ takes the `Report` being built and writes into it.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
+from scaling.errors import UsageError
 from scaling.formats import sci
 from scaling.laws.optimal import allocation
 from scaling.laws.repeated.fit import at_bound
@@ -22,17 +24,33 @@ from scaling.validate.result import headline
 
 
 def plan(r: Report) -> None:
-    law, c_range = r.fit.law, r.fit.data.c_range
+    fit, c_range = r.fit, r.fit.data.c_range
     r.doc.h(2, "Plan for a few budgets")
-    intervals = {c: r.fit.optimum_at(c) for c in prose.PLAN_BUDGETS}
-    rows = [allocation_row(a, intervals[c]) for c in prose.PLAN_BUDGETS for a in allocation.compare_allocations(law, c)]
+    rows, lines, intervals = [], [], False
+    for c in prose.PLAN_BUDGETS:
+        try:
+            best = fit.plan(c)
+        except UsageError as exc:          # a form chosen by --form with no optimum at this budget
+            lines.append(f"C = {sci(c)}: {exc}")
+            continue
+        others = allocation.compare_allocations(fit.law if fit.form_entry is None else None, c)[-2:]
+        intervals |= best.intervals is not None
+        rows += [allocation_row(a, best.intervals) for a in (
+            allocation.Allocation("law", c, float(best.n), float(best.d), float(best.loss)),
+            *(replace(a, loss=fit.expected_loss(a.n, a.d)) for a in others))]
     r.doc.table(["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "predicted loss"], rows,
                 align=["r", "l", "r", "r", "r", "r"])
-    lines = ["predicted loss: what your law predicts for each allocation (the law's optimum is lowest by "
-             "construction); kaplan: N = 1.3e9 (C / 8.64e19)^0.73 non-embedding parameters, D = C / (6N)."]
-    if r.fit.ci is not None and any(intervals.values()):
-        lines.append(f"[lo, hi]: {100 * r.fit.ci.level:g}% bootstrap intervals; the loss's includes the runs' "
-                     f"scatter (residual RMS {r.fit.residual_rms:.3g}).")
+    lines.insert(0, "predicted loss: each allocation's loss as the fit predicts it, as `scaling plan --fit` gives it"
+                 + ("; beyond the fitted compute that is its backtest's law (fitted without the runs under 5 tokens "
+                    "per parameter, moved by its bias; docs/fitting.md), whose optimum can differ from the fitted "
+                    "law's" if fit.backtest is not None and fit.form_entry is None else "")
+                 + "; kaplan: N = 1.3e9 (C / 8.64e19)^0.73 non-embedding parameters, D = C / (6N).")
+    if fit.form_entry is not None:
+        lines.append(f"law optimum: the {fit.form} form's (`--form`; numeric where it has no closed form), its loss "
+                     "and every other as that form predicts them; the constants above stay the Chinchilla form's.")
+    if fit.ci is not None and intervals:
+        lines.append(f"[lo, hi]: {100 * fit.ci.level:g}% bootstrap intervals; the loss's includes the runs' "
+                     f"scatter (residual RMS {fit.residual_rms:.3g}).")
     else:
         lines.append("no bootstrap samples: the law's optimum has no intervals here.")
     if c_range:

@@ -32,8 +32,8 @@ FORMATS = ("md", "html")
 # recommendation held when trained), then the evidence behind them, then the detail.
 SECTIONS = (sections.summary, decisions.plan, decisions.validation, sections.left_out, sections.fitted_law,
             sections.diagnostics, sections.holdout_check, beyond.backtest_section, beyond.forms_section,
-            decisions.repeated_data, literature.allocation_exponents, literature.published_laws, literature.kaplan_laws, curves_section,
-            tasks.task_metrics, sections.sweep, sections.closing)
+            decisions.repeated_data, literature.allocation_exponents, literature.published_laws,
+            literature.kaplan_laws, curves_section, tasks.task_metrics, sections.sweep, sections.closing)
 
 
 def build_report(inputs: Inputs, *, holdout_fraction: float | None = None) -> Report:

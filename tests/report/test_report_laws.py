@@ -18,8 +18,10 @@ from scaling.laws.forms.law import Law
 from scaling.laws.results import lawfit as results
 from scaling.report.beyond import forms_along, forms_section
 from scaling.report.beyond_figures import HIT, interval_errors
+from scaling.report.decisions import plan
 from scaling.report.inputs import Inputs
 from scaling.report.page import Report
+from scaling.report.prose import PLAN_BUDGETS
 from scaling.report.report import build_report
 
 TRUTH = Law(E=1.9, A=400.0, B=1500.0, alpha=0.33, beta=0.30)
@@ -127,3 +129,22 @@ def test_the_forms_sentence_says_when_they_disagree(simulated):
     forms_section(r)
     md = r.doc.markdown()
     assert "**They disagree beyond their intervals** (the verdict's `forms_agree` caution)" in md and "tied" in md
+
+
+@pytest.mark.parametrize("form", ["chinchilla", "tied"])
+def test_the_reports_plan_is_the_fits_plan(simulated, form):
+    # The plan table at 1e18, 1e21 and 1e23 FLOPs (far beyond these runs) is `LawFit.plan`'s, as `scaling
+    # plan --fit` prints it: the loss as the fit predicts it (beyond the data, its backtest's), inside its
+    # interval; for a form chosen by --form, that form's optimum and intervals.
+    data, _, fit = simulated
+    fit = replace(fit, form=form)
+    r = Report.start(Inputs("sim", fit, data))
+    plan(r)
+    rows = [line.split(" | ") for line in r.doc.markdown().splitlines() if "| law optimum |" in line]
+    assert len(rows) == len(PLAN_BUDGETS)
+    for c, row in zip(PLAN_BUDGETS, rows):
+        best = fit.plan(c)
+        lo, hi = best.intervals.loss
+        assert row[2].startswith(f"{best.n:.4g} [") and row[-1].rstrip(" |") == f"{best.loss:.4f} [{lo:.4f}, {hi:.4f}]"
+        assert lo < best.loss < hi
+    assert ("the tied form's" in r.doc.markdown()) == (form == "tied")
