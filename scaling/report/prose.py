@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from scaling.formats import sci
+from scaling.laws.checks.backtest import summary_line
+from scaling.laws.checks.cross_forms import forms_check
 from scaling.laws.checks.holdout import Holdout, pct
 from scaling.laws.fitting import fitdata
 from scaling.laws.fitting.provenance import Provenance
@@ -61,6 +63,11 @@ def at_a_glance(fit: results.LawFit, check: Holdout | None) -> list[str]:
     if check is not None and check.mean_abs_rel_error is not None:
         out.append(f"Hold-out check: refitted without the {len(check.rows)} largest-compute runs, the law predicts "
                    f"their loss with a mean absolute relative error of {pct(check.mean_abs_rel_error)}.")
+    if fit.backtest is not None:
+        line = summary_line(fit.backtest)
+        out.append(line[0].upper() + line[1:] + " (the backtest below).")
+    if fit.forms is not None:
+        out.append(f"The law's forms: {forms_check(fit.forms).reason} (the forms side by side below).")
     if c_range := fit.data.c_range:
         out.append(f"Measured from C = {c_range[0]:.3g} to {c_range[1]:.3g} FLOPs; everything beyond is extrapolation.")
     return out
