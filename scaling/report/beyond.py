@@ -110,14 +110,18 @@ def forms_along(fit: LawFit, compute: np.ndarray) -> list[figs.FormCurve]:
         except ValueError:
             pass
     far = np.maximum(np.log10(compute / float(fit.data.c_range[1])), 0.0)
+    ok = np.isfinite(runs[:, 0])
     out = []
     for e in forms.entries:
         if e.params is None:
             continue
-        center, lo, hi = _with_samples(fit, e).predict(runs[:, 0], runs[:, 1], far, level=forms.level, noise=True,
-                                                       seed=fit.seed)
+        band = np.full((3, compute.size), np.nan)
+        if ok.any():
+            band[:, ok] = _with_samples(fit, e).predict(runs[ok, 0], runs[ok, 1], far[ok], level=forms.level,
+                                                        noise=True, seed=fit.seed)
         tested = tuple((c.factor, c.median_abs_error) for c in e.cuts if c.made and c.errors)
-        out.append(figs.FormCurve(e.name, compute, center, lo, hi, tested, e.residual_rms, e.name == forms.headline))
+        out.append(figs.FormCurve(e.name, compute, band[0], band[1], band[2], tested, e.residual_rms,
+                                  e.name == forms.headline))
     return out
 
 
