@@ -48,7 +48,11 @@ def plan(r: Report) -> None:
     if fit.form_entry is not None:
         lines.append(f"law optimum: the {fit.form} form's (`--form`; numeric where it has no closed form), its loss "
                      "and every other as that form predicts them; the constants above stay the Chinchilla form's.")
-    if fit.ci is not None and intervals:
+    if (entry := fit.form_entry) is not None and intervals:
+        lines.append(f"[lo, hi]: {100 * fit.level:g}% over the {fit.form} form's {entry.n_resamples} resamples' "
+                     f"optima; the loss's includes its runs' scatter (residual RMS {entry.residual_rms:.3g}) and, beyond the "
+                     "data, its backtest's growth.")
+    elif fit.ci is not None and intervals:
         lines.append(f"[lo, hi]: {100 * fit.ci.level:g}% bootstrap intervals; the loss's includes the runs' "
                      f"scatter (residual RMS {fit.residual_rms:.3g}).")
     else:

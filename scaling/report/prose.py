@@ -67,7 +67,7 @@ def at_a_glance(fit: results.LawFit, check: Holdout | None) -> list[str]:
         line = summary_line(fit.backtest)
         out.append(line[0].upper() + line[1:] + " (the backtest below).")
     if fit.forms is not None:
-        out.append(f"The law's forms: {forms_check(fit.forms).reason} (the forms side by side below).")
+        out.append(f"Cross-check of the law's forms: {forms_check(fit.forms).reason} (the forms side by side below).")
     if c_range := fit.data.c_range:
         out.append(f"Measured from C = {c_range[0]:.3g} to {c_range[1]:.3g} FLOPs; everything beyond is extrapolation.")
     return out
