@@ -50,8 +50,8 @@ def plan(r: Report) -> None:
                      "and every other as that form predicts them; the constants above stay the Chinchilla form's.")
     if (entry := fit.form_entry) is not None and intervals:
         lines.append(f"[lo, hi]: {100 * fit.level:g}% over the {fit.form} form's {entry.n_resamples} resamples' "
-                     f"optima; the loss's includes its runs' scatter (residual RMS {entry.residual_rms:.3g}) and, beyond the "
-                     "data, its backtest's growth.")
+                     f"optima; the loss's includes its runs' scatter (residual RMS {entry.residual_rms:.3g}) and, "
+                     "beyond the data, its backtest's growth.")
     elif fit.ci is not None and intervals:
         lines.append(f"[lo, hi]: {100 * fit.ci.level:g}% bootstrap intervals; the loss's includes the runs' "
                      f"scatter (residual RMS {fit.residual_rms:.3g}).")
