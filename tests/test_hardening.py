@@ -19,7 +19,7 @@ from scaling.errors import UsageError
 from scaling.laws.checks import diagnostics
 from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.forms.references import reference
-from scaling.laws.results import lawfit as results
+from scaling.laws.results import fit_file
 from scaling.runs import store
 from scaling.validate.result import Validation, ValidationRun, load_validation, write_validation
 from tests.hardening.helpers import deadline, refused
@@ -78,15 +78,15 @@ def edit_fit(path: Path, **changes) -> Path:
 def test_a_fit_cut_short_never_pairs_its_numbers_with_another_fits_intervals(fitted, tmp_path, monkeypatch, site):
     # The case 1: a full disk while `scaling fit` writes. Whichever file the disk fills
     # on, what load_fit returns afterwards is one fit's law with that fit's samples, or a refusal.
-    old = results.load_fit(copy_fit(fitted, "boot", tmp_path))
-    new = results.load_fit(fitted / "other")
+    old = fit_file.load_fit(copy_fit(fitted, "boot", tmp_path))
+    new = fit_file.load_fit(fitted / "other")
     assert not np.array_equal(old.resampled, new.resampled)
     monkeypatch.setenv("SCALING_FAULT", f"oserror_at={site}:1,errno=ENOSPC")
     with pytest.raises(OSError):
-        results.write_fit(tmp_path / "boot", new)
+        fit_file.write_fit(tmp_path / "boot", new)
     monkeypatch.delenv("SCALING_FAULT")
     try:
-        loaded = results.load_fit(tmp_path / "boot")
+        loaded = fit_file.load_fit(tmp_path / "boot")
     except UsageError as exc:
         assert "fit.bootstrap.csv belongs to another fit" in str(exc)
         return
@@ -102,9 +102,9 @@ def test_plan_refuses_the_samples_of_another_fit_naming_the_file(fitted, tmp_pat
 
 def test_a_refit_without_bootstrap_removes_the_old_samples(fitted, tmp_path):
     fit = copy_fit(fitted, "boot", tmp_path)
-    results.write_fit(fit, results.load_fit(fitted / "plain"))
+    fit_file.write_fit(fit, fit_file.load_fit(fitted / "plain"))
     assert not fit.with_name("fit.bootstrap.csv").exists()
-    assert results.load_fit(fit).law == results.load_fit(fitted / "plain").law
+    assert fit_file.load_fit(fit).law == fit_file.load_fit(fitted / "plain").law
 
 
 @pytest.mark.parametrize("column, value", [(0, "-1.0"), (1, "-2.0"), (2, "-inf"), (3, "nan")])
@@ -186,7 +186,7 @@ def test_validate_and_report_read_the_fits_store_from_any_folder_and_refuse_it_c
     # Elsewhere, with a different store at the same relative path: the fit's own store is read.
     (tmp_path / "elsewhere" / "runs" / "micro").mkdir(parents=True)
     monkeypatch.chdir(tmp_path / "elsewhere")
-    fit = results.load_fit(fit_path)
+    fit = fit_file.load_fit(fit_path)
     assert fit_store(fit) == (runs / "micro").resolve()
     assert load_inputs(fit_path).runs_dir == (runs / "micro").resolve()
     # One run's loss edited since the fit: refused, naming the store.

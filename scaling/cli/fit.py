@@ -6,7 +6,7 @@
     scaling fit --dataset chinchilla --drop-highest-loss 5 # Hoffmann et al.'s runs, as Besiroglu et al.
 
 Thin layer over the Python API: `scaling.fit` (`scaling.laws.api.fit`: a `fitdata` loader, the filters,
-`analysis.fit_data`; a `LawFit`), then `results.write_fit` and `LawFit.summary()`.
+`analysis.fit_data`; a `LawFit`), then `fit_file.write_fit` and `LawFit.summary()`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from scaling.laws.fitting import fitdata, readers
 from scaling.laws.fitting.bootstrap import MAX_RESAMPLES
 from scaling.laws.fitting.fit import DEFAULT_DELTA
 from scaling.laws.forms import catalog
+from scaling.laws.results import fit_file
 from scaling.laws.results import lawfit as results
 from scaling.train.counts import COMPUTE_MEASURES
 
@@ -188,9 +189,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
                       reference_compute=args.reference_compute, data_constrained=args.data_constrained,
                       metric=args.metric, curves=args.curves, E_prior=_E_prior(args), form=args.form)
     elapsed = time.perf_counter() - start
-    path = results.write_fit(out, fit)
+    path = fit_file.write_fit(out, fit)
     if args.json:
-        print(results.dumps_fit(fit), end="")
+        print(fit_file.dumps_fit(fit), end="")
         return 0
     if args.metric != "loss":
         print(f"fitted to {args.metric} = {tasks.FIT_METRICS[args.metric].meaning}, in place of the loss: "

@@ -50,7 +50,7 @@ def choose_law(fit_path: Path | None, name: str | None, *, parametric: bool = Fa
     if fit_path is not None and name is not None:
         raise UsageError("give --fit or --law, not both")
     if fit_path is not None:
-        from scaling.laws.results.lawfit import load_fit  # late: `--law` alone need not load the fitter
+        from scaling.laws.results.fit_file import load_fit  # late: `--law` alone need not load the fitter
 
         fit = load_fit(fit_path)
         return LawChoice(fit.law, f"fit {fit_path}", f"your fit {fit_path}", fit)

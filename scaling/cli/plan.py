@@ -30,7 +30,8 @@ from scaling.formats import json_safe, plain_table, positive
 from scaling.laws.forms.references import REFERENCES
 from scaling.laws.optimal import allocation, compare
 from scaling.laws.results import summary
-from scaling.laws.results.lawfit import LawFit, load_fit
+from scaling.laws.results.fit_file import load_fit
+from scaling.laws.results.lawfit import LawFit
 
 if TYPE_CHECKING:
     from scaling.laws.repeated.section import RepeatedPlan

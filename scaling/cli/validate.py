@@ -19,7 +19,7 @@ from scaling.cli.sweep import RichReporter, console, progress_bars, stop_on_sign
 from scaling.errors import UsageError
 from scaling.formats import json_safe, positive
 from scaling.laws.optimal.allocation import check_allocatable
-from scaling.laws.results.lawfit import FILENAME, load_fit
+from scaling.laws.results.fit_file import FILENAME, load_fit
 from scaling.runs.store import check_output
 
 if TYPE_CHECKING:

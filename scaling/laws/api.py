@@ -8,7 +8,7 @@
     scaling.plan(1e24, law="chinchilla")     # a published law's allocation, as `scaling plan`
 
 `scaling fit` is this function too: the command checks its flags, calls `fit` and writes the
-result (`results.write_fit`). The steps are those of docs/architecture.md: a `fitdata` loader,
+result (`fit_file.write_fit`). The steps are those of docs/architecture.md: a `fitdata` loader,
 `selection.apply_filters`, the training curves of a run store (Approach 1), `analysis.fit_data`.
 """
 
@@ -31,6 +31,7 @@ from scaling.laws.fitting.fit import DEFAULT_DELTA
 from scaling.laws.forms.law import Law
 from scaling.laws.forms.references import REFERENCES
 from scaling.laws.optimal import allocation
+from scaling.laws.results import fit_file
 from scaling.laws.results import lawfit as results
 
 KINDS = ("store", "table", "dataset", "frame")
@@ -143,7 +144,7 @@ def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | 
 def load(path: str | Path) -> results.LawFit:
     """The fit in a fit directory (or its fit.json), with its bootstrap samples where they were
     written beside it, so `plan` and `predict` give intervals as the fit that wrote it did."""
-    return results.load_fit(path)
+    return fit_file.load_fit(path)
 
 
 def plan(compute: npt.ArrayLike, law: results.LawFit | Law | str | Path = "chinchilla", *,
@@ -174,7 +175,7 @@ def plan(compute: npt.ArrayLike, law: results.LawFit | Law | str | Path = "chinc
 def E_prior_from(path: str | Path) -> tuple[float, float, str]:
     """(mean, sd, source): another fit's E (a reference's, or a larger run's fit.json) as a prior,
     its 95% interval read as +-1.96 sd. UsageError where that fit has no interval for E."""
-    other = results.load_fit(path)
+    other = fit_file.load_fit(path)
     interval = other.interval("E")
     if interval is None or not interval[1] > interval[0]:
         raise UsageError(f"{path}: its fit has no interval for E (refit it with a bootstrap) to give a prior's "

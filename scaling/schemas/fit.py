@@ -1,6 +1,6 @@
 """fit.json's sections that report, plan and compare read: their schema.
 
-`scaling.laws.fit_file.check_fit` checks the law, the intervals and the data's ranges (with the
+`scaling.laws.results.fit_schema.check_fit` checks the law, the intervals and the data's ranges (with the
 messages it always gave) and then this schema, so every section a later stage prints or computes
 with is typed, in range and finite when the file is read. The format is documented in
 docs/fit-json.md.
@@ -346,7 +346,7 @@ class Forms(Section):
 
 
 class FitSections(Section):
-    """The sections of fit.json beyond the law, intervals and data ranges (`fit_file.check_fit`)."""
+    """The sections of fit.json beyond the law, intervals and data ranges (`fit_schema.check_fit`)."""
     seed: Count = 0
     params: Law
     compute: Compute | None = None

@@ -23,7 +23,8 @@ from pathlib import Path
 from scaling.config import Shape, SweepConfig, derived_name, load_config, parse_config
 from scaling.errors import UsageError
 from scaling.laws.optimal.allocation import check_compute
-from scaling.laws.results.lawfit import FILENAME, LawFit, load_fit
+from scaling.laws.results.fit_file import FILENAME, load_fit
+from scaling.laws.results.lawfit import LawFit
 from scaling.reading import parse_yaml, read_text
 from scaling.runs import store
 from scaling.sweep.driver import run_sweep

@@ -13,6 +13,7 @@ from scaling.cli import main
 from scaling.errors import UsageError
 from scaling.laws.fitting import readers, selection
 from scaling.laws.forms.law import Law
+from scaling.laws.results import fit_file
 from scaling.laws.results import lawfit as results
 from scaling.runs import store
 from tests.conftest import MICRO_RUNS
@@ -105,50 +106,50 @@ def test_same_inputs_and_seed_give_a_byte_identical_file(chinchilla_cli, tmp_pat
     assert main([*CHINCHILLA_ARGS, "--out", str(tmp_path)]) == 0
     assert (tmp_path / "fit.json").read_bytes() == first.read_bytes()
     text = first.read_text()
-    assert text == results.dumps_fit(results.LawFit.from_json(json.loads(text)))  # nothing rounded away
+    assert text == fit_file.dumps_fit(results.LawFit.from_json(json.loads(text)))  # nothing rounded away
 
 
 def test_load_fit_round_trip_and_errors(chinchilla_cli, tmp_path):
     _, path = chinchilla_cli
     fit = json.loads(path.read_text())
-    loaded = results.load_fit(path)
+    loaded = fit_file.load_fit(path)
     law = loaded.law
     assert law == Law.from_dict(fit["params"])
-    assert results.dumps_fit(loaded) == path.read_text()          # LawFit <-> fit.json, byte for byte
+    assert fit_file.dumps_fit(loaded) == path.read_text()          # LawFit <-> fit.json, byte for byte
     assert loaded.interval("alpha") == tuple(fit["ci"]["alpha"])
     assert loaded.tokens_per_param == fit["tokens_per_param_at_reference"]
-    assert results.load_fit(path.parent).law == law               # a folder means its fit.json
+    assert fit_file.load_fit(path.parent).law == law               # a folder means its fit.json
     with pytest.raises(UsageError, match="does not exist"):
-        results.load_fit(tmp_path / "none.json")
+        fit_file.load_fit(tmp_path / "none.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(UsageError, match="not valid JSON"):
-        results.load_fit(bad)
+        fit_file.load_fit(bad)
     bad.write_text(json.dumps({"kind": "something else", "params": fit["params"]}))
     with pytest.raises(UsageError, match="not a fit.json \\(\"kind\" is 'something else'"):
-        results.load_fit(bad)
+        fit_file.load_fit(bad)
     bad.write_text(json.dumps([1, 2]))
     with pytest.raises(UsageError, match="not a fit.json"):
-        results.load_fit(bad)
+        fit_file.load_fit(bad)
     # A hand-written law: params only.
     bad.write_text(json.dumps({"params": fit["params"]}))
-    assert results.load_fit(bad).law == law
+    assert fit_file.load_fit(bad).law == law
     bad.write_text(json.dumps({"params": {**fit["params"], "A": -1}}))
     with pytest.raises(UsageError, match="E, A, B > 0"):
-        results.load_fit(bad)
+        fit_file.load_fit(bad)
     bad.write_text(json.dumps({**fit, "params": {"E": 1.0}}))
     with pytest.raises(UsageError, match="no 'params' with all of E, A, B, alpha, beta"):
-        results.load_fit(bad)
+        fit_file.load_fit(bad)
     bad.write_text(json.dumps({**fit, "version": 2}))
     with pytest.raises(UsageError, match="version 2"):
-        results.load_fit(bad)
+        fit_file.load_fit(bad)
     # Sections of the wrong type are named, not met later as AttributeError in a consumer.
     for key, value, message in (("ci", [1], "'ci' must be dict"), ("data", "x", "'data' must be dict"),
                                 ("approaches", 3, "'approaches' must be dict"),
                                 ("allocation", {"a": "x"}, "allocation 'a' must be a finite number")):
         bad.write_text(json.dumps({**fit, key: value}))
         with pytest.raises(UsageError, match=message):
-            results.load_fit(bad)
+            fit_file.load_fit(bad)
 
 
 def _law_store(root, sizes=(2e5, 5e5, 1.2e6, 3e6, 8e6), ratios=(5, 10, 20, 40, 80)):

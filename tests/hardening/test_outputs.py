@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from scaling.cli import main
-from scaling.laws.results import lawfit as results
+from scaling.laws.results import fit_file
 from tests.hardening.helpers import ROOT, dead_pid, fit_table, refused, run_cli
 
 
@@ -131,12 +131,12 @@ def test_a_fit_killed_at_any_step_leaves_the_old_fit_or_the_new_one(two_fits, tm
     killed = run_cli(["fit", "--csv", table, "--n-col", "N", "--d-col", "D", "--loss-col", "loss",
                       "--bootstrap", "20", "--out", folder], env={"SCALING_FAULT": f"kill_at={site}:1"})
     assert killed.returncode == -9, killed.stderr
-    loaded = results.load_fit(folder)              # was, killed between two renames: "belongs to another fit"
+    loaded = fit_file.load_fit(folder)              # was, killed between two renames: "belongs to another fit"
     expected = "old" if site in BEFORE_COMMIT else "new"
     assert loaded.options.bootstrap == (5 if expected == "old" else 20)
     files = {k: v for k, v in contents(folder).items() if not k.startswith(".")}
     assert files == two_fits[expected][1]
-    results.write_fit(folder, results.load_fit(two_fits["new"][0]))    # the next fit cleans up
+    fit_file.write_fit(folder, fit_file.load_fit(two_fits["new"][0]))    # the next fit cleans up
     assert contents(folder) == two_fits["new"][1]
 
 

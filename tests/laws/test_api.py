@@ -25,6 +25,7 @@ from scaling.laws.design.simulate import isoflop_grid, simulate
 from scaling.laws.fitting import readers
 from scaling.laws.fitting.bootstrap import spread
 from scaling.laws.forms.law import Law
+from scaling.laws.results import fit_file
 from scaling.laws.results import lawfit as results
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -54,7 +55,7 @@ def test_fit_is_the_command_line_fit_byte_for_byte(chinchilla, tmp_path, capsys)
     assert main(["fit", "--csv", str(CHINCHILLA_CSV), "--drop-highest-loss", "5", "--bootstrap", "200",
                  "--out", str(tmp_path / "cli")]) == 0
     printed = capsys.readouterr().out
-    mine = results.write_fit(tmp_path / "api", chinchilla)
+    mine = fit_file.write_fit(tmp_path / "api", chinchilla)
     assert mine.read_bytes() == (tmp_path / "cli" / "fit.json").read_bytes()
     assert printed.startswith(chinchilla.summary() + "\n")
 
@@ -84,7 +85,7 @@ def test_plan_and_predict_cover_the_truth_of_a_simulated_sweep():
 
 
 def test_load_gives_back_the_numbers_and_intervals(chinchilla, tmp_path):
-    results.write_fit(tmp_path, chinchilla)
+    fit_file.write_fit(tmp_path, chinchilla)
     g = scaling.load(tmp_path)
     assert (g.alpha, g.verdict, g.reasons, g.intervals) == (chinchilla.alpha, chinchilla.verdict,
                                                             chinchilla.reasons, chinchilla.intervals)
@@ -222,7 +223,7 @@ def test_scaling_plan_is_the_allocation_and_plan_sweep_the_sweeps_runs(chinchill
 
     p = scaling.plan(1e21)
     assert p.n == pytest.approx(CHINCHILLA.law.n_opt(1e21), rel=1e-12) and p.intervals is None
-    results.write_fit(tmp_path, chinchilla)
+    fit_file.write_fit(tmp_path, chinchilla)
     loaded, fresh = scaling.plan([1e21, 1e22], law=tmp_path).intervals.n, chinchilla.plan([1e21, 1e22]).intervals.n
     assert all(np.array_equal(a, b) for a, b in zip(loaded, fresh))
     with pytest.raises(UsageError, match="kaplan publishes no L"):
@@ -246,7 +247,7 @@ def test_plot_draws_a_fresh_fit_and_the_same_fit_loaded(chinchilla, tmp_path):
     points = sum(len(line.get_xdata()) for a in fig.axes[:1] for line in a.lines if line.get_linestyle() == "None")
     scattered = sum(len(c.get_offsets()) for c in fig.axes[0].collections)
     assert points + scattered == chinchilla.data.n_points
-    results.write_fit(tmp_path, chinchilla)
+    fit_file.write_fit(tmp_path, chinchilla)
     loaded = scaling.load(tmp_path)
     assert loaded.points.digest == chinchilla.data.digest
     assert np.array_equal(loaded.points.compute, chinchilla.points.compute)
@@ -254,14 +255,14 @@ def test_plot_draws_a_fresh_fit_and_the_same_fit_loaded(chinchilla, tmp_path):
 
 
 def test_a_fit_without_its_points_says_so(chinchilla, tmp_path):
-    path = results.write_fit(tmp_path, replace(chinchilla, points=None))
+    path = fit_file.write_fit(tmp_path, replace(chinchilla, points=None))
     assert not path.with_name("fit.points.csv").exists()
     with pytest.raises(UsageError, match="no points to draw"):
         scaling.load(tmp_path).plot()
 
 
 def test_the_points_file_is_tied_to_the_fitted_points_not_to_the_constants(chinchilla, tmp_path):
-    path = results.write_fit(tmp_path, replace(chinchilla, resampled=None, ci=None))
+    path = fit_file.write_fit(tmp_path, replace(chinchilla, resampled=None, ci=None))
     edited = json.loads(path.read_text())
     edited["params"]["E"] = 1.5                       # constants edited by hand: the same points draw
     path.write_text(json.dumps(edited))

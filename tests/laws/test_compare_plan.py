@@ -295,7 +295,7 @@ def test_end_to_end_with_a_real_fit_json(tmp_path, capsys, flops):
 
     from scaling.laws.analysis import fit_data
     from scaling.laws.fitting.fitdata import FitData
-    from scaling.laws.results.lawfit import write_fit
+    from scaling.laws.results.fit_file import write_fit
 
     law = BESIROGLU.law
     n, d = (g.ravel() for g in np.meshgrid(np.logspace(7, 9, 6), np.logspace(9, 11, 6)))

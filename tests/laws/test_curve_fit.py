@@ -18,6 +18,7 @@ from scaling.laws.design.simulate import cross_grid
 from scaling.laws.fitting import bootstrap as resampling
 from scaling.laws.fitting.fit import fit_law
 from scaling.laws.forms.law import Law
+from scaling.laws.results import fit_file
 from scaling.laws.results import lawfit as results
 from scaling.runs import store
 from tests.conftest import MICRO, micro_config
@@ -130,7 +131,7 @@ def test_fit_curves_of_a_real_micro_sweep(micro_sweep, tmp_path, capsys):
     # Each run warms up over 5% of its own steps, so a size's runs do not share one warmup: said so.
     assert all(s["warmup_steps"][0] < s["warmup_steps"][1] for s in section["sizes"])
     assert f"warning: {sizes} of {sizes} sizes' runs warm up over different numbers of steps" in printed
-    assert results.load_fit(out / "fit.json").curves == section
+    assert fit_file.load_fit(out / "fit.json").curves == section
     # The numbers, not only the keys. Each size's curve law, at its own runs' budgets, lands on their
     # final losses (runs.csv, a second source) within a few times its residual.
     final = store.read_runs(sweep.sweep_dir).set_index("run_id")

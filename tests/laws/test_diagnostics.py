@@ -24,8 +24,7 @@ from scaling.laws.fitting import fitdata, readers, selection
 from scaling.laws.fitting.bootstrap import bootstrap
 from scaling.laws.forms.law import Law
 from scaling.laws.optimal import allocation
-from scaling.laws.results import lawfit as results
-from scaling.laws.results import summary
+from scaling.laws.results import fit_file, summary
 
 LAW = Law(E=1.82, A=482.0, B=2085.0, alpha=0.3478, beta=0.3658)   # Besiroglu et al.'s, rounded
 WIDE = cross_grid(np.geomspace(1e7, 1e9, 5), np.geomspace(2e8, 2e10, 5))
@@ -168,10 +167,10 @@ def test_verdicts_of_a_good_and_a_narrow_sweep(good, narrow):
 
 def test_diagnostics_round_trip_through_fit_json(good, tmp_path):
     _, fit = good
-    path = results.write_fit(tmp_path, fit)
-    back = results.load_fit(path)
+    path = fit_file.write_fit(tmp_path, fit)
+    back = fit_file.load_fit(path)
     assert back.diagnostics == fit.diagnostics
-    assert results.dumps_fit(back) == path.read_text()
+    assert fit_file.dumps_fit(back) == path.read_text()
     stored = json.loads(path.read_text())
     assert stored["verdict"]["verdict"] == fit.diagnostics.verdict
     assert {"name", "value", "threshold", "status", "reason"} <= set(stored["diagnostics"][0])
@@ -299,8 +298,8 @@ def test_a_resample_whose_constants_overflowed_leaves_no_interval_in_fit_json_an
     assert undefined["tokens_per_param"] == 1 and all(np.isnan(intervals["tokens_per_param"]))
     row = summary.allocation_row(allocation.plan(fit.law, fit.reference_compute), iv)
     assert "no interval: 1 of" in row[2]
-    path = results.write_fit(tmp_path, dataclasses.replace(fit, resampled=broken))
-    assert np.array_equal(results.load_fit(path).resampled, broken)
+    path = fit_file.write_fit(tmp_path, dataclasses.replace(fit, resampled=broken))
+    assert np.array_equal(fit_file.load_fit(path).resampled, broken)
 
 
 def test_a_sweep_straddling_the_change_to_using_context_is_cautioned(good):

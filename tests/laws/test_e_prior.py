@@ -18,7 +18,7 @@ from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.objective import EPrior, quasi_likelihood_scale
 from scaling.laws.fitting.prior import prior_scale
 from scaling.laws.forms.law import Law
-from scaling.laws.results import lawfit as results
+from scaling.laws.results import fit_file
 
 TRUTH = Law(E=1.9, A=400.0, B=1500.0, alpha=0.33, beta=0.30)
 BUDGETS = 1e17 * 2.0 ** np.arange(6)
@@ -66,9 +66,9 @@ def test_fit_records_the_prior_and_checks_it(tmp_path):
     data = sweep()
     fit = analysis.fit_data(data, bootstrap=30, backtest=False, E_prior=(1.85, 0.05), grid=bt.COARSE_GRID)
     assert fit.options.E_prior["mean"] == 1.85 and fit.options.E_prior["sd"] == 0.05
-    path = results.write_fit(tmp_path / "a", fit)
+    path = fit_file.write_fit(tmp_path / "a", fit)
     assert json.loads(path.read_text())["options"]["E_prior"]["scale"] > 0
-    assert results.load_fit(path).options.E_prior == fit.options.E_prior          # the schema accepts it
+    assert fit_file.load_fit(path).options.E_prior == fit.options.E_prior          # the schema accepts it
     mean, sd, source = api.E_prior_from(path)                                        # --E-from
     lo, hi = fit.interval("E")
     assert mean == fit.law.E and sd == pytest.approx((hi - lo) / 3.92, rel=1e-3) and str(path) in source

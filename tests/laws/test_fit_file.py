@@ -13,7 +13,7 @@ from scaling.laws.checks import stability
 from scaling.laws.checks.holdout import holdout, holdout_split
 from scaling.laws.fitting import readers, selection
 from scaling.laws.fitting.provenance import Provenance
-from scaling.laws.results import lawfit as results
+from scaling.laws.results import fit_file
 from scaling.report.inputs import load_inputs
 from scaling.report.page import Report
 
@@ -24,7 +24,7 @@ def chinchilla(tmp_path_factory):
     data = selection.apply_filters(readers.from_dataset("chinchilla"), drop_highest_loss=5)
     fit = analysis.fit_data(data, bootstrap=50)
     out = tmp_path_factory.mktemp("chinchilla")
-    results.write_fit(out, fit)
+    fit_file.write_fit(out, fit)
     return fit, out
 
 
@@ -52,10 +52,10 @@ def test_provenance_is_typed_in_fit_json_and_read_from_an_older_files_words(chin
     fit, out = chinchilla
     obj = json.loads((out / "fit.json").read_text())
     assert obj["data"]["provenance"] == {"kind": "dataset", "location": "chinchilla"}
-    assert results.load_fit(out).data.provenance == Provenance("dataset", "chinchilla") == fit.data.provenance
+    assert fit_file.load_fit(out).data.provenance == Provenance("dataset", "chinchilla") == fit.data.provenance
     del obj["data"]["provenance"]                        # as written before provenance was recorded
     (tmp_path / "fit.json").write_text(json.dumps(obj))
-    assert results.load_fit(tmp_path).data.provenance == Provenance("dataset", "chinchilla")
+    assert fit_file.load_fit(tmp_path).data.provenance == Provenance("dataset", "chinchilla")
     assert Provenance.from_source("runs runs/tiny") == Provenance("runs", "runs/tiny")
     assert Provenance.from_source("table /data/points.csv") == Provenance("table", "/data/points.csv")
     assert Provenance.from_source("synthetic (cross, seed 0)") is None and Provenance.from_source(None) is None

@@ -21,7 +21,7 @@ from scaling.laws.forms.farseer import FarseerLaw
 from scaling.laws.forms.form import optimum
 from scaling.laws.forms.kaplan_nd import KaplanLaw
 from scaling.laws.forms.law import PARAM_NAMES, Law
-from scaling.laws.results.lawfit import load_fit
+from scaling.laws.results.fit_file import load_fit
 from scaling.schemas.fit import FORM_NAMES
 
 # Each form's constants as published or typical of a language-model sweep (theta, the fitter's vector).

@@ -10,7 +10,7 @@ from scaling.laws.checks.lack_of_fit import group_labels, grouped_test, lack_of_
 from scaling.laws.design.simulate import cross_grid, isoflop_grid, simulate
 from scaling.laws.fitting import bootstrap as resampling
 from scaling.laws.forms.references import BESIROGLU
-from scaling.laws.results.lawfit import dumps_fit
+from scaling.laws.results.fit_file import dumps_fit
 
 LAW = BESIROGLU.law
 BUDGETS = np.geomspace(1e18, 1e20, 5)

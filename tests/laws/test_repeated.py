@@ -15,7 +15,7 @@ from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.forms.law import Law
 from scaling.laws.repeated.law import RepeatedLaw
 from scaling.laws.repeated.plan import repeated_allocation
-from scaling.laws.results.lawfit import load_fit
+from scaling.laws.results.fit_file import load_fit
 from scaling.laws.results.summary import format_summary
 from scaling.report.figures import repeated_data
 from scaling.runs import store

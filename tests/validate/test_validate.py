@@ -19,7 +19,8 @@ from scaling.laws.checks.verdict import Diagnostics
 from scaling.laws.design import simulate
 from scaling.laws.fitting import readers
 from scaling.laws.forms.law import Law
-from scaling.laws.results.lawfit import DataSummary, LawFit, load_fit, write_fit
+from scaling.laws.results.fit_file import load_fit, write_fit
+from scaling.laws.results.lawfit import DataSummary, LawFit
 from scaling.runs import store
 from scaling.sweep.plan import planned_run
 from scaling.validate.family import family_of

@@ -1,3 +1,4 @@
-"""A fitted law as one typed object and its file: `LawFit` and fit.json (`lawfit`), the schema
-checks of a fit.json read back (`fit_file`), and the text `scaling fit`, `plan`, `compare` and
-the report print of it (`summary`)."""
+"""A fitted law as one typed object and its file: `LawFit` (`lawfit`, pure), the schema checks of
+a fit.json's dict read back (`fit_schema`), fit.json and its side files on disk (`fit_file`:
+`write_fit`, `load_fit`), and the text `scaling fit`, `plan`, `compare` and the report print of it
+(`summary`)."""

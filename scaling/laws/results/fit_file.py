@@ -1,12 +1,15 @@
-"""Reading a fit.json back: the schema checks of its dict and of its side files.
+"""fit.json and its side files on disk: written as one unit, read back through the schema.
 
-    law = check_fit(obj, "fits/tiny/fit.json")     # UsageError naming the file and the bad entry
-    rows = read_samples(samples_path(path), PARAM_NAMES, count, fit_digest(raw))
+    write_fit("fits/mine", fit)                     # fit.json, fit.bootstrap.csv, fit.points.csv, ...
+    fit = load_fit("fits/mine/fit.json")            # the same LawFit, less what is held in memory only
+    text = dumps_fit(fit)                           # fit.json's text, as written
 
-`scaling.laws.results.lawfit` builds the `LawFit` from a dict that passed `check_fit`, and writes the
-files these functions read; the format itself (fit.json's sections) is documented there. Every
-check raises a one-line UsageError that names the file and the entry, so a hand-edited or
-truncated file is refused where it is read, not deep inside a later stage.
+The `LawFit` itself, pure, is `scaling.laws.results.lawfit`; the checks of the dict read back
+`scaling.laws.results.fit_schema`; the format docs/fit-json.md. The same inputs and seed give a
+byte-identical file (keys sorted, floats written in full by repr, no timestamps or timings) on the
+same machine and library versions. Beside fit.json: the bootstrap's constants (fit.bootstrap.csv,
+fit.repeated.csv for the data-constrained law), each stamped with fit.json's sha256 on its first
+line, and the fitted points (fit.points.csv, `points_file`, checked against data.digest).
 """
 
 from __future__ import annotations
@@ -14,29 +17,22 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from scaling.errors import UsageError
-from scaling.laws.checks.backtest import Backtest
-from scaling.laws.checks.cross_forms import Forms
-from scaling.laws.checks.holdout import Holdout
-from scaling.laws.fitting.provenance import KINDS, Provenance
-from scaling.laws.forms.law import PARAM_NAMES, Law
-from scaling.laws.repeated import Repeated
-from scaling.reading import excerpt, finite_number, read_text
-from scaling.schemas.fit import check_sections
-from scaling.train.compute import FlopsPerToken
+from scaling.laws.forms.law import PARAM_NAMES
+from scaling.laws.repeated import SAMPLE_NAMES
+from scaling.laws.results.lawfit import LawFit
+from scaling.laws.results.points_file import format_points, read_points
+from scaling.reading import parse_json, read_bounded, read_text
+from scaling.runs.outputs import remove_leftovers, replace_files, settle
+from scaling.runs.store import check_output
 
-T = TypeVar("T")
-
-KIND = "scaling.fit"
-VERSION = 1
 FILENAME = "fit.json"
 
 # The side CSVs' first line: the sha256 of the fit.json text they belong to. A fit's files are
@@ -47,12 +43,6 @@ DIGEST_LINE = "# fit.json sha256 "
 SIDE_KINDS = ("bootstrap", "repeated")
 # Every file beside fit.json that a fit writes: the samples and the fitted points (fit.points.csv).
 FIT_SIDE_FILES = tuple(f"fit.{kind}.csv" for kind in (*SIDE_KINDS, "points"))
-
-# The sections that must be objects when present, and the data section's typed entries (None is
-# always allowed).
-_OBJECTS = ("approaches", "kaplan", "verdict", "param_conventions", "repeated", "lack_of_fit", "curves", "holdout")
-_DATA_TYPES = {"source": str, "n_points": int, "digest": str, "param_convention": str, "filters": dict,
-               "table": dict, "store": dict, "provenance": dict}
 
 
 def fit_digest(text: str | bytes) -> str:
@@ -67,172 +57,82 @@ def samples_path(path: Path, kind: str = "bootstrap") -> Path:
 
 
 # --------------------------------------------------------------------------------------------
-# fit.json's dict
+# fit.json and its side files, written and read as one unit
 
 
-def section(obj: dict[str, Any], key: str, where: str, kinds: tuple[type, ...], *, required: bool = False) -> Any:
-    """obj[key] when it is one of `kinds` (None when absent and not required); UsageError otherwise."""
-    value = obj.get(key)
-    if value is None and not required:
-        return None
-    if not isinstance(value, kinds):
-        raise UsageError(f"{where}: '{key}' must be {' or '.join(k.__name__ for k in kinds)}, "
-                         f"not {type(value).__name__}")
-    return value
+def dumps_fit(fit: LawFit) -> str:
+    """fit.json text: sorted keys, 2-space indent, floats in full, a final newline."""
+    return json.dumps(fit.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
-def number(obj: dict[str, Any], key: str, where: str, label: str = "") -> float | None:
-    """A finite number or None from `obj`; UsageError for anything else."""
-    value = obj.get(key)
-    if value is None:
-        return None
-    if not _is_number(value):
-        raise UsageError(f"{where}: {label + ' ' if label else ''}'{key}' must be a finite number or null, "
-                         f"got {value!r}")
-    return value
+def _samples_text(names: Sequence[str], rows: np.ndarray, digest: str) -> str:
+    lines = [DIGEST_LINE + digest, ",".join(names)] + [",".join(repr(float(v)) for v in row) for row in rows]
+    return "\n".join(lines) + "\n"
 
 
-def _is_number(value: object) -> bool:
-    return finite_number(value)       # an int past a float's range (10^400) is no number here
-
-
-def check_intervals(ci: dict, where: str, label: str) -> None:
-    """A "ci" section: a level in (0, 1), a whole number of resamples, a widening factor >= 1 (each may be absent),
-    each bound pair a list of two numbers (or nulls, where undefined); UsageError naming the entry otherwise."""
-    level, count, widened = ci.get("level"), ci.get("n_resamples"), ci.get("widened_by")
-    if level is not None and not (_is_number(level) and 0 < level < 1):
-        raise UsageError(f"{where}: '{label}.level' must be a number in (0, 1), got {excerpt(level)}")
-    if count is not None and not (isinstance(count, int) and not isinstance(count, bool) and count >= 1):
-        raise UsageError(f"{where}: '{label}.n_resamples' must be a whole number >= 1, got {excerpt(count)}")
-    if widened is not None and not (_is_number(widened) and widened >= 1):
-        raise UsageError(f"{where}: '{label}.widened_by' must be a number >= 1, got {excerpt(widened)}")
-    for name, pair in ci.items():
-        if name not in ("level", "n_resamples", "widened_by") and not (
-                isinstance(pair, list) and len(pair) == 2 and all(v is None or _is_number(v) for v in pair)):
-            raise UsageError(f"{where}: '{label}.{name}' must be a list [lo, hi] of numbers or nulls, "
-                             f"got {excerpt(pair)}")
-
-
-def _check_data(data: dict, where: str) -> None:
-    for key, kind in _DATA_TYPES.items():
-        value = data.get(key)
-        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-            raise UsageError(f"{where}: 'data.{key}' must be {kind.__name__} or null, got {excerpt(value)}")
-    for key in ("n_range", "d_range", "c_range"):
-        pair = data.get(key)
-        if pair is not None and not (isinstance(pair, list) and len(pair) == 2
-                                     and all(_is_number(v) and v > 0 for v in pair)):
-            raise UsageError(f"{where}: 'data.{key}' must be a list [lo, hi] of positive numbers, "
-                             f"got {excerpt(pair)}")
-    use = data.get("context_use")
-    if use is not None and not (isinstance(use, list) and len(use) == 2 and all(_is_number(v) for v in use)
-                                and use[0] <= use[1]):
-        raise UsageError(f"{where}: 'data.context_use' must be a list [lowest, highest] of numbers, "
-                         f"got {excerpt(use)}")
-    origin = data.get("provenance")
-    if origin is not None and Provenance.from_json(origin) is None:
-        kinds = " | ".join(map(json.dumps, KINDS))
-        raise UsageError(f"{where}: 'data.provenance' must be {{\"kind\": {kinds}, \"location\": text}}, got "
-                         f"{excerpt(origin)}")
-
-
-def _law(obj: dict, where: str) -> Law:
-    params = section(obj, "params", where, (dict,))
-    if params is None or any(k not in params for k in PARAM_NAMES):
-        raise UsageError(f"{where} has no 'params' with all of {', '.join(PARAM_NAMES)}")
-    values = [number(params, k, where, "params") for k in PARAM_NAMES]
-    if None in values or min(params["E"], params["A"], params["B"]) <= 0:
-        raise UsageError(f"{where}: 'params' must be finite with E, A, B > 0 ({params!r})")
-    counted = section(obj, "compute", where, (dict,))
+def write_fit(path: str | Path, fit: LawFit) -> Path:
+    """Write fit.json (a folder path gets fit.json inside it) and beside it the bootstrap's
+    constants when there are any and the fitted points when the fit holds them (fit.points.csv,
+    `points_file`; the bootstrap's stamped with fit.json's digest), as one unit
+    (`outputs.replace_files`): a kill or a full disk at any point leaves the old fit's files or
+    the new one's. A side file the new fit has none of is removed. Return the fit.json path."""
+    path = Path(path)
+    if path.is_dir() or path.suffix != ".json":
+        path = path / FILENAME
+    # Refused before anything is written: a folder where one of the fit's files goes.
+    check_output(path.parent, [path.name, *(samples_path(path, kind).name for kind in (*SIDE_KINDS, "points"))])
     try:
-        flops = FlopsPerToken() if counted is None else FlopsPerToken.from_dict(counted)
-    except (KeyError, TypeError, ValueError, OverflowError) as exc:
-        raise UsageError(f"{where}: 'compute' must hold measure, kappa, gamma and max_error ({exc})") from None
-    return replace(Law.from_dict(params), flops=flops)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {path.parent}: {exc}") from None
+    remove_leftovers(path.parent)          # temporary files of a killed fit (their pid is dead)
+    text = dumps_fit(fit)
+    digest = fit_digest(text)
+    sides = {"bootstrap": None if fit.resampled is None else _samples_text(PARAM_NAMES, fit.resampled, digest),
+             "repeated": None if fit.repeated is None or fit.repeated.samples is None
+             else _samples_text(SAMPLE_NAMES, fit.repeated.samples, digest),
+             "points": None if fit.points is None else format_points(fit.points)}
+    files = {samples_path(path, kind).name: side for kind, side in sides.items() if side is not None}
+    absent = [samples_path(path, kind).name for kind, side in sides.items() if side is None]
+    replace_files(path.parent, {**files, path.name: text}, remove=absent)   # an older fit's: it would never match
+    return path
 
 
-def check_fit(obj: object, where: str) -> Law:
-    """Check a parsed fit.json (`where` names it in messages) and return its law; UsageError
-    naming the first bad section. Sections absent from an older file pass (they read as none)."""
-    if not isinstance(obj, dict) or ("kind" not in obj and "params" not in obj):
-        raise UsageError(f"{where} is not a fit.json (no \"kind\": \"{KIND}\" and no 'params')")
-    if "kind" in obj and obj["kind"] != KIND:
-        raise UsageError(f"{where} is not a fit.json (\"kind\" is {obj['kind']!r}, not \"{KIND}\")")
-    if "kind" in obj and obj.get("version") != VERSION:
-        raise UsageError(f"{where} has fit.json version {obj.get('version')!r}; this scaling reads version {VERSION}")
-    law = _law(obj, where)
-    data = section(obj, "data", where, (dict,)) or {}
-    options = section(obj, "options", where, (dict,)) or {}
-    allocation = section(obj, "allocation", where, (dict,)) or {}
-    for key in ("dropped", "evidence", "limitations"):
-        section(data if key == "dropped" else obj, key, where, (list,))
-    for key in _OBJECTS:
-        section(obj, key, where, (dict,))
-    checks = section(obj, "diagnostics", where, (list,))
-    if checks is not None and not (all(isinstance(c, dict) for c in checks) and isinstance(obj.get("verdict"), dict)):
-        raise UsageError(f"{where}: 'diagnostics' must be a list of checks, with a 'verdict'")
-    ci = section(obj, "ci", where, (dict,))
-    if ci is not None:
-        check_intervals(ci, where, "ci")
-    _check_data(data, where)
-    rms = number(obj, "residual_rms", where)
-    if rms is not None and rms < 0:
-        raise UsageError(f"{where}: 'residual_rms' must be >= 0 (a root mean square), got {rms!r}")
-    bootstrap = options.get("bootstrap", 0)
-    if not (isinstance(bootstrap, int) and not isinstance(bootstrap, bool) and bootstrap >= 0):
-        raise UsageError(f"{where}: 'options.bootstrap' must be a whole number >= 0, got {excerpt(bootstrap)}")
-    for key in ("a", "b", "G"):
-        number(allocation, key, where, "allocation")
-    for key in ("reference_compute", "tokens_per_param_at_reference"):
-        number(obj, key, where)
-    check_sections(obj, where)      # every section a later stage reads: typed, in range, finite
-    return law
+def load_fit(path: str | Path) -> LawFit:
+    """The LawFit in a fit.json (or a folder holding one). UsageError for a missing, unreadable or
+    invalid file.
 
-
-def repeated_of(obj: dict, where: str) -> Repeated | None:
-    """The data-constrained fit of a checked fit.json (None where it has none)."""
-    part = obj.get("repeated")
-    if part is None:
-        return None
-    if isinstance(part.get("ci"), dict):
-        check_intervals(part["ci"], where, "repeated.ci")
-    elif part.get("ci") is not None:
-        raise UsageError(f"{where}: 'repeated.ci' must be a section of intervals or null, got {excerpt(part['ci'])}")
+    A file written by `scaling fit` has "kind": "scaling.fit" and "version": 1. A hand-written
+    file with only {"params": {"E", "A", "B", "alpha", "beta"}} (no "kind") is accepted as a
+    law; its other sections are then empty.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / FILENAME
+    settle(path.parent)                     # a fit whose write a kill cut short: finish it (outputs.replace_files)
     try:
-        return Repeated.from_json(part)
-    except (KeyError, TypeError, ValueError, UsageError) as exc:
-        raise UsageError(f"{where}: 'repeated' is not a data-constrained fit ({exc})") from None
-
-
-def holdout_of(obj: dict, where: str) -> Holdout | None:
-    """The hold-out refit of a checked fit.json (None for a file written before it was recorded)."""
-    return _optional_section(obj, where, "holdout", Holdout.from_json, "a hold-out check")
-
-
-def backtest_of(obj: dict, where: str) -> Backtest | None:
-    """The leave-future-out backtest of a checked fit.json (None for a file written before it)."""
-    return _optional_section(obj, where, "backtest", Backtest.from_json, "a backtest")
-
-
-def forms_of(obj: dict, where: str) -> Forms | None:
-    """The forms fitted beside the law in a checked fit.json (None for a file written before them)."""
-    return _optional_section(obj, where, "forms", Forms.from_json, "a forms section")
-
-
-def _optional_section(obj: dict, where: str, key: str, parse: Callable[[Any], T], what: str) -> T | None:
-    """fit.json's section `key` read by `parse`; None where the file has none (written before it
-    was recorded); a tampered section, in any shape, one line naming it."""
-    part = obj.get(key)
-    if part is None:
-        return None
+        raw = read_bounded(path)            # a regular file, size-capped: never /dev/zero or a FIFO
+    except FileNotFoundError:
+        raise UsageError(f"fit file {path} does not exist (write one with `scaling fit`)") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read fit file {path}: {exc}") from None
     try:
-        return parse(part)
-    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-        raise UsageError(f"{where}: '{key}' is not {what} ({type(exc).__name__}: {exc})") from None
+        obj = parse_json(raw.decode("utf-8"), str(path))   # bounded: a deep file is refused, not recursed
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not valid JSON (not UTF-8 text at byte {exc.start})") from None
+    fit = LawFit.from_json(obj, str(path))
+    digest = fit_digest(raw)
+    if fit.ci is not None:
+        fit = replace(fit, resampled=read_samples(samples_path(path), PARAM_NAMES, fit.options.bootstrap, digest))
+    if fit.repeated is not None and fit.repeated.ci is not None:
+        samples = read_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.ci.get("n_resamples"),
+                               digest)
+        fit = replace(fit, repeated=replace(fit.repeated, samples=samples))
+    return replace(fit, points=read_points(samples_path(path, "points"), fit.data, fit.law.flops))
 
 
 # --------------------------------------------------------------------------------------------
-# Side files
+# The bootstrap's side files
 
 
 # Constants no fit can have: a sample is finite or +inf (A or B run off with its exponent), E, A

@@ -1,34 +1,24 @@
-"""A fitted law as one typed object, `LawFit`, and its file, fit.json.
+"""A fitted law as one typed object, `LawFit`: what fit.json holds, in memory.
 
     fit = analysis.fit_data(data, bootstrap=1000)   # scaling.laws.analysis: the whole fit -> LawFit
     fit.law, fit.interval("alpha"), fit.tokens_per_param, fit.limitations
-    write_fit("fits/mine/fit.json", fit)
-    fit = load_fit("fits/mine/fit.json")            # the same LawFit, less what is held in memory only
-    print(summary.format_summary(fit))              # scaling.laws.results.summary
+    fit.predict(1e9, 2e10), fit.plan(1e23), fit.summary()
 
-`scaling fit` is exactly: a `scaling.laws.fitting.fitdata` loader, `apply_filters`, `analysis.fit_data`, `write_fit`,
-`summary.format_summary`. Every later stage (compare, plan, cost, report, the CLI) takes a `LawFit`; none
-re-derives what the fit computed. The same inputs and seed give a byte-identical file (keys
-sorted, floats written in full by repr, no timestamps or timings) on the same machine and library
-versions.
+`scaling fit` is exactly: a `scaling.laws.fitting.fitdata` loader, `apply_filters`, `analysis.fit_data`,
+`fit_file.write_fit`, `summary.format_summary`. Every later stage (compare, plan, cost, report, the
+CLI) takes a `LawFit`; none re-derives what the fit computed.
 
-The format, section by section: docs/fit-json.md; its checks on reading: `scaling.schemas.fit`.
-
-Beside it, fit.points.csv holds the fitted points (`scaling.laws.results.points_file`, checked
-against data.digest; no byte of fit.json changes for it). Reading a fit.json back, with its
-schema checks and its side files' (fit.bootstrap.csv, fit.repeated.csv: the resamples'
-constants, first line the fit.json's sha256), is
-`scaling.laws.results.fit_file`; this module holds the LawFit and writes the files.
+Pure, no I/O: `to_json` gives fit.json's dict and `from_json` reads one back (checked by
+`scaling.laws.results.fit_schema`); the files themselves, fit.json with its side files written as
+one unit and read back, are `scaling.laws.results.fit_file` (`write_fit`, `load_fit`). The
+format, section by section: docs/fit-json.md.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
@@ -44,29 +34,11 @@ from scaling.laws.fitting import bootstrap as resampling
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.fitting.provenance import Provenance
-from scaling.laws.forms.law import PARAM_NAMES, Law
+from scaling.laws.forms.law import Law
 from scaling.laws.optimal import allocation
-from scaling.laws.repeated import SAMPLE_NAMES, Repeated
-from scaling.laws.results.fit_file import (
-    DIGEST_LINE,
-    FILENAME,
-    KIND,
-    SIDE_KINDS,
-    VERSION,
-    backtest_of,
-    check_fit,
-    fit_digest,
-    forms_of,
-    holdout_of,
-    read_samples,
-    repeated_of,
-    samples_path,
-)
-from scaling.laws.results.points_file import format_points, read_points
+from scaling.laws.repeated import Repeated
+from scaling.laws.results.fit_schema import KIND, VERSION, backtest_of, check_fit, forms_of, holdout_of, repeated_of
 from scaling.laws.results.summary import format_summary
-from scaling.reading import parse_json, read_bounded
-from scaling.runs.outputs import remove_leftovers, replace_files, settle
-from scaling.runs.store import check_output
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -188,8 +160,8 @@ class LawFit:
     """A fitted law L = E + A/N^alpha + B/D^beta, everything it was fitted from, and its caveats.
 
     The attributes are fit.json's sections, and `resampled`: the bootstrap's constants, one row
-    per resample (stored beside fit.json in a CSV, see `samples_path`), from which the plan draws
-    intervals at any compute and the report its bootstrap distributions (`bootstrap_samples`).
+    per resample (stored beside fit.json in a CSV, `fit_file.samples_path`), from which the plan
+    draws intervals at any compute and the report its bootstrap distributions (`bootstrap_samples`).
     `points`, the FitData fitted, is read back from fit.points.csv where it was written beside
     fit.json (`points_file`: what `plot` draws), else None. `optimum` and `boot` (the
     `fit.FitResult` and the `bootstrap.BootstrapResult`) exist only in the process that made the
@@ -458,7 +430,7 @@ class LawFit:
     @classmethod
     def from_json(cls, obj: dict[str, Any], where: str = "fit.json") -> LawFit:
         """The LawFit of a fit.json dict; UsageError naming `where` and the bad section
-        (`fit_file.check_fit`). Sections an older file lacks read as none."""
+        (`fit_schema.check_fit`). Sections an older file lacks read as none."""
         law = check_fit(obj, where)
         data, options, split = obj.get("data") or {}, obj.get("options") or {}, obj.get("allocation") or {}
         return cls(
@@ -474,78 +446,3 @@ class LawFit:
             param_conventions=obj.get("param_conventions"), repeated=repeated_of(obj, where),
             lack_of_fit=obj.get("lack_of_fit"), curves=obj.get("curves"), holdout=holdout_of(obj, where),
             backtest=backtest_of(obj, where), form=str(obj.get("form") or "chinchilla"), forms=forms_of(obj, where))
-
-
-# --------------------------------------------------------------------------------------------
-# Files
-
-
-def dumps_fit(fit: LawFit) -> str:
-    """fit.json text: sorted keys, 2-space indent, floats in full, a final newline."""
-    return json.dumps(fit.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n"
-
-
-def _samples_text(names: Sequence[str], rows: np.ndarray, digest: str) -> str:
-    lines = [DIGEST_LINE + digest, ",".join(names)] + [",".join(repr(float(v)) for v in row) for row in rows]
-    return "\n".join(lines) + "\n"
-
-
-def write_fit(path: str | Path, fit: LawFit) -> Path:
-    """Write fit.json (a folder path gets fit.json inside it) and beside it the bootstrap's
-    constants when there are any and the fitted points when the fit holds them (fit.points.csv,
-    `points_file`; the bootstrap's stamped with fit.json's digest), as one unit
-    (`outputs.replace_files`): a kill or a full disk at any point leaves the old fit's files or
-    the new one's. A side file the new fit has none of is removed. Return the fit.json path."""
-    path = Path(path)
-    if path.is_dir() or path.suffix != ".json":
-        path = path / FILENAME
-    # Refused before anything is written: a folder where one of the fit's files goes.
-    check_output(path.parent, [path.name, *(samples_path(path, kind).name for kind in (*SIDE_KINDS, "points"))])
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create {path.parent}: {exc}") from None
-    remove_leftovers(path.parent)          # temporary files of a killed fit (their pid is dead)
-    text = dumps_fit(fit)
-    digest = fit_digest(text)
-    sides = {"bootstrap": None if fit.resampled is None else _samples_text(PARAM_NAMES, fit.resampled, digest),
-             "repeated": None if fit.repeated is None or fit.repeated.samples is None
-             else _samples_text(SAMPLE_NAMES, fit.repeated.samples, digest),
-             "points": None if fit.points is None else format_points(fit.points)}
-    files = {samples_path(path, kind).name: side for kind, side in sides.items() if side is not None}
-    absent = [samples_path(path, kind).name for kind, side in sides.items() if side is None]
-    replace_files(path.parent, {**files, path.name: text}, remove=absent)   # an older fit's: it would never match
-    return path
-
-
-def load_fit(path: str | Path) -> LawFit:
-    """The LawFit in a fit.json (or a folder holding one). UsageError for a missing, unreadable or
-    invalid file.
-
-    A file written by `scaling fit` has "kind": "scaling.fit" and "version": 1. A hand-written
-    file with only {"params": {"E", "A", "B", "alpha", "beta"}} (no "kind") is accepted as a
-    law; its other sections are then empty.
-    """
-    path = Path(path)
-    if path.is_dir():
-        path = path / FILENAME
-    settle(path.parent)                     # a fit whose write a kill cut short: finish it (outputs.replace_files)
-    try:
-        raw = read_bounded(path)            # a regular file, size-capped: never /dev/zero or a FIFO
-    except FileNotFoundError:
-        raise UsageError(f"fit file {path} does not exist (write one with `scaling fit`)") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read fit file {path}: {exc}") from None
-    try:
-        obj = parse_json(raw.decode("utf-8"), str(path))   # bounded: a deep file is refused, not recursed
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path} is not valid JSON (not UTF-8 text at byte {exc.start})") from None
-    fit = LawFit.from_json(obj, str(path))
-    digest = fit_digest(raw)
-    if fit.ci is not None:
-        fit = replace(fit, resampled=read_samples(samples_path(path), PARAM_NAMES, fit.options.bootstrap, digest))
-    if fit.repeated is not None and fit.repeated.ci is not None:
-        samples = read_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.ci.get("n_resamples"),
-                               digest)
-        fit = replace(fit, repeated=replace(fit.repeated, samples=samples))
-    return replace(fit, points=read_points(samples_path(path, "points"), fit.data, fit.law.flops))
