@@ -38,6 +38,7 @@ from scaling.laws.curves.runs import read_curve_runs
 from scaling.laws.curves.store import curves_from_store, read_curves
 from scaling.laws.fitting import fitdata, readers, selection
 from scaling.laws.results import lawfit as results
+from scaling.laws.results.fit_file import FILENAME, load_fit, samples_path
 from scaling.runs import store
 from scaling.train.counts import COMPUTE_MEASURES
 from scaling.validate.result import FILENAME as VALIDATION_FILE
@@ -135,12 +136,12 @@ def _store_here(runs_dir: Path, bootstrap: int | None, seed: int, drop_highest_l
 
 def _is_fit(path: Path) -> bool:
     """True for a fit.json or its folder, False for a run store; UsageError when it is neither."""
-    if path.is_file() or (path / results.FILENAME).is_file():
+    if path.is_file() or (path / FILENAME).is_file():
         return True
     if store.run_dirs(path) or (path / store.TABLE).is_file():
         return False
     raise UsageError(f"{path} is neither a run store (no <run-id>/{store.CONFIG} or {store.TABLE}) nor a "
-                     f"fit folder (no {results.FILENAME})")
+                     f"fit folder (no {FILENAME})")
 
 
 def _with_validation(inputs: Inputs) -> Inputs:
@@ -180,9 +181,9 @@ def _fit_here(name: str, fit_source: str, data: fitdata.FitData, curves: pd.Data
 
 def _store_with_fit(runs_dir: Path, fit_path: str | Path) -> Inputs:
     """A run store's points and curves, with the numbers of an existing fit.json."""
-    fit = results.load_fit(fit_path)
+    fit = load_fit(fit_path)
     fit_path = Path(fit_path)
-    fit_file = fit_path / results.FILENAME if fit_path.is_dir() else fit_path
+    fit_file = fit_path / FILENAME if fit_path.is_dir() else fit_path
     inputs = Inputs(name=runs_dir.resolve().name, fit=fit, runs_dir=runs_dir, fit_path=fit_file)
     _use_points(inputs, _store_points(runs_dir, fit.data.param_convention or DEFAULT_CONVENTION, fit))
     _note_missing_parts(inputs, fit_file)
@@ -191,8 +192,8 @@ def _store_with_fit(runs_dir: Path, fit_path: str | Path) -> Inputs:
 
 def _from_fit_file(path: Path) -> Inputs:
     """A fit.json's numbers, and its points reloaded from where its provenance says they came from."""
-    fit = results.load_fit(path)
-    fit_path = path / results.FILENAME if path.is_dir() else path
+    fit = load_fit(path)
+    fit_path = path / FILENAME if path.is_dir() else path
     inputs = Inputs(name=fit_path.parent.resolve().name, fit=fit, fit_path=fit_path)
     origin = fit.data.provenance
     if origin is None:
@@ -226,7 +227,7 @@ def _note_missing_parts(inputs: Inputs, fit_path: Path) -> None:
     """Say what an older or partial fit.json (`fit_path`) cannot show (the report never recomputes it)."""
     fit = inputs.fit
     if fit.options.bootstrap and fit.resampled is None:
-        inputs.notes.append(f"{results.samples_path(fit_path).name} (the bootstrap's resamples) is not beside "
+        inputs.notes.append(f"{samples_path(fit_path).name} (the bootstrap's resamples) is not beside "
                             f"{fit_path}: no bootstrap distributions; rerun `scaling fit` to write it")
     elif not fit.options.bootstrap:
         inputs.notes.append("this fit.json has no bootstrap: no intervals and no bootstrap distributions")

@@ -18,6 +18,7 @@ from scaling.laws.checks.holdout import Holdout, pct
 from scaling.laws.fitting import fitdata
 from scaling.laws.fitting.provenance import Provenance
 from scaling.laws.results import lawfit as results
+from scaling.laws.results.fit_file import samples_path
 from scaling.report.inputs import Inputs
 from scaling.report.style import human
 
@@ -242,7 +243,7 @@ def provenance(inputs: Inputs, check: Holdout | None, fraction: float | None) ->
     out = [f"fitted here; `{inputs.fit_command}` writes the same fit.json" if inputs.fitted_here
            else f"fit read from `{inputs.fit_path}`: its numbers are the file's"]
     if fit.resampled is not None:
-        where = "this fit's" if inputs.fit_path is None else f"`{results.samples_path(inputs.fit_path).name}`'s"
+        where = "this fit's" if inputs.fit_path is None else f"`{samples_path(inputs.fit_path).name}`'s"
         out.append(f"bootstrap distributions: {where} {len(fit.resampled)} resamples (seed {fit.seed})")
     if check is not None:
         top = f"the top {100 * check.fraction:g}% of points by compute (at least one)"

@@ -16,8 +16,7 @@ from pathlib import Path
 
 from scaling.errors import UsageError
 from scaling.laws.optimal.allocation import check_allocatable
-from scaling.laws.results import lawfit as results
-from scaling.laws.results.fit_file import FIT_SIDE_FILES
+from scaling.laws.results.fit_file import FILENAME, FIT_SIDE_FILES, write_fit
 from scaling.report import beyond, decisions, literature, sections, tasks
 from scaling.report.curves import curves_section
 from scaling.report.document import FIGURE_DIR
@@ -65,7 +64,7 @@ def write_report(report: Report, out: str | Path, fmt: str = "md") -> list[Path]
     out = Path(out)
     if out.is_file():
         raise UsageError(f"{out} is a file; the report needs a folder")
-    owned = (FIGURE_DIR, f"report.{fmt}", results.FILENAME, *FIT_SIDE_FILES)
+    owned = (FIGURE_DIR, f"report.{fmt}", FILENAME, *FIT_SIDE_FILES)
 
     def build(folder: Path) -> list[str]:
         written, images = [], {}
@@ -73,7 +72,7 @@ def write_report(report: Report, out: str | Path, fmt: str = "md") -> list[Path]
             written += save(fig, folder / FIGURE_DIR, name)
             images[name] = (folder / FIGURE_DIR / f"{name}.png").read_bytes()
         if report.inputs.fitted_here:
-            written.append(results.write_fit(folder / results.FILENAME, report.inputs.fit))
+            written.append(write_fit(folder / FILENAME, report.inputs.fit))
         path = folder / f"report.{fmt}"
         write_atomic(path, report.doc.markdown() if fmt == "md" else report.doc.html(report.title, images))
         return [str(p.relative_to(folder)) for p in written + [path]]
