@@ -37,6 +37,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Fit L(N, D) = E + A/N^alpha + B/D^beta (Hoffmann et al.'s Approach 3: Huber loss "
                     "on log residuals, L-BFGS from 4,500 starts) to a run store, a table or a packaged "
                     "dataset; bootstrap 95% intervals; write DIR/fit.json and print a summary.")
+    _points_arguments(p)
+    _selection_arguments(p)
+    _fitting_arguments(p)
+    p.add_argument("--out", type=Path, metavar="DIR", help="where fit.json goes (default fits/<name>)")
+    p.add_argument("--json", action="store_true", help="print fit.json instead of the summary")
+    p.set_defaults(func=cmd_fit)
+
+
+def _points_arguments(p: argparse.ArgumentParser) -> None:
+    """Where the points come from (one source), which columns of a table hold what, and how a run's
+    parameters and compute are counted."""
     p.add_argument("runs_dir", nargs="?", type=Path, metavar="RUNS_DIR",
                    help="a sweep's run store runs/<sweep> (finished runs are used)")
     p.add_argument("--csv", type=Path, metavar="FILE", help="a CSV or parquet table of points instead")
@@ -61,6 +72,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    "D above it repeat data; the data-constrained law is fitted too)")
     p.add_argument("--unique-tokens", type=float, metavar="U",
                    help="--csv: the unique tokens of every run (one corpus), instead of --unique")
+
+
+def _selection_arguments(p: argparse.ArgumentParser) -> None:
+    """What the law is fitted to: the metric, the final points or whole curves, and which points are
+    left out."""
     p.add_argument("--data-constrained", action="store_true",
                    help="fit the data-constrained law (Muennighoff et al. 2023) even if no run repeats data")
     p.add_argument("--metric", default="loss", metavar="NAME",
@@ -74,6 +90,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="leave out the K points with the highest loss (Besiroglu et al.: 5)")
     p.add_argument("--min-tokens-per-param", type=float, metavar="X", help="leave out points with D/N below X")
     p.add_argument("--min-tokens", type=float, metavar="X", help="leave out points with D below X")
+
+
+def _fitting_arguments(p: argparse.ArgumentParser) -> None:
+    """How the law is fitted and its intervals drawn: the loss, what is pinned or given a prior, the
+    form plan uses, the bootstrap and its seed."""
     p.add_argument("--delta", type=float, default=DEFAULT_DELTA, help=f"Huber delta (default {DEFAULT_DELTA:g})")
     p.add_argument("--fixed-e", "--E", type=float, metavar="E", dest="fixed_E",
                    help="pin the irreducible loss E (from another fit, a reference or a larger run); fit the "
@@ -94,9 +115,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)")
     p.add_argument("--reference-compute", type=float, metavar="C",
                    help="FLOPs at which tokens per parameter is reported (default: the largest C of the points)")
-    p.add_argument("--out", type=Path, metavar="DIR", help="where fit.json goes (default fits/<name>)")
-    p.add_argument("--json", action="store_true", help="print fit.json instead of the summary")
-    p.set_defaults(func=cmd_fit)
 
 
 def _column(p: argparse.ArgumentParser, name: str, metavar: str, help: str) -> None:

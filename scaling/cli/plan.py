@@ -121,23 +121,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     choice = choose_law(args.fit, args.law)
     if choice.fit is not None and choice.fit.form_entry is not None:
         return plan_form(args, choice.fit, computes)
-    law, label = choice.law, choice.label
+    law, fit = choice.law, choice.fit
     if law is not None:
         allocation.check_allocatable(law, choice.name)
-    plans = [allocation.compare_allocations(law, c) for c in computes]
-    plans = _as_predicted(plans, choice)
+    plans = _as_predicted([allocation.compare_allocations(law, c) for c in computes], choice)
     notes = []
     if law is None:
         notes.append("Kaplan et al. publish no parametric L(N, D) comparable to these: "
                      "the loss is not predicted.")
-    c_range = choice.fit.data.c_range if choice.fit is not None else None
-    if c_range:
-        top = float(c_range[1])
-        for c in computes:
-            if c > top:
-                notes.append(f"C = {c:.3g} is {math.log10(c / top):.1f} orders of magnitude above "
-                             f"the largest run in the fit ({top:.3g} FLOPs): an extrapolation.")
-    fit = choice.fit
+    notes += _extrapolation_notes(fit, computes)
     repeated = repeated_plan(choice, computes, args.unique_tokens) if args.unique_tokens is not None else None
     intervals = {c: fit.optimum_at(c) for c in computes} if fit is not None and law is not None else {}
     if fit is not None and law is not None and not any(intervals.values()):
@@ -145,14 +137,34 @@ def cmd_plan(args: argparse.Namespace) -> int:
                      "refit with `scaling fit` to get them")
     if args.json:
         print(json.dumps(json_safe({
-            "law": label, "verdict": _verdict_json(fit),
+            "law": choice.label, "verdict": _verdict_json(fit),
             "compute_measure": None if law is None else law.flops.to_dict(),
             "plans": [{"compute": c, "allocations": [a.to_dict() for a in rows],
                        "intervals": iv.to_dict() if (iv := intervals.get(c)) else None}
                       for c, rows in zip(computes, plans)], "notes": notes,
             **({} if repeated is None else {"data_constrained": repeated.to_json()})}), indent=2))
         return 0
-    print(f"law: {label}")
+    _print_plan(choice, plans, intervals)
+    for note in notes:
+        print(f"note: {note}")
+    if repeated is not None:
+        print("\n" + "\n".join(summary.format_repeated_plan(repeated)))
+    return 0
+
+
+def _extrapolation_notes(fit: LawFit | None, computes: list[float]) -> list[str]:
+    """A note for each budget above the largest fitted run: the plan there is an extrapolation."""
+    if fit is None or not fit.data.c_range:
+        return []
+    top = float(fit.data.c_range[1])
+    return [f"C = {c:.3g} is {math.log10(c / top):.1f} orders of magnitude above the largest run in the fit "
+            f"({top:.3g} FLOPs): an extrapolation." for c in computes if c > top]
+
+
+def _print_plan(choice: LawChoice, plans: list[list[allocation.Allocation]], intervals: dict) -> None:
+    """The plan as a table, each allocation with its intervals, and what the table's losses mean."""
+    law, fit = choice.law, choice.fit
+    print(f"law: {choice.label}")
     if law is not None:
         print(f"compute: {law.flops.describe()}; every N and D below spends C in that measure")
     if fit is not None:
@@ -172,11 +184,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print("loss: what the law predicts for each allocation (the law's own optimum is lowest)")
     print("kaplan: N = 1.3e9 (C / 8.64e19 FLOP)^0.73 non-embedding params (Kaplan et al. 2020, "
           "Table 6), D = C / " + ("(6 N)" if law is None or law.flops.is_six_n else "c(N) as above"))
-    for note in notes:
-        print(f"note: {note}")
-    if repeated is not None:
-        print("\n" + "\n".join(summary.format_repeated_plan(repeated)))
-    return 0
 
 
 def plan_form(args: argparse.Namespace, fit: LawFit, computes: list[float]) -> int:
@@ -204,11 +211,8 @@ def plan_form(args: argparse.Namespace, fit: LawFit, computes: list[float]) -> i
     print(plain_table(["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "loss"], cells, n_left=2))
     print(f"law optimum: the {fit.form} form's (numeric where it has no closed form); [lo, hi]: 95% over its "
           "bootstrap resamples' optima, the loss's a prediction interval widened beyond the data by its backtest")
-    top = float(fit.data.c_range[1]) if fit.data.c_range else None
-    for c in computes:
-        if top is not None and c > top:
-            print(f"note: C = {c:.3g} is {math.log10(c / top):.1f} orders of magnitude above the largest run in the "
-                  f"fit ({top:.3g} FLOPs): an extrapolation.")
+    for note in _extrapolation_notes(fit, computes):
+        print(f"note: {note}")
     return 0
 
 

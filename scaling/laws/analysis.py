@@ -66,6 +66,35 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     with at most as many resamples as the fit's) and caution where they disagree at the reference
     compute; False for none (a form chosen by `form` is fitted still).
     """
+    form = _check_request(data, bootstrap, seed, form=form, fixed_E=fixed_E, data_constrained=data_constrained)
+    seed = int(seed)
+    data = data.canonical()
+    reference_compute = _reference(reference_compute, data)
+    result, prior = _fit_constants(data, delta=delta, grid=grid, fixed_E=fixed_E, E_prior=E_prior, seed=seed)
+    lof = residual_structure(data, result)
+    boot = None
+    if bootstrap:
+        boot = resampling.bootstrap(data.n, data.d, data.loss, n_resamples=int(bootstrap), seed=seed,
+                                    delta=delta, fixed_E=fixed_E, reference_compute=reference_compute,
+                                    full_fit=result, flops=data.flops, widen=lof.interval_factor, E_prior=prior)
+    fit = _law_fit(data, result, boot, seed=seed, custom_grid=grid is not None, reference_compute=reference_compute)
+    fit, extra = _allocation_by_other_routes(fit, data, result, boot, curves, bootstrap=int(bootstrap), seed=seed,
+                                             delta=delta, fixed_E=fixed_E, reference_compute=reference_compute)
+    fit = replace(fit, repeated=fit_repeated(data, bootstrap=min(int(bootstrap), REPEATED_RESAMPLES), seed=seed,
+                                             delta=delta, grid=grid, force=data_constrained))
+    fit, beyond = _checked_beyond_the_points(fit, data, result, prior, form=form, forms=forms, backtest=backtest,
+                                             reference_compute=reference_compute, bootstrap=int(bootstrap),
+                                             seed=seed)
+    return replace(fit, lack_of_fit=json_safe(lof.to_json()),
+                   diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
+                                                    lof=lof, holdout=fit.holdout, extra=(*extra, *beyond)))
+
+
+def _check_request(data: FitData, bootstrap: int, seed: int, *, form: str | None, fixed_E: float | None,
+                   data_constrained: bool) -> str:
+    """Everything `fit_data` is asked, checked before any fitting (each a one-line UsageError): the
+    resampling, the form (returned: the one asked, or the fitted law's own), that the points can be
+    fitted, and the unique tokens a data-constrained fit needs."""
     _check_resampling(bootstrap, seed)
     form = _check_form(form, fixed_E)
     check_fittable(data, fixed_E)
@@ -73,48 +102,58 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
         raise UsageError(f"{data.source}: the data-constrained fit needs each run's unique tokens "
                          "(a run store records them; for a table give its unique-tokens column or one count)",
                          options=("unique", "unique_tokens"))
-    data = data.canonical()
-    reference_compute = _reference(reference_compute, data)
+    return form
+
+
+def _fit_constants(data: FitData, *, delta: float, grid: dict | npt.ArrayLike | None, fixed_E: float | None,
+                   E_prior: tuple | None, seed: int) -> tuple[fitting.FitResult, EPrior | None]:
+    """The law's constants (Approach 3), and the prior on E they were fitted with: a prior is scaled
+    by the precision the runs give E in the fit without it (`e_prior_of`), so the fit is made twice."""
     result = _planned_with(fitting.fit_law(data.n, data.d, data.loss, delta=delta, grid=grid, fixed_E=fixed_E), data)
-    prior = None
-    if E_prior is not None:
-        prior = e_prior_of(E_prior, data, result, fixed_E, int(seed))
-        result = _planned_with(fitting.fit_law(data.n, data.d, data.loss, delta=delta, grid=grid, E_prior=prior),
-                               data)
-    law = result.law
-    lof = residual_structure(data, result)
-    boot = None
-    if bootstrap:
-        boot = resampling.bootstrap(data.n, data.d, data.loss, n_resamples=int(bootstrap), seed=int(seed),
-                                    delta=delta, fixed_E=fixed_E, reference_compute=reference_compute,
-                                    full_fit=result, flops=data.flops, widen=lof.interval_factor, E_prior=prior)
-    fit = _law_fit(data, result, boot, seed=int(seed), custom_grid=grid is not None,
-                   reference_compute=reference_compute)
+    if E_prior is None:
+        return result, None
+    prior = e_prior_of(E_prior, data, result, fixed_E, seed)
+    return _planned_with(fitting.fit_law(data.n, data.d, data.loss, delta=delta, grid=grid, E_prior=prior), data), prior
+
+
+def _allocation_by_other_routes(fit: LawFit, data: FitData, result: fitting.FitResult,
+                                boot: resampling.BootstrapResult | None, curves: pd.DataFrame | None, *,
+                                bootstrap: int, seed: int, delta: float, fixed_E: float | None,
+                                reference_compute: float) -> tuple[LawFit, list]:
+    """The allocation reached another way, beside the law's: Hoffmann's Approaches 1 and 2 and VPNLS,
+    Kaplan's single-variable laws, and the fit with N counted the other way where the points give
+    both; with the checks that compare them to the law (for the verdict)."""
     kaplan_laws = kaplan.fit_kaplan(data.n, data.d, data.loss, param_convention=data.param_convention or "unknown")
-    fit = replace(fit, approaches=allocation_approaches(fit, curves, seed=int(seed)),
+    fit = replace(fit, approaches=allocation_approaches(fit, curves, seed=seed),
                   kaplan=json_safe(kaplan_laws.to_dict()))
-    extra = [diagnostics.approaches_check(fit.approaches, law, fit.ci)]
+    extra = [diagnostics.approaches_check(fit.approaches, result.law, fit.ci)]
     conventions = _both_conventions(data, result, boot, bootstrap=bootstrap, seed=seed, delta=delta,
                                     fixed_E=fixed_E, reference_compute=reference_compute)
     if conventions is not None and data.param_convention is not None:   # (the first implies the second)
         fit = replace(fit, param_conventions=conventions)
         extra.append(diagnostics.convention_check(conventions, data.param_convention))
-    fit = replace(fit, repeated=fit_repeated(data, bootstrap=min(int(bootstrap), REPEATED_RESAMPLES), seed=int(seed),
-                                             delta=delta, grid=grid, force=data_constrained))
-    # The one hold-out refit: judged by the diagnostics, kept in fit.json, printed by the report.
-    check = holdout(data, law, fraction=diagnostics.THRESHOLDS["holdout_fraction"], delta=result.delta,
+    return fit, extra
+
+
+def _checked_beyond_the_points(fit: LawFit, data: FitData, result: fitting.FitResult, prior: EPrior | None, *,
+                               form: str, forms: bool, backtest: bool, reference_compute: float, bootstrap: int,
+                               seed: int) -> tuple[LawFit, list]:
+    """How well the law predicts runs it was not fitted to: the hold-out refit (judged by the
+    diagnostics, kept in fit.json, printed by the report), the leave-future-out backtest (judged by
+    the verdict; it widens every interval beyond the data) and the other forms beside it; with their
+    checks for the verdict."""
+    check = holdout(data, result.law, fraction=diagnostics.THRESHOLDS["holdout_fraction"], delta=result.delta,
                     fixed_E=result.fixed_E, starts=result.end_points, E_prior=prior)
     future = backtesting.backtest(data, result, delta=result.delta, fixed_E=result.fixed_E) if backtest else None
-    if future is not None:      # leave-future-out: judged by the verdict, it widens every interval beyond the data
+    extra = []
+    if future is not None:
         extra += [backtest_verdict.backtest_check(future),
-                  backtest_verdict.E_drift_check(future, fit.interval("E"), law.E, float(data.loss.min()))]
+                  backtest_verdict.E_drift_check(future, fit.interval("E"), result.law.E, float(data.loss.min()))]
     side = None
     if (forms and backtest) or form != cross_forms.fitted_form(result):
-        side = _forms_beside(data, result, fit, future, form, reference_compute, int(bootstrap), int(seed))
+        side = _forms_beside(data, result, fit, future, form, reference_compute, bootstrap, seed)
         extra.append(cross_forms.forms_check(side))
-    return replace(fit, lack_of_fit=json_safe(lof.to_json()), holdout=check, backtest=future, form=form, forms=side,
-                   diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
-                                                    lof=lof, holdout=check, extra=tuple(extra)))
+    return replace(fit, holdout=check, backtest=future, form=form, forms=side), extra
 
 
 def _reference(reference_compute: float | None, data: FitData) -> float:
@@ -150,6 +189,8 @@ def e_prior_of(E_prior: tuple, data: FitData, result: fitting.FitResult, fixed_E
                          f"got {E_prior!r}") from None
     fitting.check_fit_inputs(data.n, data.d, data.loss, fixed_E, EPrior(mean, sd, 1.0))
     return EPrior(mean, sd, prior_scale(data.n, data.d, data.loss, result, seed), source)
+
+
 def _check_form(form: str | None, fixed_E: float | None) -> str:
     """The form `fit_data` reports: `form`, or the fitted law's own (fixed-E where E is pinned);
     UsageError for an unknown one, or one that contradicts `fixed_E`."""

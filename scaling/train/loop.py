@@ -26,6 +26,7 @@ import traceback
 import warnings
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -177,8 +178,8 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress: ProgressFn |
     warmup, _ = spec.schedule()
     n_seqs = train.batch_tokens // cfg.context_length
     model, optimizer, step_model = _model(spec, device)
-    windows = val_windows(data, train.eval_tokens, cfg.context_length, device)
-    prompts = task_prompts(data.val, cfg.context_length, device)
+    evaluation = _Evaluation(model, val_windows(data, train.eval_tokens, cfg.context_length, device),
+                             task_prompts(data.val, cfg.context_length, device), n_seqs, autocast)
     state = restore(spec, run_dir, model, optimizer, device)
     branch_points, metrics_path = set(spec.branch_points), run_dir / METRICS
 
@@ -204,18 +205,10 @@ def _train(spec: RunSpec, data: TokenData, run_dir: Path, progress: ProgressFn |
         if on_cadence or do_eval:
             train_loss = faults.loss(spec.run_id, step, loss_sum.item() / loss_count)  # the interval's one sync
             record = _record(step, lr, train_loss, train.batch_tokens, start, last_time, last_step)
-            if state["initial_loss"] is None:
-                state["initial_loss"] = train_loss
-            reason = divergence(train_loss, state["initial_loss"], step, warmup, train.divergence_factor)
+            reason = _log_step(record, train_loss, spec, state, warmup, evaluation if do_eval else None,
+                               metrics_path=metrics_path, log=log, progress=progress)
             if reason:
                 status = "diverged"
-            elif do_eval:
-                _evaluate_into(record, model, windows, prompts if step == steps else None, n_seqs, autocast)
-            append_jsonl(metrics_path, record)
-            log(record)
-            if progress is not None:
-                progress(step * train.batch_tokens, steps * train.batch_tokens, record["tokens_per_s"])
-            if status == "diverged":
                 break
             loss_sum.zero_()
             loss_count = 0
@@ -248,13 +241,42 @@ def _model(spec: RunSpec, device: torch.device) -> tuple[GPT, torch.optim.AdamW,
     return model, optimizer, compiled(model, spec.train)
 
 
-def _evaluate_into(record: dict, model: GPT, windows: tuple[torch.Tensor, torch.Tensor, int],
-                   prompts: torch.Tensor | None, n_seqs: int, autocast: AbstractContextManager[Any]) -> None:
-    """The validation loss, bits per byte and context use into `record`; with `prompts` (the last
-    step: once a run), accuracy and exact match beyond the loss too (train.metrics)."""
-    record["val_loss"], record["val_bpb"], record["val_context_use"] = evaluate(model, windows, n_seqs, autocast)
-    if prompts is not None:
-        record.update(evaluate_tasks(model, prompts, n_seqs, autocast))
+@dataclass(frozen=True)
+class _Evaluation:
+    """What a run is evaluated on, made once a run: the validation windows and the task prompts."""
+
+    model: GPT
+    windows: tuple[torch.Tensor, torch.Tensor, int]
+    prompts: torch.Tensor
+    n_seqs: int
+    autocast: AbstractContextManager[Any]
+
+    def into(self, record: dict, last: bool) -> None:
+        """The validation loss, bits per byte and context use into `record`; at the `last` step (once
+        a run), accuracy and exact match beyond the loss too (train.metrics)."""
+        record["val_loss"], record["val_bpb"], record["val_context_use"] = evaluate(
+            self.model, self.windows, self.n_seqs, self.autocast)
+        if last:
+            record.update(evaluate_tasks(self.model, self.prompts, self.n_seqs, self.autocast))
+
+
+def _log_step(record: dict, train_loss: float, spec: RunSpec, state: dict, warmup: int,
+              evaluation: _Evaluation | None, *, metrics_path: Path, log: Callable[[dict], None],
+              progress: ProgressFn | None) -> str | None:
+    """A logged step's record, finished and written: why the run diverged (None if it has not: its
+    loss against the run's first logged one), else the evaluation when one is due; then the record
+    into metrics.jsonl, the viewers (`log`: train.log_to's) and the progress."""
+    if state["initial_loss"] is None:
+        state["initial_loss"] = train_loss
+    step = record["step"]
+    reason = divergence(train_loss, state["initial_loss"], step, warmup, spec.train.divergence_factor)
+    if reason is None and evaluation is not None:
+        evaluation.into(record, last=step == spec.steps)
+    append_jsonl(metrics_path, record)
+    log(record)
+    if progress is not None:
+        progress(step * spec.train.batch_tokens, spec.steps * spec.train.batch_tokens, record["tokens_per_s"])
+    return reason
 
 
 def _summary(spec: RunSpec, data: TokenData, status: str, reason: str | None, step: int, record: dict,
