@@ -82,12 +82,14 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
                                              delta=delta, fixed_E=fixed_E, reference_compute=reference_compute)
     fit = replace(fit, repeated=fit_repeated(data, bootstrap=min(int(bootstrap), REPEATED_RESAMPLES), seed=seed,
                                              delta=delta, grid=grid, force=data_constrained))
-    fit, beyond = _checked_beyond_the_points(fit, data, result, prior, form=form, forms=forms, backtest=backtest,
-                                             reference_compute=reference_compute, bootstrap=int(bootstrap),
-                                             seed=seed)
-    return replace(fit, lack_of_fit=json_safe(lof.to_json()),
+    # The one hold-out refit: judged by the diagnostics, kept in fit.json, printed by the report.
+    check = holdout(data, result.law, fraction=diagnostics.THRESHOLDS["holdout_fraction"], delta=result.delta,
+                    fixed_E=result.fixed_E, starts=result.end_points, E_prior=prior)
+    fit, beyond = _checked_beyond_the_data(fit, data, result, form=form, forms=forms, backtest=backtest,
+                                           reference_compute=reference_compute, bootstrap=int(bootstrap), seed=seed)
+    return replace(fit, lack_of_fit=json_safe(lof.to_json()), holdout=check,
                    diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
-                                                    lof=lof, holdout=fit.holdout, extra=(*extra, *beyond)))
+                                                    lof=lof, holdout=check, extra=(*extra, *beyond)))
 
 
 def _check_request(data: FitData, bootstrap: int, seed: int, *, form: str | None, fixed_E: float | None,
@@ -135,15 +137,12 @@ def _allocation_by_other_routes(fit: LawFit, data: FitData, result: fitting.FitR
     return fit, extra
 
 
-def _checked_beyond_the_points(fit: LawFit, data: FitData, result: fitting.FitResult, prior: EPrior | None, *,
-                               form: str, forms: bool, backtest: bool, reference_compute: float, bootstrap: int,
-                               seed: int) -> tuple[LawFit, list]:
-    """How well the law predicts runs it was not fitted to: the hold-out refit (judged by the
-    diagnostics, kept in fit.json, printed by the report), the leave-future-out backtest (judged by
-    the verdict; it widens every interval beyond the data) and the other forms beside it; with their
-    checks for the verdict."""
-    check = holdout(data, result.law, fraction=diagnostics.THRESHOLDS["holdout_fraction"], delta=result.delta,
-                    fixed_E=result.fixed_E, starts=result.end_points, E_prior=prior)
+def _checked_beyond_the_data(fit: LawFit, data: FitData, result: fitting.FitResult, *, form: str, forms: bool,
+                             backtest: bool, reference_compute: float, bootstrap: int,
+                             seed: int) -> tuple[LawFit, list]:
+    """How the law extrapolates: the leave-future-out backtest (judged by the verdict; it widens
+    every interval beyond the data) and the other forms fitted beside it, each with its own; with
+    their checks for the verdict."""
     future = backtesting.backtest(data, result, delta=result.delta, fixed_E=result.fixed_E) if backtest else None
     extra = []
     if future is not None:
@@ -153,7 +152,7 @@ def _checked_beyond_the_points(fit: LawFit, data: FitData, result: fitting.FitRe
     if (forms and backtest) or form != cross_forms.fitted_form(result):
         side = _forms_beside(data, result, fit, future, form, reference_compute, bootstrap, seed)
         extra.append(cross_forms.forms_check(side))
-    return replace(fit, holdout=check, backtest=future, form=form, forms=side), extra
+    return replace(fit, backtest=future, form=form, forms=side), extra
 
 
 def _reference(reference_compute: float | None, data: FitData) -> float:
