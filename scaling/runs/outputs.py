@@ -190,9 +190,10 @@ def replace_folder(out: Path, build: Callable[[Path], T], owned: Collection[str]
 def replace_files(folder: Path, files: dict[str, str | bytes], remove: Collection[str] = ()) -> None:
     """Write `files` (name -> content) into `folder` and delete the files `remove`, as one unit:
     after a kill at any point, the folder holds the old set, or the new one once `settle` has run
-    (every reader of the set calls it). OSError naming the file for a failed write."""
+    (every reader of the set calls it). What killed writers left in `folder` is finished or removed
+    first (`remove_leftovers`). OSError naming the file for a failed write."""
     folder = Path(folder)
-    settle(folder)
+    remove_leftovers(folder)
     temps: dict[str, str] = {}
     journal = temp_name(folder / next(iter(files)), JOURNAL)
     try:

@@ -4,7 +4,10 @@
     write_budget_tuning("fits/tiny-tune", "configs/tiny.yaml", tried)   # `scaling tune --budgets`
 
 Checked before any training (`check_tuning_output`): a tuned config tune did not write is
-replaced only with --force, and never the input config.
+replaced only with --force, and never the input config. tune.json and the tuned config are written
+as one unit (`outputs.replace_files`, as a fit's files): a kill or a full disk at any point leaves
+the old pair or, once the next tune (or anything that calls `outputs.settle` on the folder) has
+finished the committed renames, the new one.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import yaml
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.reading import parse_yaml
-from scaling.runs.store import check_output, write_atomic
+from scaling.runs.outputs import replace_files
+from scaling.runs.store import check_output
 from scaling.tune.lr_law import LRLaw
 from scaling.tune.shapes import TUNED, Tuning, tuned_config
 
@@ -61,15 +65,27 @@ def check_tuning_output(out: str | Path, config_path: str | Path, name: str, for
                          "or give another output folder", options=("force", "out"))
 
 
-def write_tuning(out: str | Path, config_path: str | Path, tuning: Tuning, law: LRLaw,
-                 force: bool = False) -> tuple[Path, Path]:
-    """Write into `out` tune.json and `<name>-tuned.yaml`, the config at `config_path` with each
-    shape's chosen rate (and a header saying where they came from); return the two paths.
-    `force`: replace a `<name>-tuned.yaml` that tune did not write (check_tuning_output)."""
-    out, config_path = Path(out), Path(config_path)
+def _input_config(out: Path, config_path: Path, force: bool) -> dict:
+    """The input config's YAML, once `out` is checked to take tune's files (`check_tuning_output`)
+    and made."""
     data = parse_yaml(config_path.read_text(encoding="utf-8"), str(config_path))
     check_tuning_output(out, config_path, data["name"], force)
     out.mkdir(parents=True, exist_ok=True)
+    return data
+
+
+def _config_text(header: str, config: dict) -> str:
+    """A tuned config's file: the header saying where its rates came from, then the YAML."""
+    return header + yaml.safe_dump(config, sort_keys=False, default_flow_style=None)
+
+
+def write_tuning(out: str | Path, config_path: str | Path, tuning: Tuning, law: LRLaw,
+                 force: bool = False) -> tuple[Path, Path]:
+    """Write into `out` tune.json and `<name>-tuned.yaml`, the config at `config_path` with each
+    shape's chosen rate (and a header saying where they came from), as one unit; return the two
+    paths. `force`: replace a `<name>-tuned.yaml` that tune did not write (check_tuning_output)."""
+    out, config_path = Path(out), Path(config_path)
+    data = _input_config(out, config_path, force)
     tuned_path, record_path = out / f"{data['name']}{TUNED}.yaml", out / "tune.json"
     header = (f"{TUNED_HEADER}{config_path}`: each shape's rate chosen from the runs in "
               f"{tuning.sweep_dir}\n# ({len(tuning.lrs)} rates, {tuning.tokens:,} tokens each); "
@@ -78,9 +94,9 @@ def write_tuning(out: str | Path, config_path: str | Path, tuning: Tuning, law: 
     if edges:
         header += f"# At the grid's edge (the optimum lies beyond: widen --lrs, tune again): {', '.join(edges)}\n"
     tuned = tuned_config(data, tuning.shapes)
-    write_atomic(tuned_path, header + yaml.safe_dump(tuned, sort_keys=False, default_flow_style=None))
     record = {"config": str(config_path), "tuned_config": str(tuned_path), **tune_record(tuning, law)}
-    write_atomic(record_path, json.dumps(json_safe(record), indent=2) + "\n")
+    replace_files(out, {tuned_path.name: _config_text(header, tuned),
+                        record_path.name: json.dumps(json_safe(record), indent=2) + "\n"})
     return record_path, tuned_path
 
 
@@ -99,16 +115,15 @@ def write_budget_tuning(out: str | Path, config_path: str | Path, tried: Beta2Tu
                         force: bool = False) -> tuple[Path, Path | None]:
     """Write into `out` tune.json (each beta2's cells, law and cost, and the one chosen: `tried`, a
     scaling.tune.budgets.Beta2Tunings) and, when the chosen one has a law, `<name>-tuned.yaml`:
-    the config with train.lr_law in place of its shapes' own rates, and the chosen beta2. `force`:
-    as write_tuning's."""
+    the config with train.lr_law in place of its shapes' own rates, and the chosen beta2, as one
+    unit. `force`: as write_tuning's."""
     from scaling.tune.budgets import budget_tuned_config
 
     out, config_path = Path(out), Path(config_path)
-    data = parse_yaml(config_path.read_text(encoding="utf-8"), str(config_path))
-    check_tuning_output(out, config_path, data["name"], force)
-    out.mkdir(parents=True, exist_ok=True)
+    data = _input_config(out, config_path, force)
     chosen = tried.chosen
     record_path, tuned_path, law = out / "tune.json", None, chosen.law
+    files: dict[str, str] = {}
     record = {"config": str(config_path), **tuning_record(chosen),
               "beta2_tried": [tuning_record(t) for t in tried.tunings], "tuning_flops_exact": tried.tuning_flops,
               "sweep_flops_exact": chosen.sweep_flops, "cost_share": tried.cost_share}
@@ -118,7 +133,7 @@ def write_budget_tuning(out: str | Path, config_path: str | Path, tried: Beta2Tu
                   f"beta2 {chosen.beta2:g}.\n"
                   f"# The cells, their losses and the fit are in {record_path}.\n")
         tuned = budget_tuned_config(data, law, chosen.beta2)
-        write_atomic(tuned_path, header + yaml.safe_dump(tuned, sort_keys=False, default_flow_style=None))
+        files[tuned_path.name] = _config_text(header, tuned)
         record["tuned_config"] = str(tuned_path)
-    write_atomic(record_path, json.dumps(json_safe(record), indent=2) + "\n")
+    replace_files(out, {**files, record_path.name: json.dumps(json_safe(record), indent=2) + "\n"})
     return record_path, tuned_path

@@ -13,9 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from scaling.cli import main
 from scaling.laws.results import fit_file
+from scaling.runs.outputs import settle
+from tests.conftest import MICRO
 from tests.hardening.helpers import ROOT, dead_pid, fit_table, refused, run_cli
 
 
@@ -149,3 +152,56 @@ def test_a_journal_that_names_a_users_file_is_refused_and_the_file_kept(two_fits
     refused(["plan", "--fit", folder, "--compute", "1e21"], capsys, "is not a journal of scaling's writes")
     assert (folder / "notes.txt").read_text() == "mine"
     assert contents(folder)["fit.json"] == two_fits["old"][1]["fit.json"]
+
+
+# --------------------------------------------------------------------------------------------
+# tune.json and the tuned config: one unit, as a fit's files
+
+TUNED_PAIR = ("micro-tuned.yaml", "tune.json")
+
+
+def tune_argv(config: Path, lrs: str, runs: Path, cache: Path, out: Path) -> list:
+    return ["tune", config, "--lrs", lrs, "--tokens", "256", "--runs-dir", runs, "--cache-dir", cache, "--out", out]
+
+
+def pair_of(folder: Path, written_in: Path | None = None) -> dict:
+    """The text of tune's two files in `folder`; with `written_in`, as they would read had they
+    been written there (both name their own folder)."""
+    texts = {name: (folder / name).read_text() for name in TUNED_PAIR}
+    return texts if written_in is None else {k: v.replace(str(folder), str(written_in)) for k, v in texts.items()}
+
+
+@pytest.fixture(scope="module")
+def two_tunings(tmp_path_factory, cache_dir) -> dict:
+    """A micro config tuned at two sets of rates (3 tiny runs each) into one run store:
+    {"config", "runs", "old", "new": each one's output folder}."""
+    tmp = tmp_path_factory.mktemp("two-tunings")
+    config = tmp / "micro.yaml"
+    config.write_text(yaml.safe_dump({**MICRO, "grid": {**MICRO["grid"], "models": MICRO["grid"]["models"][:1]}}))
+    made = {"config": config, "runs": tmp / "runs"}
+    for name, lrs in (("old", "3e-3,1e-2,3e-2"), ("new", "2e-3,6e-3,2e-2")):
+        assert main([str(a) for a in tune_argv(config, lrs, tmp / "runs", cache_dir, tmp / name)]) == 0
+        made[name] = tmp / name
+    return made
+
+
+# Where a kill falls in `scaling tune`'s write, in order: tune.json half written (the tuned config complete),
+# then after the journal's commit: before any rename, and between the two.
+TUNE_BEFORE_COMMIT = ("write:tune.json",)
+TUNE_AFTER_COMMIT = ("rename:micro-tuned.yaml", "renamed:micro-tuned.yaml")
+
+
+@pytest.mark.parametrize("site", TUNE_BEFORE_COMMIT + TUNE_AFTER_COMMIT)
+def test_a_tune_killed_at_any_step_leaves_the_old_pair_or_the_new_one(two_tunings, cache_dir, tmp_path, site):
+    out = tmp_path / "tune"
+    shutil.copytree(two_tunings["old"], out)
+    argv = tune_argv(two_tunings["config"], "2e-3,6e-3,2e-2", two_tunings["runs"], cache_dir, out)
+    killed = run_cli(argv, env={"SCALING_FAULT": f"kill_at={site}:1"})    # its runs trained: it only writes
+    assert killed.returncode == -9, killed.stderr
+    settle(out)                 # what the next reader or writer does first: finish a committed set
+    new = pair_of(two_tunings["new"], written_in=out)
+    expected = pair_of(two_tunings["old"]) if site in TUNE_BEFORE_COMMIT else new      # the old pair: copied
+    assert pair_of(out) == expected                     # was, killed after the config's rename: new config, old json
+    assert main([str(a) for a in argv]) == 0                                 # the next tune cleans up
+    assert pair_of(out) == new
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]

@@ -30,7 +30,7 @@ from scaling.laws.repeated import SAMPLE_NAMES
 from scaling.laws.results.lawfit import LawFit
 from scaling.laws.results.points_file import format_points, read_points
 from scaling.reading import parse_json, read_bounded, read_text
-from scaling.runs.outputs import remove_leftovers, replace_files, settle
+from scaling.runs.outputs import replace_files, settle
 from scaling.runs.store import check_output
 
 FILENAME = "fit.json"
@@ -74,8 +74,9 @@ def write_fit(path: str | Path, fit: LawFit) -> Path:
     """Write fit.json (a folder path gets fit.json inside it) and beside it the bootstrap's
     constants when there are any and the fitted points when the fit holds them (fit.points.csv,
     `points_file`; the bootstrap's stamped with fit.json's digest), as one unit
-    (`outputs.replace_files`): a kill or a full disk at any point leaves the old fit's files or
-    the new one's. A side file the new fit has none of is removed. Return the fit.json path."""
+    (`outputs.replace_files`, which first removes what a killed fit left): a kill or a full disk at
+    any point leaves the old fit's files or the new one's. A side file the new fit has none of is
+    removed. Return the fit.json path."""
     path = Path(path)
     if path.is_dir() or path.suffix != ".json":
         path = path / FILENAME
@@ -85,7 +86,6 @@ def write_fit(path: str | Path, fit: LawFit) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create {path.parent}: {exc}") from None
-    remove_leftovers(path.parent)          # temporary files of a killed fit (their pid is dead)
     text = dumps_fit(fit)
     digest = fit_digest(text)
     sides = {"bootstrap": None if fit.resampled is None else _samples_text(PARAM_NAMES, fit.resampled, digest),
