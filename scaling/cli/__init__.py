@@ -3,7 +3,7 @@
 Every command is a thin layer over the Python API (`scaling.*`): it parses arguments, calls
 the same functions a notebook would, and prints. A `UsageError`, or an `OSError` (a file that
 cannot be read or written), becomes a one-line message and exit code 2; a traceback is shown
-only with --debug.
+only with --debug. A warning is one line on stderr, `warning: <message>` (`show_warning`).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from importlib import import_module
 
 from scaling import __version__
@@ -52,10 +53,21 @@ def flag_names(exc: UsageError) -> str:
     return f" ({', '.join(flags)})" if flags else ""
 
 
+def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: object = None, line: str | None = None) -> None:
+    """A warning as every command shows it: `warning: <message>`, one line on stderr. Python's own
+    format adds the file, line and source line that raised it, which tell a user nothing (the
+    warnings filters still decide which are shown). sys.stderr is looked up at each warning: under
+    a command's progress bars it is rich's, which prints the line above them."""
+    print(f"warning: {' '.join(str(message).splitlines())}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args) or 0
+        with warnings.catch_warnings():             # the hook is the command's: put back after it
+            warnings.showwarning = show_warning
+            return args.func(args) or 0
     except UsageError as exc:
         if args.debug:
             raise

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -227,7 +226,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from scaling.sweep.driver import run_sweep  # training loads torch: not for a dry run
     from scaling.train.loop import Interrupted
 
-    warnings.showwarning = lambda msg, *a, **k: console.print(f"[yellow]warning:[/] {msg}")
     with stop_on_signals() as received:
         try:
             with progress_bars() as bars:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -102,7 +101,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
         vcfg, runs, planned = prepare(fit, cfg, compute, runs_dir=runs_dir, force=args.force, fit_path=str(fit_path))
         show_dry_run(planned, *estimate(vcfg, runs, store or runs_dir / vcfg.name), as_json=args.json)
         return 0
-    warnings.showwarning = lambda msg, *a, **k: console.print(f"[yellow]warning:[/] {msg}")
     with stop_on_signals() as received:
         try:
             with progress_bars() as bars:

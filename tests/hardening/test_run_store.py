@@ -15,7 +15,7 @@ import pytest
 
 from scaling.cli import main
 from scaling.runs import store
-from tests.hardening.helpers import deadline, fit_table
+from tests.hardening.helpers import deadline, fit_table, run_cli
 
 
 def one_line_or_done(argv, capsys) -> tuple[int, str]:
@@ -87,8 +87,21 @@ def test_a_step_past_a_floats_range_in_metrics_is_skipped_with_a_warning(runs, t
     record = json.loads(lines[-1])
     record["step"], record["tokens"] = 10**400, 10**400
     path.write_text("\n".join([*lines[:-1], json.dumps(record)]) + "\n")
-    with pytest.warns(UserWarning, match="skipping a record that is not a metrics record"):
-        one_line_or_done(["fit", runs, "--bootstrap", "0", "--curves", "--out", tmp_path / "fit"], capsys)
+    code = main(["fit", str(runs), "--bootstrap", "0", "--curves", "--out", str(tmp_path / "fit")])
+    warned = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 0 and warned, warned         # each a line of its own (was: Python's, with file, line and source)
+    assert all(line.startswith(f"warning: {path}:") and "skipping a record that is not a metrics record" in line
+               for line in warned), warned
+
+
+def test_a_warning_is_one_line_in_every_commands_format(runs, tmp_path):
+    # Through a real process, as a user sees it: the same record, read by `report` this time.
+    path = first_run(runs) / store.METRICS
+    path.write_text(path.read_text() + '{"step": 1' + "0" * 400 + ', "tokens": 1}\n')
+    done = run_cli(["report", runs, "--bootstrap", "0", "--out", tmp_path / "report"], timeout=300)
+    warned = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 0 and warned and all(line.startswith("warning: ") for line in warned), done.stderr
+    assert not any("warnings.warn" in line or ".py:" in line for line in warned), done.stderr
 
 
 @pytest.mark.parametrize("kind", ["loop", "folder", "dangling"])
