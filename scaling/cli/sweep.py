@@ -7,6 +7,7 @@ import json
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -205,6 +206,29 @@ def stop_on_signals() -> Iterator[list[int]]:
         for sig, old in previous.items():
             signal.signal(sig, old)
         STOP.clear()
+
+
+@dataclass
+class Stopped:
+    """Whether a stop request ended the training (`code`: the command's exit code, else None)."""
+
+    code: int | None = None
+
+
+@contextmanager
+def resumable(command: str) -> Iterator[Stopped]:
+    """Training under `stop_on_signals` that a stop request may end: the stop said in one line (its
+    finished runs are kept, and the same `scaling COMMAND` resumes) and its exit code, 128 + the
+    signal (130 without one), left in the yielded `Stopped`."""
+    from scaling.train.loop import Interrupted
+
+    stopped = Stopped()
+    with stop_on_signals() as received:
+        try:
+            yield stopped
+        except Interrupted:
+            console.print(f"stopped; finished runs are kept: the same `scaling {command}` command resumes")
+            stopped.code = 128 + received[0] if received else 130
 
 
 def resume_command(args: argparse.Namespace) -> str:

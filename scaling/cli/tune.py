@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scaling.cli.sweep import console, show_plan, stop_on_signals
+from scaling.cli.sweep import console, resumable, show_plan
 from scaling.config import SweepConfig, load_config
 from scaling.errors import UsageError
 from scaling.formats import positive, sci
@@ -141,16 +141,13 @@ def cmd_tune_budgets(args: argparse.Namespace) -> int:
         for run in cells:
             console.print(f"  {run.run_id}  lr {sci(run.spec.lr)}  {sci(run.flops('exact'))} FLOPs each")
         return 0
-    from scaling.train.loop import Interrupted
     from scaling.tune.budgets import format_cells, tune_each_beta2
     from scaling.tune.files import write_budget_tuning
 
-    with stop_on_signals() as received:
-        try:
-            tried = tune_each_beta2(cfg, args.runs_dir, args.cache_dir, args.cells, seeds, betas)
-        except Interrupted:
-            console.print("stopped; finished runs are kept: the same `scaling tune` command resumes")
-            return 128 + received[0] if received else 130
+    with resumable("tune") as stopped:          # training loads torch: not for a dry run
+        tried = tune_each_beta2(cfg, args.runs_dir, args.cache_dir, args.cells, seeds, betas)
+    if stopped.code is not None:
+        return stopped.code
     record, tuned = write_budget_tuning(out, args.config, tried, args.force)
     code = 0 if tried.chosen.law else 1
     if args.json:
@@ -190,18 +187,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
         show_plan(tune_cfg, args)
         return 0
     from scaling.report.tuning import save_figure
-    from scaling.train.loop import Interrupted  # training loads torch: not for a dry run
     from scaling.tune.files import write_tuning
     from scaling.tune.lr_law import format_table, lr_law
 
-    with stop_on_signals() as received:
-        try:
-            # --json: stdout holds the JSON alone, so no line per run
-            tuning = tune(cfg, lrs, tokens, args.runs_dir, args.cache_dir,
-                          reporter=None if args.json else LineReporter())
-        except Interrupted:
-            console.print("stopped; finished runs are kept: the same `scaling tune` command resumes")
-            return 128 + received[0] if received else 130
+    with resumable("tune") as stopped:          # training loads torch: not for a dry run
+        # --json: stdout holds the JSON alone, so no line per run
+        tuning = tune(cfg, lrs, tokens, args.runs_dir, args.cache_dir, reporter=None if args.json else LineReporter())
+    if stopped.code is not None:
+        return stopped.code
     law = lr_law(tuning.shapes)
     record, tuned = write_tuning(out, args.config, tuning, law, args.force)
     png, _ = save_figure(out, tuning.shapes, law.power)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scaling.cli.law_choice import FIT, FIT_HELP
-from scaling.cli.sweep import RichReporter, console, progress_bars, stop_on_signals
+from scaling.cli.sweep import RichReporter, console, progress_bars, resumable
 from scaling.errors import UsageError
 from scaling.formats import json_safe, positive
 from scaling.laws.optimal.allocation import check_allocatable
@@ -82,7 +82,6 @@ def show_dry_run(planned: Validation, walls: list[float], basis: str, workers: i
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from scaling.train.loop import Interrupted
     from scaling.validate.result import format_validation, validation_path, write_validation
     from scaling.validate.run import fit_store, prepare, recipe, runs_root, validate
 
@@ -101,14 +100,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         vcfg, runs, planned = prepare(fit, cfg, compute, runs_dir=runs_dir, force=args.force, fit_path=str(fit_path))
         show_dry_run(planned, *estimate(vcfg, runs, store or runs_dir / vcfg.name), as_json=args.json)
         return 0
-    with stop_on_signals() as received:
-        try:
-            with progress_bars() as bars:
-                result = validate(fit, cfg, compute, runs_dir=runs_dir, cache_dir=args.cache_dir, force=args.force,
-                                  fit_path=str(fit_path), reporter=RichReporter(bars))
-        except Interrupted:
-            console.print("stopped; finished runs are kept: the same `scaling validate` command resumes")
-            return 128 + received[0] if received else 130
+    with resumable("validate") as stopped, progress_bars() as bars:
+        result = validate(fit, cfg, compute, runs_dir=runs_dir, cache_dir=args.cache_dir, force=args.force,
+                          fit_path=str(fit_path), reporter=RichReporter(bars))
+    if stopped.code is not None:
+        return stopped.code
     path = write_validation(out, result)
     if args.json:
         print(json.dumps(json_safe(result.to_json()), indent=2))

@@ -155,6 +155,14 @@ def _swap_in(building: Path, out: Path) -> None:
         shutil.rmtree(old)
 
 
+def make_folder(folder: Path) -> None:
+    """`folder` and those above it, made where missing; UsageError naming it where one cannot be."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {folder}: {exc}") from None
+
+
 def replace_folder(out: Path, build: Callable[[Path], T], owned: Collection[str] = ()) -> T:
     """Build the folder `out` anew with `build(folder)` (a fresh, empty folder to fill) and put it
     in `out`'s place as one unit; `owned`: the names in `out` the new set replaces (or removes).
@@ -164,10 +172,7 @@ def replace_folder(out: Path, build: Callable[[Path], T], owned: Collection[str]
         out = out.resolve()                 # the user's link to their folder stays; its target is replaced
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} is a file; a folder is needed there")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create {out.parent}: {exc}") from None
+    make_folder(out.parent)
     remove_leftovers(out.parent)
     building = temp_name(out)
     shutil.rmtree(building, ignore_errors=True)
@@ -190,9 +195,11 @@ def replace_folder(out: Path, build: Callable[[Path], T], owned: Collection[str]
 def replace_files(folder: Path, files: dict[str, str | bytes], remove: Collection[str] = ()) -> None:
     """Write `files` (name -> content) into `folder` and delete the files `remove`, as one unit:
     after a kill at any point, the folder holds the old set, or the new one once `settle` has run
-    (every reader of the set calls it). What killed writers left in `folder` is finished or removed
-    first (`remove_leftovers`). OSError naming the file for a failed write."""
+    (every reader of the set calls it). The folder is made where missing, and what killed writers
+    left in it finished or removed first (`remove_leftovers`). OSError naming the file for a failed
+    write."""
     folder = Path(folder)
+    make_folder(folder)
     remove_leftovers(folder)
     temps: dict[str, str] = {}
     journal = temp_name(folder / next(iter(files)), JOURNAL)

@@ -66,11 +66,9 @@ def check_tuning_output(out: str | Path, config_path: str | Path, name: str, for
 
 
 def _input_config(out: Path, config_path: Path, force: bool) -> dict:
-    """The input config's YAML, once `out` is checked to take tune's files (`check_tuning_output`)
-    and made."""
+    """The input config's YAML, once `out` is checked to take tune's files (`check_tuning_output`)."""
     data = parse_yaml(config_path.read_text(encoding="utf-8"), str(config_path))
     check_tuning_output(out, config_path, data["name"], force)
-    out.mkdir(parents=True, exist_ok=True)
     return data
 
 

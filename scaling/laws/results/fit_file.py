@@ -82,10 +82,6 @@ def write_fit(path: str | Path, fit: LawFit) -> Path:
         path = path / FILENAME
     # Refused before anything is written: a folder where one of the fit's files goes.
     check_output(path.parent, [path.name, *(samples_path(path, kind).name for kind in (*SIDE_KINDS, "points"))])
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create {path.parent}: {exc}") from None
     text = dumps_fit(fit)
     digest = fit_digest(text)
     sides = {"bootstrap": None if fit.resampled is None else _samples_text(PARAM_NAMES, fit.resampled, digest),
