@@ -64,10 +64,9 @@ def show_warning(message: Warning | str, category: type[Warning], filename: str,
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    previous, warnings.showwarning = warnings.showwarning, show_warning     # the command's: put back after it
     try:
-        with warnings.catch_warnings():             # the hook is the command's: put back after it
-            warnings.showwarning = show_warning
-            return args.func(args) or 0
+        return args.func(args) or 0
     except UsageError as exc:
         if args.debug:
             raise
@@ -88,3 +87,5 @@ def main(argv: list[str] | None = None) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         print(f"scaling {args.command}: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
+    finally:
+        warnings.showwarning = previous
