@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -205,3 +206,12 @@ def test_a_tune_killed_at_any_step_leaves_the_old_pair_or_the_new_one(two_tuning
     assert main([str(a) for a in argv]) == 0                                 # the next tune cleans up
     assert pair_of(out) == new
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_a_stopped_tune_says_how_to_resume_and_writes_nothing(two_tunings, cache_dir, tmp_path):
+    out = tmp_path / "tune"
+    argv = tune_argv(two_tunings["config"], "1e-3,4e-3,1.6e-2", two_tunings["runs"], cache_dir, out)
+    stopped = run_cli(argv, env={"SCALING_FAULT": "kill_at=step:1,signal=SIGTERM"})    # a stop request, as Ctrl-C
+    assert stopped.returncode == 128 + signal.SIGTERM, stopped.stderr
+    assert "stopped; finished runs are kept: the same `scaling tune` command resumes" in stopped.stdout
+    assert not out.exists()
