@@ -15,7 +15,7 @@ from scaling.laws.checks.cross_forms import forms_check
 from scaling.laws.design.simulate import isoflop_grid, simulate
 from scaling.laws.forms.form import optimum
 from scaling.laws.forms.law import Law
-from scaling.laws.results import lawfit as results
+from scaling.laws.results import fit_file
 from scaling.report.beyond import forms_along, forms_section
 from scaling.report.beyond_figures import HIT, interval_errors
 from scaling.report.decisions import plan
@@ -55,8 +55,8 @@ def simulated(tmp_path_factory):
     from its fit.json (the fitted form's resamples then come from fit.bootstrap.csv)."""
     data = sweep(noise=0.008)
     fit = analysis.fit_data(data, bootstrap=40)
-    path = results.write_fit(tmp_path_factory.mktemp("fit"), fit)
-    return data, fit, results.load_fit(path)
+    path = fit_file.write_fit(tmp_path_factory.mktemp("fit"), fit)
+    return data, fit, fit_file.load_fit(path)
 
 
 def test_each_forms_curve_passes_through_its_prediction_at_the_target_compute(simulated):
