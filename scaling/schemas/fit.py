@@ -302,6 +302,20 @@ class FormPrediction(Section):
     hi: Positive
 
 
+class FormOptimum(Section):
+    """A form's own compute-optimal run at the target compute, or why it has none."""
+    n: Positive | None = None
+    d: Positive | None = None
+    loss: Positive | None = None
+    reason: Text | None = None
+
+    @model_validator(mode="after")
+    def _a_run_or_a_reason(self) -> FormOptimum:
+        if self.reason is None and None in (self.n, self.d, self.loss):
+            raise ValueError("a form's optimum has n, d and loss, or a reason")
+        return self
+
+
 class FormTarget(Section):
     n: Positive
     d: Positive
@@ -329,7 +343,7 @@ class FormEntry(Section):
     cuts: list[dict] = []
     extrapolation: Extrapolation | None = None
     prediction: FormPrediction | None = None
-    optimum: dict | None = None
+    optimum: FormOptimum | None = None
     samples: list[list[Finite]] = []
     sample_names: list[Text] = []
     reason: Text | None = None

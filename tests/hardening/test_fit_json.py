@@ -94,6 +94,10 @@ TAMPERED = {
     "forms calibration 10^400": ({"forms.entries.1.extrapolation.calibration": 10**400},
                                  "'forms.entries[1].extrapolation.calibration' input should be a valid number"),
     "backtest calibration 10^400": ({"backtest.extrapolation.calibration": 10**400}, "'backtest' is not a backtest"),
+    # a form's optimum as a section, not any dict (the fuzz found {"n": {}} crashing the report)
+    "forms optimum n a dict": ({"forms.entries.1.optimum.n": {}}, "'forms.entries[1].optimum.n'"),
+    "forms optimum without d": ({"forms.entries.1.optimum.d": None},
+                                "a form's optimum has n, d and loss, or a reason"),
 }
 
 
