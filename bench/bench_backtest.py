@@ -9,6 +9,7 @@
     python bench/bench_backtest.py --spread FILE     # extrapolation.BIAS_SPREAD from a --json dump's dev half
     python bench/bench_backtest.py --form kaplan --half dev   # one law form, as `scaling fit --form kaplan` predicts
     python bench/bench_backtest.py --form all --half dev      # every form, and two rules choosing or combining them
+    python bench/bench_backtest.py --form median --half dev   # the median of the forms, as `scaling fit --form median`
 
 `--json FILE` keeps every split's predictions, and for "after" what any rule beyond the data needs
 (each run's observed loss, its distance, the backtest's law, the fitted law and its bootstrap
@@ -46,7 +47,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scaling.laws import analysis  # noqa: E402
-from scaling.laws.checks import backtest, cross_forms, extrapolation  # noqa: E402
+from scaling.laws.checks import backtest, combined, cross_forms, extrapolation  # noqa: E402
 from scaling.laws.fitting import fit as fitting  # noqa: E402
 from scaling.laws.fitting import readers  # noqa: E402
 from scaling.laws.forms import catalog  # noqa: E402
@@ -86,14 +87,15 @@ def load(name: str):
     return readers.from_frame(frame, source=name, n_col="N", d_col="D", loss_col="loss", budget_col=budget)
 
 
-def predict_split(data, factor: float, method: str, bootstrap: int = BOOTSTRAP) -> dict | None:
-    """The fit below the cut at `factor` and its predictions of the top budget's runs."""
+def predict_split(data, factor: float, method: str, bootstrap: int = BOOTSTRAP, form: str | None = None) -> dict | None:
+    """The fit below the cut at `factor` and its predictions of the top budget's runs (`form`
+    "median": the median of the forms, as `scaling fit --form median` predicts)."""
     train, test, _ = backtest.future_split(data.compute, data.budgets, factor)
     sub = data.take(train)
     if backtest.too_small(sub, np.arange(len(sub))):
         return None
     # The forms beside it change none of its predictions: left out here (`predict_form` runs each).
-    fit = analysis.fit_data(sub, bootstrap=bootstrap, seed=0, backtest=method == "after", forms=False)
+    fit = analysis.fit_data(sub, bootstrap=bootstrap, seed=0, backtest=method == "after", forms=False, form=form)
     rows = []
     for i in test:
         n, d, obs = float(data.n[i]), float(data.d[i]), float(data.loss[i])
@@ -107,10 +109,15 @@ def predict_split(data, factor: float, method: str, bootstrap: int = BOOTSTRAP) 
             boot = replace(fit, backtest=None).loss_interval(n, d)      # "before": the bootstrap's, unwidened
             row.update(far=float(fit.beyond(n, d)), law=float((fit.backtest.law or fit.law).loss(n, d)),
                        fitted=float(fit.law.loss(n, d)), boot=None if boot is None else [float(v) for v in boot])
+        if fit.median is not None and fit.forms is not None:     # each member's prediction, for other rules
+            row["members"] = {e.name: float(e.predict(n, d, fit.beyond(n, d), level=0.95, noise=False)[0])
+                              for e in fit.forms.entries if e.name in fit.median.members}
         rows.append(row)
     out = {"rows": rows, "verdict": fit.verdict, "E": fit.law.E, "inner": _inner(fit.backtest)}
     if fit.backtest is not None:
         out["backtest"] = fit.backtest.to_json()
+    if fit.median is not None:
+        out["median"] = fit.median.to_json()
     return out
 
 
@@ -151,14 +158,15 @@ def predict_form(data, factor: float, name: str, bootstrap: int = BOOTSTRAP) -> 
     return {"rows": rows, "inner": None if cut is None else cut.median_abs_error}
 
 
-def run(method: str, halves, form: str = "chinchilla") -> dict:
+def run(method: str, halves, form: str = "chinchilla", bootstrap: int = BOOTSTRAP) -> dict:
     results: dict = {}
     for half in halves:
         for name in HALVES[half]:
             data = load(name)
             for f in FACTORS:
                 t0 = time.perf_counter()
-                out = predict_split(data, f, method) if form == "chinchilla" else predict_form(data, f, form)
+                out = (predict_split(data, f, method, bootstrap, form) if form in ("chinchilla", combined.NAME)
+                       else predict_form(data, f, form, bootstrap))
                 if out is not None:
                     out["seconds"] = time.perf_counter() - t0
                 results[f"{half}|{name}|{f:g}"] = out
@@ -327,9 +335,13 @@ def main() -> None:
     p.add_argument("--learn", action="store_true", help="print the fallback rule learned on the dev half")
     p.add_argument("--spread", type=Path, metavar="JSON", help="print BIAS_SPREAD from an 'after' --json dump")
     p.add_argument("--json", type=Path, help="write every split's predictions here")
+    p.add_argument("--bootstrap", type=int, default=BOOTSTRAP,
+                   help=f"resamples (default {BOOTSTRAP}; the median of the forms' predictions and intervals beyond "
+                        "the data do not use them: fewer give the same figures sooner)")
     p.add_argument("--simulate", type=int, metavar="SEEDS", help="simulated sweeps instead of the tables")
-    p.add_argument("--form", choices=(*catalog.FORMS, "all"), default="chinchilla",
-                   help="the law form that predicts (chinchilla: the default fit); all: every form and the rules")
+    p.add_argument("--form", choices=(*catalog.FORMS, combined.NAME, "all"), default="chinchilla",
+                   help="the law form that predicts (chinchilla: the default fit; median: the median of the forms "
+                        "as the fit predicts with it); all: every form and the rules")
     args = p.parse_args()
     if args.learn:
         print(learn())
@@ -348,8 +360,8 @@ def main() -> None:
         forms_and_rules(halves, args.json)
         return
     t0 = time.perf_counter()
-    results = run(args.method, halves, args.form)
-    print(f"method: {args.method}; default fit with {BOOTSTRAP} bootstrap resamples; "
+    results = run(args.method, halves, args.form, args.bootstrap)
+    print(f"method: {args.method}; {args.form} with {args.bootstrap} bootstrap resamples; "
           f"{time.perf_counter() - t0:.0f} s")
     for half in halves:
         print(table(results, half))

@@ -22,6 +22,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from scaling.errors import UsageError
 from scaling.laws import api, tasks
+from scaling.laws.checks import combined
 from scaling.laws.fitting import fitdata, readers
 from scaling.laws.fitting.bootstrap import MAX_RESAMPLES
 from scaling.laws.fitting.fit import DEFAULT_DELTA
@@ -106,9 +107,11 @@ def _fitting_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--E-from", metavar="FIT", dest="E_from", type=Path,
                    help="the prior on E from another fit.json (a reference, or a larger run's fit): its E, "
                         "with its interval as the standard deviation")
-    p.add_argument("--form", default=None, choices=tuple(catalog.FORMS), metavar="NAME",
+    p.add_argument("--form", default=None, choices=(*catalog.FORMS, combined.NAME), metavar="NAME",
                    help=f"the law form predict and plan use: {', '.join(catalog.FORMS)} (default chinchilla, or "
-                        "fixed-E with --E); every other form is fitted beside it as a cross-check (fit.json's "
+                        "fixed-E with --E), or median: the geometric median of the forms' predictions, with its own "
+                        "backtest and interval, the allocation the fitted form's; every other form is fitted beside "
+                        "it as a cross-check (fit.json's "
                         "'forms'); the constants, diagnostics and verdict are the Chinchilla form's")
     p.add_argument("--bootstrap", type=int, default=results.DEFAULT_BOOTSTRAP, metavar="K",
                    help=f"bootstrap resamples (default {results.DEFAULT_BOOTSTRAP}; 0 disables)")

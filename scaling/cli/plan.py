@@ -176,7 +176,11 @@ def _print_plan(choice: LawChoice, plans: list[list[allocation.Allocation]], int
         print(f"[lo, hi]: {100 * fit.ci.level:g}% bootstrap intervals ({fit.ci.n_resamples} resamples); the loss's "
               f"includes the runs' scatter (residual RMS {fit.residual_rms:.3g})")
     if law is not None:
-        if fit is not None and fit.backtest is not None:
+        if fit is not None and fit.median is not None:
+            print(f"loss: each allocation's loss as the median of the forms predicts it (--form median: the geometric "
+                  f"median of {', '.join(fit.median.members)}, its interval its own backtest's); the allocation is "
+                  "the Chinchilla-form law's optimum")
+        elif fit is not None and fit.backtest is not None:
             print("loss: each allocation's loss as the fit predicts it; beyond the fitted compute that is its "
                   "backtest's law (fitted without the runs under 5 tokens per parameter, moved by its bias; "
                   "docs/fitting.md), whose optimum can differ from the fitted law's")

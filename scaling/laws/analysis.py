@@ -20,7 +20,7 @@ import pandas as pd
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws.checks import backtest as backtesting
-from scaling.laws.checks import backtest_verdict, cross_forms, diagnostics
+from scaling.laws.checks import backtest_verdict, combined, cross_forms, diagnostics
 from scaling.laws.checks.evidence import evidence, limitations
 from scaling.laws.checks.holdout import holdout
 from scaling.laws.checks.lack_of_fit import LackOfFit, lack_of_fit
@@ -60,8 +60,9 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     added to the objective (`objective.EPrior`, in the objective's units by `quasi_likelihood_scale`
     of the fit without it) and carried into the bootstrap, the refits and so every interval.
     form: the law form `predict` and `plan` use
-    (`scaling.laws.forms.catalog`; default the Chinchilla form, or fixed-E with `fixed_E`): the
-    constants, diagnostics and verdict stay the Chinchilla form's. forms: fit every other form beside
+    (`scaling.laws.forms.catalog`; default the Chinchilla form, or fixed-E with `fixed_E`), or
+    "median", the median of the forms (`scaling.laws.checks.combined`: its loss, the fitted form's
+    allocation): the constants, diagnostics and verdict stay the Chinchilla form's. forms: fit every other form beside
     it with its own backtest (`scaling.laws.checks.cross_forms`; `LawFit.forms`; with the backtest, and
     with at most as many resamples as the fit's) and caution where they disagree at the reference
     compute; False for none (a form chosen by `form` is fitted still).
@@ -195,6 +196,8 @@ def _check_form(form: str | None, fixed_E: float | None) -> str:
     UsageError for an unknown one, or one that contradicts `fixed_E`."""
     if form is None:
         return "fixed-E" if fixed_E is not None else catalog.DEFAULT
+    if form == combined.NAME:          # the median of the forms: predicts, plans by the fitted form
+        return form
     catalog.get(form, E=fixed_E)       # UsageError naming the known forms, or fixed-E without its E
     if form == catalog.DEFAULT and fixed_E is not None:
         raise UsageError("the chinchilla form fits E and a fixed E pins it: give the form fixed-E with E pinned, "

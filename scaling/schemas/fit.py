@@ -294,6 +294,7 @@ class Curves(Section):
 
 
 FORM_NAMES = Literal["chinchilla", "tied", "kaplan", "fixed-E", "farseer"]   # scaling.laws.forms.catalog.FORMS
+CHOSEN_FORMS = Literal["chinchilla", "tied", "kaplan", "fixed-E", "farseer", "median"]   # and checks.combined.NAME
 
 
 class FormPrediction(Section):
@@ -349,14 +350,25 @@ class FormEntry(Section):
     reason: Text | None = None
 
 
+class Combined(Section):
+    """The median of the forms (scaling.laws.checks.combined.Combined)."""
+    name: Literal["median"]
+    members: list[FORM_NAMES]
+    cuts: list[dict] = []
+    extrapolation: Extrapolation
+    prediction: FormPrediction | None = None
+
+
 class Forms(Section):
     """Every law form beside the fit, their predictions for the target run (`scaling fit --form`)."""
-    headline: FORM_NAMES
+    headline: CHOSEN_FORMS
     target_compute: Positive
     target: FormTarget | None = None
     beyond: NonNegative
     level: Share
     entries: list[FormEntry]
+    combined: Combined | None = None
+    planner: Literal["", "chinchilla", "fixed-E"] = ""
 
 
 class FitSections(Section):
@@ -381,7 +393,7 @@ class FitSections(Section):
     param_conventions: dict[str, Convention] | None = None
     holdout: Holdout | None = None
     curves: Curves | None = None
-    form: FORM_NAMES = "chinchilla"
+    form: CHOSEN_FORMS = "chinchilla"
     forms: Forms | None = None
 
 

@@ -36,6 +36,7 @@ from scipy.stats import norm
 
 from scaling.errors import UsageError
 from scaling.laws.checks import backtest as bt
+from scaling.laws.checks import combined as cb
 from scaling.laws.checks import extrapolation as xp
 from scaling.laws.checks.verdict import CAUTION, PASS, Check
 from scaling.laws.fitting import fit as fitting
@@ -147,26 +148,38 @@ class FormEntry:
 @dataclass(frozen=True)
 class Forms:
     """The forms side by side: `headline` the one the fit reports (`--form`), the target run (N, D)
-    its optimum at `target_compute`, `beyond` decades of compute past the largest fitted run."""
+    the optimum at `target_compute` of `planner` (the headline form, or under `median` the fitted
+    form), `beyond` decades of compute past the largest fitted run; `combined` the median of the
+    forms (`checks.combined`), None where fewer than two forms could be fitted."""
 
     headline: str
     target_compute: float
-    target: dict | None            # {"n", "d"}, or None where the headline form has no optimum there
+    target: dict | None            # {"n", "d"}, or None where the planning form has no optimum there
     beyond: float
     level: float
     entries: tuple
+    combined: cb.Combined | None = None
+    planner: str = ""              # "": the headline
 
     def entry(self, name: str) -> FormEntry | None:
         return next((e for e in self.entries if e.name == name), None)
 
+    @property
+    def planning(self) -> str:
+        """The form whose optimum the target run is: the headline's, or the fitted form's under `median`."""
+        return self.planner or self.headline
+
     def to_json(self) -> dict:
         return {"headline": self.headline, "target_compute": self.target_compute, "target": self.target,
-                "beyond": self.beyond, "level": self.level, "entries": [e.to_json() for e in self.entries]}
+                "beyond": self.beyond, "level": self.level, "entries": [e.to_json() for e in self.entries],
+                "combined": None if self.combined is None else self.combined.to_json(), "planner": self.planner}
 
     @classmethod
     def from_json(cls, obj: dict) -> Forms:
+        combined = obj.get("combined")
         return cls(str(obj["headline"]), float(obj["target_compute"]), obj.get("target"), float(obj["beyond"]),
-                   float(obj["level"]), tuple(FormEntry.from_json(e) for e in obj["entries"]))
+                   float(obj["level"]), tuple(FormEntry.from_json(e) for e in obj["entries"]),
+                   None if combined is None else cb.Combined.from_json(combined), str(obj.get("planner") or ""))
 
 
 def _cut_starts(form: Form, fit: FormFit) -> np.ndarray:
@@ -249,8 +262,10 @@ def cross_check(data: FitData, result: fitting.FitResult, resampled: np.ndarray 
                 resamples: int = CROSS_CHECK_RESAMPLES, headline_resamples: int = HEADLINE_RESAMPLES) -> Forms:
     """Every form fitted beside the fit (`result`, its bootstrap's constants `resampled` (R, 5) and
     its backtest `future`), and their predictions for the headline form's optimal run at
-    `target_compute` (see the module's docstring). `headline`: the form `--form` chose."""
+    `target_compute` (see the module's docstring). `headline`: the form `--form` chose (`median`:
+    the median of the forms, `checks.combined`, for the fitted form's optimal run)."""
     mine = main_entry(result, resampled, future)
+    planner = mine.name if headline == cb.NAME else headline
     base = trained_base(data)
     prior = xp.fallback(bt.median_tpp(data, np.arange(len(data))))     # the Chinchilla fit's fallback
     entries = []
@@ -268,7 +283,7 @@ def cross_check(data: FitData, result: fitting.FitResult, resampled: np.ndarray 
         entries.append(entry)
     own: dict[str, dict] = {e.name: _own_optimum(e, target_compute) if e.params is not None else {"reason": e.reason}
                             for e in entries}
-    target = own[headline] if "n" in own[headline] else None
+    target = own[planner] if "n" in own[planner] else None
     far = xp.distance(target_compute, float(data.compute.max()))
     done = []
     for e in entries:
@@ -279,8 +294,12 @@ def cross_check(data: FitData, result: fitting.FitResult, resampled: np.ndarray 
         keep = e.name != mine.name          # the fitted form's resamples are the fit's bootstrap, kept beside it
         done.append(replace(e, prediction=prediction, optimum=own[e.name], samples=e.samples if keep else (),
                             sample_names=e.sample_names if keep else ()))
+    combined = cb.combine(done)
+    if combined is not None and target is not None:
+        loss, lo, hi = combined.predict(done, target["n"], target["d"], far, level=level)
+        combined = replace(combined, prediction={"loss": loss, "lo": lo, "hi": hi})
     return Forms(headline, float(target_compute), None if target is None else {"n": target["n"], "d": target["d"]},
-                 far, level, tuple(done))
+                 far, level, tuple(done), combined, planner if planner != headline else "")
 
 
 def forms_check(forms: Forms) -> Check:
@@ -294,9 +313,9 @@ def forms_check(forms: Forms) -> Check:
     threshold = (f"every form describing the runs (residual RMS <= {DESCRIBES_RATIO:g}x the fitted form's): its "
                  f"prediction for the target run inside the fitted form's {100 * forms.level:g}% prediction interval, "
                  "and the fitted form's inside its")
-    head = forms.entry(forms.headline)
+    head = forms.entry(forms.planning)
     mine = None if head is None else head.prediction
-    others = [e for e in forms.entries if e.name != forms.headline and e.prediction is not None and not e.oracle
+    others = [e for e in forms.entries if e.name != forms.planning and e.prediction is not None and not e.oracle
               and head is not None and e.residual_rms <= DESCRIBES_RATIO * head.residual_rms]
     if mine is None or not others:
         return Check("forms_agree", None, threshold, PASS, "not compared (no target run, or no other form that "
@@ -308,7 +327,7 @@ def forms_check(forms: Forms) -> Check:
                                                           if forms.beyond > 0 else "")
     if apart:
         return Check("forms_agree", gap, threshold, CAUTION,
-                     f"the law's forms disagree {where}: {forms.headline} predicts {mine['loss']:.4f} "
+                     f"the law's forms disagree {where}: {forms.planning} predicts {mine['loss']:.4f} "
                      f"[{mine['lo']:.4f}, {mine['hi']:.4f}], "
                      + ", ".join(f"{e.name} {e.prediction['loss']:.4f} [{e.prediction['lo']:.4f}, "
                                  f"{e.prediction['hi']:.4f}]" for e in apart)
@@ -322,11 +341,11 @@ def format_forms(forms: Forms) -> list[str]:
     """The forms side by side: each one's prediction for the target run with its prediction interval,
     its own optimum at the target compute, and its backtest's median error at its farthest cut."""
     if forms.target is None:
-        head = f"forms at C = {forms.target_compute:.3g} FLOPs ({forms.headline} has no optimum there):"
+        head = f"forms at C = {forms.target_compute:.3g} FLOPs ({forms.planning} has no optimum there):"
     else:
         head = (f"forms at C = {forms.target_compute:.3g} FLOPs"
                 + (f" ({10 ** forms.beyond:.3g}x beyond the fitted runs)" if forms.beyond > 0 else "")
-                + f": each one's loss for {forms.headline}'s optimal run N = {forms.target['n']:.3g}, "
+                + f": each one's loss for {forms.planning}'s optimal run N = {forms.target['n']:.3g}, "
                 f"D = {forms.target['d']:.3g} ({100 * forms.level:g}% prediction interval), its own optimum, and its "
                 "backtest (the refit's own median error at its farthest cut):")
     out = [head]
@@ -344,12 +363,23 @@ def format_forms(forms: Forms) -> list[str]:
         tested = "untested" if cut is None else f"{bt.pct(cut.median_abs_error)} at {cut.factor:g}x"
         out.append(f" {mark}{e.name:<10} {loss}; own optimum {best}; backtest {tested}; "
                    f"residual RMS {e.residual_rms:.3g}")
+    if (median := forms.combined) is not None:
+        out.append(_combined_row(median, forms.headline == cb.NAME))
     fixed = forms.entry("fixed-E")
     if fixed is not None and FROM_USER not in fixed.description:
         out.append("  (fixed-E pins E at the full table's fit: its backtest is an oracle, E having seen the runs "
                    "its cuts predict)")
     return out
 
+
+def _combined_row(median: cb.Combined, chosen: bool) -> str:
+    """The median of the forms as a row of `format_forms`: its prediction, and its own backtest."""
+    p = median.prediction
+    loss = "-" if p is None else f"{p['loss']:.4f} [{p['lo']:.4f}, {p['hi']:.4f}]"
+    cut = median.farthest
+    tested = "untested" if cut is None else f"{bt.pct(cut.median_abs_error)} at {cut.factor:g}x"
+    return (f" {'*' if chosen else ' '}{cb.NAME:<10} {loss}; the geometric median of {', '.join(median.members)}; "
+            f"backtest {tested}")
 
 
 def form_plan(entry: FormEntry, compute: npt.ArrayLike, far: npt.ArrayLike, *, level: float,

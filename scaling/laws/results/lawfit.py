@@ -27,6 +27,8 @@ import numpy.typing as npt
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws.checks.backtest import Backtest
+from scaling.laws.checks.combined import NAME as MEDIAN
+from scaling.laws.checks.combined import Combined
 from scaling.laws.checks.cross_forms import FormEntry, Forms, form_plan
 from scaling.laws.checks.holdout import Holdout
 from scaling.laws.checks.verdict import Diagnostics
@@ -179,9 +181,12 @@ class LawFit:
             return None
         best = allocation.optimum_intervals(self.law, self.resampled, compute, level=self.ci.level,
                                             noise=self.residual_rms or 0.0, seed=seed, widen=self.ci.widened_by)
+        c = np.asarray(compute, dtype=float)
+        if (median := self.median) is not None and self.forms is not None:
+            n, d = self.law.n_opt(c), self.law.d_opt(c)
+            return replace(best, loss=median.predict(self.forms.entries, n, d, self.beyond(n, d), level=self.level)[1:])
         if self.backtest is None:
             return best
-        c = np.asarray(compute, dtype=float)
         return replace(best, loss=self._beyond(self.law.n_opt(c), self.law.d_opt(c), best.loss))
 
     def beyond(self, n: npt.ArrayLike, d: npt.ArrayLike) -> float | np.ndarray:
@@ -204,6 +209,8 @@ class LawFit:
         if (entry := self.form_entry) is not None:
             center = entry.predict(n, d, self.beyond(n, d), level=self.level, noise=False)[0]
             return float(center) if np.ndim(center) == 0 else center
+        if (median := self.median) is not None and self.forms is not None:
+            return median.predict(self.forms.entries, n, d, self.beyond(n, d), level=self.level, noise=False)[0]
         predicted = self.law.loss(n, d)
         if self.backtest is not None:
             far = self.beyond(n, d)
@@ -247,6 +254,8 @@ class LawFit:
         if (entry := self.form_entry) is not None:
             _, lo, hi = entry.predict(n, d, self.beyond(n, d), level=self.level, noise=True, seed=seed)
             return (float(lo), float(hi)) if np.ndim(lo) == 0 else (lo, hi)
+        if (median := self.median) is not None and self.forms is not None:
+            return median.predict(self.forms.entries, n, d, self.beyond(n, d), level=self.level)[1:]
         if self.resampled is None or self.ci is None:
             return None
         lo, hi = allocation.loss_interval(self.resampled, n, d, level=self.ci.level,
@@ -318,6 +327,13 @@ class LawFit:
         if self.forms is None or self.form == fitted:
             return None
         return self.forms.entry(self.form)
+
+    @property
+    def median(self) -> Combined | None:
+        """The median of the forms where `--form median` chose it (`checks.combined`): the loss
+        `predict`, `plan` and `validate` give and its interval are then its, inside the data too
+        (its rule's interval is the runs' scatter there); the allocation stays the fitted form's."""
+        return self.forms.combined if self.forms is not None and self.form == MEDIAN else None
 
     @property
     def level(self) -> float:

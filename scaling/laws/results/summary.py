@@ -14,6 +14,7 @@ from typing import Protocol
 
 from scaling.formats import plain_table, sci
 from scaling.laws.checks.backtest import Backtest, format_backtest
+from scaling.laws.checks.combined import NAME as MEDIAN
 from scaling.laws.checks.cross_forms import Forms, format_forms
 from scaling.laws.checks.verdict import PASS, Diagnostics
 from scaling.laws.curves.law import DECAY
@@ -149,7 +150,11 @@ def format_form(fit: Summarised) -> list[str]:
         return []
     out = format_forms(fit.forms)
     fitted = "fixed-E" if fit.options.fixed_E is not None else "chinchilla"
-    if fit.form != fitted:
+    if fit.form == MEDIAN:
+        out.append(f"form: median (--form): predict, plan and validate give the geometric median of the forms' losses "
+                   f"with its own backtest's interval; plan allocates N and D by the {fitted} form's law (its "
+                   f"optimum); the constants above, the diagnostics and the verdict are the {fitted} form's")
+    elif fit.form != fitted:
         out.append(f"form: {fit.form} (--form): predict and plan use its law; the constants above, the diagnostics "
                    f"and the verdict are the {fitted} form's")
     return out

@@ -1,0 +1,128 @@
+"""The median of the forms: one prediction beyond the data from every law form that predicts.
+
+    median = combine(forms.entries, level=0.95)           # from the forms already fitted (no refit)
+    center, lo, hi = median.predict(forms.entries, n, d, far)
+
+Why: no one form wins across the public tables, and the form the data favour inside them is not the
+one that predicts best beyond them (choosing the form by an inner backtest picked the outer winner
+in 12 of 32 splits, docs/fitting.md). Where each form errs its own way, the middle of their
+predictions errs less than most of them: on the public tables the geometric median of the four
+predicting forms' predictions erred less than the Chinchilla form alone in 8 of 9 (half, factor)
+cells, the unseen tables included (docs/fitting.md, "The median of the forms").
+
+The prediction for a run `far` decades beyond the fitted compute is the geometric median of the
+predictions each member form makes there (`FormEntry.predict`'s center: its law moved by the bias
+its own backtest measured): chinchilla, tied, kaplan and farseer where they could be fitted (MEMBERS;
+fixed-E only where the user pinned E, never the oracle at the table's own E). Its interval is its
+own: the forms' backtest cuts predict the same top runs, so each cut gives the median's prediction
+of every run (the geometric median of the forms' predictions, each moved by its bias as it predicts
+beyond the data), and the rule beyond the data is learned from those cuts by the Chinchilla fit's
+machinery (`extrapolation.learn_extrapolation`: the growth shrunk towards the public tables',
+its floor, the calibration by the cuts' own errors, a residual bias as far as the cuts show one),
+the runs' scatter the members' median residual RMS. The members' biases are already in their
+predictions, so the fallback bias is none (the public tables' pessimism would count twice).
+Pure: fitted forms in, numbers out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from scaling.laws.checks import backtest as bt
+from scaling.laws.checks import extrapolation as xp
+
+NAME = "median"
+MEMBERS = ("chinchilla", "tied", "kaplan", "farseer", "fixed-E")   # fixed-E: only where the user pinned E
+FACTORS = (3.0, 10.0, 30.0)                                          # the forms' cuts (cross_forms.FACTORS)
+# The members' biases are in their predictions: the median's own cuts move it further only as far as
+# they show a bias left over; the growth's fallback and floor are the Chinchilla fit's.
+NO_BIAS = replace(xp.PRIOR, bias=0.0, source="the public tables' development halves (no bias: the forms' own "
+                                             "biases are in their predictions)")
+
+
+@dataclass(frozen=True)
+class Combined:
+    """The median of the forms: `members` the forms it combines, `cuts` its backtest (each run's
+    prediction the geometric median of the members' cut predictions), `extrapolation` the rule
+    learned from them, `prediction` {"loss", "lo", "hi"} for the target run (None without one)."""
+
+    members: tuple
+    cuts: tuple
+    extrapolation: xp.Extrapolation
+    prediction: dict | None = None
+
+    @property
+    def farthest(self) -> bt.Cut | None:
+        return max((c for c in self.cuts if c.made and c.errors), key=lambda c: c.factor, default=None)
+
+    def predict(self, entries: Iterable, n: npt.ArrayLike, d: npt.ArrayLike, far: npt.ArrayLike, *,
+                level: float = xp.LEVEL, noise: bool = True) -> tuple:
+        """(center, lo, hi) for runs N, D `far` decades beyond the fitted compute (broadcasts): the
+        geometric median of the members' predictions, its interval the median's own rule's (with a
+        run's scatter where `noise`, else the expected loss's)."""
+        chosen = [e for e in entries if e.name in self.members]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            logs = np.log([np.asarray(e.predict(n, d, far, level=level, noise=False)[0], dtype=float)
+                           for e in chosen])
+        center = np.exp(np.median(logs, axis=0))
+        rule = self.extrapolation if noise else replace(self.extrapolation, noise=0.0)
+        out = rule.widen(center, far, level)
+        return tuple(np.asarray(v, dtype=float) for v in out) if np.ndim(center) else tuple(float(v) for v in out)
+
+    def to_json(self) -> dict:
+        return {"name": NAME, "members": list(self.members), "cuts": [c.to_json() for c in self.cuts],
+                "extrapolation": self.extrapolation.to_json(), "prediction": self.prediction}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> Combined:
+        return cls(tuple(str(m) for m in obj["members"]), tuple(bt.Cut.from_json(c) for c in obj.get("cuts") or ()),
+                   xp.Extrapolation.from_json(obj["extrapolation"]), obj.get("prediction"))
+
+
+def members(entries: Iterable) -> list:
+    """The forms that predict: fitted, among MEMBERS, and not the oracle (fixed-E at the table's E)."""
+    return [e for e in entries if e.name in MEMBERS and e.params is not None and not e.oracle]
+
+
+def combined_cut(cuts: Sequence[bt.Cut], biases: Sequence[float]) -> bt.Cut | None:
+    """The median's cut from the members' cuts at one factor (the same top runs, the same runs
+    below): each run's prediction the geometric median of the members' raw predictions, each moved
+    by its member's bias per decade (`biases`) at the run's distance, as the member predicts beyond
+    the data. None where fewer than two members made the cut on the same runs."""
+    made = [(c, b) for c, b in zip(cuts, biases) if c.made and c.errors]
+    if not made:
+        return None
+    first = made[0][0]
+    same = [(c, b) for c, b in made if (len(c.errors), c.n_train, c.test_compute)
+            == (len(first.errors), first.n_train, first.test_compute)]
+    if len(same) < 2:
+        return None
+    x = np.maximum(np.asarray(first.distances, dtype=float), 0.0)
+    logs = [np.log1p(np.asarray(c.raw_errors or c.errors, dtype=float)) + b * x for c, b in same]
+    errors = np.expm1(np.median(logs, axis=0))
+    return replace(first, errors=tuple(float(v) for v in errors), raw_errors=(), half_widths=(), covered=None,
+                   law=None, prediction_sd=())
+
+
+def combine(entries: Iterable, *, factors: Sequence[float] = FACTORS) -> Combined | None:
+    """The median of the fitted forms `entries` (`cross_forms.FormEntry`s with their cuts): its
+    cuts at `factors` and the rule beyond the data learned from them (see the module's docstring).
+    None where fewer than two forms could be fitted."""
+    chosen = members(entries)
+    if len(chosen) < 2:
+        return None
+    rules = [e.extrapolation or xp.PRIOR for e in chosen]
+    cuts = []
+    for f in factors:
+        at = [next((c for c in e.cuts if c.factor == f), None) for e in chosen]
+        pairs = [(c, r.bias) for c, r in zip(at, rules) if c is not None]
+        cut = combined_cut([c for c, _ in pairs], [b for _, b in pairs])
+        if cut is not None:
+            cuts.append(cut)
+    noise = float(np.median([e.residual_rms for e in chosen]))
+    rule = xp.learn_extrapolation(cuts, prior=NO_BIAS, noise=noise)
+    return Combined(tuple(e.name for e in chosen), tuple(cuts), rule)
