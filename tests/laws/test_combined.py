@@ -1,0 +1,118 @@
+"""The median of the forms (`scaling.laws.checks.combined`, `--form median`): its cuts, its interval
+beyond the data, and the fit, plan and predict that use it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import norm
+
+from scaling.cli import main
+from scaling.laws import analysis
+from scaling.laws.checks import combined, cross_forms
+from scaling.laws.checks import extrapolation as xp
+from scaling.laws.fitting import readers
+from scaling.laws.results.lawfit import load_fit
+
+BUDGETS = 1e17 * 2.0 ** np.arange(10)      # 10 budgets 2x apart: cuts at 3x, 10x and 30x all made
+
+
+def _tied(n, d):
+    """One of the forms the median combines (tied exponents) is the truth."""
+    return 1.8 + 480.0 / n ** 0.35 + 2100.0 / d ** 0.35
+
+
+def _sweep(truth, budgets=BUDGETS, seed=0, noise=0.004):
+    """An IsoFLOP sweep of `truth`: 7 sizes a budget about its 20-tokens-per-parameter size."""
+    rng = np.random.default_rng(seed)
+    rows = [(n, c / (6 * n), c) for c in budgets for n in 0.09 * c ** 0.5 * np.geomspace(0.25, 4.0, 7)]
+    n, d, c = (np.array(v) for v in zip(*rows))
+    frame = pd.DataFrame({"N": n, "D": d, "loss": truth(n, d) * np.exp(noise * rng.standard_normal(n.size)),
+                          "budget": c})
+    return frame, readers.from_frame(frame, source="simulated", n_col="N", d_col="D", loss_col="loss",
+                                     budget_col="budget")
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    _, data = _sweep(_tied)
+    return data, analysis.fit_data(data, bootstrap=10, form="median")
+
+
+def test_the_median_s_cut_is_the_geometric_median_of_the_forms_cut_predictions(fitted):
+    # Each of its cuts predicts the same top runs as the members' cuts: per run, the geometric median of
+    # the four members' predictions as each predicts beyond the data (its refit's own, moved by its bias),
+    # i.e. the geometric mean of the middle two.
+    _, fit = fitted
+    median = fit.median
+    assert median is not None and median.members == ("chinchilla", "tied", "kaplan", "farseer")
+    assert [c.factor for c in median.cuts] == [3.0, 10.0, 30.0]
+    entries = {e.name: e for e in fit.forms.entries}
+    for cut in median.cuts:
+        x = np.asarray(cut.distances)
+        ratios = []                          # each member's predicted / observed, per run
+        for name in median.members:
+            own = next(c for c in entries[name].cuts if c.factor == cut.factor)
+            assert own.n_test == cut.n_test and own.test_compute == cut.test_compute
+            ratios.append((1 + np.asarray(own.raw_errors or own.errors)) * np.exp(entries[name].extrapolation.bias * x))
+        middle = np.sort(np.array(ratios), axis=0)[1:3]
+        assert np.allclose(1 + np.asarray(cut.errors), np.sqrt(middle[0] * middle[1]), rtol=1e-12)
+    # Its rule is learned from those cuts by the Chinchilla fit's machinery, with no fallback bias.
+    rule = median.extrapolation
+    assert rule.n_cuts == 3 and rule.growth >= xp.GROWTH_FLOOR and abs(rule.bias) < 0.01
+    assert rule.noise == pytest.approx(np.median([entries[m].residual_rms for m in median.members]))
+
+
+def test_the_median_predicts_the_runs_beyond_its_data_inside_its_interval():
+    # Fitted on the budgets up to a tenth of the top one, it predicts the top budget's runs (10x beyond):
+    # its center the geometric median of the members' own predictions, the truth inside its interval,
+    # and the interval widening with the distance as its rule says.
+    frame, data = _sweep(_tied)
+    below = frame[frame.budget <= BUDGETS[-1] / 10]
+    sub = readers.from_frame(below, source="below", n_col="N", d_col="D", loss_col="loss", budget_col="budget")
+    fit = analysis.fit_data(sub, bootstrap=10, form="median")
+    top = frame[frame.budget == BUDGETS[-1]]
+    n, d = top.N.to_numpy(), top.D.to_numpy()
+    p = fit.predict(n, d)
+    far = fit.beyond(n, d)
+    members = [e.predict(n, d, far, level=0.95, noise=False)[0] for e in fit.forms.entries
+               if e.name in fit.median.members]
+    rule = fit.median.extrapolation
+    assert np.allclose(p.loss, np.exp(np.median(np.log(members), axis=0)) * np.exp(rule.bias * far), rtol=1e-12)
+    lo, hi = p.interval
+    assert np.all((lo < _tied(n, d)) & (_tied(n, d) < hi)) and np.all((lo < top.loss) & (top.loss < hi))
+    assert np.median(np.abs(p.loss / top.loss.to_numpy() - 1)) < 0.02
+    half = np.log(hi / p.loss)
+    z = norm.ppf(0.975)
+    assert np.allclose(half, z * np.sqrt(rule.noise ** 2 + rule.growth ** 2 * far), rtol=1e-9)
+    near, farther = fit.predict(n[0], d[0] / 10), fit.predict(n[0], d[0] * 10)
+    assert near.interval[1] / near.loss < farther.interval[1] / farther.loss
+
+
+def test_form_median_through_the_cli_plan_and_predict(tmp_path, capsys):
+    # `scaling fit --form median`: the summary shows the median as a row and says the allocation is the
+    # fitted form's; fit.json round-trips; plan over an array of budgets allocates by the Chinchilla-form
+    # law, its loss and loss interval the median's; `scaling plan --fit` says so.
+    frame, _ = _sweep(_tied, budgets=BUDGETS[:7])
+    frame.to_csv(tmp_path / "pts.csv", index=False)
+    out = tmp_path / "fit"
+    assert main(["fit", "--csv", str(tmp_path / "pts.csv"), "--budget", "budget", "--form", "median",
+                 "--bootstrap", "10", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert " *median " in printed and "form: median (--form)" in printed and "chinchilla form's law" in printed
+    fit = load_fit(out)
+    assert fit.form == combined.NAME and fit.median is not None and fit.form_entry is None
+    assert cross_forms.Forms.from_json(fit.forms.to_json()) == fit.forms
+    top = float(frame.budget.max())
+    budgets = np.array([[top / 10, top], [10 * top, 1000 * top]])
+    plan = fit.plan(budgets)
+    assert np.allclose(plan.n, fit.law.n_opt(budgets)) and np.allclose(plan.d, fit.law.d_opt(budgets))
+    center, lo, hi = fit.median.predict(fit.forms.entries, plan.n, plan.d, fit.beyond(plan.n, plan.d))
+    assert np.array_equal(plan.loss, center)
+    assert plan.intervals is not None and np.array_equal(plan.intervals.loss[0], lo)
+    assert np.array_equal(plan.intervals.loss[1], hi) and np.all(lo < center) and np.all(center < hi)
+    one = fit.plan(budgets[1, 1])
+    assert (one.n, one.loss) == (plan.n[1, 1], plan.loss[1, 1])
+    assert main(["plan", "--fit", str(out), "--compute", f"{10 * top:g}"]) == 0
+    assert "median of the forms" in capsys.readouterr().out
