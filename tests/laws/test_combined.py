@@ -58,10 +58,15 @@ def test_the_median_s_cut_is_the_geometric_median_of_the_forms_cut_predictions(f
             ratios.append((1 + np.asarray(own.raw_errors or own.errors)) * np.exp(entries[name].extrapolation.bias * x))
         middle = np.sort(np.array(ratios), axis=0)[1:3]
         assert np.allclose(1 + np.asarray(cut.errors), np.sqrt(middle[0] * middle[1]), rtol=1e-12)
-    # Its rule is learned from those cuts by the Chinchilla fit's machinery, with no fallback bias.
+    # Its rule is learned from those cuts by the Chinchilla fit's machinery, with no bias (the members'
+    # are in their predictions): the growth about none, as a rule learned with its bias given as 0 says.
     rule = median.extrapolation
-    assert rule.n_cuts == 3 and rule.growth >= xp.GROWTH_FLOOR and abs(rule.bias) < 0.01
+    assert rule.n_cuts == 3 and rule.growth >= xp.GROWTH_FLOOR and rule.bias == 0.0
     assert rule.noise == pytest.approx(np.median([entries[m].residual_rms for m in median.members]))
+    r = np.array([np.median(np.log1p(c.errors)) for c in median.cuts])
+    x = np.array([np.median(c.distances) for c in median.cuts])
+    spread = np.sqrt((np.sum(r ** 2 / x) + xp.PRIOR.growth ** 2) / 4)       # one fallback observation beside 3 cuts
+    assert rule.growth == pytest.approx(max(spread, xp.GROWTH_FLOOR) * rule.calibration)
 
 
 def test_the_median_predicts_the_runs_beyond_its_data_inside_its_interval():

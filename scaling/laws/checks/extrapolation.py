@@ -168,23 +168,25 @@ def distinct_cuts(cuts: Iterable[Cut]) -> list[Cut]:
 
 
 def learn_extrapolation(cuts: Iterable[Cut], prior: Extrapolation = PRIOR, weight: float = PRIOR_WEIGHT,
-                        noise: float = 0.0, floor: float = GROWTH_FLOOR, calibrate: bool = True) -> Extrapolation:
+                        noise: float = 0.0, floor: float = GROWTH_FLOOR, calibrate: bool = True,
+                        bias: float | None = None) -> Extrapolation:
     """The bias per decade and the growth of the log error from the made cuts, one observation per
     distinct set of runs below a cut (`distinct_cuts`). Each cut gives its median log residual r at
     its median distance x: a slope r / x for the bias, and (r - bias x) / x^power for the growth;
     both are shrunk towards `prior` as if it were `weight` cuts, and the growth is not let below
     `floor`; with `calibrate`, it is then widened by what the cuts' own errors say (`calibration`).
-    `noise`: the scatter of the runs about the law that predicts."""
+    `noise`: the scatter of the runs about the law that predicts. `bias`: given, not learned (the
+    median of the forms, `checks.combined`, whose members' biases are in its predictions already)."""
     made = distinct_cuts(cuts)
     r, x = cut_slopes(made)
     k = r.size
-    bias = table_bias(made, prior, weight)
+    bias = table_bias(made, prior, weight) if bias is None else bias
     spread = (np.sum(((r - bias * x) / x ** prior.power) ** 2) + weight * prior.growth ** 2) / (k + weight)
     source = prior.source if k == 0 else f"this table's backtest ({k} cut{'s' * (k != 1)}) and {prior.source}"
     rule = Extrapolation(max(float(math.sqrt(spread)), floor), float(bias), k, source, float(noise), prior.power)
     if not calibrate or k < 2:
         return rule
-    c = calibration(made, lambda others: learn_extrapolation(others, prior, weight, noise, floor, calibrate=False))
+    c = calibration(made, lambda others: learn_extrapolation(others, prior, weight, noise, floor, False, bias))
     return replace(rule, growth=rule.growth * c, calibration=c)
 
 
