@@ -16,6 +16,8 @@ from dataclasses import replace
 import numpy as np
 
 from scaling.laws.checks.backtest import Cut, summary_line
+from scaling.laws.checks.combined import NAME as MEDIAN
+from scaling.laws.checks.combined import Combined
 from scaling.laws.checks.cross_forms import FormEntry, forms_check
 from scaling.laws.checks.extrapolation import growth_text
 from scaling.laws.checks.holdout import pct
@@ -101,7 +103,7 @@ def forms_along(fit: LawFit, compute: np.ndarray) -> list[figs.FormCurve]:
     (same resamples, same seed). NaN where the headline form has no optimum."""
     forms = fit.forms
     assert forms is not None and fit.data.c_range is not None
-    head = forms.entry(forms.headline)
+    head = forms.entry(forms.planning)
     assert head is not None
     runs = np.full((compute.size, 2), np.nan)
     for k, c in enumerate(compute):
@@ -122,6 +124,13 @@ def forms_along(fit: LawFit, compute: np.ndarray) -> list[figs.FormCurve]:
         tested = tuple((c.factor, c.median_abs_error) for c in e.cuts if c.made and c.errors)
         out.append(figs.FormCurve(e.name, compute, band[0], band[1], band[2], tested, e.residual_rms,
                                   e.name == forms.headline))
+    if (median := forms.combined) is not None:       # the median of the forms, from the members drawn above
+        band = np.full((3, compute.size), np.nan)
+        if ok.any():
+            band[:, ok] = median.predict(forms.entries, runs[ok, 0], runs[ok, 1], far[ok], level=forms.level)
+        tested = tuple((c.factor, c.median_abs_error) for c in median.cuts if c.made and c.errors)
+        out.append(figs.FormCurve(MEDIAN, compute, band[0], band[1], band[2], tested, median.extrapolation.noise,
+                                  forms.headline == MEDIAN))
     return out
 
 
@@ -137,6 +146,16 @@ def _form_row(e: FormEntry, headline: str) -> tuple:
     best = (f"{o['n']:.3g}", f"{o['d'] / o['n']:.3g}") if "n" in o else (f"none: {o.get('reason', '-')}", "-")
     tested = "untested" if cut is None else f"{pct(cut.median_abs_error)} at {cut.factor:g}x"
     return (name, equation, loss, *best, tested, f"{e.residual_rms:.3g}")
+
+
+def _median_row(median: Combined, headline: str) -> tuple:
+    """The median of the forms as the table's row: its members, its prediction, its own backtest."""
+    name = f"**{MEDIAN}** (predict, plan's loss)" if headline == MEDIAN else MEDIAN
+    p, cut = median.prediction, median.farthest
+    loss = "-" if p is None else f"{p['loss']:.4f} [{p['lo']:.4f}, {p['hi']:.4f}]"
+    tested = "untested" if cut is None else f"{pct(cut.median_abs_error)} at {cut.factor:g}x"
+    return (name, f"geometric median of {', '.join(median.members)}", loss, "-", "-", tested,
+            f"{median.extrapolation.noise:.3g}")
 
 
 def _agreement(fit: LawFit) -> str:
@@ -165,17 +184,23 @@ def forms_section(r: Report) -> None:
     r.doc.p("No one form describes every table (docs/fitting.md, \"Forms as cross-checks\"), so beside the fitted "
             "law the fit fits four others by the same machinery (Huber on log residuals, multistart L-BFGS, "
             "Bayesian-bootstrap resamples) to the runs it predicts beyond the data with, each with its own backtest. "
-            f"Each predicts the loss of {forms.headline}'s compute-optimal run at {where}{target}, with its "
+            f"Each predicts the loss of {forms.planning}'s compute-optimal run at {where}{target}, with its "
             f"{100 * forms.level:g}% prediction interval (its resamples, the runs' scatter and, beyond the data, "
             "its own backtest's bias and growth). Each form's backtest is its refit's own error, before the bias "
             "correction the backtest section's table includes.")
     r.doc.table(["form", "L(N, D)", f"loss of the target run [{100 * forms.level:g}% interval]", "own optimum N",
                  "own D/N", "backtest: its refit's own median error at its farthest cut", "residual RMS"],
-                [_form_row(e, forms.headline) for e in forms.entries], align=["l", "l", "r", "r", "r", "r", "r"])
+                [_form_row(e, forms.headline) for e in forms.entries]
+                + ([] if forms.combined is None else [_median_row(forms.combined, forms.headline)]),
+                align=["l", "l", "r", "r", "r", "r", "r"])
     notes = [_agreement(fit)]
     if any(e.oracle for e in forms.entries):
         notes.append("fixed-E pins E at the full table's fit: its backtest is an oracle (that E saw the runs its "
                      "cuts predict), a measure of what knowing E is worth, and the agreement leaves it out.")
+    if forms.combined is not None:
+        notes.append(f"{MEDIAN}: the geometric median of the predicting forms' predictions (`--form median`), its "
+                     "interval from its own backtest (each cut's prediction the median of the forms' cut predictions; "
+                     "docs/fitting.md, \"The median of the forms\").")
     r.doc.ul(notes)
     top = float(fit.data.c_range[1])
     grid = np.unique(np.append(np.geomspace(float(fit.data.c_range[0]), max(BEYOND * top, 10 * forms.target_compute),
@@ -183,9 +208,9 @@ def forms_section(r: Report) -> None:
     data = r.inputs.data
     bare = [e.name for e in forms.entries if e.params is not None and not _with_samples(fit, e).samples]
     r.figure("forms", figs.forms(forms_along(fit, grid), runs=None if data is None else (data.compute, data.loss),
-                                 fitted_max=top, target=forms.target_compute, headline=forms.headline,
+                                 fitted_max=top, target=forms.target_compute, headline=forms.planning,
                                  level=forms.level, compute_label=fit.law.flops.name),
-             f"Left: each form's predicted loss for {forms.headline}'s compute-optimal run along compute, from the "
+             f"Left: each form's predicted loss for {forms.planning}'s compute-optimal run along compute, from the "
              "smallest fitted run's compute to far beyond the largest (dotted), with its prediction interval "
              "(bands; bars at the target compute, the table's numbers); the fitted runs in grey lie above it, "
              "each at its own allocation. Right: each form's backtest, the median absolute error of its refit "

@@ -24,7 +24,7 @@ from scaling.report.style import compute_axis, log_axis, new_figure, with_rc
 
 # One colour per form, the same in both panels; the form predict and plan use is drawn heaviest.
 FORM_COLOURS = {"chinchilla": "#1f77b4", "tied": "#2ca02c", "kaplan": "#d62728", "fixed-E": "#7f7f7f",
-                "farseer": "#9467bd"}
+                "farseer": "#9467bd", "median": "black"}
 HIT, MISS, RAW = "#08519c", "#d62728", "0.55"
 RUN_SPREAD = 0.05                  # decades either side of a cut's factor over which its runs are spread
 

@@ -69,7 +69,10 @@ def test_each_forms_curve_passes_through_its_prediction_at_the_target_compute(si
     for fit in (made, read):
         curves = forms_along(fit, grid)
         fitted = [e for e in fit.forms.entries if e.params is not None]
-        assert [c.name for c in curves] == [e.name for e in fitted] and len(curves) == 5
+        assert [c.name for c in curves] == [e.name for e in fitted] + ["median"] and len(curves) == 6
+        p = fit.forms.combined.prediction        # the median of the forms, from the same members
+        assert (curves[-1].loss[1], curves[-1].lo[1], curves[-1].hi[1]) == pytest.approx((p["loss"], p["lo"], p["hi"]),
+                                                                                         rel=1e-12)
         for c, e in zip(curves, fitted):
             p = e.prediction
             assert (c.loss[1], c.lo[1], c.hi[1]) == pytest.approx((p["loss"], p["lo"], p["hi"]), rel=1e-12), e.name
@@ -91,6 +94,9 @@ def test_the_report_sets_the_forms_side_by_side_and_draws_the_backtest(simulated
                    or line.startswith(f"| **{e.name}**"))
         assert f"{p['loss']:.4f} [{p['lo']:.4f}, {p['hi']:.4f}]" in row and f"| {e.residual_rms:.3g} |" in row
         assert f"at {e.farthest.factor:g}x" in row
+    m = fit.forms.combined.prediction             # the median of the forms as a row of its own
+    row = next(line for line in section.splitlines() if line.startswith("| median "))
+    assert f"{m['loss']:.4f} [{m['lo']:.4f}, {m['hi']:.4f}]" in row and "geometric median of chinchilla" in row
     agree = forms_check(fit.forms)
     assert ("**They agree**" in section) == (agree.status == "pass" and agree.value is not None)
     assert agree.reason in section
@@ -131,7 +137,7 @@ def test_the_forms_sentence_says_when_they_disagree(simulated):
     assert "**They disagree beyond their intervals** (the verdict's `forms_agree` caution)" in md and "tied" in md
 
 
-@pytest.mark.parametrize("form", ["chinchilla", "tied"])
+@pytest.mark.parametrize("form", ["chinchilla", "tied", "median"])
 def test_the_reports_plan_is_the_fits_plan(simulated, form):
     # The plan table at 1e18, 1e21 and 1e23 FLOPs (far beyond these runs) is `LawFit.plan`'s, as `scaling
     # plan --fit` prints it: the loss as the fit predicts it (beyond the data, its backtest's), inside its
@@ -148,3 +154,5 @@ def test_the_reports_plan_is_the_fits_plan(simulated, form):
         assert row[2].startswith(f"{best.n:.4g} [") and row[-1].rstrip(" |") == f"{best.loss:.4f} [{lo:.4f}, {hi:.4f}]"
         assert lo < best.loss < hi
     assert ("the tied form's" in r.doc.markdown()) == (form == "tied")
+    if form == "median":                      # the fitted form's allocation, the median's loss
+        assert best.n == pytest.approx(float(fit.law.n_opt(PLAN_BUDGETS[-1])), rel=1e-12)
