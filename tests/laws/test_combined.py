@@ -12,6 +12,7 @@ from scaling.cli import main
 from scaling.laws import analysis
 from scaling.laws.checks import combined, cross_forms
 from scaling.laws.checks import extrapolation as xp
+from scaling.laws.checks.backtest import Cut
 from scaling.laws.fitting import readers
 from scaling.laws.results.lawfit import load_fit
 
@@ -121,3 +122,17 @@ def test_form_median_through_the_cli_plan_and_predict(tmp_path, capsys):
     assert (one.n, one.loss) == (plan.n[1, 1], plan.loss[1, 1])
     assert main(["plan", "--fit", str(out), "--compute", f"{10 * top:g}"]) == 0
     assert "median of the forms" in capsys.readouterr().out
+
+
+def test_a_cut_combines_only_the_members_that_predicted_the_same_runs():
+    # Three members' cuts on the same two runs, one on other runs: the median's errors are each run's
+    # middle prediction of the three (each raw prediction moved by its member's bias at the run's distance).
+    x = (0.5, 1.0)
+    same = [Cut(10.0, 40, 2, 1e19, 1e20, errors=e, distances=x) for e in ((0.02, -0.01), (0.0, 0.03), (-0.04, 0.01))]
+    other = Cut(10.0, 30, 2, 1e19, 2e20, errors=(0.5, 0.5), distances=x)
+    biases = [0.0, -0.02, 0.01, 0.0]
+    cut = combined.combined_cut([*same, other], biases)
+    moved = np.array([(1 + np.array(c.errors)) * np.exp(b * np.array(x)) for c, b in zip(same, biases)])
+    assert np.allclose(1 + np.array(cut.errors), np.median(moved, axis=0), rtol=1e-12)
+    assert cut.n_train == 40 and cut.raw_errors == () and cut.covered is None
+    assert combined.combined_cut([same[0], other], [0.0, 0.0]) is None       # no two members on the same runs

@@ -96,13 +96,14 @@ def combined_cut(cuts: Sequence[bt.Cut], biases: Sequence[float]) -> bt.Cut | No
     by its member's bias per decade (`biases`) at the run's distance, as the member predicts beyond
     the data. None where fewer than two members made the cut on the same runs."""
     made = [(c, b) for c, b in zip(cuts, biases) if c.made and c.errors]
-    if not made:
+    runs = [(len(c.errors), c.n_train, c.test_compute) for c, _ in made]
+    if not runs:
         return None
-    first = made[0][0]
-    same = [(c, b) for c, b in made if (len(c.errors), c.n_train, c.test_compute)
-            == (len(first.errors), first.n_train, first.test_compute)]
+    common = max(runs, key=runs.count)             # the runs most members' cuts were made on
+    same = [pair for pair, key in zip(made, runs) if key == common]
     if len(same) < 2:
         return None
+    first = same[0][0]
     x = np.maximum(np.asarray(first.distances, dtype=float), 0.0)
     logs = [np.log1p(np.asarray(c.raw_errors or c.errors, dtype=float)) + b * x for c, b in same]
     errors = np.expm1(np.median(logs, axis=0))
