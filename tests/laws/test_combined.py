@@ -14,7 +14,7 @@ from scaling.laws.checks import combined, cross_forms
 from scaling.laws.checks import extrapolation as xp
 from scaling.laws.checks.backtest import Cut
 from scaling.laws.fitting import readers
-from scaling.laws.results.lawfit import load_fit
+from scaling.laws.results.fit_file import load_fit
 
 BUDGETS = 1e17 * 2.0 ** np.arange(10)      # 10 budgets 2x apart: cuts at 3x, 10x and 30x all made
 
