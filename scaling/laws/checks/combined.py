@@ -1,6 +1,6 @@
 """The median of the forms: one prediction beyond the data from every law form that predicts.
 
-    median = combine(forms.entries, level=0.95)           # from the forms already fitted (no refit)
+    median = combine(forms.entries)                       # from the forms already fitted (no refit)
     center, lo, hi = median.predict(forms.entries, n, d, far)
 
 Why: no one form wins across the public tables, and the form the data favour inside them is not the
