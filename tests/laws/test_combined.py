@@ -3,6 +3,8 @@ beyond the data, and the fit, plan and predict that use it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -136,3 +138,18 @@ def test_a_cut_combines_only_the_members_that_predicted_the_same_runs():
     assert np.allclose(1 + np.array(cut.errors), np.median(moved, axis=0), rtol=1e-12)
     assert cut.n_train == 40 and cut.raw_errors == () and cut.covered is None
     assert combined.combined_cut([same[0], other], [0.0, 0.0]) is None       # no two members on the same runs
+
+
+def test_where_the_fitted_form_s_bias_is_unknown_so_is_the_median_s(fitted):
+    # The fitted form's rule with an unknown bias (its E far below the runs, `rule_beyond`): the median's
+    # rule carries one too, as large as its own cuts' slopes say (`unknown_bias`), and its interval widens.
+    _, fit = fitted
+    assert fit.median.extrapolation.bias_sd == 0.0
+    entries = [replace(e, extrapolation=replace(e.extrapolation, bias_sd=0.01)) if e.name == "chinchilla" else e
+               for e in fit.forms.entries]
+    unknown = combined.combine(entries)
+    assert unknown.extrapolation == xp.unknown_bias(fit.median.extrapolation, fit.median.cuts)
+    assert unknown.extrapolation.bias_sd > 0
+    _, lo, hi = unknown.predict(entries, 1e10, 2e11, 1.5)
+    _, known_lo, known_hi = fit.median.predict(fit.forms.entries, 1e10, 2e11, 1.5)
+    assert hi - lo > known_hi - known_lo

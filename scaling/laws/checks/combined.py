@@ -20,6 +20,10 @@ beyond the data), and the rule beyond the data is learned from those cuts by the
 machinery (`extrapolation.learn_extrapolation`: the growth shrunk towards the public tables',
 its floor, the calibration by the cuts' own errors), the runs' scatter the members' median
 residual RMS. The members' biases are already in their predictions: the median's is none (NO_BIAS).
+Where the fitted form's E sits far below its runs (`extrapolation.rule_beyond`: its bias unknown),
+the median's bias is unknown too and widens its interval (`unknown_bias`, from the median's cuts):
+without it, on sweeps whose data exponent grows with N, its intervals held 48% and 0% of the runs
+10x and 30x beyond (docs/fitting.md).
 Pure: fitted forms in, numbers out.
 """
 
@@ -128,4 +132,6 @@ def combine(entries: Iterable, *, factors: Sequence[float] = FACTORS) -> Combine
             cuts.append(cut)
     noise = float(np.median([e.residual_rms for e in chosen]))
     rule = xp.learn_extrapolation(cuts, prior=NO_BIAS, noise=noise, bias=0.0)
+    if any(r.bias_sd > 0 for r in rules):     # the fitted form's E far below its runs: the median's bias unknown
+        rule = xp.unknown_bias(rule, cuts)
     return Combined(tuple(e.name for e in chosen), tuple(cuts), rule)
