@@ -21,9 +21,9 @@ machinery (`extrapolation.learn_extrapolation`: the growth shrunk towards the pu
 its floor, the calibration by the cuts' own errors), the runs' scatter the members' median
 residual RMS. The members' biases are already in their predictions: the median's is none (NO_BIAS).
 Where the fitted form's E sits far below its runs (`extrapolation.rule_beyond`: its bias unknown),
-the median's bias is unknown too and widens its interval (`unknown_bias`, from the median's cuts):
-without it, on sweeps whose data exponent grows with N, its intervals held 48% and 0% of the runs
-10x and 30x beyond (docs/fitting.md).
+the median's bias is unknown too, as far as its own cuts' slopes (`unknown_bias`) or the fitted
+form's unknown bias say, whichever is larger: without it, on sweeps whose data exponent grows with N,
+its intervals held 48% and 0% of the runs 10x and 30x beyond (docs/fitting.md).
 Pure: fitted forms in, numbers out.
 """
 
@@ -132,6 +132,8 @@ def combine(entries: Iterable, *, factors: Sequence[float] = FACTORS) -> Combine
             cuts.append(cut)
     noise = float(np.median([e.residual_rms for e in chosen]))
     rule = xp.learn_extrapolation(cuts, prior=NO_BIAS, noise=noise, bias=0.0)
-    if any(r.bias_sd > 0 for r in rules):     # the fitted form's E far below its runs: the median's bias unknown
+    unknown = max(r.bias_sd for r in rules)
+    if unknown > 0:          # the fitted form's E far below its runs: the median's bias unknown, at least as far
         rule = xp.unknown_bias(rule, cuts)
+        rule = replace(rule, bias_sd=max(rule.bias_sd, unknown))
     return Combined(tuple(e.name for e in chosen), tuple(cuts), rule)
