@@ -170,6 +170,37 @@ class LawFit:
     fit; a LawFit read from a file has them as None, and nothing downstream needs them.
     """
 
+    law: Law
+    seed: int = 0
+    data: DataSummary = field(default_factory=DataSummary)
+    options: FitOptions = field(default_factory=FitOptions)
+    a: float | None = None
+    b: float | None = None
+    G: float | None = None
+    reference_compute: float | None = None
+    tokens_per_param: float | None = None        # D_opt / N_opt at reference_compute
+    ci: Intervals | None = None
+    objective: float | None = None
+    n_starts_at_optimum: int | None = None
+    residual_rms: float | None = None
+    evidence: tuple = ()
+    limitations: tuple = ()
+    approaches: dict | None = None
+    kaplan: dict | None = None
+    diagnostics: Diagnostics | None = None
+    param_conventions: dict | None = None    # the fit with N counted each way, where both are known
+    repeated: Repeated | None = None         # the data-constrained fit, where runs repeat data
+    lack_of_fit: dict | None = None          # the F-tests of residual structure (scaling.laws.checks.lack_of_fit)
+    curves: dict | None = None               # the law fitted to the training curves (scaling fit --curves)
+    holdout: Holdout | None = None           # the refit without the top 20% by compute (scaling.laws.checks.holdout)
+    backtest: Backtest | None = None         # leave-future-out cuts and the rule beyond the data (checks.backtest)
+    form: str = "chinchilla"                 # the form predict and plan use (`scaling fit --form`; forms.catalog)
+    forms: Forms | None = None               # every form fitted beside this one (checks.cross_forms)
+    resampled: np.ndarray | None = field(default=None, repr=False, compare=False)  # (R, 5): E, A, B, alpha, beta
+    points: FitData | None = field(default=None, repr=False, compare=False)
+    optimum: fitting.FitResult | None = field(default=None, repr=False, compare=False)
+    boot: resampling.BootstrapResult | None = field(default=None, repr=False, compare=False)
+
     def optimum_at(self, compute: npt.ArrayLike, seed: int = 0) -> allocation.OptimumIntervals | None:
         """Intervals of N_opt, D_opt, tokens per parameter and the predicted loss at `compute`
         (None without bootstrap samples); the loss interval includes the runs' scatter, and beyond
@@ -263,37 +294,6 @@ class LawFit:
         if np.ndim(lo) == 0 and not (math.isfinite(lo) and math.isfinite(hi)):
             return None
         return self._beyond(n, d, (lo, hi))
-
-    law: Law
-    seed: int = 0
-    data: DataSummary = field(default_factory=DataSummary)
-    options: FitOptions = field(default_factory=FitOptions)
-    a: float | None = None
-    b: float | None = None
-    G: float | None = None
-    reference_compute: float | None = None
-    tokens_per_param: float | None = None        # D_opt / N_opt at reference_compute
-    ci: Intervals | None = None
-    objective: float | None = None
-    n_starts_at_optimum: int | None = None
-    residual_rms: float | None = None
-    evidence: tuple = ()
-    limitations: tuple = ()
-    approaches: dict | None = None
-    kaplan: dict | None = None
-    diagnostics: Diagnostics | None = None
-    param_conventions: dict | None = None    # the fit with N counted each way, where both are known
-    repeated: Repeated | None = None         # the data-constrained fit, where runs repeat data
-    lack_of_fit: dict | None = None          # the F-tests of residual structure (scaling.laws.checks.lack_of_fit)
-    curves: dict | None = None               # the law fitted to the training curves (scaling fit --curves)
-    holdout: Holdout | None = None           # the refit without the top 20% by compute (scaling.laws.checks.holdout)
-    backtest: Backtest | None = None         # leave-future-out cuts and the rule beyond the data (checks.backtest)
-    form: str = "chinchilla"                 # the form predict and plan use (`scaling fit --form`; forms.catalog)
-    forms: Forms | None = None               # every form fitted beside this one (checks.cross_forms)
-    resampled: np.ndarray | None = field(default=None, repr=False, compare=False)  # (R, 5): E, A, B, alpha, beta
-    points: FitData | None = field(default=None, repr=False, compare=False)
-    optimum: fitting.FitResult | None = field(default=None, repr=False, compare=False)
-    boot: resampling.BootstrapResult | None = field(default=None, repr=False, compare=False)
 
     def interval(self, name: str) -> tuple[float, float] | None:
         """The bootstrap interval (lo, hi) of `name`: a constant (E, A, B, alpha, beta), a, b, G or
