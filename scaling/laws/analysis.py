@@ -37,7 +37,8 @@ from scaling.laws.forms.law import PARAM_NAMES
 from scaling.laws.optimal import approaches, kaplan
 from scaling.laws.repeated import RESAMPLES as REPEATED_RESAMPLES
 from scaling.laws.repeated import fit_repeated
-from scaling.laws.results.lawfit import DEFAULT_BOOTSTRAP, DataSummary, FitOptions, Intervals, LawFit
+from scaling.laws.results.fit_sections import DataSummary, FitOptions, Intervals
+from scaling.laws.results.lawfit import DEFAULT_BOOTSTRAP, LawFit
 
 
 def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: float | None = None,

@@ -11,7 +11,7 @@ from scaling.laws.forms.law import Law
 from scaling.laws.forms.references import BESIROGLU, CHINCHILLA
 from scaling.laws.optimal.allocation import kaplan_allocation, numerical_optimum
 from scaling.laws.optimal.compare import CAVEATS, compare, compare_approaches, format_table
-from scaling.laws.results.lawfit import Intervals
+from scaling.laws.results.fit_sections import Intervals
 from scaling.train.compute import FlopsPerToken
 
 # Besiroglu et al.'s published 95% intervals, plus allocation intervals around their a = 0.513.

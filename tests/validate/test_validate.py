@@ -20,7 +20,8 @@ from scaling.laws.design import simulate
 from scaling.laws.fitting import readers
 from scaling.laws.forms.law import Law
 from scaling.laws.results.fit_file import load_fit, write_fit
-from scaling.laws.results.lawfit import DataSummary, LawFit
+from scaling.laws.results.fit_sections import DataSummary
+from scaling.laws.results.lawfit import LawFit
 from scaling.runs import store
 from scaling.sweep.plan import planned_run
 from scaling.validate.family import family_of

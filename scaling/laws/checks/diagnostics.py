@@ -51,7 +51,7 @@ from scaling.laws.forms.law import Law
 from scaling.laws.optimal import compare
 
 if TYPE_CHECKING:
-    from scaling.laws.results.lawfit import Intervals
+    from scaling.laws.results.fit_sections import Intervals
 
 # --------------------------------------------------------------------------------------------
 # The design

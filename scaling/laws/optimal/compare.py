@@ -20,7 +20,7 @@ from scaling.laws.forms.references import BESIROGLU, CHINCHILLA, KAPLAN
 from scaling.laws.optimal.allocation import RULE_TOKENS_PER_PARAM, kaplan_allocation
 
 if TYPE_CHECKING:
-    from scaling.laws.results.lawfit import Intervals
+    from scaling.laws.results.fit_sections import Intervals
 
 LARGE_COMPUTE = 1e23
 COMPARED = ("alpha", "beta", "a", "b", "tokens_per_param")

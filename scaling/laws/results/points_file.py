@@ -29,7 +29,7 @@ from scaling.reading import read_text
 from scaling.train.compute import FlopsPerToken
 
 if TYPE_CHECKING:
-    from scaling.laws.results.lawfit import DataSummary
+    from scaling.laws.results.fit_sections import DataSummary
 
 COLUMNS = ("id", "n", "d", "loss", "compute")
 BUDGET_COLUMNS = ("budget", "group")     # a budget in the fit's measure, or a label in another
