@@ -84,7 +84,7 @@ class Extrapolation:
 # tables of under-trained runs (below WELL_TRAINED_TPP; `fallback`). The growth, 2% (1 sd
 # at one decade, growing as the square root of the distance), and its floor GROWTH_FLOOR were tuned
 # for coverage on the dev half and the old held-out half together, once the held-out half had been
-# seen (docs/fitting.md): a linear growth learned from a table's own cuts held 90-95% on the dev
+# seen (docs/backtests.md): a linear growth learned from a table's own cuts held 90-95% on the dev
 # half and 66-71% at 3x and 10x on the held-out one. For the growth a table's own cuts count as
 # one observation each (cuts with the same runs below them once) against PRIOR_WEIGHT observations
 # of the fallback; for the bias, as far as their refits measured it (`table_bias`).
@@ -108,7 +108,7 @@ GROWTH_FLOOR = 0.0175
 # IsoFLOP grids reaching far into models too large for their budgets; the tables whose median run
 # is trained at least Chinchilla's compute-optimal 20 (Chinchilla's own, Gadre et al.'s
 # over-trained runs) erred a median -0.8% and -0.4% per decade, Gadre et al.'s plain law 1.2-1.6%
-# at 3x and 10x where the fallback made it 2.7-5.5% (docs/fitting.md, "When the bias applies").
+# at 3x and 10x where the fallback made it 2.7-5.5% (docs/backtests.md, "When the bias applies").
 # For them the fallback bias is 0: their own cuts still move it as far as they measured a bias. No
 # public table has a median between 12.5 and 20: any threshold there splits them alike; 20 is the
 # field's, not a fit (Gadre et al.'s 30x splits sit at exactly 20).
@@ -137,7 +137,7 @@ def unknown_bias(rule: Extrapolation, cuts: Iterable[Cut]) -> Extrapolation:
     precision of their bias). The bias is then unknown, as large either way as the largest slope
     any cut showed about it, and the interval carries it (`bias_sd`). In simulation a law whose
     data exponent grows with N, fitted with E at its bound, missed runs 30x beyond by 20% with
-    intervals holding 10% of them; with this 86% (docs/fitting.md)."""
+    intervals holding 10% of them; with this 86% (docs/backtests.md)."""
     made = distinct_cuts(cuts)
     if not made:
         return rule
@@ -234,7 +234,7 @@ def calibration(made: list, learn: Callable[[list], Extrapolation]) -> float:
     are predicted by the rule learned from the other cuts, and their standardised log errors z
     compared with a normal's (median |z| = 0.674); the factor is their median |z| over 0.674, at
     least 1. Shrinkage towards the public tables cannot see a table whose errors outgrow them (a
-    law whose form drifts from the truth as the runs grow: docs/fitting.md, "In simulation"); its
+    law whose form drifts from the truth as the runs grow: docs/backtests.md, "In simulation"); its
     own cuts, each judged on its own, can. The median keeps one wild cut from deciding it."""
     z = []
     for j, cut in enumerate(made):
