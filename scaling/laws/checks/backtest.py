@@ -151,7 +151,7 @@ class Backtest:
     @property
     def farthest(self) -> Cut | None:
         """The cut at the largest factor the data allow (None when no cut could be made)."""
-        return max(self.made, key=lambda c: c.factor, default=None)
+        return farthest(self.cuts)
 
     def to_json(self) -> dict:
         return {"level": self.level, "by": self.by,
@@ -169,6 +169,11 @@ class Backtest:
                    str(obj.get("by", "budget")), None if law is None else Law.from_dict(law),
                    int(obj.get("n_trained", 0)), float(obj.get("min_tokens_per_param", UNDERTRAINED_TPP)),
                    tuple(u.get("median_abs_error") for u in obj.get("undertrained_kept") or ()))
+
+
+def farthest(cuts: Iterable[Cut]) -> Cut | None:
+    """The made cut (one that predicted at least one run) at the largest factor; None where none was made."""
+    return max((c for c in cuts if c.made and c.errors), key=lambda c: c.factor, default=None)
 
 
 def future_split(compute: npt.ArrayLike, budgets: npt.ArrayLike | None, factor: float) -> tuple[np.ndarray,

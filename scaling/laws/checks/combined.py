@@ -63,7 +63,7 @@ class Combined:
 
     @property
     def farthest(self) -> bt.Cut | None:
-        return max((c for c in self.cuts if c.made and c.errors), key=lambda c: c.factor, default=None)
+        return bt.farthest(self.cuts)
 
     def predict(self, entries: Iterable, n: npt.ArrayLike, d: npt.ArrayLike, far: npt.ArrayLike, *,
                 level: float = xp.LEVEL, noise: bool = True) -> tuple:

@@ -98,7 +98,7 @@ class FormEntry:
 
     @property
     def farthest(self) -> bt.Cut | None:
-        return max((c for c in self.cuts if c.made and c.errors), key=lambda c: c.factor, default=None)
+        return bt.farthest(self.cuts)
 
     def sample_laws(self) -> list[FormLaw]:
         return [catalog.law_of(self.name, dict(zip(self.sample_names, row))) for row in self.samples]

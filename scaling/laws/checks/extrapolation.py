@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -250,6 +250,11 @@ def growth_text(rule: Extrapolation) -> str:
     return f"{100 * rule.growth:.2f}% (log loss, 1 sd) {how}"
 
 
-def distance(compute: float, fitted_max: float) -> float:
-    """Decades of compute beyond the largest fitted run (0 inside the data)."""
-    return max(0.0, math.log10(float(compute) / fitted_max))
+@overload
+def distance(compute: float, fitted_max: float) -> float: ...
+@overload
+def distance(compute: npt.ArrayLike, fitted_max: float) -> float | np.ndarray: ...
+def distance(compute: npt.ArrayLike, fitted_max: float) -> float | np.ndarray:
+    """Decades of compute beyond the largest fitted run (0 inside the data); broadcasts."""
+    far = np.maximum(np.log10(np.asarray(compute, dtype=float) / fitted_max), 0.0)
+    return float(far) if np.ndim(far) == 0 else far

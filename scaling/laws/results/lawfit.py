@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from scaling.errors import UsageError
 from scaling.formats import json_safe
+from scaling.laws.checks import extrapolation as xp
 from scaling.laws.checks.backtest import Backtest
 from scaling.laws.checks.combined import NAME as MEDIAN
 from scaling.laws.checks.combined import Combined
@@ -104,9 +105,8 @@ class LawFit:
         best = allocation.optimum_intervals(self.law, self.resampled, compute, level=self.ci.level,
                                             noise=self.residual_rms or 0.0, seed=seed, widen=self.ci.widened_by)
         c = np.asarray(compute, dtype=float)
-        if (median := self.median) is not None and self.forms is not None:
-            n, d = self.law.n_opt(c), self.law.d_opt(c)
-            return replace(best, loss=median.predict(self.forms.entries, n, d, self.beyond(n, d), level=self.level)[1:])
+        if (by_median := self._median_predict(self.law.n_opt(c), self.law.d_opt(c))) is not None:
+            return replace(best, loss=by_median[1:])
         if self.backtest is None:
             return best
         return replace(best, loss=self._beyond(self.law.n_opt(c), self.law.d_opt(c), best.loss))
@@ -114,11 +114,7 @@ class LawFit:
     def beyond(self, n: npt.ArrayLike, d: npt.ArrayLike) -> float | np.ndarray:
         """How many decades of compute a run of N parameters on D tokens lies beyond the largest
         fitted run (0 inside the data; 10^beyond is its extrapolation factor); broadcasts."""
-        if self.data.c_range is None:
-            return 0.0 if np.ndim(n) == 0 and np.ndim(d) == 0 else np.zeros(np.broadcast(n, d).shape)
-        far = np.maximum(np.log10(self.law.flops.per_token(n) * np.asarray(d, dtype=float)
-                                  / float(self.data.c_range[1])), 0.0)
-        return float(far) if np.ndim(far) == 0 else far
+        return self._far(self.law.flops.per_token(n) * np.asarray(d, dtype=float))
 
     @overload
     def expected_loss(self, n: float, d: float) -> float: ...
@@ -131,8 +127,8 @@ class LawFit:
         if (entry := self.form_entry) is not None:
             center = entry.predict(n, d, self.beyond(n, d), level=self.level, noise=False)[0]
             return float(center) if np.ndim(center) == 0 else center
-        if (median := self.median) is not None and self.forms is not None:
-            return median.predict(self.forms.entries, n, d, self.beyond(n, d), level=self.level, noise=False)[0]
+        if (by_median := self._median_predict(n, d, noise=False)) is not None:
+            return by_median[0]
         predicted = self.law.loss(n, d)
         if self.backtest is not None:
             far = self.beyond(n, d)
@@ -176,8 +172,8 @@ class LawFit:
         if (entry := self.form_entry) is not None:
             _, lo, hi = entry.predict(n, d, self.beyond(n, d), level=self.level, noise=True, seed=seed)
             return (float(lo), float(hi)) if np.ndim(lo) == 0 else (lo, hi)
-        if (median := self.median) is not None and self.forms is not None:
-            return median.predict(self.forms.entries, n, d, self.beyond(n, d), level=self.level)[1:]
+        if (by_median := self._median_predict(n, d)) is not None:
+            return by_median[1:]
         if self.resampled is None or self.ci is None:
             return None
         lo, hi = allocation.loss_interval(self.resampled, n, d, level=self.ci.level,
@@ -226,6 +222,13 @@ class LawFit:
         (its rule's interval is the runs' scatter there); the allocation stays the fitted form's."""
         return self.forms.combined if self.forms is not None and self.form == MEDIAN else None
 
+    def _median_predict(self, n: npt.ArrayLike, d: npt.ArrayLike, *, noise: bool = True) -> tuple | None:
+        """(center, lo, hi) of the median of the forms for N, D where `--form median` chose it (with
+        a run's scatter where `noise`, else the expected loss's); None where it did not."""
+        if self.median is None or self.forms is None:
+            return None
+        return self.median.predict(self.forms.entries, n, d, self.beyond(n, d), level=self.level, noise=noise)
+
     @property
     def level(self) -> float:
         """The level of the fit's intervals (0.95 without a bootstrap)."""
@@ -233,9 +236,9 @@ class LawFit:
 
     def _far(self, compute: npt.ArrayLike) -> float | np.ndarray:
         """Decades of compute `compute` lies beyond the largest fitted run (0 inside the data); broadcasts."""
-        c = np.asarray(compute, dtype=float)
-        far = np.zeros(c.shape) if self.data.c_range is None else np.maximum(np.log10(c / self.data.c_range[1]), 0.0)
-        return float(far) if np.ndim(far) == 0 else far
+        if self.data.c_range is None:
+            return 0.0 if np.ndim(compute) == 0 else np.zeros(np.shape(compute))
+        return xp.distance(compute, float(self.data.c_range[1]))
 
     @property
     def reasons(self) -> tuple:
