@@ -151,7 +151,7 @@ def _checked_beyond_the_data(fit: LawFit, data: FitData, result: fitting.FitResu
         extra += [backtest_verdict.backtest_check(future),
                   backtest_verdict.E_drift_check(future, fit.interval("E"), result.law.E, float(data.loss.min()))]
     side = None
-    if (forms and backtest) or form != cross_forms.fitted_form(result):
+    if (forms and backtest) or form != cross_forms.fitted_form(result.fixed_E):
         side = _forms_beside(data, result, fit, future, form, reference_compute, bootstrap, seed)
         extra.append(cross_forms.forms_check(side))
     return replace(fit, backtest=future, form=form, forms=side), extra
@@ -196,7 +196,7 @@ def _check_form(form: str | None, fixed_E: float | None) -> str:
     """The form `fit_data` reports: `form`, or the fitted law's own (fixed-E where E is pinned);
     UsageError for an unknown one, or one that contradicts `fixed_E`."""
     if form is None:
-        return "fixed-E" if fixed_E is not None else catalog.DEFAULT
+        return cross_forms.fitted_form(fixed_E)
     if form == combined.NAME:          # the median of the forms: predicts, plans by the fitted form
         return form
     catalog.get(form, E=fixed_E)       # UsageError naming the known forms, or fixed-E without its E

@@ -18,7 +18,7 @@ import numpy as np
 from scaling.laws.checks.backtest import Cut, summary_line
 from scaling.laws.checks.combined import NAME as MEDIAN
 from scaling.laws.checks.combined import Combined
-from scaling.laws.checks.cross_forms import FormEntry, forms_check
+from scaling.laws.checks.cross_forms import FormEntry, fitted_form, forms_check
 from scaling.laws.checks.extrapolation import growth_text
 from scaling.laws.checks.holdout import pct
 from scaling.laws.checks.verdict import CAUTION
@@ -82,15 +82,10 @@ def backtest_section(r: Report) -> None:
              "prediction; black dashes: plus and minus the cut's median absolute error.")
 
 
-def _fitted_form(fit: LawFit) -> str:
-    """The form the fit's constants are of (`cross_forms.fitted_form`): fixed-E where E was given."""
-    return "fixed-E" if fit.options.fixed_E is not None else "chinchilla"
-
-
 def _with_samples(fit: LawFit, entry: FormEntry) -> FormEntry:
     """The entry with its resamples: the fitted form keeps none in fit.json's forms (they are the fit's
     own bootstrap, fit.bootstrap.csv), as the fit passed them to the cross-check."""
-    if entry.name != _fitted_form(fit) or entry.samples or fit.resampled is None:
+    if entry.name != fitted_form(fit.options.fixed_E) or entry.samples or fit.resampled is None:
         return entry
     return replace(entry, samples=tuple(tuple(float(v) for v in row) for row in fit.resampled),
                    sample_names=PARAM_NAMES)

@@ -218,9 +218,9 @@ def fitted_entry(form: Form, base: FitData, *, resamples: int, seed: int,
                    samples=samples, sample_names=tuple(names))
 
 
-def fitted_form(result: fitting.FitResult) -> str:
-    """The form the Chinchilla fit `result` is of: fixed-E where its E was pinned, else chinchilla."""
-    return "fixed-E" if result.fixed_E is not None else catalog.DEFAULT
+def fitted_form(fixed_E: float | None) -> str:
+    """The form a Chinchilla fit is of: fixed-E where its E was pinned (`fixed_E`), else chinchilla."""
+    return "fixed-E" if fixed_E is not None else catalog.DEFAULT
 
 
 def _finite(cut: bt.Cut) -> bt.Cut:
@@ -233,7 +233,7 @@ def _finite(cut: bt.Cut) -> bt.Cut:
 def main_entry(result: fitting.FitResult, resampled: np.ndarray | None, future: bt.Backtest | None) -> FormEntry:
     """The fitted form's own entry (Chinchilla's, or fixed-E's where E was given): the fit's constants,
     its backtest's law and rule (the cuts' raw errors), its bootstrap's resamples."""
-    form = catalog.get(fitted_form(result), E=result.fixed_E)
+    form = catalog.get(fitted_form(result.fixed_E), E=result.fixed_E)
     law = result.law if future is None or future.law is None else future.law
     rows = () if resampled is None else tuple(tuple(float(v) for v in row) for row in resampled)
     return FormEntry(form.name, form.describe(), {k: float(v) for k, v in law.to_dict().items()},

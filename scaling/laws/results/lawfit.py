@@ -29,7 +29,7 @@ from scaling.laws.checks import extrapolation as xp
 from scaling.laws.checks.backtest import Backtest
 from scaling.laws.checks.combined import NAME as MEDIAN
 from scaling.laws.checks.combined import Combined
-from scaling.laws.checks.cross_forms import FormEntry, Forms, form_plan
+from scaling.laws.checks.cross_forms import FormEntry, Forms, fitted_form, form_plan
 from scaling.laws.checks.holdout import Holdout
 from scaling.laws.checks.verdict import Diagnostics
 from scaling.laws.fitting import bootstrap as resampling
@@ -210,8 +210,7 @@ class LawFit:
         """The form `--form` chose where it is not the Chinchilla-form law the fit's constants,
         diagnostics and verdict are of (tied, kaplan, farseer, or fixed-E as a cross-check's):
         `predict`, `plan` and the loss intervals are then its. None for the default."""
-        fitted = "fixed-E" if self.options.fixed_E is not None else "chinchilla"
-        if self.forms is None or self.form == fitted:
+        if self.forms is None or self.form == fitted_form(self.options.fixed_E):
             return None
         return self.forms.entry(self.form)
 

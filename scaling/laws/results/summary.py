@@ -15,7 +15,7 @@ from typing import Protocol
 from scaling.formats import plain_table, sci
 from scaling.laws.checks.backtest import Backtest, format_backtest
 from scaling.laws.checks.combined import NAME as MEDIAN
-from scaling.laws.checks.cross_forms import Forms, format_forms
+from scaling.laws.checks.cross_forms import Forms, fitted_form, format_forms
 from scaling.laws.checks.verdict import PASS, Diagnostics
 from scaling.laws.curves.law import DECAY
 from scaling.laws.forms.law import PARAM_NAMES, Law
@@ -149,7 +149,7 @@ def format_form(fit: Summarised) -> list[str]:
     if fit.forms is None:
         return []
     out = format_forms(fit.forms)
-    fitted = "fixed-E" if fit.options.fixed_E is not None else "chinchilla"
+    fitted = fitted_form(fit.options.fixed_E)
     if fit.form == MEDIAN:
         out.append(f"form: median (--form): predict, plan and validate give the geometric median of the forms' losses "
                    f"with its own backtest's interval; plan allocates N and D by the {fitted} form's law (its "
