@@ -4,6 +4,7 @@
     python bench/bench_backtest.py --method before   # the law and its bootstrap interval, unwidened
     python bench/bench_backtest.py --half fresh      # tables added after the held-out half (run once; see HALVES)
     python bench/bench_backtest.py --half fresh2     # tables added last, for the rule frozen after "fresh" (run once)
+    python bench/bench_backtest.py --half fresh3     # tables added after fresh2 was run (run once, by the lead)
     python bench/bench_backtest.py --simulate 3      # simulated sweeps whose true law is another form
     python bench/bench_backtest.py --learn           # the fallback rule (extrapolation.PRIOR) from the dev half
     python bench/bench_backtest.py --spread FILE     # extrapolation.BIAS_SPREAD from a --json dump's dev half
@@ -77,6 +78,9 @@ HALVES = {
     # Added after "fresh" had been run: one table per source, none of them a source already above,
     # committed with this line before anything was fitted on them; for one run of the frozen rule.
     "fresh2": ("olmo_ladder", "gemstones_cooldown", "xlstm_llama_ctx8192"),
+    # Added after "fresh2" had been run: sources none of the groups above use, committed with this
+    # line before anything was fitted on them; for one run of the rule, by the lead only.
+    "fresh3": ("marin_optsweep_adamw",),
 }
 
 
@@ -330,8 +334,8 @@ def forms_and_rules(halves, json_path) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--method", choices=("before", "after"), default="after")
-    p.add_argument("--half", choices=("dev", "held-out", "fresh", "fresh2", "both"), default="both",
-                   help='"both": dev and held-out (fresh and fresh2 are each run on their own, once)')
+    p.add_argument("--half", choices=("dev", "held-out", "fresh", "fresh2", "fresh3", "both"), default="both",
+                   help='"both": dev and held-out (fresh, fresh2 and fresh3 are each run on their own, once)')
     p.add_argument("--learn", action="store_true", help="print the fallback rule learned on the dev half")
     p.add_argument("--spread", type=Path, metavar="JSON", help="print BIAS_SPREAD from an 'after' --json dump")
     p.add_argument("--json", type=Path, help="write every split's predictions here")

@@ -33,3 +33,24 @@ def test_every_table_is_in_exactly_one_group_and_reads() -> None:
         data = bench.load(name)
         values = np.concatenate([data.n, data.d, data.loss])
         assert len(data.n) >= 15 and np.all(np.isfinite(values)) and np.all(values > 0), name
+
+
+# The run-once group: each table's runs and model sizes as extracted, and whether it has IsoFLOP budgets.
+FRESH3 = {"marin_optsweep_adamw": (18, 4, False)}
+
+
+def test_fresh3_tables_are_as_extracted_and_documented() -> None:
+    """Each "fresh3" table has its runs, one row per (N, D), at least four sizes, compute spanning
+    the 30x cut, and a provenance row in the data README. Reading only: nothing is fitted."""
+    bench = _bench()
+    assert bench.HALVES["fresh3"] == tuple(FRESH3)
+    readme = (bench.DATA / "README.md").read_text()
+    for name, (runs, sizes, has_budgets) in FRESH3.items():
+        data = bench.load(name)
+        pairs = set(zip(data.n.tolist(), data.d.tolist(), strict=True))
+        assert len(data.n) == runs and len(pairs) == runs, name
+        assert len(np.unique(data.n)) == sizes, name
+        assert (data.budgets is not None) == has_budgets, name
+        assert data.compute.max() / data.compute.min() >= 30, name
+        assert np.all((data.loss > 1) & (data.loss < 10)), name
+        assert f"| {name}.csv |" in readme, name
