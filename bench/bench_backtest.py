@@ -80,7 +80,7 @@ HALVES = {
     "fresh2": ("olmo_ladder", "gemstones_cooldown", "xlstm_llama_ctx8192"),
     # Added after "fresh2" had been run: sources none of the groups above use, committed with this
     # line before anything was fitted on them; for one run of the rule, by the lead only.
-    "fresh3": ("marin_optsweep_adamw", "marin_optsweep_muon", "oellm_dense"),
+    "fresh3": ("marin_optsweep_adamw", "marin_optsweep_muon", "oellm_dense", "pile_scaling_neox"),
 }
 
 

@@ -37,7 +37,7 @@ def test_every_table_is_in_exactly_one_group_and_reads() -> None:
 
 # The run-once group: each table's runs and model sizes as extracted, and whether it has IsoFLOP budgets.
 FRESH3 = {"marin_optsweep_adamw": (18, 4, False), "marin_optsweep_muon": (18, 4, False),
-          "oellm_dense": (51, 6, False)}
+          "oellm_dense": (51, 6, False), "pile_scaling_neox": (16, 4, False)}
 
 
 def test_fresh3_tables_are_as_extracted_and_documented() -> None:
