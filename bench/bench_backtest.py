@@ -1,4 +1,4 @@
-"""How far beyond its data does the tool's law predict? Leave-future-out on 24 public tables.
+"""How far beyond its data does the tool's law predict? Leave-future-out on 28 public tables.
 
     python bench/bench_backtest.py                   # "after": the fit as it is now (widened intervals)
     python bench/bench_backtest.py --method before   # the law and its bootstrap interval, unwidened
