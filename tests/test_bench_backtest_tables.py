@@ -1,7 +1,7 @@
 """bench/bench_backtest.py's tables: every CSV in bench/data/backtest belongs to exactly one group of
 HALVES (a table added without a group would never be run; one in two groups would be seen twice),
 and each reads through the bench's own loader into positive, finite runs. Reading only: no fit is
-made here (the "fresh2" group is a run-once test)."""
+made here (the "fresh2" and "fresh3" groups are run-once tests)."""
 
 from __future__ import annotations
 
