@@ -34,8 +34,11 @@ def read(src: Path, run_key: str | None = None) -> list[SourceRun]:
         raise UsageError(f"cannot read {src} as a CSV table: {exc}") from None
     run_col = run_key or _first(frame, RUN_KEYS)
     if run_col not in frame.columns:
+        # options: the CLI names the flag (a table of final losses alone is `scaling fit --csv`'s).
         raise UsageError(f"{src}: no run column {run_key or ' or '.join(RUN_KEYS)!r}; columns: "
-                         f"{', '.join(map(str, frame.columns))} (name it as the run key)")
+                         f"{', '.join(map(str, frame.columns))}: name the column of run names as the run "
+                         f"key, or fit a table of final losses as a table, without importing it",
+                         options=("run_key",))
     step_col = _first(frame, STEP_KEYS)
     if step_col is None and frame[run_col].duplicated().any():
         first = frame[run_col][frame[run_col].duplicated()].iloc[0]

@@ -188,6 +188,12 @@ def test_bad_input_is_one_line_and_writes_nothing(sweep, tmp_path, capsys):
     err = bad(capsys, "csv", tmp_path / "mixed.csv", "--runs-dir", out, "--n", "params")
     assert "mixed names for the loss" in err and "'val_loss' (2 runs" in err and "'eval_loss' (1 runs" in err
     assert "does not exist" in bad(capsys, "mlflow", tmp_path / "nowhere", "--runs-dir", out)
+    # A table of N, D and loss without a run column: the message names the flag that names one.
+    pd.read_csv(tmp_path / "runs.csv").rename(columns={"run": "model"}).to_csv(tmp_path / "unnamed.csv", index=False)
+    err = bad(capsys, "csv", tmp_path / "unnamed.csv", "--runs-dir", out, "--n", "params")
+    assert "no run column 'run or run_id or name'" in err and err.endswith("(--run-key)")
+    assert scaling("import", "csv", tmp_path / "unnamed.csv", "--runs-dir", out, "--n", "params", "--loss", "loss",
+                   "--run-key", "model") == 0
 
 
 def test_truncated_event_file_is_refused(sweep, tmp_path, capsys):
