@@ -103,11 +103,15 @@ def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | 
         fixed_E: float | None = None, bootstrap: int = results.DEFAULT_BOOTSTRAP, seed: int = 0,
         reference_compute: float | None = None, data_constrained: bool = False, curves: bool = False,
         E_prior: tuple | None = None, form: str | None = None) -> results.LawFit:
-    """Fit L(N, D) = E + A/N^alpha + B/D^beta to `source`, as `scaling fit` does.
+    """Fit L(N, D) = E + A/N^alpha + B/D^beta to `source`, as `scaling fit` does: a `LawFit`, the
+    law with its intervals, verdict and backtest, which predicts (`predict`) and plans (`plan`).
 
     source: a DataFrame, a CSV or parquet file, a run store runs/<sweep> or a packaged dataset
-    ("chinchilla"). n, d, c, loss, embedding, budget, unique, unique_tokens, param_convention,
-    compute_measure: its columns and conventions (`points`). metric: fit a run store's `metric`
+    ("chinchilla"); kind ("frame", "table", "store", "dataset") says which instead of guessing
+    (`kind_of`). n, d, c, loss: a table's columns of parameters, tokens (or c: FLOPs, D = C / 6N)
+    and final loss, found under their usual names where not given (N, n_params, params; D, tokens;
+    loss, val_loss; docs/import.md). embedding, budget, unique, unique_tokens, param_convention,
+    compute_measure: its other columns and conventions (`points`). metric: fit a run store's `metric`
     (see `tasks.FIT_METRICS`) in place of the loss; fit.json's limitations then say so first.
     drop_highest_loss, min_tokens_per_param, min_tokens: leave points out (`selection`).
     delta, fixed_E, bootstrap, seed, reference_compute, data_constrained, form: as `analysis.fit_data`
@@ -116,6 +120,7 @@ def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | 
     A run store's training curves give Approach 1 too. curves: also fit the law to the store's
     whole training curves (`curve_fit`, fit.json's 'curves' section). E_prior: (mean, sd), a
     Gaussian prior on E (`analysis.fit_data`); another fit's E as one: `E_prior_from(path)`.
+    Bad input raises UsageError, naming the problem in words and the keywords that fix it (`options`).
     """
     kind = kind or kind_of(source)
     if curves and (kind != "store" or metric != "loss"):

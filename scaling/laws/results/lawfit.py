@@ -53,6 +53,13 @@ INTERVAL_NAMES = resampling.CI_NAMES   # what a fit has an interval of (`LawFit.
 class LawFit:
     """A fitted law L = E + A/N^alpha + B/D^beta, everything it was fitted from, and its caveats.
 
+    What a user reads (docs/api.md): E, A, B, alpha, beta (`law`, a `Law`); a, b (N_opt ~ C^a,
+    D_opt ~ C^b) and tokens_per_param at reference_compute; `interval(name)` and `intervals`, the
+    95% intervals (`ci`, widened by the lack of fit's design effect); `verdict` and `reasons`
+    (`diagnostics`: every check); `backtest` (its `cuts`, each one's factor, median_abs_error and
+    `covered`; `farthest`, the farthest made); `holdout`; `forms`; `data` (n_points, the source).
+    `predict`, `plan`, `plot` and `summary` use them.
+
     The attributes are fit.json's sections, and `resampled`: the bootstrap's constants, one row
     per resample (stored beside fit.json in a CSV, `fit_file.samples_path`), from which the plan
     draws intervals at any compute and the report its bootstrap distributions (`bootstrap_samples`).
