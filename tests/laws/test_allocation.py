@@ -1,6 +1,7 @@
 """Compute-optimal allocation: the closed forms of Law against a numerical minimiser."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from scaling.laws.optimal.allocation import (
     compare_allocations,
     kaplan_allocation,
     numerical_optimum,
+    optimum_intervals,
     plan,
     rule_of_thumb,
 )
@@ -159,3 +161,22 @@ def test_bad_compute_is_a_usage_error(bad):
         rule_of_thumb(bad)
     with pytest.raises(UsageError, match="compute"):
         kaplan_allocation(bad)
+
+
+def test_interval_bounds_past_a_float_are_infinite_not_nan():
+    # A resample with A = 0 (a not-identified fit's) has N_opt = 0, D_opt and D/N inf; with 4 such
+    # of 40 the 97.5th percentile lies between two of them: inf, where numpy's interpolation
+    # gave NaN (inf - inf) and a RuntimeWarning that `scaling plan` printed.
+    law = CHINCHILLA.law
+    resampled = np.tile([law.E, law.A, law.B, law.alpha, law.beta], (40, 1))
+    resampled[:, 1] *= np.linspace(0.9, 1.1, 40)
+    resampled[:4, 1], resampled[:4, 3] = 0.0, 50.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        iv = optimum_intervals(law, resampled, 1e21)
+    assert iv.n[0] == 0.0 and iv.d[1] == math.inf and iv.tokens_per_param[1] == math.inf
+    assert 0 < iv.n[1] < math.inf and 0 < iv.d[0] < math.inf and all(np.isfinite(iv.loss))
+    # Bounds between finite values are numpy's linear ones, as before.
+    finite = optimum_intervals(law, resampled[4:], 1e21)
+    n_opt = Law(*resampled[4:].T).n_opt(1e21)
+    assert finite.n == tuple(np.percentile(n_opt, [2.5, 97.5]))

@@ -315,7 +315,14 @@ def _percentiles(values: np.ndarray, level: float, shape: tuple = ()) -> tuple:
     if not len(values):
         bounds = np.full((2, *shape), math.nan)
     else:
-        bounds = np.percentile(values, (50 * (1 - level), 50 * (1 + level)), axis=0).reshape(2, *shape)
+        q = (50 * (1 - level), 50 * (1 + level))
+        with np.errstate(invalid="ignore"):
+            bounds = np.percentile(values, q, axis=0)
+        # Between two infinite order statistics (a resample's N_opt underflowed to 0, its D_opt and
+        # D/N inf) the interpolation is inf - inf, NaN: the bound is then the outer one, inf.
+        outer = np.stack([np.percentile(values, q[0], axis=0, method="lower"),
+                          np.percentile(values, q[1], axis=0, method="higher")])
+        bounds = np.where(np.isnan(bounds) & ~np.isnan(outer), outer, bounds).reshape(2, *shape)
     return (float(bounds[0]), float(bounds[1])) if shape == () else (bounds[0], bounds[1])
 
 
