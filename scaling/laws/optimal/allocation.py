@@ -209,7 +209,8 @@ class OptimumIntervals:
     n, d, tokens_per_param: percentiles of N_opt(C), D_opt(C), D_opt/N_opt over the bootstrap
     laws; where any of the `n_resamples` has no allocation (alpha or beta <= 0, or a constant
     beyond a float: `n_undefined` of them) there is no interval (NaN), the rule fit.json's
-    intervals follow (`bootstrap.percentile_intervals`), so both give one interval or none. loss:
+    intervals follow (`bootstrap.percentile_intervals`), so both give one interval or none; a
+    bound past a float (a resample's N_opt underflowed to 0, its D_opt inf) is 0 or inf. loss:
     a prediction interval for the loss of the recommended run (the fitted law's N_opt, D_opt): the
     bootstrap laws' predictions for it, each times exp(noise * z) with z standard normal, so both
     the parameters' uncertainty and the runs' own scatter (the fit's residual RMS) are in it.
@@ -268,7 +269,9 @@ def _shown(value: float | np.ndarray, bounds: tuple | None, fmt: str) -> str:
 class Prediction:
     """The loss a law predicts for one run of N parameters on D tokens, with a prediction interval
     (`loss_interval`; None for a fit without bootstrap samples) at `level`. Floats for one run;
-    arrays of the runs' broadcast shape where N or D was an array (the interval's bounds too)."""
+    arrays of the runs' broadcast shape where N or D was an array (the interval's bounds too).
+    beyond: how far beyond the data the run is, its compute over the largest fitted run's (1.0
+    inside the data; `LawFit.beyond` gives the same distance in decades)."""
 
     n: float | np.ndarray
     d: float | np.ndarray
