@@ -61,7 +61,7 @@ class Evaluation(NamedTuple):
 # 1-7, which see a few tokens, as an n-gram model does. Tiny models first learn what a few tokens
 # predict and only later use their whole context: on the demo's corpus every sweep run had a
 # negative value, while the longer validation runs had +0.08 to +0.09 nats and beat the law's
-# prediction by 6% (README, "Checking it"). A law fitted on runs of one regime does not foresee
+# prediction by 6% (docs/validate.md). A law fitted on runs of one regime does not foresee
 # the other.
 FEW_TOKENS = 8
 
