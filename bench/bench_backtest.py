@@ -6,6 +6,7 @@
     python bench/bench_backtest.py --half fresh2     # tables added last, for the rule frozen after "fresh" (run once)
     python bench/bench_backtest.py --half fresh3     # tables added after fresh2 was run (run once, by the lead)
     python bench/bench_backtest.py --simulate 3      # simulated sweeps whose true law is another form
+    python bench/bench_backtest.py --simulate 3 --form median   # the same sweeps, the median of the forms predicting
     python bench/bench_backtest.py --learn           # the fallback rule (extrapolation.PRIOR) from the dev half
     python bench/bench_backtest.py --spread FILE     # extrapolation.BIAS_SPREAD from a --json dump's dev half
     python bench/bench_backtest.py --form kaplan --half dev   # one law form, as `scaling fit --form kaplan` predicts
@@ -122,6 +123,8 @@ def predict_split(data, factor: float, method: str, bootstrap: int = BOOTSTRAP, 
         out["backtest"] = fit.backtest.to_json()
     if fit.median is not None:
         out["median"] = fit.median.to_json()
+        out["members"] = [{k: v for k, v in e.to_json().items() if k not in ("samples", "sample_names")}
+                          for e in fit.forms.entries if e.name in fit.median.members]
     return out
 
 
@@ -265,16 +268,17 @@ def simulate(kind: str, seed: int):
                               budget_col="budget")
 
 
-def simulations(method: str, seeds: int, dump: dict | None = None) -> str:
+def simulations(method: str, seeds: int, dump: dict | None = None, form: str | None = None) -> str:
     """Coverage and errors of the intervals at 3x, 10x, 30x over `seeds` sweeps of each truth
-    (each split's predictions kept in `dump` where given)."""
-    lines = [f"simulated sweeps ({seeds} seeds each, {method}): coverage of the 95% intervals / median abs. error",
+    (each split's predictions kept in `dump` where given; `form` "median": the median of the forms')."""
+    lines = [f"simulated sweeps ({seeds} seeds each, {method}" + (f", {form}" if form else "")
+             + "): coverage of the 95% intervals / median abs. error",
              "| truth | " + " | ".join(f"{f:g}x" for f in FACTORS) + " |", "| --- |" + " --- |" * len(FACTORS)]
     pooled: dict = {f: [] for f in FACTORS}
     for kind in ("chinchilla", "broken", "n_dependent_beta", "shifted_E"):
         cells = []
         for f in FACTORS:
-            splits = [predict_split(simulate(kind, seed), f, method, SIM_BOOTSTRAP) for seed in range(seeds)]
+            splits = [predict_split(simulate(kind, seed), f, method, SIM_BOOTSTRAP, form) for seed in range(seeds)]
             if dump is not None:
                 dump.update({f"{kind}|{seed}|{f:g}": split for seed, split in enumerate(splits)})
             rows = [r for split in splits if split for r in split["rows"]]
@@ -355,7 +359,7 @@ def main() -> None:
         return
     if args.simulate:
         dump: dict = {}
-        print(simulations(args.method, args.simulate, dump))
+        print(simulations(args.method, args.simulate, dump, args.form if args.form == combined.NAME else None))
         if args.json:
             args.json.write_text(json.dumps(dump, indent=1))
         return

@@ -15,10 +15,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from scaling.laws.checks.backtest import Cut, summary_line
+from scaling.laws.checks.backtest import Cut, farthest, summary_line
 from scaling.laws.checks.combined import NAME as MEDIAN
 from scaling.laws.checks.combined import Combined
-from scaling.laws.checks.cross_forms import FormEntry, fitted_form, forms_check
+from scaling.laws.checks.cross_forms import FormEntry, Forms, fitted_form, forms_check
 from scaling.laws.checks.extrapolation import growth_text
 from scaling.laws.checks.holdout import pct
 from scaling.laws.checks.verdict import CAUTION
@@ -123,7 +123,7 @@ def forms_along(fit: LawFit, compute: np.ndarray) -> list[figs.FormCurve]:
         band = np.full((3, compute.size), np.nan)
         if ok.any():
             band[:, ok] = median.predict(forms.entries, runs[ok, 0], runs[ok, 1], far[ok], level=forms.level)
-        tested = tuple((c.factor, c.median_abs_error) for c in median.cuts if c.made and c.errors)
+        tested = tuple((c.factor, c.median_abs_error) for c in median.raw_cuts(forms.entries))
         out.append(figs.FormCurve(MEDIAN, compute, band[0], band[1], band[2], tested, median.extrapolation.noise,
                                   forms.headline == MEDIAN))
     return out
@@ -143,10 +143,11 @@ def _form_row(e: FormEntry, headline: str) -> tuple:
     return (name, equation, loss, *best, tested, f"{e.residual_rms:.3g}")
 
 
-def _median_row(median: Combined, headline: str) -> tuple:
-    """The median of the forms as the table's row: its members, its prediction, its own backtest."""
-    name = f"**{MEDIAN}** (predict, plan's loss)" if headline == MEDIAN else MEDIAN
-    p, cut = median.prediction, median.farthest
+def _median_row(median: Combined, forms: Forms) -> tuple:
+    """The median of the forms as the table's row: its members, its prediction, its backtest as the
+    forms' rows show theirs (the geometric median of its members' refits' own errors)."""
+    name = f"**{MEDIAN}** (predict, plan's loss)" if forms.headline == MEDIAN else MEDIAN
+    p, cut = median.prediction, farthest(median.raw_cuts(forms.entries))
     loss = "-" if p is None else f"{p['loss']:.4f} [{p['lo']:.4f}, {p['hi']:.4f}]"
     tested = "untested" if cut is None else f"{pct(cut.median_abs_error)} at {cut.factor:g}x"
     return (name, f"geometric median of {', '.join(median.members)}", loss, "-", "-", tested,
@@ -186,7 +187,7 @@ def forms_section(r: Report) -> None:
     r.doc.table(["form", "L(N, D)", f"loss of the target run [{100 * forms.level:g}% interval]", "own optimum N",
                  "own D/N", "backtest: its refit's own median error at its farthest cut", "residual RMS"],
                 [_form_row(e, forms.headline) for e in forms.entries]
-                + ([] if forms.combined is None else [_median_row(forms.combined, forms.headline)]),
+                + ([] if forms.combined is None else [_median_row(forms.combined, forms)]),
                 align=["l", "l", "r", "r", "r", "r", "r"])
     notes = [_agreement(fit)]
     if any(e.oracle for e in forms.entries):
@@ -195,7 +196,8 @@ def forms_section(r: Report) -> None:
     if forms.combined is not None:
         notes.append(f"{MEDIAN}: the geometric median of the predicting forms' predictions (`--form median`), its "
                      "interval from its own backtest (each cut's prediction the median of the forms' cut predictions; "
-                     "docs/fitting.md, \"The median of the forms\").")
+                     "docs/fitting.md, \"The median of the forms\"); its backtest here, as every row's, is its "
+                     "members' refits' own errors (their geometric median), before their bias corrections.")
     r.doc.ul(notes)
     top = float(fit.data.c_range[1])
     grid = np.unique(np.append(np.geomspace(float(fit.data.c_range[0]), max(BEYOND * top, 10 * forms.target_compute),

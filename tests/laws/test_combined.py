@@ -14,7 +14,7 @@ from scaling.cli import main
 from scaling.laws import analysis
 from scaling.laws.checks import combined, cross_forms
 from scaling.laws.checks import extrapolation as xp
-from scaling.laws.checks.backtest import Cut
+from scaling.laws.checks.backtest import Cut, pct
 from scaling.laws.fitting import readers
 from scaling.laws.results.fit_file import load_fit
 
@@ -154,3 +154,21 @@ def test_where_the_fitted_form_s_bias_is_unknown_so_is_the_median_s(fitted):
     _, lo, hi = unknown.predict(entries, 1e10, 2e11, 1.5)
     _, known_lo, known_hi = fit.median.predict(fit.forms.entries, 1e10, 2e11, 1.5)
     assert hi - lo > known_hi - known_lo
+
+
+def test_the_forms_table_shows_the_median_s_backtest_as_every_form_s_its_refits_own_errors(fitted):
+    # Every form's row shows its refit's own median error at its farthest cut (before its bias correction);
+    # the median's row the same kind: per run, the geometric median of its members' refits' own errors,
+    # not its interval's cuts (those are moved by the members' biases, and read otherwise here).
+    _, fit = fitted
+    median, entries = fit.median, {e.name: e for e in fit.forms.entries}
+    cuts = [next(c for c in entries[m].cuts if c.factor == 30.0) for m in median.members]
+    own = np.array([1 + np.asarray(c.raw_errors or c.errors) for c in cuts])
+    raw = np.median(np.abs(np.exp(np.median(np.log(own), axis=0)) - 1))
+    moved = next(c for c in median.cuts if c.factor == 30.0).median_abs_error
+    row = next(line for line in cross_forms.format_forms(fit.forms) if line[2:].startswith("median "))
+    assert f"backtest {pct(raw)} at 30x" in row and pct(raw) != pct(moved)
+    assert median.raw_cuts(fit.forms.entries)[-1].median_abs_error == pytest.approx(raw, rel=1e-12)
+    for line, e in zip(cross_forms.format_forms(fit.forms)[1:], fit.forms.entries):
+        cut = e.farthest
+        assert f"backtest {pct(float(np.median(np.abs(cut.raw_errors or cut.errors))))} at 30x" in line

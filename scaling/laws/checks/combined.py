@@ -61,10 +61,6 @@ class Combined:
     extrapolation: xp.Extrapolation
     prediction: dict | None = None
 
-    @property
-    def farthest(self) -> bt.Cut | None:
-        return bt.farthest(self.cuts)
-
     def predict(self, entries: Iterable, n: npt.ArrayLike, d: npt.ArrayLike, far: npt.ArrayLike, *,
                 level: float = xp.LEVEL, noise: bool = True) -> tuple:
         """(center, lo, hi) for runs N, D `far` decades beyond the fitted compute (broadcasts): the
@@ -78,6 +74,13 @@ class Combined:
         rule = self.extrapolation if noise else replace(self.extrapolation, noise=0.0)
         out = rule.widen(center, far, level)
         return tuple(np.asarray(v, dtype=float) for v in out) if np.ndim(center) else tuple(float(v) for v in out)
+
+    def raw_cuts(self, entries: Iterable) -> tuple:
+        """Its cuts as every form's are shown (`cross_forms.format_forms`, the report's forms table and
+        figure): each run's error the geometric median of the members' refits' own errors, unmoved by
+        their biases, as each other form's is its refit's own; `cuts`, its interval's basis, are moved."""
+        chosen = [e for e in entries if e.name in self.members]
+        return tuple(_cuts(chosen, [0.0] * len(chosen), sorted({c.factor for c in self.cuts})))
 
     def to_json(self) -> dict:
         return {"name": NAME, "members": list(self.members), "cuts": [c.to_json() for c in self.cuts],
@@ -115,6 +118,18 @@ def combined_cut(cuts: Sequence[bt.Cut], biases: Sequence[float]) -> bt.Cut | No
                    law=None, prediction_sd=())
 
 
+def _cuts(chosen: Sequence, biases: Sequence[float], factors: Iterable[float]) -> list[bt.Cut]:
+    """The median's cuts at `factors` from the members `chosen`, each moved by its bias in `biases`."""
+    cuts = []
+    for f in factors:
+        at = [(next((c for c in e.cuts if c.factor == f), None), b) for e, b in zip(chosen, biases)]
+        made = [(c, b) for c, b in at if c is not None]
+        cut = combined_cut([c for c, _ in made], [b for _, b in made])
+        if cut is not None:
+            cuts.append(cut)
+    return cuts
+
+
 def combine(entries: Iterable, *, factors: Sequence[float] = FACTORS) -> Combined | None:
     """The median of the fitted forms `entries` (`cross_forms.FormEntry`s with their cuts): its
     cuts at `factors` and the rule beyond the data learned from them (see the module's docstring).
@@ -123,13 +138,7 @@ def combine(entries: Iterable, *, factors: Sequence[float] = FACTORS) -> Combine
     if len(chosen) < 2:
         return None
     rules = [e.extrapolation or xp.PRIOR for e in chosen]
-    cuts = []
-    for f in factors:
-        at = [next((c for c in e.cuts if c.factor == f), None) for e in chosen]
-        pairs = [(c, r.bias) for c, r in zip(at, rules) if c is not None]
-        cut = combined_cut([c for c, _ in pairs], [b for _, b in pairs])
-        if cut is not None:
-            cuts.append(cut)
+    cuts = _cuts(chosen, [r.bias for r in rules], factors)
     noise = float(np.median([e.residual_rms for e in chosen]))
     rule = xp.learn_extrapolation(cuts, prior=NO_BIAS, noise=noise, bias=0.0)
     unknown = max(r.bias_sd for r in rules)

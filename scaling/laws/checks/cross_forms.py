@@ -364,7 +364,7 @@ def format_forms(forms: Forms) -> list[str]:
         out.append(f" {mark}{e.name:<10} {loss}; own optimum {best}; backtest {tested}; "
                    f"residual RMS {e.residual_rms:.3g}")
     if (median := forms.combined) is not None:
-        out.append(_combined_row(median, forms.headline == cb.NAME))
+        out.append(_combined_row(median, forms))
     fixed = forms.entry("fixed-E")
     if fixed is not None and FROM_USER not in fixed.description:
         out.append("  (fixed-E pins E at the full table's fit: its backtest is an oracle, E having seen the runs "
@@ -372,14 +372,15 @@ def format_forms(forms: Forms) -> list[str]:
     return out
 
 
-def _combined_row(median: cb.Combined, chosen: bool) -> str:
-    """The median of the forms as a row of `format_forms`: its prediction, and its own backtest."""
+def _combined_row(median: cb.Combined, forms: Forms) -> str:
+    """The median of the forms as a row of `format_forms`: its prediction, and its backtest as the
+    forms' rows show theirs (its members' refits' own errors, `Combined.raw_cuts`)."""
     p = median.prediction
     loss = "-" if p is None else f"{p['loss']:.4f} [{p['lo']:.4f}, {p['hi']:.4f}]"
-    cut = median.farthest
+    cut = bt.farthest(median.raw_cuts(forms.entries))
     tested = "untested" if cut is None else f"{bt.pct(cut.median_abs_error)} at {cut.factor:g}x"
-    return (f" {'*' if chosen else ' '}{cb.NAME:<10} {loss}; the geometric median of {', '.join(median.members)}; "
-            f"backtest {tested}")
+    return (f" {'*' if forms.headline == cb.NAME else ' '}{cb.NAME:<10} {loss}; the geometric median of "
+            f"{', '.join(median.members)}; backtest {tested}")
 
 
 def form_plan(entry: FormEntry, compute: npt.ArrayLike, far: npt.ArrayLike, *, level: float,
