@@ -8,6 +8,7 @@
     python bench/bench_backtest.py --simulate 3      # simulated sweeps whose true law is another form
     python bench/bench_backtest.py --simulate 3 --form median   # the same sweeps, the median of the forms predicting
     python bench/bench_backtest.py --learn           # the fallback rule (extrapolation.PRIOR) from the dev half
+    python bench/bench_backtest.py --learn --form median   # the median of the forms' floor (combined.MEDIAN_FLOOR)
     python bench/bench_backtest.py --spread FILE     # extrapolation.BIAS_SPREAD from a --json dump's dev half
     python bench/bench_backtest.py --form kaplan --half dev   # one law form, as `scaling fit --form kaplan` predicts
     python bench/bench_backtest.py --form all --half dev      # every form, and two rules choosing or combining them
@@ -128,6 +129,16 @@ def predict_split(data, factor: float, method: str, bootstrap: int = BOOTSTRAP, 
     return out
 
 
+def as_default(split: dict | None) -> dict | None:
+    """A split of `--form median` as the default fit predicts it: the same fit's backtest law, moved
+    and widened by its rule (`LawFit.predict` beyond the data without --form), so that one run gives
+    both predictors on the same fits."""
+    if not split or "backtest" not in split:
+        return None
+    rule = extrapolation.Extrapolation.from_json(split["backtest"]["extrapolation"])
+    return {"rows": [_row(*(float(v) for v in rule.widen(r["law"], r["far"])), r["observed"]) for r in split["rows"]]}
+
+
 def _row(center: float, lo: float, hi: float, obs: float) -> dict:
     return {"error": (center - obs) / obs, "covered": bool(lo <= obs <= hi), "half_width": (hi - lo) / 2 / center,
             "center": center, "lo": lo, "hi": hi, "observed": obs}
@@ -217,6 +228,17 @@ def learn() -> extrapolation.Extrapolation:
         cuts += [backtest.cut_errors(data, f, delta=full.delta, fixed_E=None, starts=full.end_points)
                  for f in backtest.FACTORS]
     return extrapolation.learn_extrapolation(cuts, weight=0.0, floor=0.0)
+
+
+def learn_median() -> extrapolation.Extrapolation:
+    """combined.MEDIAN_FLOOR: the growth of the median of the forms' own cut errors on the dev half's
+    full tables, pooled (no prior, no floor, no bias: the members' biases are in its predictions)."""
+    cuts = []
+    for name in HALVES["dev"]:
+        fit = analysis.fit_data(load(name), bootstrap=20, seed=0, form=combined.NAME)
+        cuts += list(fit.median.cuts) if fit.median is not None else []
+    return extrapolation.learn_extrapolation(cuts, prior=combined.NO_BIAS, weight=0.0, floor=0.0, calibrate=False,
+                                             bias=0.0)
 
 
 def spread(dump: dict) -> str:
@@ -352,7 +374,7 @@ def main() -> None:
                         "as the fit predicts with it); all: every form and the rules")
     args = p.parse_args()
     if args.learn:
-        print(learn())
+        print(learn_median() if args.form == combined.NAME else learn())
         return
     if args.spread:
         print(spread(json.loads(args.spread.read_text())))
@@ -373,6 +395,10 @@ def main() -> None:
           f"{time.perf_counter() - t0:.0f} s")
     for half in halves:
         print(table(results, half))
+    if args.form == combined.NAME and args.method == "after":
+        print("the default fit (chinchilla), read from the same fits:")
+        for half in halves:
+            print(table({k: as_default(v) for k, v in results.items()}, half))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 
