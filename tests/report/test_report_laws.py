@@ -12,6 +12,7 @@ import pytest
 from scaling.laws import analysis
 from scaling.laws.checks import backtest as bt
 from scaling.laws.checks.cross_forms import forms_check
+from scaling.laws.checks.holdout import pct
 from scaling.laws.design.simulate import isoflop_grid, simulate
 from scaling.laws.forms.form import optimum
 from scaling.laws.forms.law import Law
@@ -73,6 +74,9 @@ def test_each_forms_curve_passes_through_its_prediction_at_the_target_compute(si
         p = fit.forms.combined.prediction        # the median of the forms, from the same members
         assert (curves[-1].loss[1], curves[-1].lo[1], curves[-1].hi[1]) == pytest.approx((p["loss"], p["lo"], p["hi"]),
                                                                                          rel=1e-12)
+        # its backtest as every form's: its members' refits' own errors (their geometric median per run)
+        raw = fit.forms.combined.raw_cuts(fit.forms.entries)
+        assert curves[-1].backtest == tuple((k.factor, k.median_abs_error) for k in raw) and raw
         for c, e in zip(curves, fitted):
             p = e.prediction
             assert (c.loss[1], c.lo[1], c.hi[1]) == pytest.approx((p["loss"], p["lo"], p["hi"]), rel=1e-12), e.name
@@ -97,6 +101,8 @@ def test_the_report_sets_the_forms_side_by_side_and_draws_the_backtest(simulated
     m = fit.forms.combined.prediction             # the median of the forms as a row of its own
     row = next(line for line in section.splitlines() if line.startswith("| median "))
     assert f"{m['loss']:.4f} [{m['lo']:.4f}, {m['hi']:.4f}]" in row and "geometric median of chinchilla" in row
+    cut = fit.forms.combined.raw_cuts(fit.forms.entries)[-1]      # the same kind of error as the rows above
+    assert f"{pct(cut.median_abs_error)} at {cut.factor:g}x" in row
     agree = forms_check(fit.forms)
     assert ("**They agree**" in section) == (agree.status == "pass" and agree.value is not None)
     assert agree.reason in section
