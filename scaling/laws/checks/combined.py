@@ -53,7 +53,7 @@ NO_BIAS = replace(xp.PRIOR, bias=0.0, source="the public tables' development hal
 # they grow slower: its growth is not let below that of the median's own cut errors on the dev half's
 # tables, pooled (24 cuts, 1 sd at one decade; `bench_backtest.py --learn --form median`), as the
 # Chinchilla fit's is not let below GROWTH_FLOOR (1.75%), which the median's interval sat on in 12 of
-# the 24 dev splits while erring less (docs/backtests.md, "The median's interval").
+# the 24 dev splits while erring less (docs/backtests.md, "The median of the forms: its interval").
 MEDIAN_FLOOR = 0.0158
 
 
