@@ -192,17 +192,11 @@ def e_prior_of(E_prior: tuple, data: FitData, result: fitting.FitResult, fixed_E
     return EPrior(mean, sd, prior_scale(data.n, data.d, data.loss, result, seed), source)
 
 
-# What predicts where no form is asked: None, the fitted law's own form. combined.NAME here makes the
-# median of the forms the default, the switch docs/backtests.md's rule decides ("Switching the
-# default" there lists what else changes with it).
-DEFAULT_PREDICTOR: str | None = None
-
-
 def _check_form(form: str | None, fixed_E: float | None) -> str:
-    """The form `fit_data` reports: `form`, or DEFAULT_PREDICTOR, or the fitted law's own (fixed-E
-    where E is pinned); UsageError for an unknown one, or one that contradicts `fixed_E`."""
+    """The form `fit_data` reports: `form`, or the fitted law's own (fixed-E where E is pinned);
+    UsageError for an unknown one, or one that contradicts `fixed_E`."""
     if form is None:
-        return DEFAULT_PREDICTOR or cross_forms.fitted_form(fixed_E)
+        return cross_forms.fitted_form(fixed_E)
     if form == combined.NAME:          # the median of the forms: predicts, plans by the fitted form
         return form
     catalog.get(form, E=fixed_E)       # UsageError naming the known forms, or fixed-E without its E
