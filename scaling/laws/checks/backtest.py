@@ -68,7 +68,8 @@ class Cut:
     the refitted law's own; distances: how many decades of compute each lies beyond the refit's
     largest; covered: how many fell inside their interval (None without one); reason: why the cut
     could not be made (then no rows); prediction_sd: the sd of each run's log prediction owed to
-    estimating the law from the cut's runs alone (`with_precision`; empty where not measured)."""
+    estimating the law from the cut's runs alone (`with_precision`; empty where not measured);
+    n_sizes: the distinct model sizes among the runs below the cut (0 where not recorded)."""
 
     factor: float
     n_train: int
@@ -83,10 +84,18 @@ class Cut:
     reason: str | None = None
     raw_errors: tuple = ()
     prediction_sd: tuple = ()
+    n_sizes: int = 0
 
     @property
     def made(self) -> bool:
         return self.reason is None
+
+    @property
+    def fewest(self) -> bool:
+        """Whether the runs below the cut are the fewest a cut takes (MIN_TRAIN_RUNS runs or
+        MIN_TRAIN_SIZES sizes): its refit has few degrees of freedom and errs far out by its own
+        estimation error (`extrapolation.at_least`)."""
+        return self.made and (self.n_train <= MIN_TRAIN_RUNS or 0 < self.n_sizes <= MIN_TRAIN_SIZES)
 
     def _abs(self) -> np.ndarray:
         return np.abs(np.asarray(self.errors, dtype=float))
@@ -117,7 +126,7 @@ class Cut:
                "median_half_width": float(np.median(self.half_widths)) if self.half_widths else None,
                "errors": list(self.errors), "raw_errors": list(self.raw_errors), "distances": list(self.distances),
                "half_widths": list(self.half_widths), "prediction_sd": list(self.prediction_sd),
-               "params": None if self.law is None else self.law.to_dict()}
+               "n_sizes": self.n_sizes, "params": None if self.law is None else self.law.to_dict()}
         return out
 
     @classmethod
@@ -127,7 +136,8 @@ class Cut:
                    obj.get("test_compute"), tuple(obj.get("errors") or ()), tuple(obj.get("distances") or ()),
                    tuple(obj.get("half_widths") or ()), obj.get("covered"),
                    None if params is None else Law.from_dict(params), obj.get("reason"),
-                   tuple(obj.get("raw_errors") or ()), tuple(obj.get("prediction_sd") or ()))
+                   tuple(obj.get("raw_errors") or ()), tuple(obj.get("prediction_sd") or ()),
+                   int(obj.get("n_sizes") or 0))
 
 
 @dataclass(frozen=True)
@@ -142,6 +152,23 @@ class Backtest:
     n_trained: int = 0                       # runs with >= UNDERTRAINED_TPP tokens per parameter
     min_tokens_per_param: float = UNDERTRAINED_TPP
     undertrained: tuple = ()                 # the cuts' median errors with the under-trained runs kept (or None)
+    covariance: tuple = ()                   # `law`'s free constants' covariance (`law_covariance`; () not measured)
+    n_sizes: int = 0                         # distinct model sizes among the `n_trained` runs
+
+    @property
+    def dof(self) -> float:
+        """The degrees of freedom `law`'s fit left: its runs less its free constants."""
+        return float(self.n_trained - len(self.covariance))
+
+    def estimation_sd(self, n: npt.ArrayLike, d: npt.ArrayLike) -> np.ndarray:
+        """The sd of `law`'s log prediction at (n, d) owed to estimating it from its runs
+        (`prediction_sd`); 0 where not measured (a fit.json from before, constants the runs cannot
+        separate)."""
+        shape = np.broadcast(np.asarray(n), np.asarray(d)).shape
+        if not self.covariance or self.law is None:
+            return np.zeros(shape)
+        n, d = (np.broadcast_to(np.asarray(v, dtype=float), shape).ravel() for v in (n, d))
+        return prediction_sd(self.law, np.array(self.covariance), n, d).reshape(shape)
 
     @property
     def made(self) -> tuple:
@@ -159,7 +186,8 @@ class Backtest:
                 "law": None if self.law is None else self.law.to_dict(), "n_trained": self.n_trained,
                 "min_tokens_per_param": self.min_tokens_per_param,
                 "undertrained_kept": [{"factor": c.factor, "median_abs_error": e}
-                                      for c, e in zip(self.cuts, self.undertrained)]}
+                                      for c, e in zip(self.cuts, self.undertrained)],
+                "covariance": [list(row) for row in self.covariance], "n_sizes": self.n_sizes}
 
     @classmethod
     def from_json(cls, obj: dict) -> Backtest:
@@ -168,7 +196,9 @@ class Backtest:
                    Extrapolation.from_json(obj["extrapolation"]), float(obj.get("level", LEVEL)),
                    str(obj.get("by", "budget")), None if law is None else Law.from_dict(law),
                    int(obj.get("n_trained", 0)), float(obj.get("min_tokens_per_param", UNDERTRAINED_TPP)),
-                   tuple(u.get("median_abs_error") for u in obj.get("undertrained_kept") or ()))
+                   tuple(u.get("median_abs_error") for u in obj.get("undertrained_kept") or ()),
+                   tuple(tuple(float(v) for v in row) for row in obj.get("covariance") or ()),
+                   int(obj.get("n_sizes") or 0))
 
 
 def farthest(cuts: Iterable[Cut]) -> Cut | None:
@@ -252,7 +282,8 @@ def cut_with(data: FitData, factor: float, refit_runs: Callable[[np.ndarray, np.
     Chinchilla-form `Law` (backtest_verdict.E_drift_check reads it), else only its errors."""
     train, test, top = future_split(data.compute, data.budgets, factor)
     train = trained(data, train, min_tpp)
-    cut = Cut(float(factor), int(train.size), int(test.size), test_compute=top)
+    cut = Cut(float(factor), int(train.size), int(test.size), test_compute=top,
+              n_sizes=int(np.unique(data.n[train]).size))
     reason = too_small(data, train)
     if reason is None:
         try:
@@ -275,31 +306,45 @@ def cut_errors(data: FitData, factor: float, *, delta: float, fixed_E: float | N
     return fit_cut(data, factor, delta=delta, fixed_E=fixed_E, starts=starts)[0]
 
 
+def law_covariance(result: fitting.FitResult, n: np.ndarray, d: np.ndarray, *,
+                   fixed_E: float | None) -> np.ndarray | None:
+    """The Gauss-Newton covariance scatter^2 (J^T J)^-1 of a fit's free constants (log E, log A, log
+    B, alpha, beta; E left out where pinned) on its runs (n, d): J the derivatives of log L at
+    them, scatter their residual RMS over the degrees of freedom left, a prior on E adding its
+    precision. None where the runs cannot separate the constants."""
+    free = slice(0 if fixed_E is None else 1, None)
+    jac = log_loss_jacobian(result.law, n, d)[:, free]
+    scatter = result.residual_rms * math.sqrt(len(n) / max(len(n) - jac.shape[1], 1))
+    info = jac.T @ jac / max(scatter, 1e-6) ** 2
+    if result.E_prior is not None and fixed_E is None:     # the prior's precision on log E
+        info[0, 0] += (result.law.E / result.E_prior.sd) ** 2
+    return None if np.linalg.cond(info) > 1e14 else np.linalg.inv(info)
+
+
+def prediction_sd(law: Law, cov: np.ndarray, n: npt.ArrayLike, d: npt.ArrayLike) -> np.ndarray:
+    """The sd of each log L(n, d) owed to estimating `law` (its free constants' covariance `cov`,
+    `law_covariance`), to first order."""
+    grad = log_loss_jacobian(law, np.atleast_1d(n), np.atleast_1d(d))[:, 5 - cov.shape[0]:]
+    return np.sqrt(np.einsum("ij,jk,ik->i", grad, cov, grad))
+
+
 def with_precision(data: FitData, cut: Cut, result: fitting.FitResult | None, *,
                    fixed_E: float | None) -> Cut:
     """`cut` with the sd of each predicted run's log loss owed to estimating the law from the runs
-    below the cut alone, to first order: the Gauss-Newton covariance scatter^2 (J^T J)^-1 of the
-    refit (J the derivatives of log L at its runs, scatter their residual RMS over the degrees of
-    freedom left, a prior on E adding its precision), carried to each predicted run. On simulated
-    sweeps it is about the spread of the refits over the scatter's draws (tests). A refit of few
-    runs at few sizes predicts far beyond them with an error of its own: that error is the
-    refit's, not the law's, and says nothing of how the full fit will err. inf where the runs
-    cannot separate the constants."""
+    below the cut alone (`law_covariance`, `prediction_sd`). On simulated sweeps it is about the
+    spread of the refits over the scatter's draws (tests). A refit of few runs at few sizes
+    predicts far beyond them with an error of its own: that error is the refit's, not the law's,
+    and says nothing of how the full fit will err. inf where the runs cannot separate the
+    constants."""
     if result is None or not cut.made:
         return cut
     train, test, _ = future_split(data.compute, data.budgets, cut.factor)
     train = trained(data, train)
-    free = slice(0 if fixed_E is None else 1, None)
-    jac = log_loss_jacobian(result.law, data.n[train], data.d[train])[:, free]
-    scatter = result.residual_rms * math.sqrt(train.size / max(train.size - jac.shape[1], 1))
-    info = jac.T @ jac / max(scatter, 1e-6) ** 2
-    if result.E_prior is not None and fixed_E is None:     # the prior's precision on log E
-        info[0, 0] += (result.law.E / result.E_prior.sd) ** 2
-    if np.linalg.cond(info) > 1e14:
+    cov = law_covariance(result, data.n[train], data.d[train], fixed_E=fixed_E)
+    if cov is None:
         return replace(cut, prediction_sd=(math.inf,) * test.size)
-    grad = log_loss_jacobian(result.law, data.n[test], data.d[test])[:, free]
-    sd = np.sqrt(np.einsum("ij,jk,ik->i", grad, np.linalg.inv(info), grad))
-    return replace(cut, prediction_sd=tuple(float(v) for v in sd))
+    return replace(cut, prediction_sd=tuple(float(v) for v in prediction_sd(result.law, cov, data.n[test],
+                                                                            data.d[test])))
 
 
 def _interval_cut(data: FitData, cut: Cut, result: fitting.FitResult, *, delta: float, fixed_E: float | None,
@@ -314,8 +359,10 @@ def _interval_cut(data: FitData, cut: Cut, result: fitting.FitResult, *, delta: 
     rule = rule_beyond(inner, tokens_per_param=tokens_per_param, E=None if fixed_E is not None else result.law.E,
                        lowest_loss=float(sub.loss.min()), noise=result.residual_rms)
     errors, covered, widths = [], 0, []
+    dof = cut.n_train - (4 if fixed_E is not None else 5)
     for j, i in enumerate(test):
-        center, lo, hi = rule.widen(float(result.law.loss(data.n[i], data.d[i])), cut.distances[j], level)
+        center, lo, hi = rule.widen(float(result.law.loss(data.n[i], data.d[i])), cut.distances[j], level,
+                                    estimation=cut.prediction_sd[j] if cut.prediction_sd else 0.0, dof=dof)
         errors.append((center - data.loss[i]) / data.loss[i])
         covered += int(lo <= data.loss[i] <= hi)
         widths.append((hi - lo) / 2 / center)
@@ -355,9 +402,12 @@ def backtest(data: FitData, full_fit: fitting.FitResult, *, delta: float = fitti
     rule = rule_beyond(cuts, tokens_per_param=median_tpp(data, np.arange(len(data))),
                        E=None if fixed_E is not None else best.law.E, lowest_loss=float(base.loss.min()),
                        noise=best.residual_rms)
+    cov = law_covariance(best, base.n, base.d, fixed_E=fixed_E)
     return Backtest(tuple(cuts), rule, level,
                     "budget" if data.budgets is not None else "compute", replace(best.law, flops=full_fit.law.flops),
-                    len(base), UNDERTRAINED_TPP, tuple(kept))
+                    len(base), UNDERTRAINED_TPP, tuple(kept),
+                    () if cov is None else tuple(tuple(float(v) for v in row) for row in cov),
+                    int(np.unique(base.n).size))
 
 
 def pct(x: float | None) -> str:
@@ -374,7 +424,13 @@ def summary_line(check: Backtest) -> str:
     held = "" if cut.covered is None else (f"; {100 * check.level:g}% intervals held {cut.covered} of "
                                            f"{len(cut.errors)}")
     return (f"backtest: predicts runs {cut.factor:g}x beyond its fitted compute within {pct(cut.median_abs_error)} "
-            f"(median of {len(cut.errors)} runs; worst {pct(cut.worst_abs_error)}), biased {lean}{held}")
+            f"(median of {len(cut.errors)} runs; worst {pct(cut.worst_abs_error)}), biased {lean}{held}"
+            + (f"; that cut fitted only {fitted_runs(cut)}, the fewest a cut takes" if cut.fewest else ""))
+
+
+def fitted_runs(cut: Cut) -> str:
+    """'N runs' or 'N runs at S sizes' where the sizes were recorded."""
+    return f"{cut.n_train} runs" + (f" at {cut.n_sizes} sizes" if cut.n_sizes else "")
 
 
 def format_backtest(check: Backtest) -> list[str]:
@@ -385,8 +441,9 @@ def format_backtest(check: Backtest) -> list[str]:
             out.append(f"  {c.factor:g}x: {c.reason}")
             continue
         held = "" if c.covered is None else f", intervals held {c.covered} of {len(c.errors)}"
-        out.append(f"  {c.factor:g}x: fitted {c.n_train} runs up to C = {c.train_max_compute:.3g}, predicted "
-                   f"{c.n_test}: median error {pct(c.median_abs_error)}, worst {pct(c.worst_abs_error)}, "
+        out.append(f"  {c.factor:g}x: fitted {fitted_runs(c)} up to C = {c.train_max_compute:.3g}"
+                   + (" (the fewest a cut takes)" if c.fewest else "")
+                   + f", predicted {c.n_test}: median error {pct(c.median_abs_error)}, worst {pct(c.worst_abs_error)}, "
                    f"bias {c.bias:+.2%}{held}")
     kept = [(c, e) for c, e in zip(check.cuts, check.undertrained) if c.made and e is not None]
     if kept:
@@ -403,4 +460,8 @@ def format_backtest(check: Backtest) -> list[str]:
     out.append(f"  beyond the data: the law of the {check.n_trained} runs with >= {check.min_tokens_per_param:g} "
                f"tokens per parameter, moved {100 * r.bias:+.2f}% per decade of compute, its interval widening by "
                f"{growth_text(r)} (from {r.source})")
+    if check.covariance:
+        out.append(f"  and never narrower than that law's own estimation error ({check.dof:g} degrees of freedom left"
+                   + (f" by {check.n_trained} runs at {check.n_sizes} sizes: few, and far out that error can"
+                      " exceed the rule's" if check.dof < MIN_TRAIN_RUNS else "") + ")")
     return out

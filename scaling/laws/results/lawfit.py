@@ -151,12 +151,15 @@ class LawFit:
         """A prediction's interval: inside the fitted compute, or without a backtest, as given;
         beyond it, about the backtest's law (the fit's, less the under-trained runs) moved by the
         bias the backtest measured, of the runs' scatter and the error's growth with the distance
-        (`extrapolation.Extrapolation`); broadcasts."""
+        (`extrapolation.Extrapolation`), never narrower than that law's own estimation error
+        (`extrapolation.at_least`); broadcasts."""
         if self.backtest is None or interval is None:
             return interval
         far = self.beyond(n, d)
         level = self.ci.level if self.ci is not None else self.backtest.level
-        _, lo, hi = self.backtest.extrapolation.widen((self.backtest.law or self.law).loss(n, d), far, level)
+        check = self.backtest
+        _, lo, hi = check.extrapolation.widen((check.law or self.law).loss(n, d), far, level,
+                                              estimation=check.estimation_sd(n, d), dof=check.dof)
         inside = np.asarray(far) <= 0
         lo, hi = np.where(inside, interval[0], lo), np.where(inside, interval[1], hi)
         return (float(lo), float(hi)) if np.ndim(lo) == 0 else (lo, hi)
