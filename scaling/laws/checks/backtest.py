@@ -50,8 +50,9 @@ MIN_TRAIN_SIZES = 3
 # checkpoint, a model far too large for its budget): the law's form does not describe them, and on
 # the public tables they drag E to its bound or above the larger runs' losses. They stay in the fit
 # (its constants are as they were), but the law that predicts beyond the data and the backtest's
-# refits leave them out (`trained`). On the development half this took the median error at 10x from
-# 5.5% to 3.6% and the worst table from 19% to 6.7% (docs/fitting.md).
+# refits leave them out (`trained`): on the public tables such runs drove E to its bound (Porian et
+# al.'s long-warmup configurations) or above the larger runs' losses (docs/fitting.md, "Predictions
+# beyond the data").
 UNDERTRAINED_TPP = 5.0
 # Starts for a cut's refit: the full fit's distinct end points and this coarse grid (432 starts),
 # in place of Hoffmann's 4,500: a cut's optimum can lie far from the full fit's (E moves), so its

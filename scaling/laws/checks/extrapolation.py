@@ -90,8 +90,9 @@ class Extrapolation:
 # tables of under-trained runs (below WELL_TRAINED_TPP; `fallback`). The growth, 2% (1 sd
 # at one decade, growing as the square root of the distance), and its floor GROWTH_FLOOR were tuned
 # for coverage on the dev half and the old held-out half together, once the held-out half had been
-# seen (docs/backtests.md): a linear growth learned from a table's own cuts held 90-95% on the dev
-# half and 66-71% at 3x and 10x on the held-out one. For the growth a table's own cuts count as
+# seen: the rule before them (a linear growth learned from a table's own cuts), tuned on the dev
+# half, held 66% and 71% at 3x and 10x when the held-out half was run once (docs/backtests.md, "The
+# public tables: method, halves, figures"). For the growth a table's own cuts count as
 # one observation each (cuts with the same runs below them once) against PRIOR_WEIGHT observations
 # of the fallback; for the bias, as far as their refits measured it (`table_bias`).
 PRIOR = Extrapolation(growth=0.02, bias=-0.027, n_cuts=0, source="the public tables' development halves",
