@@ -17,7 +17,8 @@ Beyond the data a prediction is made by the law refitted without the under-train
 (`UNDERTRAINED_TPP`), moved by the bias its backtest measured (as far as the cuts' refits measured
 it precisely, `table_bias`; else the public tables' pessimism where the runs are under-trained on
 the whole, none where not), with an interval of the runs' scatter and the error's growth with
-distance, and of an unknown bias where E sits far below the runs (`rule_beyond`). Each cut's
+distance, and of an unknown bias where E sits far below the runs (`rule_beyond`), never narrower
+than that law's own estimation error (`law_covariance`, `extrapolation.at_least`). Each cut's
 prediction and interval are the ones the fit would have made from the runs below the cut: its
 refit, moved and widened by the rule learned from that refit's own inner cuts (nested: no cut
 sees the runs it is judged on). Pure: arrays in, numbers out.

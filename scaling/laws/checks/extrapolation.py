@@ -11,8 +11,9 @@ public tables' pessimism for a table of under-trained runs, no bias for one trai
 WELL_TRAINED_TPP tokens per parameter) as far as the cuts measured them (`table_bias`), the growth
 kept above `GROWTH_FLOOR` and widened where the table's own cuts erred more than its other cuts
 allowed (`calibration`); where the law's E sits far below its runs (E_FAR), its bias is unknown
-and widens the interval too (`unknown_bias`). `rule_beyond` is the whole rule. Pure: cuts in, a
-frozen rule out.
+and widens the interval too (`unknown_bias`). `rule_beyond` is the whole rule. Beyond the data
+the interval is never narrower than the law's own estimation error there (`at_least`: binding
+where a law is fitted on few runs far beneath what it predicts). Pure: cuts in, a frozen rule out.
 """
 
 from __future__ import annotations
