@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from scaling.laws import analysis
 from scaling.laws.checks import backtest as bt
 from scaling.laws.checks import backtest_verdict
 from scaling.laws.checks import extrapolation as xp
@@ -306,3 +308,22 @@ def test_a_cut_of_the_fewest_runs_says_so_and_its_interval_carries_its_refits_er
     half = np.arcsinh(np.asarray(cut.half_widths))        # (hi - lo) / 2 / center = sinh(the log half-width)
     assert np.all(half >= 3.182446 * np.asarray(cut.prediction_sd))
     assert bt.Cut.from_json(cut.to_json()) == cut
+
+
+def test_a_fit_of_few_runs_predicts_beyond_its_data_with_at_least_its_own_estimation_error():
+    # The user's path (`scaling.fit`, `LawFit.predict`): 8 runs at 3 sizes predicting a model 7x
+    # larger. The fallback's interval alone was narrower than the law's own estimation error at
+    # Student's t for the 3 degrees of freedom its fit left; the prediction's interval is now that
+    # floor, and fit.json keeps what it needs to give the same interval again.
+    data = few_runs(seed=0)
+    fit = analysis.fit_data(data.take(np.arange(8)), bootstrap=10, seed=0, forms=False)
+    n, d = data.n[8:], data.d[8:]
+    lo, hi = fit.predict(n, d).interval
+    check = fit.backtest
+    floor = math.hypot(1.959964 * check.extrapolation.noise, 3.182446 * float(np.max(check.estimation_sd(n, d))))
+    far = fit.beyond(n, d)
+    rule_alone = check.extrapolation.widen(check.law.loss(n, d), far)
+    assert check.dof == 3 and np.max(np.log(rule_alone[2] / rule_alone[1]) / 2) < floor
+    assert np.max(np.log(hi / lo) / 2) == pytest.approx(floor, rel=1e-6)
+    again = bt.Backtest.from_json(json.loads(json.dumps(check.to_json())))      # as fit.json keeps it
+    assert again == check and np.array_equal(again.estimation_sd(n, d), check.estimation_sd(n, d))
