@@ -18,7 +18,7 @@ Beyond the data a prediction is made by the law refitted without the under-train
 it precisely, `table_bias`; else the public tables' pessimism where the runs are under-trained on
 the whole, none where not), with an interval of the runs' scatter and the error's growth with
 distance, and of an unknown bias where E sits far below the runs (`rule_beyond`), never narrower
-than that law's own estimation error (`law_covariance`, `extrapolation.at_least`). Each cut's
+than that law's own estimation error (`floor_covariance`, `extrapolation.at_least`). Each cut's
 prediction and interval are the ones the fit would have made from the runs below the cut: its
 refit, moved and widened by the rule learned from that refit's own inner cuts (nested: no cut
 sees the runs it is judged on). Pure: arrays in, numbers out.
@@ -154,7 +154,7 @@ class Backtest:
     n_trained: int = 0                       # runs with >= UNDERTRAINED_TPP tokens per parameter
     min_tokens_per_param: float = UNDERTRAINED_TPP
     undertrained: tuple = ()                 # the cuts' median errors with the under-trained runs kept (or None)
-    covariance: tuple = ()                   # `law`'s free constants' covariance (`law_covariance`; () not measured)
+    covariance: tuple = ()                   # `law`'s free constants' covariance (`floor_covariance`; () not measured)
     n_sizes: int = 0                         # distinct model sizes among the `n_trained` runs
 
     @property
@@ -323,6 +323,18 @@ def law_covariance(result: fitting.FitResult, n: np.ndarray, d: np.ndarray, *,
     return None if np.linalg.cond(info) > 1e14 else np.linalg.inv(info)
 
 
+def floor_covariance(result: fitting.FitResult, n: np.ndarray, d: np.ndarray, *,
+                     fixed_E: float | None) -> np.ndarray | None:
+    """The covariance the floor beyond the data is measured by (`extrapolation.at_least`):
+    `law_covariance`, or where the runs cannot separate E from the other constants (E run to its
+    bound) that of the other four with E held where the fit put it: a lower bound on the law's
+    estimation error, as a floor should be. On the public tables this is Gemstones' 30x split (31
+    runs, no cut; its intervals held 19 of 23 without it, 23 with) and Porian et al.'s long-warmup
+    configurations, already wider (docs/backtests.md, "Cuts of the minimum size")."""
+    cov = law_covariance(result, n, d, fixed_E=fixed_E)
+    return law_covariance(result, n, d, fixed_E=result.law.E) if cov is None and fixed_E is None else cov
+
+
 def prediction_sd(law: Law, cov: np.ndarray, n: npt.ArrayLike, d: npt.ArrayLike) -> np.ndarray:
     """The sd of each log L(n, d) owed to estimating `law` (its free constants' covariance `cov`,
     `law_covariance`), to first order."""
@@ -356,15 +368,17 @@ def _interval_cut(data: FitData, cut: Cut, result: fitting.FitResult, *, delta: 
     learned from the refit's own inner backtest (nested: no cut sees the runs it is judged on)."""
     train, test, _ = future_split(data.compute, data.budgets, cut.factor)
     sub = data.take(trained(data, train))
+    cov = floor_covariance(result, sub.n, sub.d, fixed_E=fixed_E)
+    estimation = np.zeros(test.size) if cov is None else prediction_sd(result.law, cov, data.n[test], data.d[test])
+    dof = len(sub) - (5 if cov is None else len(cov))
     inner = [with_precision(sub, *fit_cut(sub, f, delta=delta, fixed_E=fixed_E, starts=result.end_points,
                                           coarse=False, E_prior=result.E_prior), fixed_E=fixed_E) for f in FACTORS]
     rule = rule_beyond(inner, tokens_per_param=tokens_per_param, E=None if fixed_E is not None else result.law.E,
                        lowest_loss=float(sub.loss.min()), noise=result.residual_rms)
     errors, covered, widths = [], 0, []
-    dof = cut.n_train - (4 if fixed_E is not None else 5)
     for j, i in enumerate(test):
         center, lo, hi = rule.widen(float(result.law.loss(data.n[i], data.d[i])), cut.distances[j], level,
-                                    estimation=cut.prediction_sd[j] if cut.prediction_sd else 0.0, dof=dof)
+                                    estimation=estimation[j], dof=dof)
         errors.append((center - data.loss[i]) / data.loss[i])
         covered += int(lo <= data.loss[i] <= hi)
         widths.append((hi - lo) / 2 / center)
@@ -404,7 +418,7 @@ def backtest(data: FitData, full_fit: fitting.FitResult, *, delta: float = fitti
     rule = rule_beyond(cuts, tokens_per_param=median_tpp(data, np.arange(len(data))),
                        E=None if fixed_E is not None else best.law.E, lowest_loss=float(base.loss.min()),
                        noise=best.residual_rms)
-    cov = law_covariance(best, base.n, base.d, fixed_E=fixed_E)
+    cov = floor_covariance(best, base.n, base.d, fixed_E=fixed_E)
     return Backtest(tuple(cuts), rule, level,
                     "budget" if data.budgets is not None else "compute", replace(best.law, flops=full_fit.law.flops),
                     len(base), UNDERTRAINED_TPP, tuple(kept),
