@@ -26,6 +26,7 @@ from scaling.laws.forms.form import optimum
 from scaling.laws.forms.law import PARAM_NAMES
 from scaling.laws.results.lawfit import LawFit
 from scaling.report import beyond_figures as figs
+from scaling.report.drawn import chinchilla_note
 from scaling.report.page import Report
 
 BEYOND = 1000.0      # the forms are drawn to this many times the largest fitted run's compute (or past the target)
@@ -79,7 +80,7 @@ def backtest_section(r: Report) -> None:
              "side by side): the error of the prediction the fit would have made from the runs below the cut "
              f"(its refit, moved by the bias that refit's own backtest measured), with its {100 * check.level:g}% "
              "interval as a bar, red where the observed loss fell outside it; grey crosses: the refit's own "
-             "prediction; black dashes: plus and minus the cut's median absolute error.")
+             "prediction; black dashes: plus and minus the cut's median absolute error." + chinchilla_note(r.fit))
 
 
 def _with_samples(fit: LawFit, entry: FormEntry) -> FormEntry:

@@ -18,6 +18,7 @@ from scaling.laws.repeated.fit import at_bound
 from scaling.laws.results.summary import allocation_row
 from scaling.report import figures as figs
 from scaling.report import prose
+from scaling.report.drawn import drawn_law, drawn_note
 from scaling.report.page import Report
 from scaling.report.prose import bounds, number
 from scaling.validate.result import headline
@@ -119,7 +120,7 @@ def validation(r: Report) -> None:
         grid = np.geomspace(min(run.n for run in v.runs) / 1.6, max(run.n for run in v.runs) * 1.6, 60)
         limits = np.array([r.fit.loss_interval(n, float(r.fit.law.flops.tokens(v.compute, n))) for n in grid])
         band = (grid, limits[:, 0], limits[:, 1])
-    r.figure("validation", figs.validation(v, r.fit.law, band, n_label=r.n_label),
+    r.figure("validation", figs.validation(v, drawn_law(r.fit), band, n_label=r.n_label),
              f"Loss along C = {v.compute:.3g} FLOPs: the fitted law (line) with its {100 * v.level:g}% prediction "
              "interval (band: the bootstrap's laws times the runs' scatter), and the three runs trained there "
-             "(points; bars: each run's prediction interval).")
+             "(points; bars: each run's prediction interval)." + drawn_note(r.fit))

@@ -23,7 +23,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from scaling.formats import sci
 from scaling.laws.checks.verdict import THRESHOLDS
-from scaling.laws.forms.law import Law
+from scaling.laws.forms.allocating import AllocatingLaw
 from scaling.laws.optimal.approaches import IsoFLOPResult
 from scaling.laws.repeated import Repeated
 from scaling.report.style import (
@@ -137,8 +137,8 @@ def _loss_panel(ax: Axes, fig: FigureBase, x: np.ndarray, by: np.ndarray, loss: 
 
 
 @with_rc
-def final_loss(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, law: Law, colours: SizeColours, *,
-               n_label: str = "parameters") -> Figure:
+def final_loss(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, law: AllocatingLaw, colours: SizeColours, *,
+               title: str, n_label: str = "parameters") -> Figure:
     """Final loss against N at each D (left) and against D at each N (right), with the law.
 
     On a grid (few distinct D and N), each series has its own curve of the law in its colour.
@@ -146,13 +146,13 @@ def final_loss(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, law: Law
     drawn at a few representative values; the colour bars say which.
     """
     fig, axes = new_figure(1, 2, size=(13.0, 4.8))
-    final_loss_panels(fig, axes[0], n, d, loss, law, colours, n_label=n_label)
+    final_loss_panels(fig, axes[0], n, d, loss, law, colours, title=title, n_label=n_label)
     return fig
 
 
 def final_loss_panels(fig: FigureBase, axes: np.ndarray, n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike,
-                      law: Law, colours: SizeColours, *, n_label: str = "parameters") -> None:
-    """`final_loss`'s two panels, drawn on `axes` (left, right) of `fig` (a figure or a subfigure)."""
+                      law: AllocatingLaw, colours: SizeColours, *, title: str, n_label: str = "parameters") -> None:
+    """`final_loss`'s two panels, drawn on `axes` (left, right) of `fig` (a figure or a subfigure), `title` above."""
     n, d, loss = (np.asarray(v, dtype=float) for v in (n, d, loss))
     left, right = axes
     _loss_panel(left, fig, n, d, loss, lambda grid, dv: law.loss(grid, dv), LogColours(d, OTHER_CMAP, "tokens D"),
@@ -166,14 +166,13 @@ def final_loss_panels(fig: FigureBase, axes: np.ndarray, n: npt.ArrayLike, d: np
     lo = min(loss.min(), float(np.min(law.loss(n.max() * 1.5, d.max() * 1.5))))
     for a in axes:
         a.set_ylim(lo - 0.05 * np.ptp(loss), loss.max() + 0.08 * np.ptp(loss))
-    fig.suptitle(f"L(N, D) = {law.E:.3g} + {law.A:.4g}/N^{law.alpha:.3f} + {law.B:.4g}/D^{law.beta:.3f}",
-                 fontsize=10)
+    fig.suptitle(title, fontsize=10)
 
 
 # ----------------------------------------------------------------------------- 3. IsoFLOP
 
 @with_rc
-def isoflop(iso: IsoFLOPResult, n: np.ndarray, loss: np.ndarray, law: Law, *,
+def isoflop(iso: IsoFLOPResult, n: np.ndarray, loss: np.ndarray, law: AllocatingLaw, *,
             frontier: tuple[np.ndarray, np.ndarray] | None = None, data_c_range: tuple[float, float] | None = None,
             n_label: str = "parameters") -> Figure:
     """Left: loss against N along each compute budget of Approach 2 (`iso`, on the points n, loss:
@@ -189,7 +188,7 @@ def isoflop(iso: IsoFLOPResult, n: np.ndarray, loss: np.ndarray, law: Law, *,
 
 
 def isoflop_panels(fig: FigureBase, axes: Sequence[Axes] | np.ndarray, iso: IsoFLOPResult, n: np.ndarray,
-                   loss: np.ndarray, law: Law, *, frontier: tuple[np.ndarray, np.ndarray] | None = None,
+                   loss: np.ndarray, law: AllocatingLaw, *, frontier: tuple[np.ndarray, np.ndarray] | None = None,
                    data_c_range: tuple[float, float] | None = None, n_label: str = "parameters") -> None:
     """`isoflop`'s two panels, drawn on `axes` (profiles, optimal sizes) of `fig` (a figure or a subfigure)."""
     n, loss = np.asarray(n, dtype=float), np.asarray(loss, dtype=float)
@@ -250,7 +249,7 @@ def _profile_keys(any_usable: bool, stars: int) -> list:
         keys.append(Line2D([], [], ls="none", label="(the law's optima lie outside these sizes)"))
     return keys
 
-def _optimal_sizes(ax: Axes, iso: IsoFLOPResult, law: Law, c_colours: LogColours, *,
+def _optimal_sizes(ax: Axes, iso: IsoFLOPResult, law: AllocatingLaw, c_colours: LogColours, *,
                    frontier: tuple[np.ndarray, np.ndarray] | None, data_c_range: tuple[float, float] | None,
                    n_label: str) -> None:
     """The isoflop figure's right panel: N_opt against C from each approach."""
@@ -373,7 +372,7 @@ def bootstrap_distributions(samples: dict, estimates: dict, intervals: dict, *, 
 # ----------------------------------------------------------------------------- 7. validation
 
 @with_rc
-def validation(v: Validation, law: Law, band: tuple[np.ndarray, np.ndarray, np.ndarray] | None, *,
+def validation(v: Validation, law: AllocatingLaw, band: tuple[np.ndarray, np.ndarray, np.ndarray] | None, *,
                n_label: str = "parameters") -> Figure:
     """The IsoFLOP profile at the validation's compute: the law's loss along C = c(N) D with its
     prediction band (band: (n grid, lo, hi), or None), and the three runs trained there, each

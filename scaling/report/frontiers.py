@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from scaling.formats import sci
-from scaling.laws.forms.law import Law
+from scaling.laws.forms.allocating import AllocatingLaw
 from scaling.report.style import (
     REFERENCE_LABEL,
     REFERENCE_STYLE,
@@ -28,7 +28,7 @@ from scaling.report.style import (
 # ----------------------------------------------------------------------------- 4. frontiers
 
 @with_rc
-def frontiers(law: Law, n: np.ndarray, c: np.ndarray, colours: SizeColours, *, references: dict,
+def frontiers(law: AllocatingLaw, n: np.ndarray, c: np.ndarray, colours: SizeColours, *, references: dict,
               c_range: Sequence[float] | None = None, c_max: float = 1e24,
               budgets: Sequence[float] = (), n_label: str = "parameters") -> Figure:
     """Iso-loss contours of the fitted L(N, D = C / c(N)) over the (C, N) plane (C in the fit's
@@ -81,7 +81,7 @@ def frontiers(law: Law, n: np.ndarray, c: np.ndarray, colours: SizeColours, *, r
     return fig
 
 
-def _loss_contours(ax: Axes, law: Law, c_lo: float, c_max: float, n_lo: float, n_hi: float) -> None:
+def _loss_contours(ax: Axes, law: AllocatingLaw, c_lo: float, c_max: float, n_lo: float, n_hi: float) -> None:
     """Iso-loss contours of L(N, D = C / c(N)) over the plot, one per decade of C, labelled."""
     xs = np.geomspace(c_lo, c_max, 300)
     ys = np.geomspace(n_lo, n_hi, 300)
@@ -110,8 +110,8 @@ def _loss_contours(ax: Axes, law: Law, c_lo: float, c_max: float, n_lo: float, n
         ax.clabel(cs, fmt=lambda v: f"{v:.3g}", fontsize=7.5, inline=True, manual=spots)
 
 
-def _frontier_lines(ax: Axes, law: Law, c_grid: np.ndarray, lines: dict, c_data: tuple[float, float] | None,
-                    c_lo: float, n_hi: float) -> None:
+def _frontier_lines(ax: Axes, law: AllocatingLaw, c_grid: np.ndarray, lines: dict,
+                    c_data: tuple[float, float] | None, c_lo: float, n_hi: float) -> None:
     """The runs' compute range shaded, the fitted N_opt(C) (solid where measured, dashed beyond) and
     the published frontiers, each with its exponent a."""
     top = c_data[1] if c_data else c_lo
@@ -132,7 +132,8 @@ def _frontier_lines(ax: Axes, law: Law, c_grid: np.ndarray, lines: dict, c_data:
                 label=f"{REFERENCE_LABEL.get(name, name)}, a = {slope:.3g}")
 
 
-def _contour_label_spots(law: Law, touch: dict, c_max: float, n_lo: float, n_hi: float) -> list[tuple[float, float]]:
+def _contour_label_spots(law: AllocatingLaw, touch: dict, c_max: float, n_lo: float,
+                         n_hi: float) -> list[tuple[float, float]]:
     """Where to label each iso-loss contour: on its lower branch near the right edge (where it runs
     flat, limited by N), else where it touches the fitted frontier; none when both are off the plot."""
     spots = []

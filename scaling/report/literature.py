@@ -17,6 +17,7 @@ from scaling.laws.optimal import allocation, approaches, compare
 from scaling.report import figures as figs
 from scaling.report import frontiers as frontier_figure
 from scaling.report import prose
+from scaling.report.drawn import drawn_law, drawn_note
 from scaling.report.page import Report
 from scaling.report.prose import bounds, number
 
@@ -50,7 +51,7 @@ def allocation_exponents(r: Report) -> None:
 
 def _isoflop(r: Report, data: FitData) -> None:
     """Approach 2's budgets on the points drawn (as fit.json's approach_2 for the points fitted)."""
-    law, curves = r.fit.law, r.inputs.curves
+    law, curves = drawn_law(r.fit), r.inputs.curves
     iso = analysis.isoflop_of(data)           # as the fit grouped them: by planned budgets where recorded
     frontier = None
     if curves is not None and len(curves):
@@ -67,7 +68,7 @@ def _isoflop(r: Report, data: FitData) -> None:
                                      data_c_range=(float(data.compute.min()), float(data.compute.max()))),
              "Left: final loss against model size along each compute budget; the parabola in ln N fitted to each "
              "budget's runs and its minimum (Approach 2), and the fitted law along the same budget with its "
-             "optimum (Approach 3). Right: compute-optimal N against C from each approach.")
+             "optimum (Approach 3). Right: compute-optimal N against C from each approach." + drawn_note(r.fit))
 
 
 def kaplan_laws(r: Report) -> None:
@@ -120,8 +121,9 @@ def published_laws(r: Report) -> None:
     r.doc.table(*compare.table_cells(rows, fit.reference_compute, out_mark="**OUT**"))
     r.doc.p("in / OUT: the published value lies inside / outside your interval.")
     r.doc.ul(compare.CAVEATS)
+    n, c = (data.n, data.compute) if data is not None else (np.array([]), np.array([]))
     r.figure("frontiers", frontier_figure.frontiers(
-        fit.law, data.n if data is not None else np.array([]), data.compute if data is not None else np.array([]),
+        drawn_law(fit), n, c,
         r.colours, c_range=fit.data.c_range, c_max=FRONTIER_MAX_C, budgets=prose.PLAN_BUDGETS, n_label=r.n_label,
         references={"chinchilla": CHINCHILLA.parametric_law.n_opt, "besiroglu": BESIROGLU.parametric_law.n_opt,
                     "kaplan": lambda c: allocation.KAPLAN_N_COEFF * (np.asarray(c) / allocation.PF_DAY_FLOP)
@@ -133,4 +135,4 @@ def published_laws(r: Report) -> None:
         "Chinchilla's, Besiroglu et al.'s and Kaplan's frontiers, to "
         f"{sci(FRONTIER_MAX_C)} FLOPs; dotted: the budgets of the plan below. "
         + ("The published frontiers count total parameters (Kaplan: non-embedding); "
-           f"yours counts {r.n_label}." if fit.data.param_convention else ""))
+           f"yours counts {r.n_label}." if fit.data.param_convention else "") + drawn_note(fit))

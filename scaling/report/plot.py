@@ -20,6 +20,7 @@ from matplotlib.axes import Axes
 
 from scaling.errors import UsageError
 from scaling.laws import analysis
+from scaling.report.drawn import drawn_law, equation
 from scaling.report.figures import final_loss_panels, isoflop_panels
 from scaling.report.style import DPI, ShownFigure, SizeColours, with_rc
 
@@ -41,13 +42,14 @@ def fit_figure(fit: LawFit) -> ShownFigure:
     fig = ShownFigure(figsize=(13.0, 10.8), layout="constrained", dpi=DPI)
     rows = fig.add_gridspec(2, 1, height_ratios=(4.8, 6.0))
     top, bottom = fig.add_subfigure(rows[0]), fig.add_subfigure(rows[1])
-    final_loss_panels(top, top.subplots(1, 2), points.n, points.d, points.loss, fit.law, SizeColours(points.n),
-                      n_label=n_label)
+    law = drawn_law(fit)            # the law predict and plan use: the form --form chose, else fit.law
+    final_loss_panels(top, top.subplots(1, 2), points.n, points.d, points.loss, law, SizeColours(points.n),
+                      title=equation(fit), n_label=n_label)
     iso = analysis.isoflop_of(points)
     profiles, sizes = bottom.subplots(1, 2, gridspec_kw={"width_ratios": [1.4, 1]})
-    isoflop_panels(bottom, (profiles, sizes), iso, points.n, points.loss, fit.law,
+    isoflop_panels(bottom, (profiles, sizes), iso, points.n, points.loss, law,
                    data_c_range=(float(points.compute.min()), float(points.compute.max())), n_label=n_label)
-    if fit.resampled is not None and fit.law.has_optimum:
+    if fit.resampled is not None and law.has_optimum:
         _intervals(profiles, sizes, fit, [b.compute for b in iso.budgets])
     source = (fit.data.source or "").split(":")[0]      # "chinchilla: Hoffmann et al. ...": its name
     fig.suptitle(f"{source}: {len(points)} points; verdict {fit.verdict or 'none recorded'}", fontsize=11)

@@ -27,6 +27,7 @@ from scaling.laws.forms.references import BESIROGLU, CHINCHILLA, KAPLAN
 from scaling.laws.results.summary import FORMATS, format_lack_of_fit
 from scaling.report import figures as figs
 from scaling.report import prose
+from scaling.report.drawn import chinchilla_note, drawn_law, drawn_note, equation
 from scaling.report.page import FIGURE_TITLES, Report
 from scaling.report.prose import bounds, number
 
@@ -179,24 +180,26 @@ def _allocation_formula(flops: FlopsPerToken) -> str:
 
 
 def _points_figures(r: Report) -> None:
-    data, law = r.inputs.data, r.fit.law
+    data, law = r.inputs.data, drawn_law(r.fit)
     if data is None:
         for name in ("final_loss", "residuals"):
             r.missing_figures[name] = "no points to draw (see above)"
         return
     grid = np.unique(data.d).size <= 8 and np.unique(data.n).size <= 8
-    r.figure("final_loss", figs.final_loss(data.n, data.d, data.loss, law, r.colours, n_label=r.n_label),
+    r.figure("final_loss", figs.final_loss(data.n, data.d, data.loss, law, r.colours, title=equation(r.fit),
+                                           n_label=r.n_label),
              "Final loss of the fitted runs against model size at each token budget (left) and against tokens at "
              "each model size (right), with the fitted law's curves "
              + ("in the same colours." if grid else "at five representative values (the points scatter over many "
-                "values of N and D; the colour bars match points to curves)."))
+                "values of N and D; the colour bars match points to curves).") + drawn_note(r.fit))
     resid = np.log(data.loss) - np.log(law.loss(data.n, data.d))
     worst = int(np.argmax(np.abs(resid)))
     r.figure("residuals", figs.residuals(data.n, data.compute, resid, r.colours, n_label=r.n_label,
                                          compute_label=law.flops.name),
              f"Residuals ln L_observed - ln L_fitted against compute and model size (RMS "
              f"{np.sqrt(np.mean(resid ** 2)):.3g}; largest {resid[worst]:+.3g} at {data.ids[worst]}). A trend with "
-             "compute or size means the law's form misses something there; scatter without trend is noise.")
+             "compute or size means the law's form misses something there; scatter without trend is noise."
+             + drawn_note(r.fit))
 
 
 def _bootstrap_figure(r: Report) -> None:
@@ -218,7 +221,7 @@ def _bootstrap_figure(r: Report) -> None:
         f"{fit.seed}), each refitted: alpha, beta, a and tokens per parameter at C = "
         f"{fit.reference_compute:.3g} FLOPs. Solid black: the full fit; dashed: the {100 * ci.level:g}% "
         "interval; coloured lines: published values (E, A, B and tokens per parameter depend on the setup "
-        "and are not compared).")
+        "and are not compared)." + chinchilla_note(fit))
 
 
 def holdout_check(r: Report) -> None:

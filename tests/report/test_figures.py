@@ -92,7 +92,7 @@ def test_isoflop_draws_each_budget_its_law_and_the_optima():
 def test_final_loss_draws_the_law_at_each_grid_value():
     n = np.repeat([1e6, 1e7, 1e8], 3)
     d = np.tile([1e8, 1e9, 1e10], 3)
-    fig = figures.final_loss(n, d, loss(LAW, n, d), LAW, SizeColours(n))
+    fig = figures.final_loss(n, d, loss(LAW, n, d), LAW, SizeColours(n), title="the law")
     left, right = fig.axes[0], fig.axes[1]
     curves = [line for line in left.get_lines() if line.get_marker() in ("None", "", None)]
     assert len(curves) == 3

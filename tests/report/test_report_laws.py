@@ -162,3 +162,36 @@ def test_the_reports_plan_is_the_fits_plan(simulated, form):
     assert ("the tied form's" in r.doc.markdown()) == (form == "tied")
     if form == "median":                      # the fitted form's allocation, the median's loss
         assert best.n == pytest.approx(float(fit.law.n_opt(PLAN_BUDGETS[-1])), rel=1e-12)
+
+
+def _axis(fig, title):
+    return next(ax for ax in fig.axes if ax.get_title().startswith(title))
+
+
+@pytest.mark.parametrize("form", ["chinchilla", "kaplan", "median"])
+def test_the_reports_figures_draw_the_law_the_fit_plans_with(simulated, form):
+    # Under --form kaplan the plan is the Kaplan form's: the IsoFLOP figure's optima are the plan's N at
+    # each budget, the frontier is that form's optimum, the residuals are of its law, and each caption
+    # says which law it draws. The median of the forms plans by the Chinchilla form's allocation: its
+    # figures draw that law and say why; a default fit's captions say nothing of it.
+    data, _, fit = simulated
+    fit = replace(fit, form=form)
+    r = build_report(Inputs("sim", fit, data))
+    law = fit.forms.entry("kaplan").law if form == "kaplan" else fit.law
+    stars = next(c for c in _axis(r.figures["isoflop"], "Compute-optimal").collections
+                 if c.get_label() == "law's optimum at each budget").get_offsets()
+    for c, n in stars:
+        assert n == pytest.approx(float(fit.plan(c).n), rel=1e-9)
+    frontier = next(line for line in _axis(r.figures["frontiers"], "Iso-loss").get_lines()
+                    if line.get_label() == "your fit, extrapolated")
+    x, y = frontier.get_data()
+    for k in (0, len(x) // 2, len(x) - 1):
+        assert y[k] == pytest.approx(optimum(law, x[k])[0], rel=1e-9)
+    resid = np.asarray(_axis(r.figures["residuals"], "Residuals against compute").collections[-1].get_offsets())[:, 1]
+    assert resid == pytest.approx(np.log(data.loss) - np.log(law.loss(data.n, data.d)), abs=1e-12)
+    if form == "kaplan":         # the check can fail: the Kaplan form's residuals are not the Chinchilla form's
+        assert np.max(np.abs(resid - (np.log(data.loss) - np.log(fit.law.loss(data.n, data.d))))) > 1e-3
+    md = r.doc.markdown()
+    assert ("The law drawn is the kaplan form's" in md) == (form == "kaplan")
+    assert ("has no one law of its own" in md) == (form == "median")
+    assert ("It is the Chinchilla-form fit's" in md) == (form != "chinchilla")
