@@ -7,8 +7,8 @@ Trains `<name>-tune` into the run store (scaling.tune.shapes), prints per shape 
 their final losses and the rate chosen, fits lr_opt = c N^k over the shapes whose optimum lies
 inside their grid (scaling.tune.lr_law, with a 95% interval), and writes into --out: tune.json
 (the table, the fit, the budget and where they came from) and `<name>-tuned.yaml` (the config at
-the chosen rates), both by scaling.tune.files.write_tuning, and tune.png/.svg (loss against lr
-per shape; lr_opt against N: scaling.report.tuning). --out is checked before any training
+the chosen rates) and tune.png/.svg (loss against lr per shape; lr_opt against N, drawn by
+scaling.report.tuning), the three as one unit by scaling.tune.files.write_tuning. --out is checked before any training
 (scaling.tune.files.check_tuning_output): a `<name>-tuned.yaml` that tune did not write is replaced only with
 --force, the input config never. This module parses, calls and prints.
 """
@@ -186,7 +186,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                           f"into {args.runs_dir / tune_cfg.name}")
         show_plan(tune_cfg, args)
         return 0
-    from scaling.report.tuning import save_figure
+    from scaling.report.tuning import figure_files
     from scaling.tune.files import write_tuning
     from scaling.tune.lr_law import format_table, lr_law
 
@@ -196,8 +196,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if stopped.code is not None:
         return stopped.code
     law = lr_law(tuning.shapes)
-    record, tuned = write_tuning(out, args.config, tuning, law, args.force)
-    png, _ = save_figure(out, tuning.shapes, law.power)
+    record, tuned = write_tuning(out, args.config, tuning, law, args.force,
+                                 figures=figure_files(tuning.shapes, law.power))
+    png = out / "tune.png"
     code = 1 if any("failed" in s.statuses for s in tuning.shapes) else 0
     if args.json:
         print(record.read_text(), end="")   # tune.json: each shape's rates and losses, the law

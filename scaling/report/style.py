@@ -196,15 +196,20 @@ def save(fig: Figure, directory: str | Path, name: str) -> list[Path]:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
+    for file, data in figure_files(fig, name).items():
+        write_atomic(directory / file, data)         # a full disk leaves the old figure, not half an SVG
+        paths.append(directory / file)
+    return paths
+
+
+def figure_files(fig: Figure, name: str) -> dict[str, bytes]:
+    """{NAME.png, NAME.svg: their bytes}, identical for the same figure: for a caller that writes them
+    with other files as one unit (`scaling.runs.outputs.replace_files`)."""
     png = png_bytes(fig)
     # The PNG's draw has laid the figure out; keep that layout for the SVG instead of solving
     # it again (a third of the time, and the same picture: a re-laid-out PNG is identical).
     fig.set_layout_engine("none")
-    for fmt, data in (("png", png), ("svg", svg_bytes(fig))):
-        path = directory / f"{name}.{fmt}"
-        write_atomic(path, data)         # a full disk leaves the old figure, not half an SVG
-        paths.append(path)
-    return paths
+    return {f"{name}.png": png, f"{name}.svg": svg_bytes(fig)}
 
 
 def png_bytes(fig: Figure) -> bytes:

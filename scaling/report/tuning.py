@@ -1,6 +1,7 @@
 """The figure of a learning-rate tuning (`scaling tune`): tune.png and tune.svg.
 
-    save_figure("fits/tiny-tune", tuning.shapes, lr_law(tuning.shapes).power)
+    files = figure_files(tuning.shapes, lr_law(tuning.shapes).power)   # {"tune.png": ..., "tune.svg": ...}
+    write_tuning(out, config, tuning, law, figures=files)              # written with tune.json, as one unit
 
 Left, each shape's final loss against the learning rate, with the parabola that placed its
 optimum and the rate chosen (a star); runs that diverged or failed are crosses at the top. Right,
@@ -11,7 +12,6 @@ lr_opt = c N^k (`scaling.tune.lr_law`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,16 +20,18 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from scaling.report.style import RC, SizeColours, log_axis, new_figure, save, size_legend
+from scaling.report.style import RC, SizeColours, log_axis, new_figure, size_legend
+from scaling.report.style import figure_files as style_files
 
 if TYPE_CHECKING:
     from scaling.laws.optimal.approaches import PowerLaw
     from scaling.tune.shapes import ShapeTuning
 
 
-def save_figure(out: str | Path, shapes: Sequence[ShapeTuning], law: PowerLaw | None) -> list[Path]:
-    """Draw the tuning's figure and write tune.png and tune.svg into `out`."""
-    return save(figure(shapes, law), out, "tune")
+def figure_files(shapes: Sequence[ShapeTuning], law: PowerLaw | None) -> dict[str, bytes]:
+    """The tuning's figure as tune.png's and tune.svg's bytes, for `scaling.tune.files.write_tuning`
+    to write with tune.json and the tuned config as one unit."""
+    return style_files(figure(shapes, law), "tune")
 
 
 def figure(shapes: Sequence[ShapeTuning], law: PowerLaw | None) -> Figure:

@@ -4,10 +4,11 @@
     write_budget_tuning("fits/tiny-tune", "configs/tiny.yaml", tried)   # `scaling tune --budgets`
 
 Checked before any training (`check_tuning_output`): a tuned config tune did not write is
-replaced only with --force, and never the input config. tune.json and the tuned config are written
-as one unit (`outputs.replace_files`, as a fit's files): a kill or a full disk at any point leaves
-the old pair or, once the next tune (or anything that calls `outputs.settle` on the folder) has
-finished the committed renames, the new one.
+replaced only with --force, and never the input config. tune.json, the tuned config and the figure
+(tune.png, tune.svg, drawn by `scaling.report.tuning` and handed in as bytes) are written as one unit
+(`outputs.replace_files`, as a fit's files): a kill or a full disk at any point leaves the old set or,
+once the next tune (or anything that calls `outputs.settle` on the folder) has finished the
+committed renames, the new one.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from scaling.tune.shapes import TUNED, Tuning, tuned_config
 if TYPE_CHECKING:
     from scaling.tune.budgets import Beta2Tunings, BudgetTuning
 
-TUNE_FILES = ("tune.json", "tune.png", "tune.svg")   # what tune writes beside the tuned config
+FIGURE_FILES = ("tune.png", "tune.svg")              # the tuning's figure (scaling.report.tuning)
+TUNE_FILES = ("tune.json", *FIGURE_FILES)            # what tune writes beside the tuned config
 TUNED_HEADER = "# Learning rates from `scaling tune "   # a tuned config's first line begins so
 
 
@@ -77,11 +79,13 @@ def _config_text(header: str, config: dict) -> str:
     return header + yaml.safe_dump(config, sort_keys=False, default_flow_style=None)
 
 
-def write_tuning(out: str | Path, config_path: str | Path, tuning: Tuning, law: LRLaw,
-                 force: bool = False) -> tuple[Path, Path]:
-    """Write into `out` tune.json and `<name>-tuned.yaml`, the config at `config_path` with each
-    shape's chosen rate (and a header saying where they came from), as one unit; return the two
-    paths. `force`: replace a `<name>-tuned.yaml` that tune did not write (check_tuning_output)."""
+def write_tuning(out: str | Path, config_path: str | Path, tuning: Tuning, law: LRLaw, force: bool = False,
+                 figures: dict[str, bytes] | None = None) -> tuple[Path, Path]:
+    """Write into `out` tune.json, `<name>-tuned.yaml` (the config at `config_path` with each shape's
+    chosen rate, and a header saying where they came from) and `figures` (tune.png and tune.svg's
+    bytes, `scaling.report.tuning.figure_files`) as one unit, an earlier tune's figure removed where
+    none is given; return the first two paths. `force`: replace a `<name>-tuned.yaml` that tune did
+    not write (check_tuning_output)."""
     out, config_path = Path(out), Path(config_path)
     data = _input_config(out, config_path, force)
     tuned_path, record_path = out / f"{data['name']}{TUNED}.yaml", out / "tune.json"
@@ -93,8 +97,10 @@ def write_tuning(out: str | Path, config_path: str | Path, tuning: Tuning, law: 
         header += f"# At the grid's edge (the optimum lies beyond: widen --lrs, tune again): {', '.join(edges)}\n"
     tuned = tuned_config(data, tuning.shapes)
     record = {"config": str(config_path), "tuned_config": str(tuned_path), **tune_record(tuning, law)}
+    figures = {name: figures[name] for name in FIGURE_FILES if name in figures} if figures else {}
     replace_files(out, {tuned_path.name: _config_text(header, tuned),
-                        record_path.name: json.dumps(json_safe(record), indent=2) + "\n"})
+                        record_path.name: json.dumps(json_safe(record), indent=2) + "\n", **figures},
+                  remove=FIGURE_FILES)
     return record_path, tuned_path
 
 
@@ -133,5 +139,7 @@ def write_budget_tuning(out: str | Path, config_path: str | Path, tried: Beta2Tu
         tuned = budget_tuned_config(data, law, chosen.beta2)
         files[tuned_path.name] = _config_text(header, tuned)
         record["tuned_config"] = str(tuned_path)
-    replace_files(out, {**files, record_path.name: json.dumps(json_safe(record), indent=2) + "\n"})
+    # An earlier tune's figure of shapes against rates is not this tuning's: removed with the write.
+    replace_files(out, {**files, record_path.name: json.dumps(json_safe(record), indent=2) + "\n"},
+                  remove=FIGURE_FILES)
     return record_path, tuned_path

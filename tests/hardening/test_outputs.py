@@ -156,9 +156,10 @@ def test_a_journal_that_names_a_users_file_is_refused_and_the_file_kept(two_fits
 
 
 # --------------------------------------------------------------------------------------------
-# tune.json and the tuned config: one unit, as a fit's files
+# tune.json, the tuned config and the figure: one unit, as a fit's files
 
 TUNED_PAIR = ("micro-tuned.yaml", "tune.json")
+TUNE_FIGURE = ("tune.png", "tune.svg")
 
 
 def tune_argv(config: Path, lrs: str, runs: Path, cache: Path, out: Path) -> list:
@@ -170,6 +171,12 @@ def pair_of(folder: Path, written_in: Path | None = None) -> dict:
     been written there (both name their own folder)."""
     texts = {name: (folder / name).read_text() for name in TUNED_PAIR}
     return texts if written_in is None else {k: v.replace(str(folder), str(written_in)) for k, v in texts.items()}
+
+
+def set_of(folder: Path, written_in: Path | None = None) -> dict:
+    """`pair_of` and the figure's bytes' digests: tune's whole set of files."""
+    figure = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in TUNE_FIGURE}
+    return {**pair_of(folder, written_in), **figure}
 
 
 @pytest.fixture(scope="module")
@@ -186,10 +193,11 @@ def two_tunings(tmp_path_factory, cache_dir) -> dict:
     return made
 
 
-# Where a kill falls in `scaling tune`'s write, in order: tune.json half written (the tuned config complete),
-# then after the journal's commit: before any rename, and between the two.
-TUNE_BEFORE_COMMIT = ("write:tune.json",)
-TUNE_AFTER_COMMIT = ("rename:micro-tuned.yaml", "renamed:micro-tuned.yaml")
+# Where a kill falls in `scaling tune`'s write, in order: tune.json or the figure half written (the files
+# before it complete), then after the journal's commit: before any rename, and between them (the figure
+# was written outside the unit: a kill after tune.json's rename left the old figure beside the new pair).
+TUNE_BEFORE_COMMIT = ("write:tune.json", "write:tune.png", "write:tune.svg")
+TUNE_AFTER_COMMIT = ("rename:micro-tuned.yaml", "renamed:micro-tuned.yaml", "renamed:tune.json", "renamed:tune.png")
 
 
 @pytest.mark.parametrize("site", TUNE_BEFORE_COMMIT + TUNE_AFTER_COMMIT)
@@ -200,11 +208,11 @@ def test_a_tune_killed_at_any_step_leaves_the_old_pair_or_the_new_one(two_tuning
     killed = run_cli(argv, env={"SCALING_FAULT": f"kill_at={site}:1"})    # its runs trained: it only writes
     assert killed.returncode == -9, killed.stderr
     settle(out)                 # what the next reader or writer does first: finish a committed set
-    new = pair_of(two_tunings["new"], written_in=out)
-    expected = pair_of(two_tunings["old"]) if site in TUNE_BEFORE_COMMIT else new      # the old pair: copied
-    assert pair_of(out) == expected                     # was, killed after the config's rename: new config, old json
+    new = set_of(two_tunings["new"], written_in=out)
+    expected = set_of(two_tunings["old"]) if site in TUNE_BEFORE_COMMIT else new      # the old set: copied
+    assert set_of(out) == expected                      # was, killed after the config's rename: new config, old json
     assert main([str(a) for a in argv]) == 0                                 # the next tune cleans up
-    assert pair_of(out) == new
+    assert set_of(out) == new
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
 
 
