@@ -13,6 +13,7 @@ import os
 import sys
 import warnings
 from importlib import import_module
+from typing import NoReturn
 
 from scaling import __version__
 from scaling.errors import UsageError, unknown_name
@@ -24,6 +25,14 @@ COMMAND_MODULES = ("sweep", "importing", "tune", "design", "fit", "report", "cos
 class Parser(argparse.ArgumentParser):
     """argparse, with a misspelt command (or `cost` subcommand) answered in one line with the
     closest name, exit code 2. Subparsers are built with the parent's class, so they inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        """A malformed command line in one line, as every other error (argparse prints its whole usage
+        first): what is wrong, and where the flags are listed. A value that begins with '-' reads
+        as a flag to argparse, so a negative one is given as --flag=VALUE."""
+        negative = message.endswith("expected one argument")
+        hint = " (a value that begins with '-' goes as --flag=VALUE)" if negative else ""
+        self.exit(2, f"{self.prog}: error: {message}{hint}; see `{self.prog} --help`\n")
 
     def _check_value(self, action: argparse.Action, value: object) -> None:
         # argparse's own hook for a value outside `choices` (stable since Python 2.7).
@@ -70,7 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         if args.debug:
             raise
-        print(f"scaling {args.command}: error: {exc}{flag_names(exc)}", file=sys.stderr)
+        # One line, as a warning is (`show_warning`): a message of several (a config's list of
+        # problems) has them joined, so that the line a script logs names every one.
+        message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        print(f"scaling {args.command}: error: {message}{flag_names(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"scaling {args.command}: interrupted", file=sys.stderr)

@@ -15,11 +15,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from scaling.cli import Parser
+
 _NEGATIVE_NUMBER = re.compile(r"^-\.?\d")
 
 
-class NumberArgs(argparse.ArgumentParser):
-    """An ArgumentParser that reads a token such as -7e10 as a value, never as an option.
+class NumberArgs(Parser):
+    """The command line's parser (one-line errors) that reads a token such as -7e10 as a value, never as an option.
 
     argparse before Python 3.13 takes only -7 and -.5 for negative numbers, so `--params -7e10`
     would stop at "expected one argument" instead of reaching the check that says N must be

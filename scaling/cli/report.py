@@ -21,6 +21,7 @@ from scaling.cli.law_choice import FIT, FIT_HELP, add_fit_option
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws.fitting import fitdata, readers
+from scaling.runs.store import check_output
 
 if TYPE_CHECKING:
     from scaling.report.page import Report
@@ -89,6 +90,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if (args.source is None) == (args.dataset is None):
         raise UsageError(f"give exactly one input: {FIT}_OR_RUNS_DIR or --dataset NAME")
     out = args.out if args.out is not None else default_out(args)
+    check_output(out, [f"report.{args.format}"])       # refused before the work, not after it
     start = time.perf_counter()
     rep, paths = make_report(args.source, out=out, fmt=args.format, dataset=args.dataset, fit=args.fit,
                                     bootstrap=args.bootstrap, seed=args.seed, holdout_fraction=f,
