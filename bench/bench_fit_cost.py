@@ -12,7 +12,8 @@ only to save time must leave every number as it was).
 
 The cases: the Chinchilla table (245 runs, the default 1,000 resamples); a demo-like sweep (20 runs: 3
 budgets 5e11-2e12 FLOPs, 7 sizes each from a ladder of 9, as configs/tiny.yaml; simulated from a known
-law, 0.5% scatter); a 1,000-point cross grid (Chinchilla's law, 1% scatter, as bench_fit_memory.py).
+law, 0.5% scatter); a 1,000-point cross grid (Chinchilla's law, 1% scatter, as bench_fit_memory.py);
+with --cases '10,000', a 10,000-point cross grid (100 x 100, the same law and scatter).
 Measured: docs/performance.md ("Fitting").
 """
 
@@ -50,10 +51,14 @@ def write_tables(folder: Path) -> dict[str, list[str]]:
     grid = cross_grid(np.geomspace(1e6, 1e10, 40), np.geomspace(1e8, 1e12, 25))
     big = simulate(reference("chinchilla").law, grid, noise=0.01, seed=0)
     pd.DataFrame({"N": big.n, "D": big.d, "loss": big.loss}).to_csv(folder / "grid1000.csv", index=False)
+    grid = cross_grid(np.geomspace(1e6, 1e10, 100), np.geomspace(1e8, 1e12, 100))
+    huge = simulate(reference("chinchilla").law, grid, noise=0.01, seed=0)
+    pd.DataFrame({"N": huge.n, "D": huge.d, "loss": huge.loss}).to_csv(folder / "grid10000.csv", index=False)
     table = ["--n", "N", "--d", "D", "--loss", "loss"]
     return {"chinchilla (245 runs)": ["--dataset", "chinchilla"],
             "demo-like (20 runs)": ["--csv", str(folder / "demo20.csv"), *table, "--budget", "budget"],
-            "1,000-point grid": ["--csv", str(folder / "grid1000.csv"), *table]}
+            "1,000-point grid": ["--csv", str(folder / "grid1000.csv"), *table],
+            "10,000-point grid": ["--csv", str(folder / "grid10000.csv"), *table]}
 
 
 def cpu_of_fit(root: Path, args: list[str], out: Path) -> float:
@@ -78,10 +83,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", help="a git revision to compare with (exported, run the same way)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cases", default="chinchilla;demo;1,000",
+                        help="the cases to run, by the start of their names, separated by ';' (the 10,000-point "
+                             "grid, minutes a fit, runs only when named: '10,000')")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        cases = write_tables(work)
+        wanted = [w.strip() for w in args.cases.split(";")]
+        cases = {k: v for k, v in write_tables(work).items() if any(k.startswith(w) for w in wanted)}
         roots = {"after": ROOT}
         if args.before:
             roots = {"before": export(args.before, Path(tempfile.mkdtemp(dir=tmp))), "after": ROOT}
