@@ -10,7 +10,9 @@ Files are read by `scaling.reading` (bounded in size and depth, regular files on
 from __future__ import annotations
 
 import codecs
+import difflib
 import math
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -346,14 +348,39 @@ class SweepConfig(Strict):
 MAX_ERRORS_SHOWN = 20   # a list of a million bad values is one problem, not a million lines
 
 
+def _model_in(annotation: Any) -> Any:
+    """The config model a field's type holds (itself, or inside list[...] or X | None); None for a value."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for m in map(_model_in, typing.get_args(annotation)) if m is not None), None)
+
+
+def _closest_key(loc: tuple) -> str | None:
+    """The allowed key nearest a misspelt one at `loc` (difflib's, as `errors.unknown_name`), or None."""
+    model: Any = SweepConfig
+    for part in loc[:-1]:
+        if isinstance(part, int):            # an item of a list: the list's model, found at its key
+            continue
+        field = getattr(model, "model_fields", {}).get(part)
+        model = None if field is None else _model_in(field.annotation)
+    close = difflib.get_close_matches(str(loc[-1]), list(getattr(model, "model_fields", {})), n=1)
+    return close[0] if close else None
+
+
 def _format_error(source: str, exc: ValidationError) -> str:
     lines = [f"{source}: invalid configuration"]
-    errors = exc.errors()
+    # A misspelt key is one problem, not two: its "unknown key" names the key meant, and the "Field
+    # required" of that key (a required one's misspelling leaves it missing) is not repeated.
+    meant = {(*err["loc"][:-1], key) for err in exc.errors() if err["type"] == "extra_forbidden"
+             and (key := _closest_key(err["loc"])) is not None}
+    errors = [err for err in exc.errors() if not (err["type"] == "missing" and tuple(err["loc"]) in meant)]
     for err in errors[:MAX_ERRORS_SHOWN]:
         path = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = "unknown key (see docs/config.md for the allowed keys)"
+            key = _closest_key(err["loc"])
+            hint = "" if key is None else f"; did you mean {key!r}?"
+            msg = f"unknown key{hint} (see docs/config.md for the allowed keys)"
         where = f"{path}: " if path else ""
         # A whole section as the value says less than the message, which names what is wrong in it.
         hide = err["type"] in ("missing", "extra_forbidden") or isinstance(err["input"], dict)

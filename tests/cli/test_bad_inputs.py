@@ -144,6 +144,12 @@ CASES = [
     ("config not UTF-8", lambda c: c.sweep(c.config(b"name: caf\xe9\n")), "'utf-8' codec can't decode"),
     ("unknown key", lambda c: c.sweep(c.config(trian={})), "trian: unknown key"),
     ("unknown nested key", lambda c: c.sweep(c.config(train={"lrr": 1e-3})), "train.lrr: unknown key"),
+    # a misspelt key: the key meant, and a required one's "Field required" not said as a second problem
+    ("misspelt required key", lambda c: c.sweep(c.config(yaml.safe_dump(
+        {"gird" if k == "grid" else k: v for k, v in MICRO.items()}))),
+     "invalid configuration; gird: unknown key; did you mean 'grid'? (see docs/config.md"),
+    ("misspelt key of a list's item", lambda c: c.sweep(c.config(grid=shape(lrr=1e-3))),
+     "grid.models[0].lrr: unknown key; did you mean 'lr'?"),
     ("text for a number", lambda c: c.sweep(c.config(train={"lr": "fast"})),
      "train.lr: expected a number (got 'fast')"),
     ("text for a count", lambda c: c.sweep(c.config(grid={**MICRO["grid"], "tokens": ["lots"]})),
