@@ -64,3 +64,15 @@ def chinchilla_note(fit: LawFit) -> str:
         return ""
     return (f" It is the Chinchilla-form fit's (the constants, diagnostics and verdict `--form {fit.form}` leaves "
             "as they are); the chosen form's resamples and backtest are in the forms section.")
+
+
+def chosen_form_line(fit: LawFit) -> str | None:
+    """The summary's sentence saying which law predicts and plans where `--form` chose another; else None."""
+    if fit.median is not None:
+        return ("Predictions and their intervals are the median of the forms' (`--form median`; the forms table), "
+                "at this law's allocation; the constants, diagnostics and verdict are this law's.")
+    if (entry := fit.form_entry) is None:
+        return None
+    return (f"Predictions, their intervals, the plan and the figures of the law are the {entry.name} form's "
+            f"(`--form {entry.name}`; its constants in the forms table); the constants above, the diagnostics and "
+            "the verdict are the Chinchilla form's.")

@@ -27,7 +27,7 @@ from scaling.laws.forms.references import BESIROGLU, CHINCHILLA, KAPLAN
 from scaling.laws.results.summary import FORMATS, format_lack_of_fit
 from scaling.report import figures as figs
 from scaling.report import prose
-from scaling.report.drawn import chinchilla_note, drawn_law, drawn_note, equation
+from scaling.report.drawn import chinchilla_note, chosen_form_line, drawn_law, drawn_note, equation
 from scaling.report.page import FIGURE_TITLES, Report
 from scaling.report.prose import bounds, number
 
@@ -43,7 +43,8 @@ def summary(r: Report) -> None:
     r.doc.p(prose.source_line(r.inputs))
     _verdict(r)
     r.doc.p(f"The fitted law: **L(N, D) = {law.E:.4g} + {law.A:.4g} / N^{law.alpha:.4f} + {law.B:.4g} / "
-            f"D^{law.beta:.4f}**, with N in {r.n_label} and D in training tokens; L in nats per token.")
+            f"D^{law.beta:.4f}**, with N in {r.n_label} and D in training tokens; L in nats per token."
+            + ("" if (chosen := chosen_form_line(fit)) is None else f" {chosen}"))
     r.doc.ul(prose.at_a_glance(fit, r.holdout))
 
 
