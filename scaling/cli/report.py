@@ -104,8 +104,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(format_holdout(rep.holdout))
     left = len(rep.left_out)
     if left or rep.inputs.notes or rep.missing_figures:
+        where = [f'"{h}"' for h, shown in (("What was left out, and why", left or rep.inputs.notes),
+                                            ("Figures not drawn", rep.missing_figures)) if shown]
         print(f"note: {left} run(s)/point(s) left out, {len(rep.inputs.notes)} note(s), "
-              f"{len(rep.missing_figures)} figure(s) not drawn: see the report's first section")
+              f"{len(rep.missing_figures)} figure(s) not drawn: see the report's {' and '.join(where)}")
     n_fig = sum(1 for p in paths if p.suffix == ".png")
     print(f"wrote {main} and {n_fig} figures (PNG and SVG) in {main.parent / FIGURE_DIR} "
           f"in {elapsed:.1f} s")

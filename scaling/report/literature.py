@@ -133,6 +133,6 @@ def published_laws(r: Report) -> None:
         "fit reaches at a power of ten of C with the best split, and touches the fitted frontier there); your "
         "runs as points; your compute-optimal N_opt(C), solid over your runs' compute and dashed beyond; "
         "Chinchilla's, Besiroglu et al.'s and Kaplan's frontiers, to "
-        f"{sci(FRONTIER_MAX_C)} FLOPs; dotted: the budgets of the plan below. "
+        f"{sci(FRONTIER_MAX_C)} FLOPs; dotted: the budgets of the plan (section \"Plan for a few budgets\"). "
         + ("The published frontiers count total parameters (Kaplan: non-embedding); "
            f"yours counts {r.n_label}." if fit.data.param_convention else "") + drawn_note(fit))

@@ -108,6 +108,12 @@ def test_numeric_optima_match_the_closed_forms():
         assert n2 == pytest.approx(float(law.n_opt(c)), rel=1e-6)
     with pytest.raises(ValueError, match="no compute-optimal"):
         optimum(KaplanLaw(1e13, 1e13, -0.1, 0.1), 1e21)
+    # A fit that does not identify its exponents can put the closed form's optimum below one
+    # parameter (a micro sweep's tied form: N 2e-12, D/N 3e32); the forms table says "no optimum".
+    law = Law(E=1.0, A=1e-6, B=1e6, alpha=0.9, beta=0.1)
+    assert float(law.n_opt(1e12)) < 1.0
+    with pytest.raises(ValueError, match="below one parameter"):
+        optimum(law, 1e12)
 
 
 def test_the_schema_knows_every_form():
@@ -145,7 +151,8 @@ def test_the_forms_agree_on_a_clean_table_at_its_own_compute():
     assert check.status == "pass" and check.value < 0.02, check.reason
     assert {e.name for e in forms.entries} == set(catalog.FORMS)
     again = cross_forms.Forms.from_json(forms.to_json())
-    assert again == forms and "forms at C =" in cross_forms.format_forms(forms)[0]
+    head = cross_forms.format_forms(forms)[0]
+    assert again == forms and head.startswith("forms at C =") and "at least 5 tokens per parameter" in head
 
 
 def test_the_caution_fires_where_the_forms_truly_disagree():

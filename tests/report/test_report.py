@@ -331,6 +331,9 @@ def test_broken_store_still_renders_and_says_what_was_left_out(micro_sweep, tmp_
     assert fit["data"]["n_points"] == MICRO_RUNS - 1
     assert (out / "figures" / "loss_curves.png").exists()
     assert "left out" in stdout and "hold-out check" in stdout
+    note = next(line for line in stdout.splitlines() if line.startswith("note:"))
+    named = re.findall(r'"([^"]+)"', note)              # the sections the note sends the reader to
+    assert "What was left out, and why" in named and all(f"\n## {h}\n" in md for h in named)
     # Five points leave four for the refit: fewer than the law's five constants, and it says so.
     assert "too few points are left to refit" in md
 

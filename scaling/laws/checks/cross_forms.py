@@ -347,7 +347,9 @@ def format_forms(forms: Forms) -> list[str]:
                 + (f" ({10 ** forms.beyond:.3g}x beyond the fitted runs)" if forms.beyond > 0 else "")
                 + f": each one's loss for {forms.planning}'s optimal run N = {forms.target['n']:.3g}, "
                 f"D = {forms.target['d']:.3g} ({100 * forms.level:g}% prediction interval), its own optimum, and its "
-                "backtest (the refit's own median error at its farthest cut):")
+                "backtest (the refit's own median error at its farthest cut); every row, the fitted form's "
+                f"included, is fitted as the law beyond the data is, to the runs of at least {bt.UNDERTRAINED_TPP:g} "
+                "tokens per parameter where enough have as many, so its optimum can differ from the fit's above:")
     out = [head]
     for e in forms.entries:
         mark = "*" if e.name == forms.headline else " "
