@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -293,17 +295,26 @@ def simulate(kind: str, seed: int):
 def simulations(method: str, seeds: int, dump: dict | None = None, form: str | None = None) -> str:
     """Coverage and errors of the intervals at 3x, 10x, 30x over `seeds` sweeps of each truth
     (each split's predictions kept in `dump` where given; `form` "median": the median of the forms')."""
-    lines = [f"simulated sweeps ({seeds} seeds each, {method}" + (f", {form}" if form else "")
-             + "): coverage of the 95% intervals / median abs. error",
+    splits = {f"{kind}|{seed}|{f:g}": predict_split(simulate(kind, seed), f, method, SIM_BOOTSTRAP, form)
+              for kind in SIM_KINDS for f in FACTORS for seed in range(seeds)}
+    if dump is not None:
+        dump.update(splits)
+    return sim_table(splits, f"{seeds} seeds each, {method}" + (f", {form}" if form else ""))
+
+
+SIM_KINDS = ("chinchilla", "broken", "n_dependent_beta", "shifted_E")
+
+
+def sim_table(splits: dict, title: str) -> str:
+    """The simulations' table from their splits (keys "kind|seed|factor"), fitted or rescored."""
+    lines = [f"simulated sweeps ({title}): coverage of the 95% intervals / median abs. error",
              "| truth | " + " | ".join(f"{f:g}x" for f in FACTORS) + " |", "| --- |" + " --- |" * len(FACTORS)]
     pooled: dict = {f: [] for f in FACTORS}
-    for kind in ("chinchilla", "broken", "n_dependent_beta", "shifted_E"):
+    for kind in SIM_KINDS:
         cells = []
         for f in FACTORS:
-            splits = [predict_split(simulate(kind, seed), f, method, SIM_BOOTSTRAP, form) for seed in range(seeds)]
-            if dump is not None:
-                dump.update({f"{kind}|{seed}|{f:g}": split for seed, split in enumerate(splits)})
-            rows = [r for split in splits if split for r in split["rows"]]
+            rows = [r for k, split in splits.items() if split and k.startswith(kind + "|") and k.endswith(f"|{f:g}")
+                    for r in split["rows"]]
             pooled[f] += rows
             cells.append(f"{100 * np.mean([r['covered'] for r in rows]):.0f}% of {len(rows)} / "
                          f"{100 * np.median([abs(r['error']) for r in rows]):.2f}%")
@@ -357,6 +368,118 @@ def forms_and_rules(halves, json_path) -> None:
         json_path.write_text(json.dumps({"forms": by_form, "rules": rules}, indent=1))
 
 
+# Leave one source out (`--loso`): which source each table comes from (bench/data/backtest/README.md).
+# A source's tables leave together: Marin 2026's three corpora, Porian et al.'s ten configurations,
+# Gadre et al.'s three corpora, the Marin optimizer study's two optimizers (a study apart from
+# Marin 2026's sweeps: other models, other loss); every other table is its own source.
+SOURCE_PREFIXES = (("marin_optsweep_", "marin optimizer study"), ("marin_", "marin 2026"), ("porian_", "porian"),
+                   ("gadre_", "gadre"))
+UNSEEN = ("fresh2", "fresh3")       # the groups each run once, unseen, on a frozen rule
+
+
+def source(name: str) -> str:
+    return next((src for prefix, src in SOURCE_PREFIXES if name.startswith(prefix)), name)
+
+
+@cache
+def _table(group: str, name: str):
+    return load(name) if group in HALVES else simulate(group, int(name))
+
+
+@cache
+def _context(key: str) -> dict:
+    """What the rule beyond the data needs of one split ("group|table|factor", or a simulation's
+    "truth|seed|factor") besides its dump, none of it a fit: the predicted runs' N and D as the
+    bench cut them, the median tokens per parameter of the runs below the cut, and the lowest
+    loss and the top compute of the runs the backtest's law was fitted to (`backtest.backtest`)."""
+    group, name, factor = key.split("|")
+    data = _table(group, name)
+    train, test, _ = backtest.future_split(data.compute, data.budgets, float(factor))
+    sub = data.take(train)
+    runs = backtest.trained(sub, np.arange(len(sub)))
+    base = sub if runs.size == len(sub) or backtest.too_small(sub, runs) else sub.take(runs)
+    return {"n": data.n[test], "d": data.d[test], "tpp": backtest.median_tpp(sub, np.arange(len(sub))),
+            "lowest": float(base.loss.min()), "n_train": len(sub), "top": float(sub.compute.max())}
+
+
+def rescore(key: str, split: dict, prior: extrapolation.Extrapolation, well_trained: float) -> dict:
+    """A dumped split predicted again by the rule beyond the data with another fallback (`prior`)
+    and gate (`well_trained`): the same refits and cuts (no fit), as `LawFit.predict` predicts."""
+    ctx, check = _context(key), backtest.Backtest.from_json(split["backtest"])
+    assert check.law is not None
+    rule = extrapolation.rule_beyond(check.cuts, tokens_per_param=ctx["tpp"], E=check.law.E, lowest_loss=ctx["lowest"],
+                                     noise=check.extrapolation.noise, prior=prior, well_trained=well_trained)
+    rows = []
+    for r, est in zip(split["rows"], check.estimation_sd(ctx["n"], ctx["d"])):
+        if r["far"] > 0:
+            rows.append(_row(*(float(v) for v in rule.widen(r["law"], r["far"], estimation=est, dof=check.dof)),
+                             r["observed"]))
+        else:                                   # inside the fitted compute: the bootstrap's, unchanged
+            rows.append(_row(r["fitted"], *r["boot"], r["observed"]))
+    return {"rows": rows}
+
+
+def observed_cut(key: str, split: dict) -> backtest.Cut:
+    """A dumped split as one cut of its table, as `--learn` counts a full table's cuts: the backtest's
+    law's own errors on the runs it predicted, their distances and the law's precision there."""
+    ctx, check = _context(key), backtest.Backtest.from_json(split["backtest"])
+    errors = tuple((r["law"] - r["observed"]) / r["observed"] for r in split["rows"])
+    sd = check.estimation_sd(ctx["n"], ctx["d"]) if check.covariance else np.full(len(errors), np.inf)
+    return backtest.Cut(float(key.split("|")[2]), ctx["n_train"], len(errors), ctx["top"], errors=errors,
+                        distances=tuple(r["far"] for r in split["rows"]), raw_errors=errors,
+                        prediction_sd=tuple(float(v) for v in sd))
+
+
+def learned_fallback(cuts: list, growth: bool) -> extrapolation.Extrapolation:
+    """The fallback learned from `cuts` as `learn` learns it (pooled, no prior, no floor): its bias,
+    and its growth where `growth` (else PRIOR's, tuned for coverage rather than learned)."""
+    rule = extrapolation.learn_extrapolation(cuts, weight=0.0, floor=0.0)
+    return replace(extrapolation.PRIOR, bias=rule.bias, growth=rule.growth if growth else extrapolation.PRIOR.growth,
+                   source="the other sources' tables")
+
+
+def leave_one_source_out(dump: dict, well_trained: float, growth: bool = False) -> tuple[dict, dict]:
+    """Each source in turn scored by the rule whose fallback was learned on the other sources'
+    splits alone (those the gate `well_trained` gives the fallback bias: median tokens per
+    parameter below it): ({key: rescored split}, {source: its fallback})."""
+    splits = {k: v for k, v in dump.items() if v and "backtest" in v}
+    cuts = {k: observed_cut(k, v) for k, v in splits.items()}
+    out, fallbacks = {}, {}
+    for src in sorted({source(k.split("|")[1]) for k in splits}):
+        others = [c for k, c in cuts.items() if source(k.split("|")[1]) != src and _context(k)["tpp"] < well_trained]
+        fallbacks[src] = learned_fallback(others, growth)
+        out.update({k: rescore(k, v, fallbacks[src], well_trained) for k, v in splits.items()
+                    if source(k.split("|")[1]) == src})
+    return out, fallbacks
+
+
+def loso_report(dump: dict, sim_dump: dict | None) -> None:
+    """The frozen rule, the rule with its fallback relearned leaving each source out, and the
+    candidate (no gate: the fallback bias for every table, shrunk by its own cuts as now), on all
+    the tables and on the unseen groups; the candidate frozen on all the tables in simulation."""
+    t0 = time.perf_counter()
+    frozen = {k: rescore(k, v, extrapolation.PRIOR, extrapolation.WELL_TRAINED_TPP)
+              for k, v in dump.items() if v and "backtest" in v}
+    rules = {"the rule as frozen (fallback -2.7%/decade, gate 20)": frozen}
+    for title, gate, growth in (("LOSO, the rule (gate 20)", extrapolation.WELL_TRAINED_TPP, False),
+                                ("LOSO, the rule, growth relearned too", extrapolation.WELL_TRAINED_TPP, True),
+                                ("LOSO, candidate: no gate", math.inf, False)):
+        rules[title], fallbacks = leave_one_source_out(dump, gate, growth)
+        print(f"{title}: fallback learned without each source: " + "; ".join(
+            f"{src} {100 * fb.bias:+.2f}%/decade, growth {100 * fb.growth:.2f}%" for src, fb in fallbacks.items()))
+    for title, results in rules.items():
+        for label, groups in (("all 28 tables", tuple(HALVES)), ("unseen groups (fresh2, fresh3)", UNSEEN)):
+            print(f"\n{title}, {label}")
+            print(table({f"x|{k.split('|', 1)[1]}": v for k, v in results.items() if k.split("|")[0] in groups}, "x"))
+    print(f"\nrescored in {time.perf_counter() - t0:.0f} s (no fit)")
+    if sim_dump:
+        whole = learned_fallback([observed_cut(k, v) for k, v in dump.items() if v and "backtest" in v], False)
+        print(f"\nthe candidate frozen on all the tables: fallback {100 * whole.bias:+.2f}%/decade for every table")
+        print(sim_table({k: rescore(k, v, extrapolation.PRIOR, extrapolation.WELL_TRAINED_TPP)
+                         for k, v in sim_dump.items() if v}, "the rule as frozen, rescored"))
+        print(sim_table({k: rescore(k, v, whole, math.inf) for k, v in sim_dump.items() if v}, "candidate: no gate"))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--method", choices=("before", "after"), default="after")
@@ -365,6 +488,9 @@ def main() -> None:
     p.add_argument("--learn", action="store_true", help="print the fallback rule learned on the dev half")
     p.add_argument("--spread", type=Path, metavar="JSON", help="print BIAS_SPREAD from an 'after' --json dump")
     p.add_argument("--json", type=Path, help="write every split's predictions here")
+    p.add_argument("--loso", type=Path, nargs="+", metavar="JSON",
+                   help="leave one source out: rescore 'after' --json dumps of every group (no fit)")
+    p.add_argument("--simulated", type=Path, metavar="JSON", help="with --loso: a --simulate --json dump to rescore")
     p.add_argument("--bootstrap", type=int, default=BOOTSTRAP,
                    help=f"resamples (default {BOOTSTRAP}; the median of the forms' predictions and intervals beyond "
                         "the data do not use them: fewer give the same figures sooner)")
@@ -375,6 +501,10 @@ def main() -> None:
     args = p.parse_args()
     if args.learn:
         print(learn_median() if args.form == combined.NAME else learn())
+        return
+    if args.loso:
+        dump = {k: v for path in args.loso for k, v in json.loads(path.read_text()).items()}
+        loso_report(dump, json.loads(args.simulated.read_text()) if args.simulated else None)
         return
     if args.spread:
         print(spread(json.loads(args.spread.read_text())))

@@ -1,7 +1,8 @@
 """bench/bench_backtest.py's tables: every CSV in bench/data/backtest belongs to exactly one group of
 HALVES (a table added without a group would never be run; one in two groups would be seen twice),
-and each reads through the bench's own loader into positive, finite runs. Reading only: no fit is
-made here (the "fresh2" and "fresh3" groups are run-once tests)."""
+and each reads through the bench's own loader into positive, finite runs; each has its source, and
+`--loso`'s rescoring of a dumped split reproduces the fit (one split fitted, of a table every group of
+which has now been seen)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,34 @@ def test_fresh3_tables_are_as_extracted_and_documented() -> None:
         assert data.compute.max() / data.compute.min() >= 30, name
         assert np.all((data.loss > 1) & (data.loss < 10)), name
         assert f"| {name}.csv |" in readme, name
+
+
+def test_every_table_has_its_source() -> None:
+    """Leave-one-source-out leaves a source's tables out together: Marin 2026's three corpora are one
+    source, the Marin optimizer study (other models, other loss) another; 14 sources in all."""
+    bench = _bench()
+    names = [name for group in bench.HALVES.values() for name in group]
+    sources = {name: bench.source(name) for name in names}
+    assert len(set(sources.values())) == 14
+    assert sources["marin_dclm"] == sources["marin_comma"] != sources["marin_optsweep_muon"]
+    assert sources["marin_optsweep_adamw"] == sources["marin_optsweep_muon"]
+    assert len({sources[n] for n in names if n.startswith("porian_")}) == 1
+
+
+def test_rescoring_a_dump_reproduces_the_fit_and_moves_only_the_rule() -> None:
+    """`--loso` rescores dumped splits with no fit: with the frozen fallback it gives the fit's own
+    predictions exactly; with another fallback and no gate, a split whose cuts measured nothing
+    (the fallback alone) is moved by exactly that fallback's bias at each run's distance."""
+    bench = _bench()
+    key = "fresh3|oellm_dense|30"
+    split = bench.predict_split(bench.load("oellm_dense"), 30.0, "after", bootstrap=20)
+    xp = bench.extrapolation
+    same = bench.rescore(key, split, xp.PRIOR, xp.WELL_TRAINED_TPP)
+    assert [r["center"] for r in same["rows"]] == [r["center"] for r in split["rows"]]
+    assert [(r["lo"], r["hi"]) for r in same["rows"]] == [(r["lo"], r["hi"]) for r in split["rows"]]
+    assert split["backtest"]["extrapolation"]["n_cuts"] == 0          # 14 runs below the cut: no cut of its own
+    moved = bench.rescore(key, split, bench.replace(xp.PRIOR, bias=-0.03), float("inf"))
+    for new, old in zip(moved["rows"], split["rows"], strict=True):
+        assert old["far"] > 1.0
+        assert np.isclose(new["center"], old["law"] * np.exp(-0.03 * old["far"]), rtol=1e-12)
+        assert new["center"] < old["center"]

@@ -147,10 +147,11 @@ def at_least(noise: float, estimation: npt.ArrayLike, dof: float, level: float =
     return np.hypot(float(norm.ppf(q)) * noise, float(student_t.ppf(q, max(dof, 1.0))) * est)
 
 
-def fallback(tokens_per_param: float, prior: Extrapolation = PRIOR) -> Extrapolation:
+def fallback(tokens_per_param: float, prior: Extrapolation = PRIOR,
+             well_trained: float = WELL_TRAINED_TPP) -> Extrapolation:
     """The fallback rule for a table whose runs have a median of `tokens_per_param`: `prior`, its
-    bias where the runs are under-trained on the whole (below WELL_TRAINED_TPP), none where not."""
-    if not tokens_per_param >= WELL_TRAINED_TPP:
+    bias where the runs are under-trained on the whole (below `well_trained`), none where not."""
+    if not tokens_per_param >= well_trained:
         return prior
     return replace(prior, bias=0.0, source=f"{prior.source} (no bias: runs trained a median "
                                           f"{tokens_per_param:.0f} tokens per parameter)")
@@ -171,13 +172,15 @@ def unknown_bias(rule: Extrapolation, cuts: Iterable[Cut]) -> Extrapolation:
 
 
 def rule_beyond(cuts: Iterable[Cut], *, tokens_per_param: float, E: float | None, lowest_loss: float,
-                noise: float = 0.0) -> Extrapolation:
+                noise: float = 0.0, prior: Extrapolation = PRIOR,
+                well_trained: float = WELL_TRAINED_TPP) -> Extrapolation:
     """The rule beyond the data of a law with floor `E` (None: pinned by the user), fitted to runs
     with a median of `tokens_per_param` whose lowest loss is `lowest_loss`: learned from its cuts
     with the fallback for such runs (`fallback`), its bias left unknown where the fit put E far
-    below the runs (`unknown_bias`)."""
+    below the runs (`unknown_bias`). `prior` and `well_trained`: the fallback and its gate, other
+    than the frozen ones only where a bench relearns them (bench_backtest.py --loso)."""
     cuts = list(cuts)
-    rule = learn_extrapolation(cuts, prior=fallback(tokens_per_param), noise=noise)
+    rule = learn_extrapolation(cuts, prior=fallback(tokens_per_param, prior, well_trained), noise=noise)
     return unknown_bias(rule, cuts) if E is not None and E < E_FAR * lowest_loss else rule
 
 
