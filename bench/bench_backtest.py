@@ -453,6 +453,27 @@ def leave_one_source_out(dump: dict, well_trained: float, growth: bool = False) 
     return out, fallbacks
 
 
+def by_source(rules: dict) -> str:
+    """Per source and factor, each rule's median over its tables of the median abs. error and its
+    runs inside the interval."""
+    names = list(rules)
+    lines = ["| source | factor | " + " | ".join(f"rule {j + 1}" for j in range(len(names))) + " |",
+             "| --- | --- |" + " --- |" * len(names)]
+    first = rules[names[0]]
+    for src in sorted({source(k.split("|")[1]) for k in first}):
+        for f in FACTORS:
+            keys = [k for k in first if source(k.split("|")[1]) == src and k.endswith(f"|{f:g}")]
+            if keys:
+                cells = []
+                for name in names:
+                    rows = [rules[name][k]["rows"] for k in keys]
+                    med = np.median([np.median(np.abs([r["error"] for r in t])) for t in rows])
+                    cells.append(f"{100 * med:.2f}% / {sum(r['covered'] for t in rows for r in t)} of "
+                                 f"{sum(len(t) for t in rows)}")
+                lines.append(f"| {src} | {f:g}x | " + " | ".join(cells) + " |")
+    return "\n".join(["rules: " + "; ".join(f"{j + 1}. {name}" for j, name in enumerate(names)), *lines])
+
+
 def loso_report(dump: dict, sim_dump: dict | None) -> None:
     """The frozen rule, the rule with its fallback relearned leaving each source out, and the
     candidate (no gate: the fallback bias for every table, shrunk by its own cuts as now), on all
@@ -471,6 +492,7 @@ def loso_report(dump: dict, sim_dump: dict | None) -> None:
         for label, groups in (("all 28 tables", tuple(HALVES)), ("unseen groups (fresh2, fresh3)", UNSEEN)):
             print(f"\n{title}, {label}")
             print(table({f"x|{k.split('|', 1)[1]}": v for k, v in results.items() if k.split("|")[0] in groups}, "x"))
+    print("\n" + by_source(rules))
     print(f"\nrescored in {time.perf_counter() - t0:.0f} s (no fit)")
     if sim_dump:
         whole = learned_fallback([observed_cut(k, v) for k, v in dump.items() if v and "backtest" in v], False)
