@@ -10,9 +10,13 @@
     python bench/bench_backtest.py --learn           # the fallback rule (extrapolation.PRIOR) from the dev half
     python bench/bench_backtest.py --learn --form median   # the median of the forms' floor (combined.MEDIAN_FLOOR)
     python bench/bench_backtest.py --spread FILE     # extrapolation.BIAS_SPREAD from a --json dump's dev half
+    python bench/bench_backtest.py --loso DEV.json HELD.json ... [--simulated SIM.json]   # leave one source out
     python bench/bench_backtest.py --form kaplan --half dev   # one law form, as `scaling fit --form kaplan` predicts
     python bench/bench_backtest.py --form all --half dev      # every form, and two rules choosing or combining them
     python bench/bench_backtest.py --form median --half dev   # the median of the forms, as `scaling fit --form median`
+
+`--loso` reads the `--json` dumps of every group (and of `--simulate`) and predicts each split again with
+no fit: the fallback bias relearned on the other sources' splits for each source in turn (`loso_report`).
 
 `--json FILE` keeps every split's predictions, and for "after" what any rule beyond the data needs
 (each run's observed loss, its distance, the backtest's law, the fitted law and its bootstrap
