@@ -36,9 +36,10 @@ import numpy.typing as npt
 
 from scaling.errors import UsageError
 from scaling.laws.checks.extrapolation import LEVEL, Extrapolation, growth_text, rule_beyond
+from scaling.laws.checks.precision import floor_covariance, law_covariance, prediction_sd
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.fitdata import FitData
-from scaling.laws.fitting.objective import EPrior, log_loss_jacobian
+from scaling.laws.fitting.objective import EPrior
 from scaling.laws.forms.form import FormLaw
 from scaling.laws.forms.law import Law
 
@@ -306,40 +307,6 @@ def cut_errors(data: FitData, factor: float, *, delta: float, fixed_E: float | N
                starts: np.ndarray | None = None) -> Cut:
     """One cut without intervals (`fit_cut`)."""
     return fit_cut(data, factor, delta=delta, fixed_E=fixed_E, starts=starts)[0]
-
-
-def law_covariance(result: fitting.FitResult, n: np.ndarray, d: np.ndarray, *,
-                   fixed_E: float | None) -> np.ndarray | None:
-    """The Gauss-Newton covariance scatter^2 (J^T J)^-1 of a fit's free constants (log E, log A, log
-    B, alpha, beta; E left out where pinned) on its runs (n, d): J the derivatives of log L at
-    them, scatter their residual RMS over the degrees of freedom left, a prior on E adding its
-    precision. None where the runs cannot separate the constants."""
-    free = slice(0 if fixed_E is None else 1, None)
-    jac = log_loss_jacobian(result.law, n, d)[:, free]
-    scatter = result.residual_rms * math.sqrt(len(n) / max(len(n) - jac.shape[1], 1))
-    info = jac.T @ jac / max(scatter, 1e-6) ** 2
-    if result.E_prior is not None and fixed_E is None:     # the prior's precision on log E
-        info[0, 0] += (result.law.E / result.E_prior.sd) ** 2
-    return None if np.linalg.cond(info) > 1e14 else np.linalg.inv(info)
-
-
-def floor_covariance(result: fitting.FitResult, n: np.ndarray, d: np.ndarray, *,
-                     fixed_E: float | None) -> np.ndarray | None:
-    """The covariance the floor beyond the data is measured by (`extrapolation.at_least`):
-    `law_covariance`, or where the runs cannot separate E from the other constants (E run to its
-    bound) that of the other four with E held where the fit put it: a lower bound on the law's
-    estimation error, as a floor should be. On the public tables this is Gemstones' 30x split (31
-    runs, no cut; its intervals held 19 of 23 without it, 23 with) and Porian et al.'s long-warmup
-    configurations, already wider (docs/backtests.md, "Cuts of the minimum size")."""
-    cov = law_covariance(result, n, d, fixed_E=fixed_E)
-    return law_covariance(result, n, d, fixed_E=result.law.E) if cov is None and fixed_E is None else cov
-
-
-def prediction_sd(law: Law, cov: np.ndarray, n: npt.ArrayLike, d: npt.ArrayLike) -> np.ndarray:
-    """The sd of each log L(n, d) owed to estimating `law` (its free constants' covariance `cov`,
-    `law_covariance`), to first order."""
-    grad = log_loss_jacobian(law, np.atleast_1d(n), np.atleast_1d(d))[:, 5 - cov.shape[0]:]
-    return np.sqrt(np.einsum("ij,jk,ik->i", grad, cov, grad))
 
 
 def with_precision(data: FitData, cut: Cut, result: fitting.FitResult | None, *,
