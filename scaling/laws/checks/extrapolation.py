@@ -64,7 +64,7 @@ class Extrapolation:
               estimation: npt.ArrayLike = 0.0, dof: float = math.inf) -> tuple:
         """(center, lo, hi): the prediction moved by the bias and its interval for a run `distance`
         decades of compute beyond the fitted runs (broadcasts over arrays). `estimation`: the sd of
-        the log prediction owed to estimating the law from its runs (`backtest.prediction_sd`; 0 or
+        the log prediction owed to estimating the law from its runs (`precision.prediction_sd`; 0 or
         inf: not measured), with `dof` degrees of freedom left by its fit: beyond the data the
         interval is never narrower than that error and the runs' scatter together (`at_least`)."""
         x = np.maximum(np.asarray(distance, dtype=float), 0.0)
