@@ -371,14 +371,14 @@ def _format_error(source: str, exc: ValidationError) -> str:
     lines = [f"{source}: invalid configuration"]
     # A misspelt key is one problem, not two: its "unknown key" names the key meant, and the "Field
     # required" of that key (a required one's misspelling leaves it missing) is not repeated.
-    meant = {(*err["loc"][:-1], key) for err in exc.errors() if err["type"] == "extra_forbidden"
-             and (key := _closest_key(err["loc"])) is not None}
+    closest = {tuple(err["loc"]): _closest_key(err["loc"]) for err in exc.errors() if err["type"] == "extra_forbidden"}
+    meant = {(*loc[:-1], key) for loc, key in closest.items() if key is not None}
     errors = [err for err in exc.errors() if not (err["type"] == "missing" and tuple(err["loc"]) in meant)]
     for err in errors[:MAX_ERRORS_SHOWN]:
         path = ".".join(f"[{p}]" if isinstance(p, int) else str(p) for p in err["loc"]).replace(".[", "[")
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            key = _closest_key(err["loc"])
+            key = closest[tuple(err["loc"])]
             hint = "" if key is None else f"; did you mean {key!r}?"
             msg = f"unknown key{hint} (see docs/config.md for the allowed keys)"
         where = f"{path}: " if path else ""
