@@ -1,0 +1,167 @@
+"""The 30x pessimism's candidates (docs/backtests.md, "The 30x pessimism: candidates, fixed before
+measuring"), scored leave-one-source-out from dumps already made: no fit.
+
+    python bench/bench_thirty.py --loso DEV.json HELD.json FRESH.json FRESH2.json FRESH3.json \\
+        --members MDEV.json MHELD.json MFRESH.json MFRESH2.json MFRESH3.json \\
+        --simulated SIM.json --simulated-members MSIM.json
+
+--loso: `bench_backtest.py --half H --bootstrap 20 --json` dumps (the default fit's splits);
+--members: `bench_backtest.py --form median --half H --bootstrap 20 --json` dumps of the same groups
+(each run's four predicting forms' predictions, and each form's cuts and rule). The two dumps hold the
+same fits: the backtest's law is the same run by run (checked).
+
+A: the centre beyond the data is the geometric median of the four forms' predictions; B: the tied
+form's where the law beyond the data cannot tell alpha from beta (|alpha - beta| < 1.96 sd, its
+Gauss-Newton covariance), else the default's. Both carry the default's interval over in log. Under
+leave-one-source-out each member's bias is relearned with the fallback learned without its source,
+as the default's is (`bench_backtest.leave_one_source_out`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import bench_backtest as bb  # noqa: E402
+
+from scaling.laws.checks import backtest, extrapolation  # noqa: E402
+
+Z = 1.96
+
+
+def member_bias(member: dict, tpp: float, prior: extrapolation.Extrapolation) -> float:
+    """A form's bias beyond the data as `cross_forms.fitted_entry` learns it, with fallback `prior`."""
+    cuts = extrapolation.distinct_cuts(backtest.Cut.from_json(c) for c in member["cuts"])
+    return extrapolation.table_bias(cuts, extrapolation.fallback(tpp, prior), extrapolation.PRIOR_WEIGHT)
+
+
+def member_centres(key: str, split: dict, prior: extrapolation.Extrapolation) -> list[dict]:
+    """Each row's member predictions, their biases relearned with `prior` in place of the frozen one."""
+    tpp = bb._context(key)["tpp"]
+    shift = {}
+    for m in split["members"]:
+        frozen = member_bias(m, tpp, extrapolation.PRIOR)
+        assert math.isclose(frozen, m["extrapolation"]["bias"], rel_tol=1e-9, abs_tol=1e-12), (key, m["name"])
+        shift[m["name"]] = member_bias(m, tpp, prior) - frozen
+    return [{name: v * math.exp(shift[name] * max(r["far"], 0.0)) for name, v in r["members"].items()}
+            for r in split["rows"]]
+
+
+def tied_allowed(split: dict) -> bool:
+    """Whether the law beyond the data cannot tell alpha from beta at 95% (its covariance's last two
+    constants are alpha and beta, E pinned or not); False where no covariance was measured."""
+    cov = split["backtest"].get("covariance") or []
+    if not cov:
+        return False
+    c = np.array(cov)
+    law = split["backtest"]["law"]
+    sd = math.sqrt(max(c[-2, -2] + c[-1, -1] - 2 * c[-2, -1], 0.0))
+    return abs(law["alpha"] - law["beta"]) < Z * sd
+
+
+def recentred(row: dict, centre: float) -> dict:
+    """The default's row with its interval carried over in log to `centre`."""
+    if row is None:
+        return row
+    scale = centre / row["center"]
+    return bb._row(centre, row["lo"] * scale, row["hi"] * scale, row["observed"])
+
+
+def candidates(key: str, default: dict, split: dict, members: dict,
+               prior: extrapolation.Extrapolation) -> dict:
+    """{"A": split, "B": split} for one split: the default's rescored rows re-centred."""
+    centres = member_centres(key, members, prior)
+    tied = tied_allowed(split)
+    out: dict = {"A": {"rows": []}, "B": {"rows": [], "tied": tied}}
+    for r, d, m in zip(split["rows"], default["rows"], centres):
+        if r["far"] <= 0:                       # inside the data: the default's, unchanged
+            out["A"]["rows"].append(d)
+            out["B"]["rows"].append(d)
+            continue
+        out["A"]["rows"].append(recentred(d, float(np.exp(np.median(np.log(list(m.values())))))))
+        out["B"]["rows"].append(recentred(d, m["tied"]) if tied else d)
+    return out
+
+
+NAMES = {"A": "A: median of the forms", "B": "B: tied where alpha ~ beta"}
+
+
+def score(dump: dict, members: dict, loso: bool) -> dict:
+    """{rule: {key: split}} for the default and the candidates, every split of `dump`: with `loso`
+    the fallback relearned without each split's source, else the frozen one."""
+    if loso:
+        default, fallbacks = bb.leave_one_source_out(dump, extrapolation.WELL_TRAINED_TPP)
+    else:
+        default = {k: bb.rescore(k, v, extrapolation.PRIOR, extrapolation.WELL_TRAINED_TPP)
+                   for k, v in dump.items() if v and "backtest" in v}
+    tag = " (LOSO)" if loso else " (frozen)"
+    rules: dict = {"default" + tag: default, **{name + tag: {} for name in NAMES.values()}}
+    for key, split in default.items():
+        prior = fallbacks[bb.source(key.split("|")[1])] if loso else extrapolation.PRIOR
+        got = candidates(key, split, dump[key], members[key], prior)
+        for short, name in NAMES.items():
+            rules[name + tag][key] = got[short]
+    return rules
+
+
+def check_same_fits(dump: dict, members: dict) -> None:
+    """The two dumps must hold the same fits: the backtest's law's prediction equal run by run."""
+    for key, split in dump.items():
+        if split and "backtest" in split:
+            other = members.get(key)
+            assert other and len(other["rows"]) == len(split["rows"]), key
+            assert all(math.isclose(a["law"], b["law"], rel_tol=1e-12) for a, b in zip(split["rows"], other["rows"]))
+
+
+def report(rules: dict) -> None:
+    for title, results in rules.items():
+        for label, groups in (("all 28 tables", tuple(bb.HALVES)), ("unseen groups (fresh2, fresh3)", bb.UNSEEN)):
+            print(f"\n{title}, {label}")
+            chosen = {f"x|{k.split('|', 1)[1]}": v for k, v in results.items() if k.split("|")[0] in groups}
+            print(bb.table(chosen, "x"))
+    print("\n" + bb.by_source(rules))
+    tied = next(v for k, v in rules.items() if k.startswith(NAMES["B"]))
+    used = sorted(k for k, v in tied.items() if v.get("tied"))
+    print(f"\nB used the tied form in {len(used)} of {len(tied)} splits: " + ", ".join(used))
+
+
+def simulated(sim: dict, sim_members: dict) -> None:
+    """The candidates frozen (the fallback as it is) on the simulated sweeps."""
+    default = {k: bb.rescore(k, v, extrapolation.PRIOR, extrapolation.WELL_TRAINED_TPP) for k, v in sim.items() if v}
+    got = {k: candidates(k, default[k], sim[k], sim_members[k], extrapolation.PRIOR) for k in default}
+    print(bb.sim_table(default, "the default, rescored"))
+    for name in ("A", "B"):
+        print(bb.sim_table({k: v[name] for k, v in got.items()}, f"candidate {name}"))
+    print(f"B used the tied form in {sum(v['B']['tied'] for v in got.values())} of {len(got)} simulated splits")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--loso", type=Path, nargs="+", required=True, metavar="JSON")
+    p.add_argument("--members", type=Path, nargs="+", required=True, metavar="JSON")
+    p.add_argument("--simulated", type=Path, metavar="JSON")
+    p.add_argument("--simulated-members", type=Path, metavar="JSON")
+    p.add_argument("--frozen", action="store_true", help="also the frozen fallback (no LOSO)")
+    args = p.parse_args()
+    dump = {k: v for path in args.loso for k, v in json.loads(path.read_text()).items()}
+    members = {k: v for path in args.members for k, v in json.loads(path.read_text()).items()}
+    check_same_fits(dump, members)
+    report(score(dump, members, loso=True))
+    if args.frozen:
+        report(score(dump, members, loso=False))
+    if args.simulated and args.simulated_members:
+        sim, sim_members = (json.loads(p.read_text()) for p in (args.simulated, args.simulated_members))
+        check_same_fits(sim, sim_members)
+        simulated(sim, sim_members)
+
+
+if __name__ == "__main__":
+    main()
