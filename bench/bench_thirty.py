@@ -121,9 +121,10 @@ def check_same_fits(dump: dict, members: dict) -> None:
             assert all(math.isclose(a["law"], b["law"], rel_tol=1e-12) for a, b in zip(split["rows"], other["rows"]))
 
 
-def report(rules: dict) -> None:
+def report(rules: dict, unseen: tuple = bb.UNSEEN) -> None:
+    """Each rule's table on every table and on the `unseen` groups, per source, and B's choices."""
     for title, results in rules.items():
-        for label, groups in (("all 28 tables", tuple(bb.HALVES)), ("unseen groups (fresh2, fresh3)", bb.UNSEEN)):
+        for label, groups in (("all tables", tuple(bb.HALVES)), (f"unseen groups ({', '.join(unseen)})", unseen)):
             print(f"\n{title}, {label}")
             chosen = {f"x|{k.split('|', 1)[1]}": v for k, v in results.items() if k.split("|")[0] in groups}
             print(bb.table(chosen, "x"))
@@ -150,13 +151,15 @@ def main() -> None:
     p.add_argument("--simulated", type=Path, metavar="JSON")
     p.add_argument("--simulated-members", type=Path, metavar="JSON")
     p.add_argument("--frozen", action="store_true", help="also the frozen fallback (no LOSO)")
+    p.add_argument("--unseen", nargs="+", default=list(bb.UNSEEN), metavar="GROUP",
+                   help="the groups shown apart (default: %(default)s); a group run once, e.g. fresh4")
     args = p.parse_args()
     dump = {k: v for path in args.loso for k, v in json.loads(path.read_text()).items()}
     members = {k: v for path in args.members for k, v in json.loads(path.read_text()).items()}
     check_same_fits(dump, members)
-    report(score(dump, members, loso=True))
+    report(score(dump, members, loso=True), tuple(args.unseen))
     if args.frozen:
-        report(score(dump, members, loso=False))
+        report(score(dump, members, loso=False), tuple(args.unseen))
     if args.simulated and args.simulated_members:
         sim, sim_members = (json.loads(p.read_text()) for p in (args.simulated, args.simulated_members))
         check_same_fits(sim, sim_members)
