@@ -30,7 +30,19 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import bench_backtest as bb  # noqa: E402
+# What it reuses of the bench (the leave-one-source-out rescoring); should those move, only this import follows.
+from bench_backtest import (  # noqa: E402
+    HALVES,
+    UNSEEN,
+    _context,
+    _row,
+    by_source,
+    leave_one_source_out,
+    rescore,
+    sim_table,
+    source,
+    table,
+)
 
 from scaling.laws.checks import backtest, extrapolation  # noqa: E402
 
@@ -45,7 +57,7 @@ def member_bias(member: dict, tpp: float, prior: extrapolation.Extrapolation) ->
 
 def member_centres(key: str, split: dict, prior: extrapolation.Extrapolation) -> list[dict]:
     """Each row's member predictions, their biases relearned with `prior` in place of the frozen one."""
-    tpp = bb._context(key)["tpp"]
+    tpp = _context(key)["tpp"]
     shift = {}
     for m in split["members"]:
         frozen = member_bias(m, tpp, extrapolation.PRIOR)
@@ -72,7 +84,7 @@ def recentred(row: dict, centre: float) -> dict:
     if row is None:
         return row
     scale = centre / row["center"]
-    return bb._row(centre, row["lo"] * scale, row["hi"] * scale, row["observed"])
+    return _row(centre, row["lo"] * scale, row["hi"] * scale, row["observed"])
 
 
 def candidates(key: str, default: dict, split: dict, members: dict,
@@ -98,14 +110,14 @@ def score(dump: dict, members: dict, loso: bool) -> dict:
     """{rule: {key: split}} for the default and the candidates, every split of `dump`: with `loso`
     the fallback relearned without each split's source, else the frozen one."""
     if loso:
-        default, fallbacks = bb.leave_one_source_out(dump, extrapolation.WELL_TRAINED_TPP)
+        default, fallbacks = leave_one_source_out(dump, extrapolation.WELL_TRAINED_TPP)
     else:
-        default = {k: bb.rescore(k, v, extrapolation.PRIOR, extrapolation.WELL_TRAINED_TPP)
+        default = {k: rescore(k, v, extrapolation.PRIOR, extrapolation.WELL_TRAINED_TPP)
                    for k, v in dump.items() if v and "backtest" in v}
     tag = " (LOSO)" if loso else " (frozen)"
     rules: dict = {"default" + tag: default, **{name + tag: {} for name in NAMES.values()}}
     for key, split in default.items():
-        prior = fallbacks[bb.source(key.split("|")[1])] if loso else extrapolation.PRIOR
+        prior = fallbacks[source(key.split("|")[1])] if loso else extrapolation.PRIOR
         got = candidates(key, split, dump[key], members[key], prior)
         for short, name in NAMES.items():
             rules[name + tag][key] = got[short]
@@ -121,14 +133,14 @@ def check_same_fits(dump: dict, members: dict) -> None:
             assert all(math.isclose(a["law"], b["law"], rel_tol=1e-12) for a, b in zip(split["rows"], other["rows"]))
 
 
-def report(rules: dict, unseen: tuple = bb.UNSEEN) -> None:
+def report(rules: dict, unseen: tuple = UNSEEN) -> None:
     """Each rule's table on every table and on the `unseen` groups, per source, and B's choices."""
     for title, results in rules.items():
-        for label, groups in (("all tables", tuple(bb.HALVES)), (f"unseen groups ({', '.join(unseen)})", unseen)):
+        for label, groups in (("all tables", tuple(HALVES)), (f"unseen groups ({', '.join(unseen)})", unseen)):
             print(f"\n{title}, {label}")
             chosen = {f"x|{k.split('|', 1)[1]}": v for k, v in results.items() if k.split("|")[0] in groups}
-            print(bb.table(chosen, "x"))
-    print("\n" + bb.by_source(rules))
+            print(table(chosen, "x"))
+    print("\n" + by_source(rules))
     tied = next(v for k, v in rules.items() if k.startswith(NAMES["B"]))
     used = sorted(k for k, v in tied.items() if v.get("tied"))
     print(f"\nB used the tied form in {len(used)} of {len(tied)} splits: " + ", ".join(used))
@@ -136,11 +148,11 @@ def report(rules: dict, unseen: tuple = bb.UNSEEN) -> None:
 
 def simulated(sim: dict, sim_members: dict) -> None:
     """The candidates frozen (the fallback as it is) on the simulated sweeps."""
-    default = {k: bb.rescore(k, v, extrapolation.PRIOR, extrapolation.WELL_TRAINED_TPP) for k, v in sim.items() if v}
+    default = {k: rescore(k, v, extrapolation.PRIOR, extrapolation.WELL_TRAINED_TPP) for k, v in sim.items() if v}
     got = {k: candidates(k, default[k], sim[k], sim_members[k], extrapolation.PRIOR) for k in default}
-    print(bb.sim_table(default, "the default, rescored"))
+    print(sim_table(default, "the default, rescored"))
     for name in ("A", "B"):
-        print(bb.sim_table({k: v[name] for k, v in got.items()}, f"candidate {name}"))
+        print(sim_table({k: v[name] for k, v in got.items()}, f"candidate {name}"))
     print(f"B used the tied form in {sum(v['B']['tied'] for v in got.values())} of {len(got)} simulated splits")
 
 
@@ -151,7 +163,7 @@ def main() -> None:
     p.add_argument("--simulated", type=Path, metavar="JSON")
     p.add_argument("--simulated-members", type=Path, metavar="JSON")
     p.add_argument("--frozen", action="store_true", help="also the frozen fallback (no LOSO)")
-    p.add_argument("--unseen", nargs="+", default=list(bb.UNSEEN), metavar="GROUP",
+    p.add_argument("--unseen", nargs="+", default=list(UNSEEN), metavar="GROUP",
                    help="the groups shown apart (default: %(default)s); a group run once, e.g. fresh4")
     args = p.parse_args()
     dump = {k: v for path in args.loso for k, v in json.loads(path.read_text()).items()}
