@@ -23,7 +23,9 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -44,7 +46,7 @@ from bench_backtest import (  # noqa: E402
     table,
 )
 
-from scaling.laws.checks import backtest, extrapolation  # noqa: E402
+from scaling.laws.checks import backtest, combined, extrapolation  # noqa: E402
 
 Z = 1.96
 
@@ -65,6 +67,32 @@ def member_centres(key: str, split: dict, prior: extrapolation.Extrapolation) ->
         shift[m["name"]] = member_bias(m, tpp, prior) - frozen
     return [{name: v * math.exp(shift[name] * max(r["far"], 0.0)) for name, v in r["members"].items()}
             for r in split["rows"]]
+
+
+def median_rule(key: str, split: dict, prior: extrapolation.Extrapolation) -> extrapolation.Extrapolation:
+    """The median of the forms' own rule beyond the data (`combined.combine`), from the dumped members'
+    cuts, each member's bias (and unknown bias, where it has one) relearned with the fallback `prior`."""
+    tpp = _context(key)["tpp"]
+    chosen, biases, unknown = [], [], 0.0
+    for m in split["members"]:
+        cuts = tuple(backtest.Cut.from_json(c) for c in m["cuts"])
+        frozen = extrapolation.Extrapolation.from_json(m["extrapolation"])
+        rule = replace(frozen, bias=member_bias(m, tpp, prior), bias_sd=0.0)
+        if frozen.bias_sd > 0:              # its E far below its runs (`rule_beyond`): the unknown bias about it
+            rule = extrapolation.unknown_bias(rule, cuts)
+            if prior is extrapolation.PRIOR:
+                assert math.isclose(rule.bias_sd, frozen.bias_sd, rel_tol=1e-9), (key, m["name"])
+        chosen.append(SimpleNamespace(name=m["name"], cuts=cuts))
+        biases.append(rule.bias)
+        unknown = max(unknown, rule.bias_sd)
+    cuts = combined._cuts(chosen, biases, combined.FACTORS)
+    noise = float(np.median([m["residual_rms"] for m in split["members"]]))
+    rule = extrapolation.learn_extrapolation(cuts, prior=combined.NO_BIAS, noise=noise, floor=combined.MEDIAN_FLOOR,
+                                             bias=0.0)
+    if unknown > 0:
+        rule = extrapolation.unknown_bias(rule, cuts)
+        rule = replace(rule, bias_sd=max(rule.bias_sd, unknown))
+    return rule
 
 
 def tied_allowed(split: dict) -> bool:
@@ -89,21 +117,30 @@ def recentred(row: dict, centre: float) -> dict:
 
 def candidates(key: str, default: dict, split: dict, members: dict,
                prior: extrapolation.Extrapolation) -> dict:
-    """{"A": split, "B": split} for one split: the default's rescored rows re-centred."""
+    """{"A", "B", "C": split} for one split: A and B the default's rescored rows re-centred; C the
+    median's own rule (`median_rule`) about A's centre, never narrower than the default law's own
+    estimation error (`at_least`, as the default's interval)."""
     centres = member_centres(key, members, prior)
     tied = tied_allowed(split)
-    out: dict = {"A": {"rows": []}, "B": {"rows": [], "tied": tied}}
-    for r, d, m in zip(split["rows"], default["rows"], centres):
+    rule = median_rule(key, members, prior)
+    check = backtest.Backtest.from_json(split["backtest"])
+    ctx = _context(key)
+    out: dict = {"A": {"rows": []}, "B": {"rows": [], "tied": tied}, "C": {"rows": []}}
+    for r, d, m, est in zip(split["rows"], default["rows"], centres, check.estimation_sd(ctx["n"], ctx["d"])):
         if r["far"] <= 0:                       # inside the data: the default's, unchanged
-            out["A"]["rows"].append(d)
-            out["B"]["rows"].append(d)
+            for name in out:
+                out[name]["rows"].append(d)
             continue
-        out["A"]["rows"].append(recentred(d, float(np.exp(np.median(np.log(list(m.values())))))))
+        centre = float(np.exp(np.median(np.log(list(m.values())))))
+        out["A"]["rows"].append(recentred(d, centre))
         out["B"]["rows"].append(recentred(d, m["tied"]) if tied else d)
+        out["C"]["rows"].append(_row(*(float(v) for v in rule.widen(centre, r["far"], estimation=est, dof=check.dof)),
+                                     r["observed"]))
     return out
 
 
-NAMES = {"A": "A: median of the forms", "B": "B: tied where alpha ~ beta"}
+NAMES = {"A": "A: median of the forms", "B": "B: tied where alpha ~ beta",
+         "C": "C: median of the forms, its own interval and the estimation floor"}
 
 
 def score(dump: dict, members: dict, loso: bool) -> dict:
@@ -151,7 +188,7 @@ def simulated(sim: dict, sim_members: dict) -> None:
     default = {k: rescore(k, v, extrapolation.PRIOR, extrapolation.WELL_TRAINED_TPP) for k, v in sim.items() if v}
     got = {k: candidates(k, default[k], sim[k], sim_members[k], extrapolation.PRIOR) for k in default}
     print(sim_table(default, "the default, rescored"))
-    for name in ("A", "B"):
+    for name in NAMES:
         print(sim_table({k: v[name] for k, v in got.items()}, f"candidate {name}"))
     print(f"B used the tied form in {sum(v['B']['tied'] for v in got.values())} of {len(got)} simulated splits")
 
