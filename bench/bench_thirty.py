@@ -12,7 +12,9 @@ same fits: the backtest's law is the same run by run (checked).
 
 A: the centre beyond the data is the geometric median of the four forms' predictions; B: the tied
 form's where the law beyond the data cannot tell alpha from beta (|alpha - beta| < 1.96 sd, its
-Gauss-Newton covariance), else the default's. Both carry the default's interval over in log. Under
+Gauss-Newton covariance), else the default's. Both carry the default's interval over in log. C: A's
+centre with the median of the forms' own interval (`combined.combine`'s rule, recomputed from the
+members' cuts) never narrower than the default law's estimation error (`extrapolation.at_least`). Under
 leave-one-source-out each member's bias is relearned with the fallback learned without its source,
 as the default's is (`bench_backtest.leave_one_source_out`).
 """
