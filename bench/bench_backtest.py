@@ -1,10 +1,11 @@
-"""How far beyond its data does the tool's law predict? Leave-future-out on 28 public tables.
+"""How far beyond its data does the tool's law predict? Leave-future-out on 29 public tables.
 
     python bench/bench_backtest.py                   # "after": the fit as it is now (widened intervals)
     python bench/bench_backtest.py --method before   # the law and its bootstrap interval, unwidened
     python bench/bench_backtest.py --half fresh      # tables added after the held-out half (run once; see HALVES)
     python bench/bench_backtest.py --half fresh2     # tables added last, for the rule frozen after "fresh" (run once)
     python bench/bench_backtest.py --half fresh3     # tables added after fresh2 was run (run once, by the lead)
+    python bench/bench_backtest.py --half fresh4     # tables added after fresh3 was run (run once, by the lead)
     python bench/bench_backtest.py --simulate 3      # simulated sweeps whose true law is another form
     python bench/bench_backtest.py --simulate 3 --form median   # the same sweeps, the median of the forms predicting
     python bench/bench_backtest.py --learn           # the fallback rule (extrapolation.PRIOR) from the dev half
@@ -89,6 +90,9 @@ HALVES = {
     # Added after "fresh2" had been run: sources none of the groups above use, committed with this
     # line before anything was fitted on them; for one run of the rule, by the lead only.
     "fresh3": ("marin_optsweep_adamw", "marin_optsweep_muon", "oellm_dense", "pile_scaling_neox"),
+    # Added after "fresh3" had been run: sources none of the groups above use, committed with this
+    # line before anything was fitted on them; for one run of the rule, by the lead only.
+    "fresh4": ("marin_moe_lrsweep",),
 }
 
 
@@ -375,10 +379,11 @@ def forms_and_rules(halves, json_path) -> None:
 # Leave one source out (`--loso`): which source each table comes from (bench/data/backtest/README.md).
 # A source's tables leave together: Marin 2026's three corpora, Porian et al.'s ten configurations,
 # Gadre et al.'s three corpora, the Marin optimizer study's two optimizers (a study apart from
-# Marin 2026's sweeps: other models, other loss); every other table is its own source.
-SOURCE_PREFIXES = (("marin_optsweep_", "marin optimizer study"), ("marin_", "marin 2026"), ("porian_", "porian"),
-                   ("gadre_", "gadre"))
-UNSEEN = ("fresh2", "fresh3")       # the groups each run once, unseen, on a frozen rule
+# Marin 2026's sweeps: other models, other loss), and the Marin MoE learning-rate sweep apart from
+# both (mixture-of-experts models, another optimizer and loss); every other table is its own source.
+SOURCE_PREFIXES = (("marin_optsweep_", "marin optimizer study"), ("marin_moe_", "marin moe lr sweep"),
+                   ("marin_", "marin 2026"), ("porian_", "porian"), ("gadre_", "gadre"))
+UNSEEN = ("fresh2", "fresh3", "fresh4")       # the groups each run once, unseen, on a frozen rule
 
 
 def source(name: str) -> str:
@@ -492,8 +497,10 @@ def loso_report(dump: dict, sim_dump: dict | None) -> None:
         rules[title], fallbacks = leave_one_source_out(dump, gate, growth)
         print(f"{title}: fallback learned without each source: " + "; ".join(
             f"{src} {100 * fb.bias:+.2f}%/decade, growth {100 * fb.growth:.2f}%" for src, fb in fallbacks.items()))
+    groups_of = ((f"all {sum(map(len, HALVES.values()))} tables", tuple(HALVES)),
+                 (f"unseen groups ({', '.join(UNSEEN)})", UNSEEN))
     for title, results in rules.items():
-        for label, groups in (("all 28 tables", tuple(HALVES)), ("unseen groups (fresh2, fresh3)", UNSEEN)):
+        for label, groups in groups_of:
             print(f"\n{title}, {label}")
             print(table({f"x|{k.split('|', 1)[1]}": v for k, v in results.items() if k.split("|")[0] in groups}, "x"))
     print("\n" + by_source(rules))
@@ -509,8 +516,8 @@ def loso_report(dump: dict, sim_dump: dict | None) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--method", choices=("before", "after"), default="after")
-    p.add_argument("--half", choices=("dev", "held-out", "fresh", "fresh2", "fresh3", "both"), default="both",
-                   help='"both": dev and held-out (fresh, fresh2 and fresh3 are each run on their own, once)')
+    p.add_argument("--half", choices=("dev", "held-out", "fresh", "fresh2", "fresh3", "fresh4", "both"), default="both",
+                   help='"both": dev and held-out (fresh, fresh2, fresh3, fresh4: each on its own, once)')
     p.add_argument("--learn", action="store_true", help="print the fallback rule learned on the dev half")
     p.add_argument("--spread", type=Path, metavar="JSON", help="print BIAS_SPREAD from an 'after' --json dump")
     p.add_argument("--json", type=Path, help="write every split's predictions here")

@@ -36,18 +36,21 @@ def test_every_table_is_in_exactly_one_group_and_reads() -> None:
         assert len(data.n) >= 15 and np.all(np.isfinite(values)) and np.all(values > 0), name
 
 
-# The run-once group: each table's runs and model sizes as extracted, and whether it has IsoFLOP budgets.
-FRESH3 = {"marin_optsweep_adamw": (18, 4, False), "marin_optsweep_muon": (18, 4, False),
-          "oellm_dense": (51, 6, False), "pile_scaling_neox": (16, 4, False)}
+# The run-once groups: each table's runs and model sizes as extracted, and whether it has IsoFLOP budgets.
+RUN_ONCE = {"fresh3": {"marin_optsweep_adamw": (18, 4, False), "marin_optsweep_muon": (18, 4, False),
+                       "oellm_dense": (51, 6, False), "pile_scaling_neox": (16, 4, False)},
+            "fresh4": {"marin_moe_lrsweep": (26, 6, False)}}
 
 
-def test_fresh3_tables_are_as_extracted_and_documented() -> None:
-    """Each "fresh3" table has its runs, one row per (N, D), at least four sizes, compute spanning
-    the 30x cut, and a provenance row in the data README. Reading only: nothing is fitted."""
+def test_run_once_tables_are_as_extracted_and_documented() -> None:
+    """Each "fresh3" and "fresh4" table has its runs, one row per (N, D), at least four sizes,
+    compute spanning the 30x cut, and a provenance row in the data README. Reading only: nothing is
+    fitted."""
     bench = _bench()
-    assert bench.HALVES["fresh3"] == tuple(FRESH3)
     readme = (bench.DATA / "README.md").read_text()
-    for name, (runs, sizes, has_budgets) in FRESH3.items():
+    for group, tables in RUN_ONCE.items():
+        assert bench.HALVES[group] == tuple(tables), group
+    for name, (runs, sizes, has_budgets) in ((k, v) for tables in RUN_ONCE.values() for k, v in tables.items()):
         data = bench.load(name)
         pairs = set(zip(data.n.tolist(), data.d.tolist(), strict=True))
         assert len(data.n) == runs and len(pairs) == runs, name
@@ -60,12 +63,14 @@ def test_fresh3_tables_are_as_extracted_and_documented() -> None:
 
 def test_every_table_has_its_source() -> None:
     """Leave-one-source-out leaves a source's tables out together: Marin 2026's three corpora are one
-    source, the Marin optimizer study (other models, other loss) another; 14 sources in all."""
+    source, the Marin optimizer study (other models, other loss) another, the Marin MoE sweep a third;
+    15 sources in all."""
     bench = _bench()
     names = [name for group in bench.HALVES.values() for name in group]
     sources = {name: bench.source(name) for name in names}
-    assert len(set(sources.values())) == 14
+    assert len(set(sources.values())) == 15
     assert sources["marin_dclm"] == sources["marin_comma"] != sources["marin_optsweep_muon"]
+    assert len({sources["marin_dclm"], sources["marin_optsweep_muon"], sources["marin_moe_lrsweep"]}) == 3
     assert sources["marin_optsweep_adamw"] == sources["marin_optsweep_muon"]
     assert len({sources[n] for n in names if n.startswith("porian_")}) == 1
 
