@@ -25,7 +25,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from scaling.config import SweepConfig, load_config
-from scaling.sweep.plan import plan
+from scaling.sweeps.plan import plan
 from scaling.train.counts import COMPUTE_MEASURES
 from scaling.train.model import GPT
 from scaling.train.shape import flops_by_measure

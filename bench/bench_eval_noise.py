@@ -27,8 +27,8 @@ import torch
 
 from scaling.config import load_config
 from scaling.data.tokens import prepare_tokens
-from scaling.sweep.job import token_data
-from scaling.sweep.plan import plan
+from scaling.sweeps.job import token_data
+from scaling.sweeps.plan import plan
 from scaling.train.batches import evaluate, val_windows
 from scaling.train.model import GPT
 

@@ -90,7 +90,7 @@ import torch.nn.functional as F
 
 from scaling.config import TrainConfig, load_config
 from scaling.data.tokens import prepare_tokens
-from scaling.sweep.job import token_data
+from scaling.sweeps.job import token_data
 from scaling.train.batches import TokenData, evaluate, get_batch, val_windows
 from scaling.train.loop import keep_freed_memory, make_optimizer, train_step
 from scaling.train.model import GPT, CausalSelfAttention

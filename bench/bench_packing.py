@@ -19,7 +19,7 @@ largest difference is printed. With --repeats, the three are timed in rotating o
 medians are compared. The machine may be shared: the load average around each sweep is printed.
 
 It also replays the packed sweep's measured run times through the scheduler to compare handing
-runs out longest first (what a sweep does: scaling.sweep.plan.job_order) with the plan's order
+runs out longest first (what a sweep does: scaling.sweeps.plan.job_order) with the plan's order
 (smallest first).
 """
 
@@ -35,10 +35,10 @@ from pathlib import Path
 from scaling.config import load_config
 from scaling.data.tokens import prepare_tokens
 from scaling.runs import store
-from scaling.sweep.driver import run_sweep
-from scaling.sweep.estimates import makespan
-from scaling.sweep.packing import usable_cores
-from scaling.sweep.plan import job_order, plan
+from scaling.sweeps.driver import run_sweep
+from scaling.sweeps.estimates import makespan
+from scaling.sweeps.packing import usable_cores
+from scaling.sweeps.plan import job_order, plan
 
 TINY = Path(__file__).parent.parent / "configs" / "tiny.yaml"
 

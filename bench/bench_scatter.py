@@ -93,7 +93,7 @@ def run_all(folder: Path, runs_dir: Path) -> None:
     """Every config's sweep at once, every run at once on one thread: the OS shares the cores, so
     no core idles while a long run finishes alone."""
     from scaling.config import load_config
-    from scaling.sweep.plan import plan
+    from scaling.sweeps.plan import plan
 
     procs = []
     for path in sorted(folder.glob("*.yaml")):

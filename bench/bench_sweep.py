@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).parent))    # bench_train, beside this fil
 from bench_train import Layout, Timing, in_workers, time_run  # noqa: E402
 
 from scaling.config import load_config  # noqa: E402
-from scaling.sweep.driver import run_sweep  # noqa: E402
-from scaling.sweep.packing import usable_cores  # noqa: E402
-from scaling.sweep.plan import plan  # noqa: E402
+from scaling.sweeps.driver import run_sweep  # noqa: E402
+from scaling.sweeps.packing import usable_cores  # noqa: E402
+from scaling.sweeps.plan import plan  # noqa: E402
 from scaling.train.shape import GPTConfig, flops_by_measure  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from scaling.config import ExecutorConfig, TrainConfig, load_config
-from scaling.sweep.packing import usable_cores
+from scaling.sweeps.packing import usable_cores
 from scaling.train.batches import get_batch
 from scaling.train.loop import compiled, keep_freed_memory, make_optimizer, mixed_precision, pick_device, train_step
 from scaling.train.model import GPT

@@ -20,7 +20,7 @@ from pathlib import Path
 import scaling
 from scaling.laws import tasks
 from scaling.runs import store
-from scaling.validate.result import headline, load_validation
+from scaling.validation.result import headline, load_validation
 
 VALIDATION = "validate.json"
 

@@ -15,15 +15,15 @@ The Python API mirrors the command line (docs/api.md):
     scaling.Law(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28).n_opt(1e23)
 
 The subpackages follow the data flow (docs/architecture.md): config, runs, data, train,
-sweep, laws, tune, cost, validate, report, cli.
+sweeps, laws, tune, cost, validation, report, cli. The stages' functions are named for what they
+do (`scaling.sweep`, `scaling.validate`), their packages for what they hold (`scaling.sweeps`,
+`scaling.validation`), so that a function and a package never share a name.
 
 Names are imported on first use, so `import scaling` stays fast and torch loads only for the
 stages that train.
 """
 
-import sys
 from importlib import import_module
-from types import ModuleType
 from typing import Any
 
 __version__ = "0.1.0"
@@ -33,8 +33,10 @@ _EXPORTS = {   # name: (module, its name there)
     "load_config": ("scaling.config", "load_config"),
     "parse_config": ("scaling.config", "parse_config"),
     "SweepConfig": ("scaling.config", "SweepConfig"),
-    "plan_sweep": ("scaling.sweep.plan", "plan"),       # the runs of a sweep's grid, in order
-    "run_sweep": ("scaling.sweep.driver", "run_sweep"),
+    "plan_sweep": ("scaling.sweeps.plan", "plan"),      # the runs of a sweep's grid, in order
+    "run_sweep": ("scaling.sweeps.driver", "run_sweep"),
+    "sweep": ("scaling.sweeps.driver", "sweep"),        # train a sweep's runs not yet ended
+    "validate": ("scaling.validation.run", "validate_fit"),
     "read_runs": ("scaling.runs.store", "read_runs"),
     "fit": ("scaling.laws.api", "fit"),
     "load": ("scaling.laws.api", "load"),
@@ -46,29 +48,6 @@ _EXPORTS = {   # name: (module, its name there)
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-class _StagePackage(ModuleType):
-    """A stage's package that calls its stage's function: `scaling.sweep(config)` is
-    `scaling.sweep.driver.sweep(config)` while `scaling.sweep.plan` stays a module."""
-
-    _function: tuple[str, str]
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        module, name = self._function
-        return getattr(import_module(module), name)(*args, **kwargs)
-
-
-def stage_function(package: str, module: str, name: str) -> None:
-    """Make the stage package `package` callable as `module.name`, a plain function.
-
-    Why not export the function as `scaling.sweep`: importing any `scaling.sweep.<module>` binds
-    the package to the attribute `scaling.sweep`, over the function, so the name must be the
-    package. A module's class may be swapped for a subclass of ModuleType (the documented way to
-    give a module behaviour); the work stays in the function."""
-    stage = sys.modules[package]
-    stage.__class__ = _StagePackage
-    stage._function = (module, name)   # type: ignore[attr-defined]
 
 
 def __getattr__(name: str) -> Any:

@@ -285,7 +285,7 @@ class TrainConfig(Strict):
 
 class ExecutorConfig(Strict):
     kind: Literal["local", "ray"] = "local"
-    # runs in flight at once; None: the rule in scaling.sweep.packing.workers_and_threads
+    # runs in flight at once; None: the rule in scaling.sweeps.packing.workers_and_threads
     workers: Annotated[Count, at_most(1024, "worker processes at once")] | None = None
     threads_per_run: Threads | None = None  # torch threads per run (None: train.threads, else 1)
     # runs sharing one GPU when train.device is cuda

@@ -43,7 +43,7 @@ def pytest_configure(config):
         return
     import torch
 
-    from scaling.sweep.packing import usable_cores
+    from scaling.sweeps.packing import usable_cores
 
     threads = max(1, usable_cores() // int(workers))
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
@@ -80,7 +80,7 @@ def cache_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def micro_sweep(tmp_path_factory, cache_dir):
     """A finished micro sweep: (config, SweepResult)."""
-    from scaling.sweep.driver import run_sweep
+    from scaling.sweeps.driver import run_sweep
 
     cfg = micro_config()
     runs_dir = tmp_path_factory.mktemp("runs")

@@ -15,7 +15,7 @@ import torch
 
 from scaling.config import TrainConfig
 from scaling.runs import store
-from scaling.sweep.plan import plan
+from scaling.sweeps.plan import plan
 from scaling.train.batches import get_batch
 from scaling.train.loop import make_optimizer, train_step
 from scaling.train.model import GPT

@@ -21,7 +21,7 @@ from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.forms.references import reference
 from scaling.laws.results import fit_file
 from scaling.runs import store
-from scaling.validate.result import Validation, ValidationRun, load_validation, write_validation
+from scaling.validation.result import Validation, ValidationRun, load_validation, write_validation
 from tests.hardening.helpers import deadline, refused
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,7 +173,7 @@ def test_bracketed_share_of_100k_points_takes_megabytes_not_gigabytes():
 def test_validate_and_report_read_the_fits_store_from_any_folder_and_refuse_it_changed(
         tmp_path, micro_sweep, monkeypatch, capsys):
     from scaling.report.inputs import load_inputs
-    from scaling.validate.run import fit_store
+    from scaling.validation.run import fit_store
 
     _, result = micro_sweep
     runs = tmp_path / "work" / "runs"

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from scaling.sweep.packing import GPU_DEVICE_FILES
+from scaling.sweeps.packing import GPU_DEVICE_FILES
 
 PACKAGE = Path(__file__).resolve().parents[1] / "scaling"
 
 # Each stage may import itself and the stages before it.
-STAGES = ("errors", "formats", "reading", "schemas", "config", "runs", "data", "train", "sweep", "laws", "tune",
-          "cost", "validate", "report", "cli")
+STAGES = ("errors", "formats", "reading", "schemas", "config", "runs", "data", "train", "sweeps", "laws", "tune",
+          "cost", "validation", "report", "cli")
 
 
 # The upward imports the package makes on purpose, each with its reason; any other fails the check.
@@ -151,8 +151,8 @@ def test_the_check_leaves_out_imports_for_annotations_only(tmp_path):
 
 def test_fitting_and_reporting_do_not_load_torch():
     # A notebook that fits, plans or reports, and the report's reading of a validation, stay off the
-    # training stack (it takes seconds to import); validate.run and the sweep are what load it.
-    code = ("import sys, scaling.laws.analysis, scaling.report.report, scaling.validate.result; "
+    # training stack (it takes seconds to import); validation.run and the sweep are what load it.
+    code = ("import sys, scaling.laws.analysis, scaling.report.report, scaling.validation.result; "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -166,7 +166,7 @@ def _loads_torch(code: str, cwd=None) -> bool:
 
 def test_planning_does_not_load_torch():
     # The grid, its estimates and a design need the shapes' counts (scaling.train.shape), not the model.
-    assert not _loads_torch("import scaling.sweep.plan, scaling.sweep.estimates, scaling.tune.shapes, "
+    assert not _loads_torch("import scaling.sweeps.plan, scaling.sweeps.estimates, scaling.tune.shapes, "
                             "scaling.cli.design")
 
 

@@ -57,8 +57,8 @@ from bench_train import Layout, Timing, matmul_flops  # noqa: E402
 from scaling.config import SweepConfig, load_config, parse_config  # noqa: E402
 from scaling.data.tokens import prepare_tokens  # noqa: E402
 from scaling.runs import store  # noqa: E402
-from scaling.sweep.packing import usable_cores  # noqa: E402
-from scaling.sweep.plan import plan  # noqa: E402
+from scaling.sweeps.packing import usable_cores  # noqa: E402
+from scaling.sweeps.plan import plan  # noqa: E402
 from scaling.train.shape import GPTConfig, flops_by_measure  # noqa: E402
 from scaling.train.spec import RunSpec  # noqa: E402
 

@@ -67,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def planned_points(config: Path, param_convention: str) -> np.ndarray:
     """(N, D) of the runs a config would fit: every run but WSD's stable runs (their branches are the points)."""
-    from scaling.sweep.plan import plan
+    from scaling.sweeps.plan import plan
 
     runs = [r for r in plan(load_config(config)) if r.kind != "stable"]
     column = "n_params_total" if param_convention == "total" else "n_params_non_embedding"
@@ -79,7 +79,7 @@ def planned_curves(config: Path, param_convention: str) -> list:
     a branch logs from its branch step, before which its curve is its stable run's."""
     from scaling.laws.curves.law import RunSchedule
     from scaling.laws.curves.simulate import PlannedCurve
-    from scaling.sweep.plan import plan
+    from scaling.sweeps.plan import plan
 
     column = "n_params_total" if param_convention == "total" else "n_params_non_embedding"
     return [PlannedCurve(n=getattr(r, column), start=r.spec.branch_step or 0,

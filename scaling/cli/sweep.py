@@ -19,14 +19,14 @@ from scaling.config import SweepConfig, load_config
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.runs import store
-from scaling.sweep.estimates import DryRun, dry_run
+from scaling.sweeps.estimates import DryRun, dry_run
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from scaling.sweep.driver import SweepResult
-    from scaling.sweep.job import Job
-    from scaling.sweep.plan import PlannedRun
+    from scaling.sweeps.driver import SweepResult
+    from scaling.sweeps.job import Job
+    from scaling.sweeps.plan import PlannedRun
 
 # scaling.sweep and scaling.train import torch (seconds to load): only the commands that need them import them.
 
@@ -74,7 +74,7 @@ def show_plan(cfg: SweepConfig, args: argparse.Namespace) -> None:
 
 
 def print_plan(dry: DryRun, cfg: SweepConfig) -> None:
-    from scaling.sweep.plan import family_flops
+    from scaling.sweeps.plan import family_flops
     from scaling.train.compute import expected_optimum
     from scaling.train.counts import MEASURE_CONVENTION
 
@@ -247,7 +247,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.dry_run:
         show_plan(cfg, args)
         return 0
-    from scaling.sweep.driver import run_sweep  # training loads torch: not for a dry run
+    from scaling.sweeps.driver import run_sweep  # training loads torch: not for a dry run
     from scaling.train.loop import Interrupted
 
     with stop_on_signals() as received:

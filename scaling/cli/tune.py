@@ -27,7 +27,7 @@ from scaling.errors import UsageError
 from scaling.formats import positive, sci
 
 if TYPE_CHECKING:
-    from scaling.sweep.job import Job
+    from scaling.sweeps.job import Job
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,7 +1,7 @@
 """`scaling validate FIT --compute C`: train the model the fit recommends at C, and its two
 neighbours at the same compute, and compare their losses with the law's prediction.
 
-Thin layer over scaling.validate.run: the runs go to the store `<sweep>-validate` beside the
+Thin layer over scaling.validation.run: the runs go to the store `<sweep>-validate` beside the
 fit's run store, and the result to validate.json beside fit.json (or in --out), where `scaling
 report` finds it.
 """
@@ -23,8 +23,8 @@ from scaling.runs.store import check_output
 
 if TYPE_CHECKING:
     from scaling.config import SweepConfig
-    from scaling.sweep.plan import PlannedRun
-    from scaling.validate.result import Validation
+    from scaling.sweeps.plan import PlannedRun
+    from scaling.validation.result import Validation
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def estimate(vcfg: SweepConfig, runs: list[PlannedRun], timed: Path) -> tuple[list[float], str, int, float]:
     """Each run's estimated wall time (from the FLOP/s of the finished runs in the store `timed`),
     what that rests on, the runs at once, and the wall time of all of them."""
-    from scaling.sweep.estimates import estimate_walls, makespan, sweep_workers
+    from scaling.sweeps.estimates import estimate_walls, makespan, sweep_workers
 
     walls, basis = estimate_walls(runs, timed)
     workers, _ = sweep_workers(vcfg, runs)
@@ -68,7 +68,7 @@ def show_dry_run(planned: Validation, walls: list[float], basis: str, workers: i
     """The planned runs and their predictions: as validate.json would hold them before training, with
     the wall-time estimates of `scaling sweep --dry-run --json` (est_wall_s, wall_basis, workers);
     else as the table and one line of estimate."""
-    from scaling.validate.result import format_validation
+    from scaling.validation.result import format_validation
 
     if as_json:
         shown = planned.to_json()
@@ -82,8 +82,8 @@ def show_dry_run(planned: Validation, walls: list[float], basis: str, workers: i
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from scaling.validate.result import format_validation, validation_path, write_validation
-    from scaling.validate.run import fit_store, prepare, recipe, runs_root, validate
+    from scaling.validation.result import format_validation, validation_path, write_validation
+    from scaling.validation.run import fit_store, prepare, recipe, runs_root, validate
 
     fit_path = args.fit / FILENAME if args.fit.is_dir() else args.fit
     fit = load_fit(fit_path)

@@ -21,7 +21,7 @@ from scaling.report import prose
 from scaling.report.drawn import drawn_law, drawn_note
 from scaling.report.page import Report
 from scaling.report.prose import bounds, number
-from scaling.validate.result import headline
+from scaling.validation.result import headline
 
 
 def plan(r: Report) -> None:

@@ -40,7 +40,7 @@ from scaling.report.style import (
     size_legend,
     with_rc,
 )
-from scaling.validate.result import Validation
+from scaling.validation.result import Validation
 
 # ----------------------------------------------------------------------------- 1. loss curves
 

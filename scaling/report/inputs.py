@@ -41,8 +41,8 @@ from scaling.laws.results import lawfit as results
 from scaling.laws.results.fit_file import FILENAME, load_fit, samples_path
 from scaling.runs import store
 from scaling.train.counts import COMPUTE_MEASURES
-from scaling.validate.result import FILENAME as VALIDATION_FILE
-from scaling.validate.result import Validation, load_validation
+from scaling.validation.result import FILENAME as VALIDATION_FILE
+from scaling.validation.result import Validation, load_validation
 
 DEFAULT_CONVENTION = "total"
 

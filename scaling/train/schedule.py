@@ -8,7 +8,7 @@ WSD (train.schedule 'wsd', Hagele et al. 2024): warmup, a constant (stable) phas
 cooldown (cooldown_shape) over the last cooldown_fraction of the run's steps, which also ends at
 min_lr_ratio * lr on the last step. Given a shared warmup, the lr of the first (1 - f) of a WSD
 run does not depend on its length: what lets one stable run serve every budget of a shape (see
-scaling.sweep.plan).
+scaling.sweeps.plan).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from scaling.config import SweepConfig, derived_name, parse_config
 from scaling.errors import UsageError
 from scaling.formats import plain_table, sci
 from scaling.runs import store
-from scaling.sweep.plan import PlannedRun, plan
+from scaling.sweeps.plan import PlannedRun, plan
 from scaling.tune.shapes import TUNED, Choice, choose
 
 # Multipliers sqrt(2) apart, to 2 decimals (the rates bench/bench_scatter.py trained, so its runs are
@@ -171,7 +171,7 @@ def tune_budgets(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Pat
     seed in `seeds` (None: the config's seed) at `beta2` (None: the config's), reusing the sweep's
     finished runs, and fit the law. `train(config)` trains a sweep config (default: the sweep driver)."""
     if train is None:
-        from scaling.sweep.driver import run_sweep  # training loads torch; planning does not
+        from scaling.sweeps.driver import run_sweep  # training loads torch; planning does not
 
         def train(config: SweepConfig) -> None:
             run_sweep(config, runs_dir, cache_dir)

@@ -7,7 +7,7 @@
 A shape whose best rate lies at the edge of its grid gives only a bound on its optimum, so the law
 is fitted over the shapes whose optimum lies inside (`scaling.tune.shapes.choose`), by least
 squares in log-log (`approaches.fit_power_law`, with a 95% interval from 3 shapes on). The same
-fit gives a validation's family its rates (`scaling.validate.family`). Pure, no I/O; the files are
+fit gives a validation's family its rates (`scaling.validation.family`). Pure, no I/O; the files are
 `scaling.tune.files`, the figure the report's (`scaling.report.tuning`).
 """
 

@@ -28,10 +28,10 @@ from scaling.config import Shape, SweepConfig, derived_name, parse_config, run_l
 from scaling.errors import UsageError
 from scaling.formats import positive
 from scaling.runs import store
-from scaling.sweep.plan import plan
+from scaling.sweeps.plan import plan
 
 if TYPE_CHECKING:
-    from scaling.sweep.job import Reporter
+    from scaling.sweeps.job import Reporter
 
 # 7 rates from 1e-3 to 3e-2, x1.76 apart: brackets the optima of the tiny shapes measured by
 # hand (1.25e-3 to 1e-2 at 500K tokens) with room on both sides.
@@ -165,7 +165,7 @@ def tune(cfg: SweepConfig, lrs: Sequence[float] = DEFAULT_LRS, tokens: int | Non
          cache_dir: Path | None = None, reporter: Reporter | None = None) -> Tuning:
     """Train the runs of the tuning sweep not yet ended (budget: the grid's smallest by default),
     and choose each shape's rate from the store."""
-    from scaling.sweep.driver import run_sweep  # training loads torch; planning a tuning does not
+    from scaling.sweeps.driver import run_sweep  # training loads torch; planning a tuning does not
 
     tune_cfg = tuning_config(cfg, lrs, tokens)
     result = run_sweep(tune_cfg, runs_dir, cache_dir, reporter)

@@ -10,7 +10,7 @@ import yaml
 
 from scaling.cli import main
 from scaling.runs import store
-from scaling.sweep.plan import plan
+from scaling.sweeps.plan import plan
 from tests.conftest import MICRO, micro_config
 
 

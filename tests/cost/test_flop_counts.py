@@ -16,7 +16,7 @@ import pytest
 
 from scaling.cli import main
 from scaling.config import load_config
-from scaling.sweep.plan import plan
+from scaling.sweeps.plan import plan
 from scaling.train import counts
 from scaling.train.shape import flops_by_measure
 

@@ -15,7 +15,7 @@ from scaling.config import CorpusConfig, parse_config
 from scaling.data.corpus import load_documents, load_split
 from scaling.data.tokens import EOS, prepare_tokens
 from scaling.errors import UsageError
-from scaling.sweep.driver import run_sweep
+from scaling.sweeps.driver import run_sweep
 from tests.conftest import micro_config
 
 

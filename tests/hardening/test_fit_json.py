@@ -18,7 +18,7 @@ import pytest
 from scaling import cli
 from scaling.errors import UsageError
 from scaling.report.inputs import load_inputs
-from scaling.validate.result import format_validation, load_validation, write_validation
+from scaling.validation.result import format_validation, load_validation, write_validation
 from tests.hardening.helpers import fit_table, refused
 from tests.test_hardening import good_validation
 

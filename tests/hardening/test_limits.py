@@ -18,8 +18,8 @@ from scaling.config import MAX_RUNS
 from scaling.errors import UsageError
 from scaling.laws.fitting.selection import MAX_POINTS
 from scaling.runs import store
-from scaling.sweep.driver import run_sweep
-from scaling.sweep.plan import plan
+from scaling.sweeps.driver import run_sweep
+from scaling.sweeps.plan import plan
 from tests.conftest import MICRO, micro_config
 from tests.hardening.helpers import ROOT, deadline, refused
 

@@ -147,10 +147,13 @@ def test_a_library_error_names_options_in_words_and_the_command_line_its_flags(c
     assert capsys.readouterr().err.rstrip().endswith(f"{caught.value} (--curves, --metric)")
 
 
-def test_sweep_and_validate_are_callable_stages_that_keep_their_modules():
-    assert callable(scaling.sweep) and callable(scaling.validate)
-    plan = importlib.import_module("scaling.sweep.plan")
-    assert callable(scaling.sweep) and scaling.sweep.plan is plan
+def test_sweep_and_validate_are_the_stages_functions_beside_their_packages():
+    # Importing a module of the packages must not rebind the functions' names.
+    plan = importlib.import_module("scaling.sweeps.plan")
+    run = importlib.import_module("scaling.validation.run")
+    assert scaling.sweeps.plan is plan and scaling.validation.run is run
+    assert scaling.sweep is importlib.import_module("scaling.sweeps.driver").sweep
+    assert scaling.validate is run.validate_fit
 
 
 def test_the_api_page_runs():
@@ -228,7 +231,7 @@ def test_scaling_plan_is_the_allocation_and_plan_sweep_the_sweeps_runs(chinchill
     assert all(np.array_equal(a, b) for a, b in zip(loaded, fresh))
     with pytest.raises(UsageError, match="kaplan publishes no L"):
         scaling.plan(1e21, law="kaplan")
-    assert scaling.plan_sweep is importlib.import_module("scaling.sweep.plan").plan
+    assert scaling.plan_sweep is importlib.import_module("scaling.sweeps.plan").plan
 
 
 def _drawn(fig) -> dict:

@@ -14,7 +14,7 @@ from scaling.laws.fitting.bootstrap import derived_quantities
 from scaling.laws.forms.law import Law
 from scaling.laws.forms.references import BESIROGLU
 from scaling.laws.optimal.allocation import numerical_optimum, optimum_intervals, plan, rule_of_thumb
-from scaling.sweep.plan import plan as plan_sweep
+from scaling.sweeps.plan import plan as plan_sweep
 from scaling.train.compute import FlopsPerToken, expected_optimum, fit_flops_per_token
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -160,7 +160,7 @@ def test_a_store_with_one_warmup_per_shape_gives_its_curves_the_schedules_they_t
     """train.warmup_tokens_per_param: the schedules rebuilt from the runs' config.yaml files follow
     the learning rates the runs logged, warmup included (they once fell back to warmup_fraction),
     and a size's runs share their warmup, so fit --curves does not warn."""
-    from scaling.sweep.driver import run_sweep
+    from scaling.sweeps.driver import run_sweep
 
     train = {**MICRO["train"], "warmup_tokens_per_param": 0.2}
     sweep = run_sweep(micro_config(train=train), tmp_path / "runs", cache_dir)

@@ -19,7 +19,7 @@ from scaling.laws.results.fit_file import load_fit
 from scaling.laws.results.summary import format_summary
 from scaling.report.figures import repeated_data
 from scaling.runs import store
-from scaling.sweep.driver import run_sweep
+from scaling.sweeps.driver import run_sweep
 from tests.conftest import MICRO, micro_config
 
 LAW = RepeatedLaw(Law(E=2.0, A=80.0, B=128.0, alpha=0.4, beta=0.4), r_d_star=15.0)

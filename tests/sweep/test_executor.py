@@ -15,10 +15,10 @@ import yaml
 
 from scaling.errors import UsageError
 from scaling.runs import store
-from scaling.sweep.driver import run_sweep
-from scaling.sweep.executor import LocalExecutor
-from scaling.sweep.executors import make_executor
-from scaling.sweep.packing import default_workers
+from scaling.sweeps.driver import run_sweep
+from scaling.sweeps.executor import LocalExecutor
+from scaling.sweeps.executors import make_executor
+from scaling.sweeps.packing import default_workers
 from tests.conftest import MICRO, MICRO_RUNS, micro_config
 from tests.extras import needs_extra
 
@@ -69,8 +69,8 @@ def test_default_workers_rule():
 
 
 def test_executor_plan():
-    from scaling.sweep.job import Job
-    from scaling.sweep.plan import plan
+    from scaling.sweeps.job import Job
+    from scaling.sweeps.plan import plan
 
     jobs = [Job(run.spec, Path("unused"), None) for run in plan(micro_config())]
     assert LocalExecutor().plan(jobs) == (1, 1)  # too small to pay for starting workers
@@ -264,7 +264,7 @@ def alive(pid: int) -> bool:
 
 def test_kind_ray_without_ray_is_a_usage_error(monkeypatch, tmp_path, cache_dir):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
-    monkeypatch.delitem(sys.modules, "scaling.sweep.ray_executor", raising=False)
+    monkeypatch.delitem(sys.modules, "scaling.sweeps.ray_executor", raising=False)
     cfg = micro_config(executor={"kind": "ray"})
     with pytest.raises(UsageError, match=r"pip install 'scaling\[ray\]'"):
         run_sweep(cfg, tmp_path / "runs", cache_dir)

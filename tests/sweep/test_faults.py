@@ -32,8 +32,8 @@ from scaling.config import load_config
 from scaling.laws.fitting import readers
 from scaling.laws.fitting.fit import fit_law
 from scaling.runs import faults, locks, store
-from scaling.sweep.driver import run_sweep
-from scaling.sweep.plan import plan
+from scaling.sweeps.driver import run_sweep
+from scaling.sweeps.plan import plan
 from tests.conftest import MICRO
 
 # The micro sweep with smaller budgets and frequent checkpoints: 6 runs of 8, 16 and 32 steps,

@@ -9,8 +9,8 @@ from scaling.cli import main
 from scaling.errors import UsageError
 from scaling.laws import analysis
 from scaling.laws.fitting import readers
-from scaling.sweep.driver import run_sweep
-from scaling.sweep.plan import plan
+from scaling.sweeps.driver import run_sweep
+from scaling.sweeps.plan import plan
 from tests.conftest import MICRO, micro_config
 
 MODELS = [{"d_model": 16, "n_layers": 1, "n_heads": 2}, {"d_model": 16, "n_layers": 2, "n_heads": 2},

@@ -12,8 +12,8 @@ from scaling.errors import UsageError
 from scaling.laws import analysis
 from scaling.laws.fitting import readers
 from scaling.runs import store
-from scaling.sweep.driver import run_sweep
-from scaling.sweep.plan import plan
+from scaling.sweeps.driver import run_sweep
+from scaling.sweeps.plan import plan
 from tests.conftest import MICRO, MICRO_RUNS, micro_config
 
 

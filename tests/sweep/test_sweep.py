@@ -16,10 +16,10 @@ import yaml
 
 import scaling as scaling_api
 from scaling.runs import store
-from scaling.sweep.driver import run_sweep
-from scaling.sweep.estimates import estimate_walls, makespan
-from scaling.sweep.packing import ASSUMED_FLOPS
-from scaling.sweep.plan import plan
+from scaling.sweeps.driver import run_sweep
+from scaling.sweeps.estimates import estimate_walls, makespan
+from scaling.sweeps.packing import ASSUMED_FLOPS
+from scaling.sweeps.plan import plan
 from tests.conftest import MICRO, MICRO_RUNS, micro_config
 
 SUMMARY_KEYS = {"status", "n_params_total", "n_params_non_embedding", "tokens", "flops_6nd", "flops_exact",

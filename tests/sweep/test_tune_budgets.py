@@ -13,8 +13,8 @@ from scaling.cli import main
 from scaling.config import load_config, parse_config
 from scaling.errors import UsageError
 from scaling.runs import store
-from scaling.sweep.driver import run_sweep
-from scaling.sweep.plan import plan
+from scaling.sweeps.driver import run_sweep
+from scaling.sweeps.plan import plan
 from scaling.tune.budgets import (
     LADDER,
     START,

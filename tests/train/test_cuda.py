@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from scaling.runs import store
-from scaling.sweep.driver import run_sweep
+from scaling.sweeps.driver import run_sweep
 from scaling.train.loop import train_run
 from tests.conftest import MICRO, micro_config
 from tests.train.test_train import data, make_spec  # noqa: F401  (data: the module's fixture)

@@ -10,8 +10,8 @@ needs_extra("tensorboard", "tensorboard")
 from tensorboard.backend.event_processing.event_multiplexer import EventMultiplexer  # noqa: E402
 
 from scaling.runs import store  # noqa: E402
-from scaling.sweep.driver import run_sweep  # noqa: E402
-from scaling.sweep.plan import plan  # noqa: E402
+from scaling.sweeps.driver import run_sweep  # noqa: E402
+from scaling.sweeps.plan import plan  # noqa: E402
 from tests.conftest import MICRO, micro_config  # noqa: E402
 
 # The two smallest runs of the micro grid: a few seconds.

@@ -19,9 +19,9 @@ from scaling.errors import UsageError
 from scaling.laws.curves.store import curves_from_store
 from scaling.laws.fitting import readers
 from scaling.runs import store
-from scaling.sweep.driver import run_sweep
-from scaling.sweep.job import token_data
-from scaling.sweep.plan import plan, plan_cost, run_id
+from scaling.sweeps.driver import run_sweep
+from scaling.sweeps.job import token_data
+from scaling.sweeps.plan import plan, plan_cost, run_id
 from scaling.train.loop import STOP, Interrupted, request_stop, train_run
 from scaling.train.schedule import lr_at, schedule_bounds
 from tests.conftest import MICRO, micro_config

@@ -23,10 +23,10 @@ from scaling.laws.results.fit_file import load_fit, write_fit
 from scaling.laws.results.fit_sections import DataSummary
 from scaling.laws.results.lawfit import LawFit
 from scaling.runs import store
-from scaling.sweep.plan import planned_run
-from scaling.validate.family import family_of
-from scaling.validate.result import Validation, ValidationRun, headline, load_validation
-from scaling.validate.run import prepare, recipe, validate
+from scaling.sweeps.plan import planned_run
+from scaling.validation.family import family_of
+from scaling.validation.result import Validation, ValidationRun, headline, load_validation
+from scaling.validation.run import prepare, recipe, validate
 from tests.conftest import MICRO, micro_config
 
 # A known law whose optimum at C = 5e9 (N about 16K) lies among the micro family's sizes, so the

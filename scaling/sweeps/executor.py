@@ -1,11 +1,11 @@
 """The local executor: a sweep's jobs trained on this machine, in worker processes or in this one.
 
-It keeps `workers` runs in flight, each in its own worker process (scaling.sweep.worker) with
-`threads_per_run` torch threads, by the rule of scaling.sweep.packing; with one worker the runs
-train in this process, one after another. What a job is and what comes back: scaling.sweep.job.
+It keeps `workers` runs in flight, each in its own worker process (scaling.sweeps.worker) with
+`threads_per_run` torch threads, by the rule of scaling.sweeps.packing; with one worker the runs
+train in this process, one after another. What a job is and what comes back: scaling.sweeps.job.
 
 Scheduling. Runs are handed out in the order given; a sweep gives them longest first
-(scaling.sweep.plan.job_order), which keeps the cores busy until the end instead of leaving one
+(scaling.sweeps.plan.job_order), which keeps the cores busy until the end instead of leaving one
 core on the biggest run. Progress and warnings of a worker are forwarded to the driver, which
 calls the reporter. A source that yields WAIT is asked again when a run ends or within a second.
 
@@ -27,9 +27,9 @@ from collections.abc import Iterable, Iterator
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 
-from scaling.sweep.job import WAIT, WAIT_POLL_S, Job, Reporter, _Wait, execute, first_job
-from scaling.sweep.packing import run_device, visible_gpus, workers_and_threads
-from scaling.sweep.worker import unpickle_error, warning_category, worker_main
+from scaling.sweeps.job import WAIT, WAIT_POLL_S, Job, Reporter, _Wait, execute, first_job
+from scaling.sweeps.packing import run_device, visible_gpus, workers_and_threads
+from scaling.sweeps.worker import unpickle_error, warning_category, worker_main
 from scaling.train.loop import STOP
 
 STOP_GRACE_S = 10.0  # how long a stopped worker has to checkpoint and leave before it is killed
@@ -54,7 +54,7 @@ class LocalExecutor:
 
     def plan(self, runs: list, bounded: bool = True) -> tuple[int, int]:
         """(workers, threads per run) for these runs (Jobs or anything with a `.spec`): the rule of
-        scaling.sweep.packing. Unless `bounded` is False (more runs may come), a sweep too small
+        scaling.sweeps.packing. Unless `bounded` is False (more runs may come), a sweep too small
         for workers gets one."""
         return workers_and_threads(runs, self.workers, self.threads_per_run, self.runs_per_gpu, bounded)
 

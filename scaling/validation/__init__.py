@@ -2,9 +2,5 @@
 compare their losses with the law's prediction (`run`), in the sweep's model family (`family`),
 judged and printed by `result`.
 
-`scaling.validate(fit, compute)` is `run.validate_fit` (scaling.stage_function).
+`scaling.validate(fit, compute)` is `run.validate_fit`.
 """
-
-from scaling import stage_function
-
-stage_function(__name__, "scaling.validate.run", "validate_fit")

@@ -4,7 +4,7 @@
     result = validate(fit, recipe(fit, None), compute=1e13, runs_dir="runs")
     print("\\n".join(format_validation(result)))
 
-At C the law's optimum N_opt is rounded to the sweep's model family (scaling.validate.family);
+At C the law's optimum N_opt is rounded to the sweep's model family (scaling.validation.family);
 that shape trains on D = C / (its FLOPs per token, in the fit's compute measure) tokens, and so do
 two neighbours of about N/2.5 and 2.5 N, with
 the sweep's own recipe (corpus, tokenizer, schedule, learning-rate rule). The runs are a sweep of
@@ -27,11 +27,11 @@ from scaling.laws.results.fit_file import FILENAME, load_fit
 from scaling.laws.results.lawfit import LawFit
 from scaling.reading import parse_yaml, read_text
 from scaling.runs import store
-from scaling.sweep.driver import run_sweep
-from scaling.sweep.job import Reporter
-from scaling.sweep.plan import PlannedRun, budget_tokens, planned_run
-from scaling.validate.family import Family, family_of
-from scaling.validate.result import Validation, ValidationRun
+from scaling.sweeps.driver import run_sweep
+from scaling.sweeps.job import Reporter
+from scaling.sweeps.plan import PlannedRun, budget_tokens, planned_run
+from scaling.validation.family import Family, family_of
+from scaling.validation.result import Validation, ValidationRun
 
 NEIGHBOUR_FACTOR = 2.5   # the neighbours' N: about N/2.5 and 2.5 N, at the same compute
 STORE_PREFIX = "runs "   # how a fit names the run store it read (FitData.source)

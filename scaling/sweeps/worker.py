@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TextIO
 
 from scaling.errors import UsageError
-from scaling.sweep.job import Job, execute, token_data
+from scaling.sweeps.job import Job, execute, token_data
 from scaling.train.batches import TokenData
 from scaling.train.loop import request_stop
 

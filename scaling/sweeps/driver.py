@@ -1,9 +1,9 @@
 """The sweep: plan the grid, and train the runs not yet ended, each into the run store.
 
-`run_sweep` plans (scaling.sweep.plan), finds the runs still to train (those whose summary says
+`run_sweep` plans (scaling.sweeps.plan), finds the runs still to train (those whose summary says
 they ended are skipped: a second invocation trains nothing), orders them longest first, and
-hands them to the executor (scaling.sweep.executor, or Ray) through its claims
-(scaling.sweep.claims), which lock each run as the executor takes it and hold WSD branches back
+hands them to the executor (scaling.sweeps.executor, or Ray) through its claims
+(scaling.sweeps.claims), which lock each run as the executor takes it and hold WSD branches back
 until their checkpoints exist. Each summary the executor returns is written to the run's folder,
 and runs.csv after it. A diverged run is followed by its retry, if train.retries allows.
 """
@@ -19,10 +19,10 @@ import pandas as pd
 from scaling.config import SweepConfig, load_config
 from scaling.data.tokens import prepare_tokens
 from scaling.runs import store
-from scaling.sweep.claims import ENDED, Claims
-from scaling.sweep.executors import make_executor
-from scaling.sweep.job import Job, Reporter, token_data
-from scaling.sweep.plan import PlannedRun, job_order, plan, retry
+from scaling.sweeps.claims import ENDED, Claims
+from scaling.sweeps.executors import make_executor
+from scaling.sweeps.job import Job, Reporter, token_data
+from scaling.sweeps.plan import PlannedRun, job_order, plan, retry
 from scaling.train.batches import check_data
 from scaling.train.loop import STOP, Interrupted
 

@@ -1,4 +1,4 @@
-"""A sweep: the grid of runs a config asks for, their order, and the executors that train them.
+"""Sweeps: the grid of runs a config asks for, their order, and the executors that train them.
 
 `plan` (the runs of the grid, their ids, sizes and order), `estimates` (their wall time before
 they run), `driver` (`run_sweep`: train the runs not yet ended into the run store), `claims`
@@ -6,9 +6,5 @@ they run), `driver` (`run_sweep`: train the runs not yet ended into the run stor
 `executor` with `packing` and `worker` (local worker processes), `ray_executor` (a Ray cluster)
 and `executors` (the one a config asks for). Every run ends in the run store (`scaling.runs`).
 
-`scaling.sweep(config, runs_dir)` is `driver.sweep` (scaling.stage_function).
+`scaling.sweep(config, runs_dir)` is `driver.sweep`.
 """
-
-from scaling import stage_function
-
-stage_function(__name__, "scaling.sweep.driver", "sweep")

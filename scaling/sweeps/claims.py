@@ -28,8 +28,8 @@ from scaling.data.tokens import TokenCache
 from scaling.errors import UsageError
 from scaling.reading import parse_json
 from scaling.runs import locks, store
-from scaling.sweep.job import WAIT, Job, _Wait
-from scaling.sweep.plan import PlannedRun, run_config
+from scaling.sweeps.job import WAIT, Job, _Wait
+from scaling.sweeps.plan import PlannedRun, run_config
 from scaling.train.loop import STOP, Interrupted
 
 ENDED = ("finished", "diverged", "stable")  # a run with one of these statuses is never trained again

@@ -49,9 +49,9 @@ import ray
 
 from scaling.errors import UsageError
 from scaling.runs import store
-from scaling.sweep.executor import LocalExecutor
-from scaling.sweep.job import Job, Reporter, _Wait, execute, first_job
-from scaling.sweep.worker import PROGRESS_EVERY_S, warning_category
+from scaling.sweeps.executor import LocalExecutor
+from scaling.sweeps.job import Job, Reporter, _Wait, execute, first_job
+from scaling.sweeps.worker import PROGRESS_EVERY_S, warning_category
 from scaling.train.batches import TokenData
 from scaling.train.loop import STOP, Interrupted
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scaling.errors import UsageError
-from scaling.sweep.executor import LocalExecutor
+from scaling.sweeps.executor import LocalExecutor
 
 if TYPE_CHECKING:
     from scaling.config import ExecutorConfig
-    from scaling.sweep.plan import PlannedRun
+    from scaling.sweeps.plan import PlannedRun
 
 
 def make_executor(config: ExecutorConfig | str, expected: list[PlannedRun] | None = None) -> LocalExecutor:
@@ -27,7 +27,7 @@ def make_executor(config: ExecutorConfig | str, expected: list[PlannedRun] | Non
         return LocalExecutor(**options)
     if kind == "ray":
         try:
-            from scaling.sweep.ray_executor import RayExecutor
+            from scaling.sweeps.ray_executor import RayExecutor
         except ModuleNotFoundError as exc:
             if exc.name != "ray" and not (exc.name or "").startswith("ray."):
                 raise

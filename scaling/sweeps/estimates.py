@@ -12,8 +12,8 @@ import pandas as pd
 
 from scaling.config import SweepConfig
 from scaling.runs import store
-from scaling.sweep.packing import ASSUMED_FLOPS, workers_and_threads
-from scaling.sweep.plan import PlannedRun
+from scaling.sweeps.packing import ASSUMED_FLOPS, workers_and_threads
+from scaling.sweeps.plan import PlannedRun
 
 
 def achieved_flops(sweep_dir: Path) -> pd.DataFrame:
@@ -90,7 +90,7 @@ class DryRun:
 
 def dry_run(cfg: SweepConfig, runs_dir: Path, cache_dir: Path | None = None) -> DryRun:
     from scaling.data.tokens import known_train_tokens
-    from scaling.sweep.plan import job_order, plan, plan_cost
+    from scaling.sweeps.plan import job_order, plan, plan_cost
 
     planned = plan(cfg)
     walls, basis = estimate_walls(planned, runs_dir / cfg.name)
