@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from scaling.errors import UsageError
 from scaling.laws.checks.extrapolation import LEVEL, Extrapolation, growth_text, rule_beyond
-from scaling.laws.checks.precision import floor_covariance, law_covariance, prediction_sd
+from scaling.laws.checks.precision import dof_left, estimation_sd, floor_covariance, law_covariance, prediction_sd
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.fitting.objective import EPrior
@@ -161,17 +161,12 @@ class Backtest:
     @property
     def dof(self) -> float:
         """The degrees of freedom `law`'s fit left: its runs less its free constants."""
-        return float(self.n_trained - len(self.covariance))
+        return dof_left(self.n_trained, self.covariance)
 
     def estimation_sd(self, n: npt.ArrayLike, d: npt.ArrayLike) -> np.ndarray:
         """The sd of `law`'s log prediction at (n, d) owed to estimating it from its runs
-        (`prediction_sd`); 0 where not measured (a fit.json from before, constants the runs cannot
-        separate)."""
-        shape = np.broadcast(np.asarray(n), np.asarray(d)).shape
-        if not self.covariance or self.law is None:
-            return np.zeros(shape)
-        n, d = (np.broadcast_to(np.asarray(v, dtype=float), shape).ravel() for v in (n, d))
-        return prediction_sd(self.law, np.array(self.covariance), n, d).reshape(shape)
+        (`precision.estimation_sd`); 0 where not measured."""
+        return estimation_sd(self.law, self.covariance, n, d)
 
     @property
     def made(self) -> tuple:
@@ -336,8 +331,7 @@ def _interval_cut(data: FitData, cut: Cut, result: fitting.FitResult, *, delta: 
     train, test, _ = future_split(data.compute, data.budgets, cut.factor)
     sub = data.take(trained(data, train))
     cov = floor_covariance(result, sub.n, sub.d, fixed_E=fixed_E)
-    estimation = np.zeros(test.size) if cov is None else prediction_sd(result.law, cov, data.n[test], data.d[test])
-    dof = len(sub) - (5 if cov is None else len(cov))
+    estimation, dof = estimation_sd(result.law, cov, data.n[test], data.d[test]), dof_left(len(sub), cov)
     inner = [with_precision(sub, *fit_cut(sub, f, delta=delta, fixed_E=fixed_E, starts=result.end_points,
                                           coarse=False, E_prior=result.E_prior), fixed_E=fixed_E) for f in FACTORS]
     rule = rule_beyond(inner, tokens_per_param=tokens_per_param, E=None if fixed_E is not None else result.law.E,

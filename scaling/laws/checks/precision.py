@@ -3,6 +3,8 @@ were estimated from a handful of runs, to first order (Gauss-Newton).
 
     cov = law_covariance(result, n, d, fixed_E=None)        # (5, 5), None where not separable
     sd = prediction_sd(result.law, cov, n_far, d_far)       # sd of each log L(n_far, d_far)
+    sd = estimation_sd(result.law, cov, n_far, d_far)       # the same, broadcast; 0 where cov is None
+    dof = dof_left(len(n), cov)                             # the runs less the free constants
 
 A law refitted on few runs at few sizes predicts far beyond them with an error of its own. The
 backtest measures it for each cut (`backtest.with_precision`: how precisely the cut measured its
@@ -54,3 +56,21 @@ def prediction_sd(law: Law, cov: np.ndarray, n: npt.ArrayLike, d: npt.ArrayLike)
     `law_covariance`), to first order."""
     grad = log_loss_jacobian(law, np.atleast_1d(n), np.atleast_1d(d))[:, 5 - cov.shape[0]:]
     return np.sqrt(np.einsum("ij,jk,ik->i", grad, cov, grad))
+
+
+def estimation_sd(law: Law | None, cov: np.ndarray | tuple | None, n: npt.ArrayLike, d: npt.ArrayLike) -> np.ndarray:
+    """`prediction_sd` broadcast over n and d, as the floor beyond the data takes it
+    (`extrapolation.at_least`): 0 where not measured (no `cov`: constants the runs cannot separate,
+    or a fit.json from before), so that the floor is the runs' scatter alone."""
+    shape = np.broadcast(np.asarray(n), np.asarray(d)).shape
+    if law is None or cov is None or len(cov) == 0:
+        return np.zeros(shape)
+    n, d = (np.broadcast_to(np.asarray(v, dtype=float), shape).ravel() for v in (n, d))
+    return prediction_sd(law, np.asarray(cov, dtype=float), n, d).reshape(shape)
+
+
+def dof_left(runs: int, cov: np.ndarray | tuple | None) -> float:
+    """The degrees of freedom a fit to `runs` runs left for `estimation_sd`'s Student t: its runs
+    less its free constants (`cov`'s). Where not measured (`cov` None or empty) the estimation
+    error is 0 and the t's degrees of freedom change nothing: none are taken off."""
+    return float(runs - (0 if cov is None else len(cov)))
