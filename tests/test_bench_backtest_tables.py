@@ -1,8 +1,8 @@
 """bench/bench_backtest.py's tables: every CSV in bench/data/backtest belongs to exactly one group of
 HALVES (a table added without a group would never be run; one in two groups would be seen twice),
 and each reads through the bench's own loader into positive, finite runs; each has its source, and
-`--loso`'s rescoring of a dumped split reproduces the fit (one split fitted, of a table every group of
-which has now been seen)."""
+`--loso`'s rescoring of a dumped split (bench_backtest_loso.py) reproduces the fit (one split
+fitted, of a table every group of which has now been seen)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,24 @@ from types import ModuleType
 
 import numpy as np
 
-SCRIPT = Path(__file__).parents[1] / "bench" / "bench_backtest.py"
+BENCH = Path(__file__).parents[1] / "bench"
 
 
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_backtest", SCRIPT)
+def _script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _bench() -> ModuleType:
+    return _script("bench_backtest")
+
+
+def _loso() -> ModuleType:
+    """bench_backtest_loso.py, `--loso`'s script (it imports bench_backtest's tables)."""
+    return _script("bench_backtest_loso")
 
 
 def test_every_table_is_in_exactly_one_group_and_reads() -> None:
@@ -65,9 +74,9 @@ def test_every_table_has_its_source() -> None:
     """Leave-one-source-out leaves a source's tables out together: Marin 2026's three corpora are one
     source, the Marin optimizer study (other models, other loss) another, the Marin MoE sweep a third;
     AI2's two ladders (OLMo 2's and OLMo-core's hybrid one) are two studies; 16 sources in all."""
-    bench = _bench()
+    bench, loso = _bench(), _loso()
     names = [name for group in bench.HALVES.values() for name in group]
-    sources = {name: bench.source(name) for name in names}
+    sources = {name: loso.source(name) for name in names}
     assert len(set(sources.values())) == 16
     assert sources["marin_dclm"] == sources["marin_comma"] != sources["marin_optsweep_muon"]
     assert len({sources["marin_dclm"], sources["marin_optsweep_muon"], sources["marin_moe_lrsweep"]}) == 3
@@ -79,15 +88,15 @@ def test_rescoring_a_dump_reproduces_the_fit_and_moves_only_the_rule() -> None:
     """`--loso` rescores dumped splits with no fit: with the frozen fallback it gives the fit's own
     predictions exactly; with another fallback and no gate, a split whose cuts measured nothing
     (the fallback alone) is moved by exactly that fallback's bias at each run's distance."""
-    bench = _bench()
+    bench, loso = _bench(), _loso()
     key = "fresh3|oellm_dense|30"
     split = bench.predict_split(bench.load("oellm_dense"), 30.0, "after", bootstrap=20)
     xp = bench.extrapolation
-    same = bench.rescore(key, split, xp.PRIOR, xp.WELL_TRAINED_TPP)
+    same = loso.rescore(key, split, xp.PRIOR, xp.WELL_TRAINED_TPP)
     assert [r["center"] for r in same["rows"]] == [r["center"] for r in split["rows"]]
     assert [(r["lo"], r["hi"]) for r in same["rows"]] == [(r["lo"], r["hi"]) for r in split["rows"]]
     assert split["backtest"]["extrapolation"]["n_cuts"] == 0          # 14 runs below the cut: no cut of its own
-    moved = bench.rescore(key, split, bench.replace(xp.PRIOR, bias=-0.03), float("inf"))
+    moved = loso.rescore(key, split, bench.replace(xp.PRIOR, bias=-0.03), float("inf"))
     for new, old in zip(moved["rows"], split["rows"], strict=True):
         assert old["far"] > 1.0
         assert np.isclose(new["center"], old["law"] * np.exp(-0.03 * old["far"]), rtol=1e-12)
