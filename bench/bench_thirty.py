@@ -16,7 +16,7 @@ Gauss-Newton covariance), else the default's. Both carry the default's interval 
 centre with the median of the forms' own interval (`combined.combine`'s rule, recomputed from the
 members' cuts) never narrower than the default law's estimation error (`extrapolation.at_least`). Under
 leave-one-source-out each member's bias is relearned with the fallback learned without its source,
-as the default's is (`bench_backtest.leave_one_source_out`).
+as the default's is (`bench_backtest_loso.leave_one_source_out`).
 """
 
 from __future__ import annotations
@@ -34,19 +34,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# What it reuses of the bench (the leave-one-source-out rescoring); should those move, only this import follows.
-from bench_backtest import (  # noqa: E402
-    HALVES,
-    UNSEEN,
-    _context,
-    _row,
-    by_source,
-    leave_one_source_out,
-    rescore,
-    sim_table,
-    source,
-    table,
-)
+# What it reuses of the bench: its tables and formats, and the leave-one-source-out rescoring.
+from bench_backtest import HALVES, _row, sim_table, table  # noqa: E402
+from bench_backtest_loso import UNSEEN, _context, by_source, leave_one_source_out, rescore, source  # noqa: E402
 
 from scaling.laws.checks import backtest, combined, extrapolation  # noqa: E402
 
