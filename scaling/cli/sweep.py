@@ -284,13 +284,10 @@ def _print_outcome(result: SweepResult) -> None:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    table = store.read_runs(args.sweep_dir)
+    table = store.read_store(args.sweep_dir)
     if args.json:
-        # runs.parquet's own columns, NaN as null: the table `scaling fit` reads
+        # runs.csv's own columns, NaN as null: the table `scaling fit` reads
         print(json.dumps(json_safe(table.to_dict(orient="records")), indent=2))
-        return 0
-    if table.empty:
-        console.print(f"{args.sweep_dir}: no runs")
         return 0
     width = max(28, *(len(str(r)) for r in table.run_id))  # WSD stable run ids are longer
     console.print(f"{'run':<{width}} {'status':<9} {'d':>4} {'L':>3} {'H':>3} {'N non-emb':>10} {'N total':>9} "

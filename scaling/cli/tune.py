@@ -142,12 +142,15 @@ def cmd_tune_budgets(args: argparse.Namespace) -> int:
             console.print(f"  {run.run_id}  lr {sci(run.spec.lr)}  {sci(run.flops('exact'))} FLOPs each")
         return 0
     from scaling.tune.budgets import format_cells, tune_each_beta2
-    from scaling.tune.files import write_budget_tuning
+    from scaling.tune.files import write_budget_tuning, written_by_tune
+    from scaling.tune.shapes import TUNED
 
     with resumable("tune") as stopped:          # training loads torch: not for a dry run
         tried = tune_each_beta2(cfg, args.runs_dir, args.cache_dir, args.cells, seeds, betas)
     if stopped.code is not None:
         return stopped.code
+    earlier = out / f"{cfg.name}{TUNED}.yaml"
+    stale = written_by_tune(earlier)            # removed by the write when no law replaces it
     record, tuned = write_budget_tuning(out, args.config, tried, args.force)
     code = 0 if tried.chosen.law else 1
     if args.json:
@@ -159,7 +162,8 @@ def cmd_tune_budgets(args: argparse.Namespace) -> int:
     if len(tried.tunings) > 1:
         print(f"beta2 {tried.chosen.beta2:g}: the lowest mean loss over the cells at their chosen rates")
     print(tried.describe_cost())
-    print(f"wrote {record}" + (f", {tuned}" if tuned else ""))
+    removed = f"; removed the earlier tune's {earlier}, whose rates are not this tuning's" if stale else ""
+    print(f"wrote {record}" + (f", {tuned}" if tuned else f"; no tuned config, as no lr law was fitted{removed}"))
     return code
 
 

@@ -140,8 +140,7 @@ def _is_fit(path: Path) -> bool:
         return True
     if store.run_dirs(path) or (path / store.TABLE).is_file():
         return False
-    raise UsageError(f"{path} is neither a run store (no <run-id>/{store.CONFIG} or {store.TABLE}) nor a "
-                     f"fit folder (no {FILENAME})")
+    raise UsageError(f"{store.not_a_store(path)}; nor is it a fit folder (no {FILENAME})")
 
 
 def _with_validation(inputs: Inputs) -> Inputs:

@@ -310,6 +310,26 @@ def read_runs(sweep_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
+def read_store(sweep_dir: Path) -> pd.DataFrame:
+    """`read_runs` of a folder the user named as a run store: one with no run in it (empty, some
+    other folder, or the root runs/ that holds the stores) is a mistake, refused naming it."""
+    table = read_runs(sweep_dir)
+    if table.empty:
+        raise UsageError(not_a_store(Path(sweep_dir)))
+    return table
+
+
+def not_a_store(folder: Path) -> str:
+    """Why `folder` is no run store: it holds no <run-id>/config.yaml; the stores below it, if it
+    is a root such as runs/ (the folder `--runs-dir` names), so that the message says which to give."""
+    stores = sorted({path.parent.parent for path in folder.glob(f"*/*/{CONFIG}")})
+    if stores:
+        listed = ", ".join(str(path) for path in stores[:5]) + (", ..." if len(stores) > 5 else "")
+        return f"{folder} holds run stores, not runs: give one of them ({listed})"
+    return (f"{folder} has no runs (no <run-id>/{CONFIG}): not a run store runs/<sweep> made by "
+            "`scaling sweep` or `scaling import`")
+
+
 def table_digest(table: pd.DataFrame) -> str:
     """sha256 of a run table as runs.csv holds it: what a fit records of the store it read, so a
     later command can tell the store has changed since (runs added, retrained or removed)."""

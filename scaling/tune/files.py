@@ -120,26 +120,31 @@ def write_budget_tuning(out: str | Path, config_path: str | Path, tried: Beta2Tu
     """Write into `out` tune.json (each beta2's cells, law and cost, and the one chosen: `tried`, a
     scaling.tune.budgets.Beta2Tunings) and, when the chosen one has a law, `<name>-tuned.yaml`:
     the config with train.lr_law in place of its shapes' own rates, and the chosen beta2, as one
-    unit. `force`: as write_tuning's."""
+    unit. Without a law, an earlier tune's `<name>-tuned.yaml` is removed in the same unit: its rates
+    are not this tuning's, and left beside this tune.json it would read as its result (one tune
+    did not write, kept with `force`, stays). `force`: as write_tuning's."""
     from scaling.tune.budgets import budget_tuned_config
 
     out, config_path = Path(out), Path(config_path)
     data = _input_config(out, config_path, force)
     chosen = tried.chosen
     record_path, tuned_path, law = out / "tune.json", None, chosen.law
+    tuned_at = out / f"{data['name']}{TUNED}.yaml"
     files: dict[str, str] = {}
     record = {"config": str(config_path), **tuning_record(chosen),
               "beta2_tried": [tuning_record(t) for t in tried.tunings], "tuning_flops_exact": tried.tuning_flops,
               "sweep_flops_exact": chosen.sweep_flops, "cost_share": tried.cost_share}
     if law is not None:
-        tuned_path = out / f"{data['name']}{TUNED}.yaml"
+        tuned_path = tuned_at
         header = (f"{TUNED_HEADER}{config_path} --budgets`: {law.describe()}; "
                   f"beta2 {chosen.beta2:g}.\n"
                   f"# The cells, their losses and the fit are in {record_path}.\n")
         tuned = budget_tuned_config(data, law, chosen.beta2)
         files[tuned_path.name] = _config_text(header, tuned)
         record["tuned_config"] = str(tuned_path)
-    # An earlier tune's figure of shapes against rates is not this tuning's: removed with the write.
+    # An earlier tune's figure of shapes against rates is not this tuning's, nor its tuned config
+    # when this one has none to replace it: removed with the write.
+    stale = [tuned_at.name] if written_by_tune(tuned_at) else []
     replace_files(out, {**files, record_path.name: json.dumps(json_safe(record), indent=2) + "\n"},
-                  remove=FIGURE_FILES)
+                  remove=[*FIGURE_FILES, *stale])
     return record_path, tuned_path

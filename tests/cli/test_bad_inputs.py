@@ -72,6 +72,11 @@ class Case:
         cfg = micro_config()
         return self.cache / "tokens" / cache_key(cfg, load_split(cfg.corpus, cfg.seed))
 
+    def empty(self) -> Path:
+        """An empty folder."""
+        (self.tmp / "empty").mkdir(exist_ok=True)
+        return self.tmp / "empty"
+
     def write_to(self, path: Path, content: str) -> None:
         path.write_text(content)
 
@@ -249,6 +254,18 @@ CASES = [
     ("runs: tokens as a list", lambda c: edit_summary(c, tokens=[1, 2]) or ["runs", c.store],
      "'tokens' must be a number or null, got [1, 2]"),
     ("runs of a missing store", lambda c: ["runs", c.tmp / "nowhere"], "no run store at"),
+    # a folder with no run in it is a mistaken path (it printed "no runs", exit code 0), and the
+    # root runs/ that holds the stores is named as one, with the stores to give instead
+    ("runs of an empty folder", lambda c: c.empty() and ["runs", c.empty()],
+     "empty has no runs (no <run-id>/config.yaml): not a run store runs/<sweep> made by `scaling sweep`"),
+    ("runs --json of a folder that is no run store", lambda c: ["runs", "--json", c.cache], "cache has no runs"),
+    ("runs of the folder holding the run stores", lambda c: ["runs", c.runs],
+     "runs holds run stores, not runs: give one of them ("),
+    ("fit of the folder holding the run stores", lambda c: ["fit", c.runs, "--bootstrap", "0", "--out", c.tmp / "fit"],
+     "runs holds run stores, not runs: give one of them ("),
+    ("report of an empty folder", lambda c: ["report", c.empty(), "--bootstrap", "0", "--out", c.tmp / "report"],
+     "empty has no runs (no <run-id>/config.yaml): not a run store runs/<sweep> made by `scaling sweep` or "
+     "`scaling import`; nor is it a fit folder (no fit.json)"),
     ("runs directory inside a file", lambda c: c.write("file", "x") or
      ["sweep", c.config(), "--runs-dir", c.tmp / "file" / "runs", "--cache-dir", c.cache], "is not a folder"),
     ("fit of a store whose runs all diverged", lambda c: c.edit_summaries(status="diverged", reason="lr")

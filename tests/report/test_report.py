@@ -367,7 +367,7 @@ def test_fit_whose_runs_are_gone_renders_the_law(fit_dir, tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["missing-dir"], "does not exist"),
-    (["{empty}"], "is neither a run store"),
+    (["{empty}"], "has no runs (no <run-id>/config.yaml): not a run store"),
     (["{notjson}"], "is not valid JSON"),
     (["{otherjson}"], "is not a fit.json"),
     (["{empty}", "--holdout-fraction", "1.5"], "--holdout-fraction must be between 0 and 1"),

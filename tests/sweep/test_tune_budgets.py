@@ -25,6 +25,7 @@ from scaling.tune.budgets import (
     select_cells,
     sweep_cells,
 )
+from scaling.tune.files import TUNED_HEADER
 from scaling.tune.shapes import choose
 from tests.conftest import MICRO, micro_config
 
@@ -125,6 +126,30 @@ def test_too_few_inside_optima_give_no_law_and_no_tuned_config(budget_tuned):
     assert inside < 3 and record["lr_law"] is None
     assert code == 1 and f"{inside} cell(s) with an optimum inside their grid" in record["lr_law_note"]
     assert not (out / "micro-tuned.yaml").exists()
+
+
+def test_a_tuning_without_a_law_removes_an_earlier_tunes_config(budget_tuned, cache_dir, capsys):
+    """An earlier tune's micro-tuned.yaml and figure in --out: this tuning has no law to replace
+    the config with, so both go in the same write as tune.json (left, the config would read as this
+    tuning's result); a micro-tuned.yaml tune did not write, kept with --force, stays."""
+    config, runs, _, _, _ = budget_tuned
+    rerun = ["tune", str(config), "--budgets", "--beta2", "0.95,0.99", "--runs-dir", str(runs),
+             "--cache-dir", str(cache_dir)]          # the fixture's runs: all trained, none again
+    earlier, mine = config.parent / "earlier", config.parent / "mine"
+    earlier.mkdir(), mine.mkdir()
+    (earlier / "micro-tuned.yaml").write_text(f"{TUNED_HEADER}micro.yaml`: rates of another tuning\nname: m\n")
+    (earlier / "tune.png").write_bytes(b"an earlier tune's figure")
+    (mine / "micro-tuned.yaml").write_text("name: mine\n")
+    capsys.readouterr()
+    assert main([*rerun, "--out", str(earlier)]) == 1
+    assert sorted(p.name for p in earlier.iterdir()) == ["tune.json"]
+    record = json.loads((earlier / "tune.json").read_text())
+    assert record["lr_law"] is None and "tuned_config" not in record
+    assert f"no tuned config, as no lr law was fitted; removed the earlier tune's {earlier / 'micro-tuned.yaml'}" \
+        in capsys.readouterr().out
+    assert main([*rerun, "--out", str(mine), "--force"]) == 1
+    assert (mine / "micro-tuned.yaml").read_text() == "name: mine\n"
+    assert "removed" not in capsys.readouterr().out
 
 
 def test_the_law_and_the_tuned_config_on_the_demos_measured_grid():

@@ -82,9 +82,7 @@ def from_runs(sweep_dir: str | Path, param_convention: str = "total", *, compute
         raise UsageError(f"the compute measure must be one of {', '.join(COMPUTE_MEASURES)}; got {compute_measure!r}")
     fitted = tasks.fit_metric(metric)
     sweep_dir = Path(sweep_dir)
-    table = store.read_runs(sweep_dir)
-    if table.empty:
-        raise UsageError(f"{sweep_dir} has no runs (no <run-id>/{store.CONFIG}); run `scaling sweep` first")
+    table = store.read_store(sweep_dir)
     finished = (table["status"] == FINISHED).to_numpy()
     if not finished.any():
         raise UsageError(f"{sweep_dir}: none of its {len(table)} runs finished "
