@@ -2,6 +2,7 @@
 
     law = drawn_law(fit)          # fit.law, or the form `scaling fit --form` chose (its allocation numeric)
     caption + drawn_note(fit)     # which law a figure of the law draws, where --form chose another
+    label = drawn_name(fit)       # and what its legend calls it
     caption + chinchilla_note(fit)   # a figure only the Chinchilla-form fit has (bootstrap, backtest)
 
 Why: under `--form kaplan` (tied, farseer, fixed-E) the plan, predictions and intervals are that
@@ -41,6 +42,13 @@ def equation(fit: LawFit) -> str:
         return f"the {entry.name} form: " + ", ".join(f"{k} = {v:.4g}" for k, v in entry.params.items())
     law = fit.law
     return f"L(N, D) = {law.E:.3g} + {law.A:.4g}/N^{law.alpha:.3f} + {law.B:.4g}/D^{law.beta:.3f}"
+
+
+def drawn_name(fit: LawFit) -> str | None:
+    """What a figure's legend calls the law drawn where it is the form `--form` chose ("kaplan
+    form"); None where it is the fit's own law (the Chinchilla form's), which legends call the law."""
+    entry = _drawable(fit)
+    return None if entry is None else f"{entry.name} form"
 
 
 def drawn_note(fit: LawFit) -> str:

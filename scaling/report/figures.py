@@ -23,7 +23,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from scaling.formats import sci
 from scaling.laws.checks.verdict import THRESHOLDS
-from scaling.laws.forms.allocating import AllocatingLaw
+from scaling.laws.forms.allocating import AllocatingLaw, NumericAllocation
 from scaling.laws.optimal.approaches import IsoFLOPResult
 from scaling.laws.repeated import Repeated
 from scaling.report.style import (
@@ -174,22 +174,25 @@ def final_loss_panels(fig: FigureBase, axes: np.ndarray, n: npt.ArrayLike, d: np
 @with_rc
 def isoflop(iso: IsoFLOPResult, n: np.ndarray, loss: np.ndarray, law: AllocatingLaw, *,
             frontier: tuple[np.ndarray, np.ndarray] | None = None, data_c_range: tuple[float, float] | None = None,
-            n_label: str = "parameters") -> Figure:
+            n_label: str = "parameters", law_name: str | None = None) -> Figure:
     """Left: loss against N along each compute budget of Approach 2 (`iso`, on the points n, loss:
     the points of each budget, its parabola in ln N and the minimum), and the law's own loss along
     that budget with its optimum (Approach 3). Right: N_opt against C from both, with Approach 2's
     power-law fit.
 
-    frontier: Approach 1's frontier as (compute array, n array), or None.
+    frontier: Approach 1's frontier as (compute array, n array), or None. law_name: what the legends
+    call `law` where it is not the fit's own (`scaling.report.drawn.drawn_name`: "kaplan form").
     """
     fig, axes = new_figure(1, 2, size=(13.0, 5.6), gridspec_kw={"width_ratios": [1.4, 1]})
-    isoflop_panels(fig, axes[0], iso, n, loss, law, frontier=frontier, data_c_range=data_c_range, n_label=n_label)
+    isoflop_panels(fig, axes[0], iso, n, loss, law, frontier=frontier, data_c_range=data_c_range, n_label=n_label,
+                   law_name=law_name)
     return fig
 
 
 def isoflop_panels(fig: FigureBase, axes: Sequence[Axes] | np.ndarray, iso: IsoFLOPResult, n: np.ndarray,
                    loss: np.ndarray, law: AllocatingLaw, *, frontier: tuple[np.ndarray, np.ndarray] | None = None,
-                   data_c_range: tuple[float, float] | None = None, n_label: str = "parameters") -> None:
+                   data_c_range: tuple[float, float] | None = None, n_label: str = "parameters",
+                   law_name: str | None = None) -> None:
     """`isoflop`'s two panels, drawn on `axes` (profiles, optimal sizes) of `fig` (a figure or a subfigure)."""
     n, loss = np.asarray(n, dtype=float), np.asarray(loss, dtype=float)
     ax = axes[0]
@@ -223,35 +226,41 @@ def isoflop_panels(fig: FigureBase, axes: Sequence[Axes] | np.ndarray, iso: IsoF
     ax.set_ylabel("final validation loss (nats/token)")
     ax.set_title("IsoFLOP profiles: loss along each compute budget")
     c_colours.colorbar(fig, ax)
-    ax.legend(handles=_profile_keys(bool(iso.usable), stars), loc="upper center", bbox_to_anchor=(0.5, -0.14),
-              ncol=3, frameon=False)
+    profile_legend(ax, _profile_keys(bool(iso.usable), stars, law_name))
     all_n = np.concatenate([n[p.index] for p in iso.profiles]) if iso.profiles else np.array([1.0])
     losses = np.concatenate([loss[p.index] for p in iso.profiles]) if iso.profiles else np.array([1.0])
     pad = 0.08 * max(np.ptp(losses), 1e-3)
     ax.set_ylim(losses.min() - pad, losses.max() + pad)
     ax.set_xlim(all_n.min() / 2.2, all_n.max() * 2.2)
     log_axis(ax, "x")
-    _optimal_sizes(axes[1], iso, law, c_colours, frontier=frontier, data_c_range=data_c_range, n_label=n_label)
+    _optimal_sizes(axes[1], iso, law, c_colours, frontier=frontier, data_c_range=data_c_range, n_label=n_label,
+                   law_name=law_name)
 
 
-def _profile_keys(any_usable: bool, stars: int) -> list:
+def profile_legend(ax: Axes, keys: Sequence) -> None:
+    """The IsoFLOP profiles' legend, below the panel: `keys` are `_profile_keys`, and any a caller
+    adds (`scaling.report.plot`: the loss interval at each optimum)."""
+    ax.legend(handles=list(keys), loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
+
+
+def _profile_keys(any_usable: bool, stars: int, law_name: str | None) -> list:
     """The IsoFLOP panel's legend: runs, parabolas and their minima (where a budget was usable),
     the law along each budget, and its optima (or why none is drawn)."""
     keys = [Line2D([], [], color="grey", marker="o", ls="none", ms=5, label="runs (faint: budget not used)")]
     if any_usable:
         keys += [Line2D([], [], color="grey", lw=1.3, label="parabola in ln N (Approach 2)"),
                  Line2D([], [], color="grey", marker="D", mec="black", ls="none", ms=6, label="its minimum")]
-    keys.append(Line2D([], [], color="grey", lw=0.9, ls=":", label="fitted law along the budget"))
+    keys.append(Line2D([], [], color="grey", lw=0.9, ls=":", label=f"{law_name or 'fitted law'} along the budget"))
     if stars:
         keys.append(Line2D([], [], color="grey", marker="*", mec="black", ls="none", ms=10,
-                           label="law's optimum (Approach 3)"))
+                           label=f"{law_name}'s optimum" if law_name else "law's optimum (Approach 3)"))
     else:
         keys.append(Line2D([], [], ls="none", label="(the law's optima lie outside these sizes)"))
     return keys
 
 def _optimal_sizes(ax: Axes, iso: IsoFLOPResult, law: AllocatingLaw, c_colours: LogColours, *,
                    frontier: tuple[np.ndarray, np.ndarray] | None, data_c_range: tuple[float, float] | None,
-                   n_label: str) -> None:
+                   n_label: str, law_name: str | None) -> None:
     """The isoflop figure's right panel: N_opt against C from each approach."""
     cs = [b.compute for b in iso.budgets]
     ok = iso.usable
@@ -260,8 +269,10 @@ def _optimal_sizes(ax: Axes, iso: IsoFLOPResult, law: AllocatingLaw, c_colours: 
     if data_c_range is not None:
         c_lo, c_hi = min(c_lo, data_c_range[0]), max(c_hi, data_c_range[1])
     c_grid = np.geomspace(c_lo / 1.5, c_hi * 1.5, 100)
+    # A numeric optimum's exponent moves with C: the a shown is its slope about one compute.
+    local = f" (local, at C = {law.reference:.2g})" if isinstance(law, NumericAllocation) else ""
     ax.plot(c_grid, law.n_opt(c_grid), color="black", lw=1.6,
-            label=f"fitted law (Approach 3), a = {law.a:.3f}")
+            label=f"{law_name or 'fitted law (Approach 3)'}, a = {law.a:.3f}{local}")
     if frontier is not None and len(frontier[0]):
         ax.plot(frontier[0], frontier[1], color="#1f77b4", lw=1.0, alpha=0.8,
                 label="envelope of training curves (Approach 1)")

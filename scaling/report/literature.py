@@ -17,7 +17,7 @@ from scaling.laws.optimal import allocation, approaches, compare
 from scaling.report import figures as figs
 from scaling.report import frontiers as frontier_figure
 from scaling.report import prose
-from scaling.report.drawn import drawn_law, drawn_note
+from scaling.report.drawn import drawn_law, drawn_name, drawn_note
 from scaling.report.page import Report
 from scaling.report.prose import bounds, number
 
@@ -65,7 +65,8 @@ def _isoflop(r: Report, data: FitData) -> None:
                   number(b.n_opt, ".3g"), f"{float(law.n_opt(b.compute)):.3g}") for b in iso.budgets],
                 align=["r", "r", "r", "r", "l", "r", "r"])
     r.figure("isoflop", figs.isoflop(iso, data.n, data.loss, law, frontier=frontier, n_label=r.n_label,
-                                     data_c_range=(float(data.compute.min()), float(data.compute.max()))),
+                                     data_c_range=(float(data.compute.min()), float(data.compute.max())),
+                                     law_name=drawn_name(r.fit)),
              "Left: final loss against model size along each compute budget; the parabola in ln N fitted to each "
              "budget's runs and its minimum (Approach 2), and the fitted law along the same budget with its "
              "optimum (Approach 3). Right: compute-optimal N against C from each approach." + drawn_note(r.fit))

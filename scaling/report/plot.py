@@ -6,22 +6,31 @@
 
 Top: the final loss against N at each D and against D at each N, with the law (the report's
 `figures.final_loss`). Bottom: the IsoFLOP profiles of Approach 2 with the law along each
-budget, each of its optima with the 95% interval of the loss it predicts there, and N_opt
+budget, each of its optima with the 95% interval of the loss predicted there, and N_opt
 against C with its 95% interval as a band (`LawFit.plan` over the budgets, from the bootstrap).
 The panels are the report's own, so a figure here and in the report agree.
+
+The law drawn is the one the fit plans with (`scaling.report.drawn`): under `--form kaplan` the
+Kaplan form's, its intervals from its own resamples, and the legends name it. Intervals are drawn
+only where they are that law's plan: where the form `--form` chose could not be fitted (the
+Chinchilla form's law drawn instead), or has no resamples, the legend says why there are none
+rather than show one law's band about another's curve. Under `--form median` the allocation (and
+its band) is the fitted form's and the loss interval the median of the forms', said so.
 """
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
 
 from scaling.errors import UsageError
 from scaling.laws import analysis
-from scaling.report.drawn import drawn_law, equation
-from scaling.report.figures import final_loss_panels, isoflop_panels
+from scaling.report.drawn import drawn_law, drawn_name, equation
+from scaling.report.figures import final_loss_panels, isoflop_panels, profile_legend
 from scaling.report.style import DPI, ShownFigure, SizeColours, with_rc
 
 if TYPE_CHECKING:   # LawFit.plot imports this module: a run-time import back would be a cycle
@@ -42,37 +51,65 @@ def fit_figure(fit: LawFit) -> ShownFigure:
     fig = ShownFigure(figsize=(13.0, 10.8), layout="constrained", dpi=DPI)
     rows = fig.add_gridspec(2, 1, height_ratios=(4.8, 6.0))
     top, bottom = fig.add_subfigure(rows[0]), fig.add_subfigure(rows[1])
-    law = drawn_law(fit)            # the law predict and plan use: the form --form chose, else fit.law
+    law, name = drawn_law(fit), drawn_name(fit)     # the law predict and plan use: the form --form chose, else fit.law
     final_loss_panels(top, top.subplots(1, 2), points.n, points.d, points.loss, law, SizeColours(points.n),
                       title=equation(fit), n_label=n_label)
     iso = analysis.isoflop_of(points)
     profiles, sizes = bottom.subplots(1, 2, gridspec_kw={"width_ratios": [1.4, 1]})
-    isoflop_panels(bottom, (profiles, sizes), iso, points.n, points.loss, law,
+    isoflop_panels(bottom, (profiles, sizes), iso, points.n, points.loss, law, law_name=name,
                    data_c_range=(float(points.compute.min()), float(points.compute.max())), n_label=n_label)
-    if fit.resampled is not None and law.has_optimum:
-        _intervals(profiles, sizes, fit, [b.compute for b in iso.budgets])
+    if (why := _no_intervals(fit)) is None:
+        why = _intervals(profiles, sizes, fit, [b.compute for b in iso.budgets], name)
+    if why is not None:
+        handles, _ = sizes.get_legend_handles_labels()
+        note = textwrap.fill(f"(no intervals: {why})", 44)
+        sizes.legend(handles=[*handles, Line2D([], [], ls="none", label=note)], loc="upper left", frameon=True,
+                     framealpha=0.85)
     source = (fit.data.source or "").split(":")[0]      # "chinchilla: Hoffmann et al. ...": its name
     fig.suptitle(f"{source}: {len(points)} points; verdict {fit.verdict or 'none recorded'}", fontsize=11)
     return fig
 
 
-def _intervals(profiles: Axes, sizes: Axes, fit: LawFit, budgets: list) -> None:
+def _no_intervals(fit: LawFit) -> str | None:
+    """Why the figure can draw no interval of the law it draws, where it cannot plan by that law."""
+    entry = fit.form_entry
+    if entry is not None and entry.params is None:
+        return f"the {entry.name} form chosen by --form could not be fitted; the law drawn is the Chinchilla form's"
+    if entry is not None and not entry.law.has_optimum:
+        return f"the {entry.name} form chosen by --form has no optimum; the law drawn is the Chinchilla form's"
+    if not drawn_law(fit).has_optimum:
+        return "the law has no optimum"
+    return None
+
+
+def _intervals(profiles: Axes, sizes: Axes, fit: LawFit, budgets: list, name: str | None) -> str | None:
     """N_opt's interval as a band over the compute axis, and the loss interval of each of the law's
-    optima drawn on the profiles: one broadcast `plan` each."""
+    optima drawn on the profiles: one broadcast `plan` each, the law drawn's (`fit.plan` is the form
+    `--form` chose, from its own resamples); why one is not drawn, where one is not."""
     left, right = sizes.get_xlim()
     grid = np.geomspace(left, right, 60)
     band = fit.plan(grid).intervals
-    if band is not None and np.isfinite(band.n[0]).all():
-        level = f"{100 * band.level:g}%"
+    whose = f"{name}'s" if name else "law's"
+    if band is None:
+        return f"the {name or 'law'} has no bootstrap resamples in this fit"
+    level, why = f"{100 * band.level:g}%", None
+    if np.isfinite(band.n[0]).all():
         sizes.fill_between(grid, band.n[0], band.n[1], color=BAND, alpha=0.15, lw=0,
-                           label=f"law's N_opt, {level} interval (bootstrap)")
+                           label=f"{whose} N_opt, {level} interval (bootstrap)")
         sizes.legend(loc="upper left", frameon=True, framealpha=0.85)
-    if not budgets:
-        return
-    at = fit.plan(np.asarray(budgets, dtype=float))
-    if at.intervals is None:
-        return
+    else:
+        why = f"{band.n_undefined} of the {whose} {band.n_resamples} resamples have no optimum"
+    at = fit.plan(np.asarray(budgets, dtype=float)) if budgets else None
+    if at is None or at.intervals is None:
+        return why
     n, loss, (lo, hi) = np.asarray(at.n), np.asarray(at.loss), at.intervals.loss
     inside = (n >= profiles.get_xlim()[0]) & (n <= profiles.get_xlim()[1])
-    profiles.errorbar(n[inside], loss[inside], yerr=[(loss - lo)[inside], (hi - loss)[inside]],
-                      fmt="none", ecolor="black", elinewidth=0.8, capsize=3, zorder=4)
+    # Under --form median the loss predicted (and its interval) is the median of the forms', not the
+    # drawn law's own optimal loss: the bar's centre is marked, so it is not read as the star's.
+    whose = "median of the forms'" if fit.median is not None else whose
+    bars = profiles.errorbar(n[inside], loss[inside], yerr=[(loss - lo)[inside], (hi - loss)[inside]], fmt="_",
+                             color="black", ms=8, elinewidth=0.8, capsize=3, zorder=4,
+                             label=f"{whose} loss at each optimum, {level} interval")
+    legend = profiles.get_legend()
+    profile_legend(profiles, [*(legend.legend_handles if legend is not None else []), bars])
+    return why

@@ -16,6 +16,7 @@ from scaling.laws.checks.holdout import pct
 from scaling.laws.design.simulate import isoflop_grid, simulate
 from scaling.laws.forms.form import optimum
 from scaling.laws.forms.law import Law
+from scaling.laws.optimal import allocation
 from scaling.laws.results import fit_file
 from scaling.report.beyond import forms_along, forms_section
 from scaling.report.beyond_figures import HIT, interval_errors
@@ -197,3 +198,47 @@ def test_the_reports_figures_draw_the_law_the_fit_plans_with(simulated, form):
     assert ("It is the Chinchilla-form fit's" in md) == (form != "chinchilla")
     assert ("the plan and the figures of the law are the kaplan form's" in md) == (form == "kaplan")
     assert ("Predictions and their intervals are the median of the forms'" in md) == (form == "median")
+
+
+def _iso_legends(fig) -> list[str]:
+    """The labels of the fit figure's IsoFLOP legends (profiles, optimal sizes), a note's lines joined."""
+    axes = [_axis(fig, "IsoFLOP profiles"), _axis(fig, "Compute-optimal")]
+    return [" ".join(t.get_text().split()) for ax in axes for t in ax.get_legend().get_texts()]
+
+
+@pytest.mark.parametrize("form", ["chinchilla", "kaplan", "median"])
+def test_the_fit_figure_draws_the_intervals_of_the_law_it_draws(simulated, form):
+    # LawFit.plot under --form kaplan draws the Kaplan form's law, so its band of N_opt is that form's
+    # plan over its own resamples (not the Chinchilla-form bootstrap's, which differs), and its legends
+    # name the form drawn, never "Approach 3" (the Chinchilla-form fit's); the median of the forms plans
+    # by the fitted form's allocation, whose band it keeps, with the median's loss interval named so.
+    fit = replace(simulated[2], form=form)
+    sizes = _axis(fig := fit.plot(), "Compute-optimal")
+    (band,) = [c for c in sizes.collections if c.get_label().endswith("N_opt, 95% interval (bootstrap)")]
+    x, y = band.get_paths()[0].vertices.T
+    some = np.flatnonzero((x > x.min()) & (x < x.max()))[::15]     # not the corners that close the polygon
+    lo, hi = fit.plan(x[some]).intervals.n
+    assert np.all(np.isclose(y[some], lo, rtol=1e-9) | np.isclose(y[some], hi, rtol=1e-9)) and len(some) >= 6
+    own = allocation.optimum_intervals(fit.law, fit.resampled, x[some], level=0.95, widen=fit.ci.widened_by).n
+    assert np.allclose(lo, own[0], rtol=1e-9) == (form != "kaplan")
+    labels = _iso_legends(fig)
+    name = {"kaplan": "kaplan form's", "median": "median of the forms'"}.get(form, "law's")
+    assert f"{name} loss at each optimum, 95% interval" in labels
+    assert any("Approach 3" in label for label in labels) == (form != "kaplan")
+    assert ("kaplan form, a = " in " ".join(labels)) == (form == "kaplan")
+
+
+def test_the_fit_figure_draws_no_interval_of_a_law_it_does_not_draw(simulated):
+    # The form --form chose could not be fitted: the figure draws the Chinchilla form's law (as the
+    # report does), with no band nor loss bars, and says why; without resamples, none either.
+    fit = replace(simulated[2], form="kaplan")
+    failed = replace(fit, forms=replace(fit.forms, entries=tuple(
+        replace(e, params=None, reason="no convergence") if e.name == "kaplan" else e for e in fit.forms.entries)))
+    bare = replace(fit, forms=replace(fit.forms, entries=tuple(
+        replace(e, samples=()) if e.name == "kaplan" else e for e in fit.forms.entries)))
+    for unsure, why in ((failed, "the kaplan form chosen by --form could not be fitted; the law drawn is the "
+                                 "Chinchilla form's"), (bare, "the kaplan form has no bootstrap resamples")):
+        fig = unsure.plot()
+        sizes, profiles = _axis(fig, "Compute-optimal"), _axis(fig, "IsoFLOP profiles")
+        assert not [c for c in sizes.collections if "interval" in c.get_label()] and not profiles.containers
+        assert any(why in label for label in _iso_legends(fig))
