@@ -4,7 +4,8 @@ The one bounded reader of JSON and YAML (`parse_json`, `read_json`, `parse_yaml`
 uses for files a user may have edited: a nesting depth or a size (aliases expanded) beyond the
 limits, or a duplicate YAML key, is a UsageError naming the file, never a RecursionError, an abort
 or megabytes echoed to the terminal; `open_regular` and `read_bounded` refuse a FIFO, a device or
-a file past the size limit before reading it; `excerpt` quotes a bad value in a message, cut short.
+a file past the size limit before reading it; `excerpt` quotes a bad value in a message, cut short;
+`check_header` refuses a CSV table that names a column twice.
 """
 
 from __future__ import annotations
@@ -173,3 +174,19 @@ def parse_yaml(text: str, source: str) -> Any:
         raise _too_deep(source) from None
     _check_bounds(obj, source)
     return obj
+
+
+def check_header(path: str | Path, sep: str = ",") -> None:
+    """UsageError for a CSV table whose header names a column twice: pandas reads the second as
+    'NAME.1', and a reader that takes columns by name would take the first without a word (two loss
+    columns: which is the loss?). A file with no header line passes, to its reader's own message."""
+    import pandas as pd  # late: configs and fit.json are read without it
+
+    try:
+        header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str).iloc[0].tolist()
+    except (ValueError, IndexError, UnicodeDecodeError):
+        return
+    twice = next((name for i, name in enumerate(header) if name in header[:i]), None)
+    if twice is not None:
+        raise UsageError(f"{path}: the column {twice!r} appears twice in the header; rename one so each name "
+                         "says which column it is")

@@ -80,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
                              run_key=args.run_key)
     except MissingNames as e:
         raise UsageError(f"{e}; give {', '.join(FLAGS[m] for m in e.missing)}") from None
+    except UsageError as e:     # the API's run_key is the command line's --run (--run-key: its older spelling)
+        raise UsageError(str(e), options=tuple("run" if o == "run_key" else o for o in e.options)) from None
     used = result.names
     d = f"D from {used.tokens_key!r}" if used.tokens_key else f"D = steps x {used.batch_tokens_key!r}"
     listed = result.listed

@@ -153,8 +153,25 @@ def _checked_beyond_the_data(fit: LawFit, data: FitData, result: fitting.FitResu
     side = None
     if (forms and backtest) or form != cross_forms.fitted_form(result.fixed_E):
         side = _forms_beside(data, result, fit, future, form, reference_compute, bootstrap, seed)
+        _check_chosen(side, form, result.fixed_E)
         extra.append(cross_forms.forms_check(side))
     return replace(fit, backtest=future, form=form, forms=side), extra
+
+
+def _check_chosen(side: cross_forms.Forms, form: str, fixed_E: float | None) -> None:
+    """UsageError where the form `form` chose to predict and plan with came out with no law: too few
+    points for its constants, or a fit that did not converge (the median: fewer than two forms).
+    A fit.json without it would plan by nothing: `plan` and `report` would fail on it later."""
+    if form == cross_forms.fitted_form(fixed_E):
+        return
+    if form == combined.NAME and side.combined is None:
+        raise UsageError("the median of the forms needs at least two forms fitted; fewer were: choose one form",
+                         options=("form",))
+    entry = side.entry(form)
+    if form != combined.NAME and (entry is None or entry.params is None):
+        why = entry.reason if entry is not None else "not fitted"
+        raise UsageError(f"the {form} form, which predictions and plans would use, could not be fitted: {why}; "
+                         "choose another form", options=("form",))
 
 
 def _reference(reference_compute: float | None, data: FitData) -> float:

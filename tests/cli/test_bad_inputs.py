@@ -6,7 +6,9 @@ Each case is (id, setup, expected): setup(case) prepares files under case.tmp an
 arguments; `expected` is a fragment of the message.
 """
 
+import contextlib
 import hashlib
+import io
 import json
 import shutil
 import subprocess
@@ -117,6 +119,23 @@ def fit_with_law(case: Case, **params) -> Path:
     fit = json.loads(path.read_text())
     path.write_text(json.dumps({**fit, "params": {**fit["params"], **params}}))
     return path
+
+
+def edited_fit(case: Case, edit, *flags) -> Path:
+    """A fit.json of GOOD_POINTS (fitted with `flags`) edited by hand, or left by an older version:
+    `edit(fit)` changes the parsed dict in place."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main([str(a) for a in case.fit_csv(GOOD_POINTS, *flags)]) == 0
+    path = case.tmp / "fit" / "fit.json"
+    fit = json.loads(path.read_text())
+    edit(fit)
+    path.write_text(json.dumps(fit))
+    return path
+
+
+def kaplan_entry(fit: dict, **changes) -> None:
+    fit["form"] = "kaplan"
+    next(e for e in fit["forms"]["entries"] if e["name"] == "kaplan").update(changes)
 
 
 def edit_summary(case: Case, drop: str | None = None, **changes) -> None:
@@ -316,6 +335,44 @@ CASES = [
      "argument --reference-compute: invalid float value: 'lots'; see `scaling fit --help`"),
     ("cost inference without its numbers", lambda c: ["cost", "inference"],
      "scaling cost inference: error: the following arguments are required: --params"),
+    # the options of the law, each given once and whole (a second --form was taken silently)
+    ("fit with two forms", lambda c: c.fit_csv(GOOD_POINTS, "--form", "kaplan", "--form", "farseer"),
+     "argument --form: given twice (kaplan, then farseer); give it once"),
+    ("fit with two values of E", lambda c: c.fit_csv(GOOD_POINTS, "--E", "1", "--E", "1.5"),
+     "given twice (1.0, then 1.5); give it once"),
+    ("fit with a negative SD in the E prior", lambda c: c.fit_csv(GOOD_POINTS, "--E-prior", "1,-0.1"),
+     "--E-prior's SD must be a positive, finite number; got -0.1"),
+    ("fit with a form its points cannot determine", lambda c: c.fit_csv(GOOD_POINTS, "--form", "farseer"),
+     "the farseer form, which predictions and plans would use, could not be fitted: 6 point(s) cannot determine"),
+    ("fit CSV naming a column twice", lambda c: c.fit_csv(GOOD_POINTS.replace("loss\n", "loss,loss\n", 1)
+                                                          .replace("\n", ",9\n").replace("loss,9", "loss")),
+     "points.csv: the column 'loss' appears twice in the header"),
+    # --- a fit.json of an older version or edited by hand, read by plan, compare and cost
+    ("plan with a fit whose form has no forms", lambda c: ["plan", "--compute", "1e21", "--fit", edited_fit(
+        c, lambda f: f.update(form="kaplan") or f.pop("forms"))],
+     "fit.json: 'form' is 'kaplan' but the file has no 'forms'"),
+    ("plan with a fit whose form is not among its forms", lambda c: ["plan", "--compute", "1e21", "--fit", edited_fit(
+        c, lambda f: f.update(form="kaplan") or f["forms"].update(
+            entries=[e for e in f["forms"]["entries"] if e["name"] != "kaplan"]))],
+     "fit.json: 'form' is 'kaplan' but 'forms' has no entry of that name (its entries: chinchilla, tied"),
+    ("plan with a form's constants edited", lambda c: ["plan", "--compute", "1e21", "--fit", edited_fit(
+        c, lambda f: kaplan_entry(f, params={"alpha_N": 0.1}))],
+     "'forms' entry 'kaplan': its 'params' are not the kaplan form's constants (KeyError: 'N_c'; got alpha_N)"),
+    ("compare a fit whose backtest is text", lambda c: ["compare", edited_fit(c, lambda f: f.update(backtest="yes"))],
+     "fit.json: 'backtest' must be a backtest, a JSON object {...}; got 'yes'"),
+    ("cost of a fit that plans with the kaplan form", lambda c: ["cost", "rules", "--compute", "1e21", "--fit",
+                                                                edited_fit(c, lambda f: None, "--form", "kaplan")],
+     "`scaling cost` needs a law of the Chinchilla form, E + A/N^alpha + B/D^beta; the fit "),
+    # --- import of a table with the wrong columns
+    ("import CSV naming a column twice", lambda c: c.write("log.csv", "run,N,N,D,loss\nr1,1e6,2e6,1e8,3\n") or
+     ["import", "csv", c.tmp / "log.csv", "--runs-dir", c.tmp / "imported", "--loss", "loss"],
+     "log.csv: the column 'N' appears twice in the header"),
+    ("import CSV of no rows", lambda c: c.write("log.csv", "run,N,D,loss\n") or
+     ["import", "csv", c.tmp / "log.csv", "--runs-dir", c.tmp / "imported"], "log.csv holds no csv runs"),
+    ("import CSV without its run column", lambda c: c.write("log.csv", "N,D,loss\n1e6,1e8,3\n") or
+     ["import", "csv", c.tmp / "log.csv", "--runs-dir", c.tmp / "imported"],
+     "no run column 'run or run_id or name'; columns: N, D, loss: name the column of run names as the run key, "
+     "or fit a table of final losses as a table, without importing it (--run)"),
     # --- report: its output folder checked before the work
     ("report output inside a file", lambda c: c.write("file", "x") or
      ["report", c.store, "--bootstrap", "0", "--out", c.tmp / "file" / "report"], "cannot be made: "),

@@ -87,7 +87,8 @@ class FormEntry:
     @property
     def law(self) -> FormLaw:
         if self.params is None:
-            raise UsageError(f"the {self.name} form could not be fitted: {self.reason}")
+            raise UsageError(f"the {self.name} form could not be fitted ({self.reason}), so it has no law to predict "
+                             "or plan with: refit with another --form")
         return catalog.law_of(self.name, self.params)
 
     @property

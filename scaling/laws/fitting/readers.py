@@ -27,7 +27,7 @@ from scaling.laws import tasks
 from scaling.laws.fitting.fitdata import Dropped, FitData, not_positive, show_cell
 from scaling.laws.fitting.provenance import Provenance
 from scaling.laws.fitting.selection import MAX_POINTS
-from scaling.reading import MAX_FILE_BYTES
+from scaling.reading import MAX_FILE_BYTES, check_header
 from scaling.runs import store
 from scaling.runs.imports.resolve import LOSS_TAGS, N_KEYS, TOKENS_KEYS
 from scaling.train.compute import SIX_N, FlopsPerToken, fit_flops_per_token
@@ -223,6 +223,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
         if suffix in (".csv", ".txt", ".tsv"):
+            check_header(path, sep="\t" if suffix == ".tsv" else ",")
             return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read {path}: {exc}") from None

@@ -19,9 +19,11 @@ from typing import Any, TypeVar
 
 from scaling.errors import UsageError
 from scaling.laws.checks.backtest import Backtest
-from scaling.laws.checks.cross_forms import Forms
+from scaling.laws.checks.combined import NAME as MEDIAN
+from scaling.laws.checks.cross_forms import FormEntry, Forms, fitted_form
 from scaling.laws.checks.holdout import Holdout
 from scaling.laws.fitting.provenance import KINDS, Provenance
+from scaling.laws.forms import catalog
 from scaling.laws.forms.law import PARAM_NAMES, Law
 from scaling.laws.repeated import Repeated
 from scaling.reading import excerpt, finite_number
@@ -185,8 +187,42 @@ def backtest_of(obj: dict, where: str) -> Backtest | None:
 
 
 def forms_of(obj: dict, where: str) -> Forms | None:
-    """The forms fitted beside the law in a checked fit.json (None for a file written before them)."""
-    return _optional_section(obj, where, "forms", Forms.from_json, "a forms section")
+    """The forms fitted beside the law in a checked fit.json (None for a file written before them),
+    each entry's constants and resamples those of its form, and the one 'form' names (where it is not
+    the fitted law itself) among them: else `predict` and `plan` would quietly fall back to the
+    Chinchilla form's law, or fail deep inside a later stage."""
+    forms = _optional_section(obj, where, "forms", Forms.from_json, "a forms section")
+    for entry in () if forms is None else forms.entries:
+        _check_form_entry(entry, where)
+    form = obj.get("form") or catalog.DEFAULT
+    fixed_E = (obj.get("options") or {}).get("fixed_E")
+    if form == fitted_form(fixed_E):
+        return forms
+    if forms is None:
+        raise UsageError(f"{where}: 'form' is {form!r} but the file has no 'forms' (the forms fitted beside the law, "
+                         f"which it predicts and plans with); refit with `scaling fit --form {form}`")
+    if form == MEDIAN and forms.combined is None:
+        raise UsageError(f"{where}: 'form' is 'median' but 'forms' has no 'combined' (the median of the forms)")
+    if form != MEDIAN and forms.entry(form) is None:
+        raise UsageError(f"{where}: 'form' is {form!r} but 'forms' has no entry of that name (its entries: "
+                         f"{', '.join(e.name for e in forms.entries)})")
+    return forms
+
+
+def _check_form_entry(entry: FormEntry, where: str) -> None:
+    """An entry's constants and resamples are its form's (kaplan: N_c, D_c, alpha_N, alpha_D; ...)."""
+    rows = {len(row) for row in entry.samples}
+    if rows and rows != {len(entry.sample_names)}:
+        raise UsageError(f"{where}: 'forms' entry {entry.name!r}: each row of 'samples' must hold the "
+                         f"{len(entry.sample_names)} values of 'sample_names', got rows of {sorted(rows)}")
+    for what, params in (("params", entry.params), ("sample_names", dict.fromkeys(entry.sample_names, 1.0))):
+        if params is None or (what == "sample_names" and not rows):
+            continue
+        try:
+            catalog.law_of(entry.name, params)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"{where}: 'forms' entry {entry.name!r}: its '{what}' are not the {entry.name} form's "
+                             f"constants ({type(exc).__name__}: {exc}; got {', '.join(params) or 'none'})") from None
 
 
 def _optional_section(obj: dict, where: str, key: str, parse: Callable[[Any], T], what: str) -> T | None:
@@ -195,6 +231,8 @@ def _optional_section(obj: dict, where: str, key: str, parse: Callable[[Any], T]
     part = obj.get(key)
     if part is None:
         return None
+    if not isinstance(part, dict):
+        raise UsageError(f"{where}: '{key}' must be {what}, a JSON object {{...}}; got {excerpt(part)}")
     try:
         return parse(part)
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from scaling.errors import UsageError
+from scaling.reading import check_header
 from scaling.runs.imports.source import SourceRun
 
 RUN_KEYS = ("run", "run_id", "name")
@@ -28,6 +29,7 @@ def _first(frame: pd.DataFrame, keys: Iterable[str]) -> str | None:
 
 def read(src: Path, run_key: str | None = None) -> list[SourceRun]:
     """One SourceRun per value of the run column of the table `src`."""
+    check_header(src)
     try:
         frame = pd.read_csv(src)
     except (ValueError, UnicodeDecodeError) as exc:

@@ -97,8 +97,6 @@ def choose_names(runs: list[SourceRun], names: Names) -> Names:
     """The names every run is read by. Every one of N, D and the loss not found is named in one
     MissingNames error, with what the runs hold; two names in one run, or mixed between runs,
     are a UsageError."""
-    if not runs:
-        raise UsageError("the source holds no runs")
     if names.tokens_key is not None and names.batch_tokens_key is not None:
         raise UsageError("give the tokens key or the batch-tokens key, not both")
     params = lambda r: set(r.params)                       # noqa: E731

@@ -28,7 +28,7 @@ import pandas as pd
 
 from scaling.errors import UsageError
 from scaling.formats import flatten
-from scaling.reading import read_bounded
+from scaling.reading import check_header, read_bounded
 from scaling.runs.imports.source import SourceRun, needs
 
 # A ConfigItem record: protobuf builds its classes at import time, so none is visible to mypy.
@@ -123,6 +123,8 @@ def _read_offline(path: Path, src: Path) -> SourceRun:
 
 
 def _read_export(path: Path) -> SourceRun:
+    if path.suffix == ".csv":
+        check_header(path)
     try:
         frame = pd.read_csv(path) if path.suffix == ".csv" else pd.read_json(path, lines=path.suffix == ".jsonl")
     except ValueError as exc:

@@ -135,6 +135,8 @@ def import_runs(kind: str, src: str | Path, sweep_dir: str | Path, names: Names 
         raise UsageError(f"{sweep_dir} already exists and is not an empty folder; import into a new one")
     src = Path(src)
     runs = sorted(read_source(kind, src, run_key), key=lambda r: r.name)
+    if not runs:
+        raise UsageError(f"{src} holds no {kind} runs: nothing to import")
     names = choose_names(runs, names)
     resolved = [resolve(run, names) for run in runs]
     ids = run_ids(runs)
