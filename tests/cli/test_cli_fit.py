@@ -244,7 +244,7 @@ def test_loss_rising_with_N_gives_no_allocation_and_says_why(tmp_path, capsys):
     (["fit", "--dataset", "chinchilla", "--min-tokens", "1e13"], "0 point\\(s\\) after filters, fewer than the 5"),
     (["fit", "/nonexistent/runs/sweep"], "no run store at /nonexistent/runs/sweep"),
     (["fit", "--dataset", "chinchilla", "--E-prior", "1.7"], "--E-prior takes MEAN,SD"),
-    (["fit", "--dataset", "chinchilla", "--E-prior", "1.7,-0.1"], "--E-prior must be a positive"),
+    (["fit", "--dataset", "chinchilla", "--E-prior", "1.7,-0.1"], "--E-prior's SD must be a positive"),
     (["fit", "--dataset", "chinchilla", "--E-prior", "1.7,0.1", "--E-from", "x.json"], "--E-prior or --E-from"),
     (["fit", "--dataset", "chinchilla", "--E-from", "/nonexistent/fit.json"], "/nonexistent/fit.json"),
 ])
