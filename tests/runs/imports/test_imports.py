@@ -191,7 +191,7 @@ def test_bad_input_is_one_line_and_writes_nothing(sweep, tmp_path, capsys):
     # A table of N, D and loss without a run column: the message names the flag that names one.
     pd.read_csv(tmp_path / "runs.csv").rename(columns={"run": "model"}).to_csv(tmp_path / "unnamed.csv", index=False)
     err = bad(capsys, "csv", tmp_path / "unnamed.csv", "--runs-dir", out, "--n", "params")
-    assert "no run column 'run or run_id or name'" in err and err.endswith("(--run-key)")
+    assert "no run column 'run or run_id or name'" in err and err.endswith("(--run)")
     assert scaling("import", "csv", tmp_path / "unnamed.csv", "--runs-dir", out, "--n", "params", "--loss", "loss",
                    "--run-key", "model") == 0
 
