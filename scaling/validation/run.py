@@ -114,13 +114,20 @@ def neighbour(family: Family, n: float, centre: float, below: bool) -> Shape:
     return shape.model_copy(update={"lr": family.lr(shape)})
 
 
+def optimum_of(fit: LawFit, compute: float) -> tuple[float, float]:
+    """N_opt, D_opt at `compute` of the allocation the fit plans with (`LawFit.plan`: under `--form
+    kaplan` that form's, as `scaling plan` recommends it): the run validated is the one recommended."""
+    best = fit.plan(compute)     # UsageError for a law with no optimum
+    n_opt, d_opt = float(best.n), float(best.d)
+    if not (math.isfinite(n_opt) and n_opt > 0):
+        raise UsageError(f"the law has no compute-optimal N at C = {compute:.3g}: nothing to validate")
+    return n_opt, d_opt
+
+
 def plan_runs(fit: LawFit, cfg: SweepConfig, family: Family, compute: float) -> list[tuple[str, PlannedRun]]:
     """The three runs at `compute`, by position: the family's shape nearest N_opt and its two
     neighbours, each on D = C / (its FLOPs per token in the fit's measure) rounded to whole batches."""
-    n_opt = float(fit.law.n_opt(compute))
-    if not (math.isfinite(n_opt) and n_opt > 0):
-        raise UsageError(f"the law has no compute-optimal N at C = {compute:.3g} (alpha {fit.law.alpha:.3g}, "
-                         f"beta {fit.law.beta:.3g}): nothing to validate")
+    n_opt, _ = optimum_of(fit, compute)
     centre = family.shape_near(n_opt)
     n_centre = family.n_params(centre)
     shapes = {"smaller": neighbour(family, n_centre / NEIGHBOUR_FACTOR, n_centre, below=True), "optimum": centre,
@@ -145,8 +152,8 @@ def predictions(fit: LawFit, family: Family, compute: float, runs: list[tuple[st
                                   run.spec.lr, n, d, fit.expected_loss(n, d), fit.loss_interval(n, d)))
     c_range = fit.data.c_range
     use = fit.data.context_use       # the fitted runs' range, as fit.json records it (None: not recorded)
-    return Validation(compute, float(c_range[1]) if c_range else None, float(fit.law.n_opt(compute)),
-                      float(fit.law.d_opt(compute)), fit.ci.level if fit.ci else 0.95, tuple(rows),
+    return Validation(compute, float(c_range[1]) if c_range else None, *optimum_of(fit, compute),
+                      fit.ci.level if fit.ci else 0.95, tuple(rows),
                       fit.diagnostics.verdict if fit.diagnostics else None, forced, str(store_dir), fit_path,
                       fit.law.to_dict(), None if use is None else tuple(use))
 

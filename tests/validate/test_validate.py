@@ -149,6 +149,21 @@ def test_a_compute_inside_the_sweep_is_an_interpolation(known_fit, tmp_path):
     assert all(r.status == "planned" and r.observed is None for r in planned.runs)
 
 
+@pytest.mark.parametrize("form", ["kaplan", "farseer"])
+def test_under_a_form_the_runs_validated_are_about_the_optimum_plan_recommends(known_fit, tmp_path, form):
+    # `--form kaplan` plans by the Kaplan form's optimum (`scaling plan --fit`): the three runs are about
+    # it, and the N_opt, D_opt recorded are its, with its predictions; here the Chinchilla form's
+    # optimum (which they were planned about) lies at another of the family's sizes.
+    fit = replace(load_fit(known_fit[0]), form=form)
+    vcfg, _, planned = prepare(fit, micro_config(), COMPUTE, runs_dir=tmp_path)
+    best, family = fit.plan(COMPUTE), family_of(vcfg, fit.data.param_convention or "non_embedding")
+    assert (planned.n_opt, planned.d_opt) == (pytest.approx(best.n, rel=1e-12), pytest.approx(best.d, rel=1e-12))
+    optimum = next(r for r in planned.runs if r.position == "optimum")
+    assert optimum.n == family.n_params(family.shape_near(best.n))
+    assert optimum.n != family.n_params(family.shape_near(fit.law.n_opt(COMPUTE)))
+    assert optimum.predicted == pytest.approx(fit.expected_loss(optimum.n, optimum.d), rel=1e-12)
+
+
 def test_the_recipe_read_back_from_a_store_gives_the_sweep_its_run_ids(micro_sweep):
     cfg, sweep = micro_sweep
     fit = LawFit(law=LAW, data=DataSummary(source=f"runs {sweep.sweep_dir}"))
