@@ -102,6 +102,11 @@ def _check_request(data: FitData, bootstrap: int, seed: int, *, form: str | None
     _check_resampling(bootstrap, seed)
     form = _check_form(form, fixed_E)
     check_fittable(data, fixed_E)
+    if form not in (combined.NAME, cross_forms.fitted_form(fixed_E)):   # found before the fit, not after it
+        needs = catalog.get(form, E=fixed_E).n_theta
+        if data.n.size <= needs:
+            raise UsageError(f"{data.n.size} point(s) cannot determine the {form} form's {needs} constants, which "
+                             "predictions and plans would use; choose another form", options=("form",))
     if data_constrained and data.unique is None:
         raise UsageError(f"{data.source}: the data-constrained fit needs each run's unique tokens "
                          "(a run store records them; for a table give its unique-tokens column or one count)",

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -99,6 +100,11 @@ def overwrite(folder: Path, pattern: str, content: bytes) -> None:
 
 GOOD_POINTS = "N,D,loss\n" + "".join(f"{n},{d},{2 + 1e3 / n ** 0.3 + 1e3 / d ** 0.3}\n"
                                      for n in (1e6, 1e7, 1e8) for d in (1e8, 1e9))
+# A table whose loss does not fall with N or D (3.0 with 0.2% scatter): its fit ends at alpha and
+# beta near 0 (a form's optimum overflowed a float: a traceback), its optimum at N = 5e183 on D = 4e-164.
+FLAT_POINTS = "N,D,loss\n" + "".join(
+    f"{n},{d},{loss}\n" for n, d, loss in zip(np.repeat([1e6, 3e6, 1e7, 3e7, 1e8], 4), np.tile([1e8, 3e8, 1e9, 3e9], 5),
+                                             3.0 * np.exp(np.random.default_rng(0).normal(0, 0.002, (3, 20))[2])))
 BIG_TEXT = "\n".join(f"Line {i}: the committee met on the {i}th day and talked of bread, coal and rain."
                      for i in range(600))
 
@@ -121,11 +127,11 @@ def fit_with_law(case: Case, **params) -> Path:
     return path
 
 
-def edited_fit(case: Case, edit, *flags) -> Path:
-    """A fit.json of GOOD_POINTS (fitted with `flags`) edited by hand, or left by an older version:
+def edited_fit(case: Case, edit, *flags, points: str = GOOD_POINTS) -> Path:
+    """A fit.json of `points` (fitted with `flags`) edited by hand, or left by an older version:
     `edit(fit)` changes the parsed dict in place."""
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        assert main([str(a) for a in case.fit_csv(GOOD_POINTS, *flags)]) == 0
+        assert main([str(a) for a in case.fit_csv(points, *flags)]) == 0
     path = case.tmp / "fit" / "fit.json"
     fit = json.loads(path.read_text())
     edit(fit)
@@ -343,7 +349,8 @@ CASES = [
     ("fit with a negative SD in the E prior", lambda c: c.fit_csv(GOOD_POINTS, "--E-prior", "1,-0.1"),
      "--E-prior's SD must be a positive, finite number; got -0.1"),
     ("fit with a form its points cannot determine", lambda c: c.fit_csv(GOOD_POINTS, "--form", "farseer"),
-     "the farseer form, which predictions and plans would use, could not be fitted: 6 point(s) cannot determine"),
+     "6 point(s) cannot determine the farseer form's 6 constants, which predictions and plans would use; choose "
+     "another form (--form)"),
     ("fit CSV naming a column twice", lambda c: c.fit_csv(GOOD_POINTS.replace("loss\n", "loss,loss\n", 1)
                                                           .replace("\n", ",9\n").replace("loss,9", "loss")),
      "points.csv: the column 'loss' appears twice in the header"),
@@ -363,6 +370,9 @@ CASES = [
     ("cost of a fit that plans with the kaplan form", lambda c: ["cost", "rules", "--compute", "1e21", "--fit",
                                                                 edited_fit(c, lambda f: None, "--form", "kaplan")],
      "`scaling cost` needs a law of the Chinchilla form, E + A/N^alpha + B/D^beta; the fit "),
+    ("plan with a fit of a flat table", lambda c: ["plan", "--compute", "1e21", "--fit",
+                                                  edited_fit(c, lambda f: None, points=FLAT_POINTS)],
+     "the law's optimum at C = 1e+21 falls at N = 4.61e+183, D = 3.62e-164: no model (alpha 0.00128, beta 0.000592"),
     # --- import of a table with the wrong columns
     ("import CSV naming a column twice", lambda c: c.write("log.csv", "run,N,N,D,loss\nr1,1e6,2e6,1e8,3\n") or
      ["import", "csv", c.tmp / "log.csv", "--runs-dir", c.tmp / "imported", "--loss", "loss"],

@@ -114,6 +114,10 @@ def test_numeric_optima_match_the_closed_forms():
     assert float(law.n_opt(1e12)) < 1.0
     with pytest.raises(ValueError, match="below one parameter"):
         optimum(law, 1e12)
+    # Exponents near 0 (a flat table's fit): G = (alpha A / (beta B))^(1 / (alpha + beta)) passes a
+    # float, an OverflowError that escaped `scaling fit` as a traceback; now no optimum, said so.
+    with pytest.raises(ValueError, match="lies beyond a float"):
+        optimum(Law(E=1.0, A=10.0, B=1.0, alpha=1e-4, beta=1e-4), 1e21)
 
 
 def test_the_schema_knows_every_form():

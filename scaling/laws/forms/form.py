@@ -89,13 +89,17 @@ def log_sum_exp(terms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def optimum(law: FormLaw, compute: float) -> tuple[float, float, float]:
     """(N_opt, D_opt, L_opt) at `compute` FLOPs, C = 6 N D: the closed form of a Chinchilla-form law,
     else the minimum of L(N, C / 6N) over log N (bounded Brent on N from 1 to C/6, i.e. D >= 1).
-    ValueError where L does not fall with both N and D (no interior optimum), or where the closed
-    form puts it below one parameter or one token (a fit that does not identify its exponents can
-    place it at N = 1e-12: no model, and the numerical search could not return it)."""
+    ValueError where L does not fall with both N and D (no interior optimum), where the closed form
+    overflows a float, or puts it below one parameter or one token (a fit that does not identify its
+    exponents can place it at N = 1e-12: no model, and the numerical search could not return it)."""
     if not law.has_optimum:
         raise ValueError("this law does not fall with both N and D: it has no compute-optimal allocation")
     if isinstance(law, Law):
-        n, d = float(law.n_opt(compute)), float(law.d_opt(compute))
+        try:
+            n, d = float(law.n_opt(compute)), float(law.d_opt(compute))
+        except OverflowError:      # G = (alpha A / (beta B))^(1 / (alpha + beta)) past a float: exponents near 0
+            raise ValueError(f"its optimum at C = {compute:.3g} lies beyond a float (N_opt's coefficient G "
+                             "overflows: the exponents are not identified)") from None
         if not (n >= 1.0 and d >= 1.0):
             raise ValueError(f"its optimum at C = {compute:.3g} falls at N = {n:.3g}, D = {d:.3g}: "
                              "below one parameter or one token, no model")
