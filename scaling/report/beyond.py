@@ -123,7 +123,8 @@ def forms_along(fit: LawFit, compute: np.ndarray) -> list[figs.FormCurve]:
     if (median := forms.combined) is not None:       # the median of the forms, from the members drawn above
         band = np.full((3, compute.size), np.nan)
         if ok.any():
-            band[:, ok] = median.predict(forms.entries, runs[ok, 0], runs[ok, 1], far[ok], level=forms.level)
+            band[:, ok] = median.predict(forms.entries, runs[ok, 0], runs[ok, 1], far[ok], floor=fit.backtest,
+                                         level=forms.level)
         tested = tuple((c.factor, c.median_abs_error) for c in median.raw_cuts(forms.entries))
         out.append(figs.FormCurve(MEDIAN, compute, band[0], band[1], band[2], tested, median.extrapolation.noise,
                                   forms.headline == MEDIAN))

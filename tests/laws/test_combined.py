@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from scaling.cli import main
 from scaling.laws import analysis
@@ -17,6 +18,7 @@ from scaling.laws.checks import extrapolation as xp
 from scaling.laws.checks.backtest import Cut, pct
 from scaling.laws.fitting import readers
 from scaling.laws.results.fit_file import load_fit
+from tests.laws.test_backtest import TRUTH, few_runs
 
 BUDGETS = 1e17 * 2.0 ** np.arange(10)      # 10 budgets 2x apart: cuts at 3x, 10x and 30x all made
 
@@ -117,7 +119,8 @@ def test_form_median_through_the_cli_plan_and_predict(tmp_path, capsys):
     budgets = np.array([[top / 10, top], [10 * top, 1000 * top]])
     plan = fit.plan(budgets)
     assert np.allclose(plan.n, fit.law.n_opt(budgets)) and np.allclose(plan.d, fit.law.d_opt(budgets))
-    center, lo, hi = fit.median.predict(fit.forms.entries, plan.n, plan.d, fit.beyond(plan.n, plan.d))
+    center, lo, hi = fit.median.predict(fit.forms.entries, plan.n, plan.d, fit.beyond(plan.n, plan.d),
+                                        floor=fit.backtest)
     assert np.array_equal(plan.loss, center)
     assert plan.intervals is not None and np.array_equal(plan.intervals.loss[0], lo)
     assert np.array_equal(plan.intervals.loss[1], hi) and np.all(lo < center) and np.all(center < hi)
@@ -152,8 +155,8 @@ def test_where_the_fitted_form_s_bias_is_unknown_so_is_the_median_s(fitted):
     unknown = combined.combine(entries)
     own = xp.unknown_bias(fit.median.extrapolation, fit.median.cuts)
     assert unknown.extrapolation == replace(own, bias_sd=max(own.bias_sd, 0.01)) and own.bias_sd > 0
-    _, lo, hi = unknown.predict(entries, 1e10, 2e11, 1.5)
-    _, known_lo, known_hi = fit.median.predict(fit.forms.entries, 1e10, 2e11, 1.5)
+    _, lo, hi = unknown.predict(entries, 1e10, 2e11, 1.5, floor=None)
+    _, known_lo, known_hi = fit.median.predict(fit.forms.entries, 1e10, 2e11, 1.5, floor=None)
     assert hi - lo > known_hi - known_lo
 
 
@@ -174,3 +177,31 @@ def test_the_forms_table_shows_the_median_s_backtest_as_every_form_s_its_refits_
         cut = e.farthest
         assert f"backtest {pct(float(np.median(np.abs(cut.raw_errors or cut.errors))))} at 30x" in line
 
+
+
+def test_the_median_s_interval_is_never_narrower_than_the_fitted_law_s_estimation_error():
+    # OLMo's ladder in miniature (`few_runs`): 8 runs at 3 sizes of the Chinchilla-form truth, too few
+    # for any cut, so the median's rule is the fallback's (2% at one decade, learned from cuts of 20-170
+    # runs), and a model 7x larger 1.3-1.9 decades beyond. Five constants from 8 runs err far out by
+    # more: the rule alone missed the truth at the farthest run; beyond the data the interval is at
+    # least the backtest law's own estimation error at Student's t for its 3 degrees of freedom, as
+    # the default's is (`extrapolation.at_least`), and holds the truth and the runs.
+    data = few_runs(seed=1)
+    fit = analysis.fit_data(data.take(np.arange(8)), bootstrap=10, seed=0, form="median")
+    n, d, truth = data.n[8:], data.d[8:], TRUTH.loss(data.n[8:], data.d[8:])
+    far, check, median = fit.beyond(n, d), fit.backtest, fit.median
+    assert median.extrapolation.n_cuts == 0 and check.dof == 3 and np.all(far > 1.3)
+    _, lo_alone, hi_alone = median.predict(fit.forms.entries, n, d, far, floor=None)
+    assert not np.all((lo_alone < truth) & (truth < hi_alone))
+    p = fit.predict(n, d)
+    lo, hi = p.interval
+    floor = np.hypot(norm.ppf(0.975) * median.extrapolation.noise, student_t.ppf(0.975, 3) * check.estimation_sd(n, d))
+    assert np.all(np.log(hi_alone / lo_alone) / 2 < floor)
+    assert np.allclose(np.log(hi / lo) / 2, floor, rtol=1e-9) and np.allclose(np.log(hi / p.loss), floor, rtol=1e-9)
+    assert np.all((lo < truth) & (truth < hi)) and np.all((lo < data.loss[8:]) & (data.loss[8:] < hi))
+    plan = fit.plan(fit.law.flops.per_token(n[2]) * d[2] * 3)     # plan's loss interval: the same floor
+    _, plan_lo, plan_hi = median.predict(fit.forms.entries, plan.n, plan.d, fit.beyond(plan.n, plan.d), floor=check)
+    assert plan.intervals.loss == (plan_lo, plan_hi) and plan_lo < plan.loss < plan_hi
+    inside = fit.predict(data.n[0], data.d[0])        # inside the data: the runs' scatter, no floor
+    assert inside.interval == pytest.approx(tuple(median.predict(fit.forms.entries, data.n[0], data.d[0], 0.0,
+                                                                 floor=None)[1:]), rel=1e-12)

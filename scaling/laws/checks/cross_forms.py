@@ -297,7 +297,7 @@ def cross_check(data: FitData, result: fitting.FitResult, resampled: np.ndarray 
                             sample_names=e.sample_names if keep else ()))
     combined = cb.combine(done)
     if combined is not None and target is not None:
-        loss, lo, hi = combined.predict(done, target["n"], target["d"], far, level=level)
+        loss, lo, hi = combined.predict(done, target["n"], target["d"], far, floor=future, level=level)
         combined = replace(combined, prediction={"loss": loss, "lo": lo, "hi": hi})
     return Forms(headline, float(target_compute), None if target is None else {"n": target["n"], "d": target["d"]},
                  far, level, tuple(done), combined, planner if planner != headline else "")

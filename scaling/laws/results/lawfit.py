@@ -236,7 +236,8 @@ class LawFit:
         a run's scatter where `noise`, else the expected loss's); None where it did not."""
         if self.median is None or self.forms is None:
             return None
-        return self.median.predict(self.forms.entries, n, d, self.beyond(n, d), level=self.level, noise=noise)
+        return self.median.predict(self.forms.entries, n, d, self.beyond(n, d), floor=self.backtest, level=self.level,
+                                   noise=noise)
 
     @property
     def level(self) -> float:
