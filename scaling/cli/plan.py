@@ -192,7 +192,8 @@ def _print_plan(choice: LawChoice, plans: list[list[allocation.Allocation]], int
     if law is not None:
         if fit is not None and fit.median is not None:
             print(f"loss: each allocation's loss as the median of the forms predicts it (--form median: the geometric "
-                  f"median of {', '.join(fit.median.members)}, its interval its own backtest's); the allocation is "
+                  f"median of {', '.join(fit.median.members)}, its interval its own backtest's, never narrower "
+                  "than the fitted law's estimation error); the allocation is "
                   "the Chinchilla-form law's optimum")
         elif fit is not None and fit.backtest is not None:
             print("loss: each allocation's loss as the fit predicts it; beyond the fitted compute that is its "

@@ -198,7 +198,8 @@ def forms_section(r: Report) -> None:
     if forms.combined is not None:
         notes.append(f"{MEDIAN}: the geometric median of the predicting forms' predictions (`--form median`), its "
                      "interval from its own backtest (each cut's prediction the median of the forms' cut predictions; "
-                     "docs/fitting.md, \"The median of the forms\"); its backtest here, as every row's, is its "
+                     "docs/fitting.md, \"The median of the forms\"), beyond the data never narrower than the fitted "
+                     "law's own estimation error; its backtest here, as every row's, is its "
                      "members' refits' own errors (their geometric median), before their bias corrections.")
     r.doc.ul(notes)
     top = float(fit.data.c_range[1])

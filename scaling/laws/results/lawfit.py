@@ -228,7 +228,8 @@ class LawFit:
     def median(self) -> Combined | None:
         """The median of the forms where `--form median` chose it (`checks.combined`): the loss
         `predict`, `plan` and `validate` give and its interval are then its, inside the data too
-        (its rule's interval is the runs' scatter there); the allocation stays the fitted form's."""
+        (its rule's interval is the runs' scatter there), beyond it never narrower than the backtest
+        law's own estimation error (as the default's); the allocation stays the fitted form's."""
         return self.forms.combined if self.forms is not None and self.form == MEDIAN else None
 
     def _median_predict(self, n: npt.ArrayLike, d: npt.ArrayLike, *, noise: bool = True) -> tuple | None:

@@ -152,7 +152,8 @@ def format_form(fit: Summarised) -> list[str]:
     fitted = fitted_form(fit.options.fixed_E)
     if fit.form == MEDIAN:
         out.append(f"form: median (--form): predict, plan and validate give the geometric median of the forms' losses "
-                   f"with its own backtest's interval; plan allocates N and D by the {fitted} form's law (its "
+                   f"with its own backtest's interval, beyond the data never narrower than the {fitted} law's own "
+                   f"estimation error; plan allocates N and D by the {fitted} form's law (its "
                    f"optimum); the constants above, the diagnostics and the verdict are the {fitted} form's")
     elif fit.form != fitted:
         out.append(f"form: {fit.form} (--form): predict and plan use its law; the constants above, the diagnostics "
