@@ -108,11 +108,12 @@ def _fitting_arguments(p: argparse.ArgumentParser) -> None:
                    help="the prior on E from another fit.json (a reference, or a larger run's fit): its E, "
                         "with its interval as the standard deviation")
     p.add_argument("--form", default=None, choices=(*catalog.FORMS, combined.NAME), metavar="NAME", action=Once,
-                   help=f"the law form predict and plan use: {', '.join(catalog.FORMS)} (default chinchilla, or "
-                        "fixed-E with --E), or median: the geometric median of the forms' predictions, with its own "
-                        "backtest and interval, the allocation the fitted form's; every other form is fitted beside "
-                        "it as a cross-check (fit.json's "
-                        "'forms'); the constants, diagnostics and verdict are the Chinchilla form's")
+                   help="the law form predict and plan use: median (the default): the geometric median of the "
+                        "forms' predictions, with its own backtest and interval (never narrower than the fitted "
+                        "law's estimation error), the allocation the fitted form's; or one form, "
+                        f"{', '.join(catalog.FORMS)} (the fitted law alone: chinchilla, or fixed-E with --E); every "
+                        "other form is fitted beside it as a cross-check (fit.json's 'forms'); the constants and "
+                        "diagnostics are the Chinchilla form's, the verdict's backtest check the predicting form's")
     p.add_argument("--bootstrap", type=int, default=results.DEFAULT_BOOTSTRAP, metavar="K",
                    help=f"bootstrap resamples (default {results.DEFAULT_BOOTSTRAP}; 0 disables)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)")

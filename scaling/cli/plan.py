@@ -191,7 +191,7 @@ def _print_plan(choice: LawChoice, plans: list[list[allocation.Allocation]], int
               f"includes the runs' scatter (residual RMS {fit.residual_rms:.3g})")
     if law is not None:
         if fit is not None and fit.median is not None:
-            print(f"loss: each allocation's loss as the median of the forms predicts it (--form median: the geometric "
+            print(f"loss: each allocation's loss as the median of the forms predicts it (the default: the geometric "
                   f"median of {', '.join(fit.median.members)}, its interval its own backtest's, never narrower "
                   "than the fitted law's estimation error); the allocation is "
                   "the Chinchilla-form law's optimum")

@@ -115,8 +115,9 @@ def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | 
     (see `tasks.FIT_METRICS`) in place of the loss; fit.json's limitations then say so first.
     drop_highest_loss, min_tokens_per_param, min_tokens: leave points out (`selection`).
     delta, fixed_E, bootstrap, seed, reference_compute, data_constrained, form: as `analysis.fit_data`
-    (form: the law form `predict` and `plan` use, scaling.laws.forms.catalog, or "median", the median of
-    the forms, scaling.laws.checks.combined; every other is a cross-check).
+    (form: what `predict` and `plan`'s loss use: by default "median", the median of the forms,
+    scaling.laws.checks.combined, or one form of scaling.laws.forms.catalog, "chinchilla" for the fitted
+    law alone; every other is a cross-check).
     A run store's training curves give Approach 1 too. curves: also fit the law to the store's
     whole training curves (`curve_fit`, fit.json's 'curves' section). E_prior: (mean, sd), a
     Gaussian prior on E (`analysis.fit_data`); another fit's E as one: `E_prior_from(path)`.

@@ -54,11 +54,22 @@ def backtest_section(r: Report) -> None:
         r.doc.p("None here: this fit.json predates the backtest (refit it for one).")
         r.missing_figures["backtest"] = "no backtest in this fit.json"
         return
-    r.doc.p(f"The law refitted on the runs below C_top / f predicts the top budget's runs, f times beyond the "
-            f"compute it saw, as the fit predicts beyond its data (docs/fitting.md). {summary_line(check)}.")
-    r.doc.table(["factor", "runs fitted", "fitted up to C", "runs predicted", "median error", "worst", "bias",
-                 f"inside the {100 * check.level:g}% interval", "median half-width"],
-                [_cut_row(c) for c in check.cuts])
+    header = ["factor", "runs fitted", "fitted up to C", "runs predicted", "median error", "worst", "bias",
+              f"inside the {100 * check.level:g}% interval", "median half-width"]
+    if (median := r.fit.median_backtest) is not None:
+        r.doc.p("The fit predicts beyond its data by the median of the forms (the default; the forms section): "
+                "each cut's prediction of the top budget's runs is the geometric median of the forms' cut "
+                "predictions, each moved by its form's bias, its interval its own rule's, learned from these cuts "
+                "(in-sample, as far as its calibration goes). This is what the verdict judges. "
+                f"{summary_line(median)}.")
+        r.doc.table(header, [_cut_row(c) for c in median.cuts])
+        r.doc.p(f"The {fitted_form(r.fit.options.fixed_E)} form's law (the constants, the allocation and the figure "
+                "below), refitted on the runs below C_top / f, predicts the same runs, as it would predict beyond "
+                f"its data (docs/fitting.md). {summary_line(check)}.")
+    else:
+        r.doc.p(f"The law refitted on the runs below C_top / f predicts the top budget's runs, f times beyond the "
+                f"compute it saw, as the fit predicts beyond its data (docs/fitting.md). {summary_line(check)}.")
+    r.doc.table(header, [_cut_row(c) for c in check.cuts])
     rule = check.extrapolation
     notes = [f"Beyond the data the prediction is the law of the {check.n_trained} runs with at least "
              f"{check.min_tokens_per_param:g} tokens per parameter, moved {100 * rule.bias:+.2f}% per decade of "

@@ -44,7 +44,9 @@ def plan(r: Report) -> None:
     lines.insert(0, "predicted loss: each allocation's loss as the fit predicts it, as `scaling plan --fit` gives it"
                  + ("; beyond the fitted compute that is its backtest's law (fitted without the runs under 5 tokens "
                     "per parameter, moved by its bias; docs/fitting.md), whose optimum can differ from the fitted "
-                    "law's" if fit.backtest is not None and fit.form_entry is None else "")
+                    "law's" if fit.backtest is not None and fit.form_entry is None and fit.median is None else "")
+                 + ("; that is the median of the forms' (the default; the forms section), at each allocation's N and D"
+                    if fit.median is not None else "")
                  + "; kaplan: N = 1.3e9 (C / 8.64e19)^0.73 non-embedding parameters, D = C / (6N).")
     if fit.form_entry is not None:
         lines.append(f"law optimum: the {fit.form} form's (`--form`; numeric where it has no closed form), its loss "

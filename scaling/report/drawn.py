@@ -61,7 +61,7 @@ def drawn_note(fit: LawFit) -> str:
         return (f" The law drawn is the Chinchilla form's: the {entry.name} form chosen by `--form` "
                 + (f"could not be fitted ({entry.reason})." if entry.params is None else "has no optimum."))
     if fit.form == MEDIAN:
-        return (" The law drawn is the Chinchilla form's: the median of the forms (`--form median`) has no one law "
+        return (" The law drawn is the Chinchilla form's: the median of the forms (the default) has no one law "
                 "of its own; it plans by this law's allocation and predicts the loss as the forms table shows.")
     return ""
 
@@ -77,8 +77,9 @@ def chinchilla_note(fit: LawFit) -> str:
 def chosen_form_line(fit: LawFit) -> str | None:
     """The summary's sentence saying which law predicts and plans where `--form` chose another; else None."""
     if fit.median is not None:
-        return ("Predictions and their intervals are the median of the forms' (`--form median`; the forms table), "
-                "at this law's allocation; the constants, diagnostics and verdict are this law's.")
+        return ("Predictions and their intervals are the median of the forms' (the default, `--form median`; the "
+                "forms table), at this law's allocation; the constants and diagnostics are this law's, the verdict's "
+                "backtest check the median's.")
     if (entry := fit.form_entry) is None:
         return None
     return (f"Predictions, their intervals, the plan and the figures of the law are the {entry.name} form's "

@@ -13,7 +13,7 @@ import pandas as pd
 
 from scaling.formats import sci
 from scaling.laws.checks.backtest import summary_line
-from scaling.laws.checks.cross_forms import forms_check
+from scaling.laws.checks.cross_forms import fitted_form, forms_check
 from scaling.laws.checks.holdout import Holdout, pct
 from scaling.laws.fitting import fitdata
 from scaling.laws.fitting.provenance import Provenance
@@ -66,6 +66,9 @@ def at_a_glance(fit: results.LawFit, check: Holdout | None) -> list[str]:
                    f"their loss with a mean absolute relative error of {pct(check.mean_abs_rel_error)}.")
     if fit.backtest is not None:
         line = summary_line(fit.backtest)
+        if (median := fit.median_backtest) is not None:       # the median of the forms predicts: its own first
+            line = (f"{summary_line(median)} (the median of the forms, which predicts; under its own rule); the "
+                    f"{fitted_form(fit.options.fixed_E)} form's law alone: {line.removeprefix('backtest: ')}")
         out.append(line[0].upper() + line[1:] + " (the backtest below).")
     if fit.forms is not None:
         out.append(f"Cross-check of the law's forms: {forms_check(fit.forms).reason} (the forms side by side below).")

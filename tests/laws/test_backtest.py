@@ -319,7 +319,7 @@ def test_a_fit_of_few_runs_predicts_beyond_its_data_with_at_least_its_own_estima
     # Student's t for the 3 degrees of freedom its fit left; the prediction's interval is now that
     # floor, and fit.json keeps what it needs to give the same interval again.
     data = few_runs(seed=0)
-    fit = analysis.fit_data(data.take(np.arange(8)), bootstrap=10, seed=0, forms=False)
+    fit = analysis.fit_data(data.take(np.arange(8)), bootstrap=10, seed=0, forms=False, form="chinchilla")
     n, d = data.n[8:], data.d[8:]
     lo, hi = fit.predict(n, d).interval
     check = fit.backtest

@@ -111,7 +111,7 @@ def test_form_median_through_the_cli_plan_and_predict(tmp_path, capsys):
     assert main(["fit", "--csv", str(tmp_path / "pts.csv"), "--budget", "budget", "--form", "median",
                  "--bootstrap", "10", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert " *median " in printed and "form: median (--form)" in printed and "chinchilla form's law" in printed
+    assert " *median " in printed and "form: median (the default" in printed and "chinchilla form's law" in printed
     fit = load_fit(out)
     assert fit.form == combined.NAME and fit.median is not None and fit.form_entry is None
     assert cross_forms.Forms.from_json(fit.forms.to_json()) == fit.forms

@@ -104,7 +104,7 @@ def test_E_at_its_bound_is_cautioned_once_with_the_advice():
     law = Law(E=1e-6, A=482.0, B=2085.0, alpha=0.3478, beta=0.3658)
     data = replace(simulate(law, isoflop_grid(BUDGETS, law, per_budget=6, span=4.0), noise=0.01, seed=1),
                    budgets=np.repeat(BUDGETS, 6))
-    fit = analysis.fit_data(data, bootstrap=20, forms=False, grid=bt.COARSE_GRID)
+    fit = analysis.fit_data(data, bootstrap=20, forms=False, grid=bt.COARSE_GRID, form="chinchilla")
     checks = {c.name: c for c in fit.diagnostics.checks}
     assert fit.law.E < 0.02 * float(data.loss.min()) and fit.verdict == "use with caution"
     floor = f"caution: {checks['E_floor'].reason}"

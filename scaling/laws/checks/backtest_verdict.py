@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from scaling.laws.checks.backtest import Backtest, pct
 from scaling.laws.checks.extrapolation import E_FAR
 from scaling.laws.checks.verdict import CAUTION, E_ADVICE, PASS, THRESHOLDS, Check
@@ -41,6 +43,20 @@ def backtest_check(check: Backtest) -> Check:
                    "still be short farther out")
     return Check("backtest", error, threshold, PASS if ok else CAUTION, reason,
                  margin=(PASS_ERROR - error) / PASS_ERROR)
+
+
+def median_check(median: Backtest, fitted: Backtest, form: str) -> Check:
+    """`backtest_check` of the median of the forms where it predicts beyond the data (the default;
+    `Combined.as_backtest`: its cuts, its intervals under its own rule), the fitted `form`'s law's
+    own figures at its farthest cut beside them: the constants and the allocation are that law's."""
+    check = backtest_check(median)
+    cut = fitted.farthest
+    if check.value is None:         # no cut: the median's reason is the fitted law's
+        return check
+    own = "no cut could be made" if cut is None else (
+        f"{cut.factor:g}x: median error {pct(cut.median_abs_error)}, {cut.covered} of {len(cut.errors)} inside")
+    return replace(check, reason=f"the median of the forms {check.reason} (its rule learned from those cuts); "
+                                 f"the {form} form's law alone, {own}")
 
 
 def E_drift_check(check: Backtest, E_interval: tuple | None, E: float | None = None,

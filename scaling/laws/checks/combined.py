@@ -101,6 +101,13 @@ class Combined:
         chosen = [e for e in entries if e.name in self.members]
         return tuple(_cuts(chosen, [0.0] * len(chosen), sorted({c.factor for c in self.cuts})))
 
+    def as_backtest(self, fitted: bt.Backtest) -> bt.Backtest:
+        """Its cuts and rule as a Backtest, for what judges and reports one (`backtest_verdict.
+        backtest_check`, `backtest.summary_line`): `fitted` the fitted law's, whose cuts that could
+        not be made say why where the median has none."""
+        cuts = self.cuts or tuple(c for c in fitted.cuts if not c.made)
+        return bt.Backtest(cuts, self.extrapolation, fitted.level, fitted.by)
+
     def to_json(self) -> dict:
         return {"name": NAME, "members": list(self.members), "cuts": [c.to_json() for c in self.cuts],
                 "extrapolation": self.extrapolation.to_json(), "prediction": self.prediction}
@@ -137,6 +144,17 @@ def combined_cut(cuts: Sequence[bt.Cut], biases: Sequence[float]) -> bt.Cut | No
                    law=None, prediction_sd=())
 
 
+def judged(cut: bt.Cut, rule: xp.Extrapolation, level: float = xp.LEVEL) -> bt.Cut:
+    """`cut` with its runs' intervals under the median's `rule` at their distances: how many held
+    (`covered`) and their half-widths. The rule was learned from these cuts (the Chinchilla fit's
+    cuts are judged by rules learned below each, `backtest._interval_cut`): in-sample, as far as
+    their calibration goes (`extrapolation.calibration`, each cut against the others' rule)."""
+    ratio = 1.0 + np.asarray(cut.errors, dtype=float)            # predicted / observed
+    center, lo, hi = rule.widen(ratio, np.asarray(cut.distances, dtype=float), level)
+    return replace(cut, covered=int(np.sum((lo <= 1.0) & (1.0 <= hi))),
+                   half_widths=tuple(float(v) for v in (hi - lo) / 2 / center))
+
+
 def _cuts(chosen: Sequence, biases: Sequence[float], factors: Iterable[float]) -> list[bt.Cut]:
     """The median's cuts at `factors` from the members `chosen`, each moved by its bias in `biases`."""
     cuts = []
@@ -164,4 +182,4 @@ def combine(entries: Iterable, *, factors: Sequence[float] = FACTORS) -> Combine
     if unknown > 0:          # the fitted form's E far below its runs: the median's bias unknown, at least as far
         rule = xp.unknown_bias(rule, cuts)
         rule = replace(rule, bias_sd=max(rule.bias_sd, unknown))
-    return Combined(tuple(e.name for e in chosen), tuple(cuts), rule)
+    return Combined(tuple(e.name for e in chosen), tuple(judged(c, rule) for c in cuts), rule)

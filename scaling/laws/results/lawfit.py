@@ -182,10 +182,10 @@ class LawFit:
         if (entry := self.form_entry) is not None:
             _, lo, hi = entry.predict(n, d, self.beyond(n, d), level=self.level, noise=True, seed=seed)
             return (float(lo), float(hi)) if np.ndim(lo) == 0 else (lo, hi)
+        if self.resampled is None or self.ci is None:     # no bootstrap, no intervals (the median's too, as plan's)
+            return None
         if (by_median := self._median_predict(n, d)) is not None:
             return by_median[1:]
-        if self.resampled is None or self.ci is None:
-            return None
         lo, hi = allocation.loss_interval(self.resampled, n, d, level=self.ci.level,
                                           noise=self.residual_rms or 0.0, seed=seed, widen=self.ci.widened_by)
         if np.ndim(lo) == 0 and not (math.isfinite(lo) and math.isfinite(hi)):
@@ -231,6 +231,14 @@ class LawFit:
         (its rule's interval is the runs' scatter there), beyond it never narrower than the backtest
         law's own estimation error (as the default's); the allocation stays the fitted form's."""
         return self.forms.combined if self.forms is not None and self.form == MEDIAN else None
+
+    @property
+    def median_backtest(self) -> Backtest | None:
+        """The median of the forms' backtest where it predicts (`Combined.as_backtest`: its cuts, its
+        intervals under its own rule), what the verdict judges; None where it does not."""
+        if self.median is None or self.backtest is None:
+            return None
+        return self.median.as_backtest(self.backtest)
 
     def _median_predict(self, n: npt.ArrayLike, d: npt.ArrayLike, *, noise: bool = True) -> tuple | None:
         """(center, lo, hi) of the median of the forms for N, D where `--form median` chose it (with

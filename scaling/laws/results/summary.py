@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from scaling.formats import plain_table, sci
-from scaling.laws.checks.backtest import Backtest, format_backtest
+from scaling.laws.checks.backtest import Backtest, format_backtest, summary_line
 from scaling.laws.checks.combined import NAME as MEDIAN
 from scaling.laws.checks.cross_forms import Forms, fitted_form, format_forms
 from scaling.laws.checks.verdict import PASS, Diagnostics
@@ -94,6 +94,8 @@ class Summarised(Protocol):
     @property
     def backtest(self) -> Backtest | None: ...
     @property
+    def median_backtest(self) -> Backtest | None: ...
+    @property
     def form(self) -> str: ...
     @property
     def forms(self) -> Forms | None: ...
@@ -136,11 +138,24 @@ def format_summary(fit: Summarised) -> str:
     out += format_conventions(fit)
     out += format_repeated(fit)
     out += format_curves(fit)
-    if fit.backtest is not None:
-        out += format_backtest(fit.backtest)
+    out += format_backtests(fit)
     out += format_form(fit)
     out += format_verdict(fit)
     return "\n".join(out)
+
+
+def format_backtests(fit: Summarised) -> list[str]:
+    """The backtest's lines (`format_backtest`); where the median of the forms predicts (the default),
+    its own line first, what the verdict judges, then the fitted law's cuts, labelled as its."""
+    if fit.backtest is None:
+        return []
+    lines = format_backtest(fit.backtest)
+    if (median := fit.median_backtest) is None:
+        return lines
+    own = summary_line(median).removeprefix("backtest: ")
+    return [f"backtest of the median of the forms (which predicts): {own} (under its own rule, learned from these "
+            "cuts)", f"backtest of the {fitted_form(fit.options.fixed_E)} form's law (the constants and allocation "
+            f"above): {lines[0].removeprefix('backtest: ')}", *lines[1:]]
 
 
 def format_form(fit: Summarised) -> list[str]:
@@ -151,10 +166,11 @@ def format_form(fit: Summarised) -> list[str]:
     out = format_forms(fit.forms)
     fitted = fitted_form(fit.options.fixed_E)
     if fit.form == MEDIAN:
-        out.append(f"form: median (--form): predict, plan and validate give the geometric median of the forms' losses "
-                   f"with its own backtest's interval, beyond the data never narrower than the {fitted} law's own "
-                   f"estimation error; plan allocates N and D by the {fitted} form's law (its "
-                   f"optimum); the constants above, the diagnostics and the verdict are the {fitted} form's")
+        out.append(f"form: median (the default; --form NAME for one law): predict, plan and validate give the "
+                   f"geometric median of the forms' losses with its own backtest's interval, beyond the data never "
+                   f"narrower than the {fitted} law's own estimation error; plan allocates N and D by the {fitted} "
+                   f"form's law (its optimum); the constants above and the diagnostics are the {fitted} form's, "
+                   "but for the verdict's backtest check, the median's own")
     elif fit.form != fitted:
         out.append(f"form: {fit.form} (--form): predict and plan use its law; the constants above, the diagnostics "
                    f"and the verdict are the {fitted} form's")
