@@ -42,7 +42,7 @@ def _sweep(truth, budgets=BUDGETS, seed=0, noise=0.004):
 @pytest.fixture(scope="module")
 def fitted():
     _, data = _sweep(_tied)
-    return data, analysis.fit_data(data, bootstrap=10, form="median")
+    return data, analysis.fit_data(data, bootstrap=10)        # the default: the median of the forms
 
 
 def test_the_median_s_cut_is_the_geometric_median_of_the_forms_cut_predictions(fitted):
@@ -205,3 +205,43 @@ def test_the_median_s_interval_is_never_narrower_than_the_fitted_law_s_estimatio
     inside = fit.predict(data.n[0], data.d[0])        # inside the data: the runs' scatter, no floor
     assert inside.interval == pytest.approx(tuple(median.predict(fit.forms.entries, data.n[0], data.d[0], 0.0,
                                                                  floor=None)[1:]), rel=1e-12)
+
+
+def test_the_default_predicts_by_the_median_and_the_verdict_reads_its_own_cuts(fitted):
+    # With no form asked, a backtested fit predicts by the median of the forms; its cuts carry their
+    # runs' intervals under its own rule, and the verdict's backtest check and the summary's backtest
+    # line are the median's, the Chinchilla-form law's figures beside them.
+    _, fit = fitted
+    assert fit.form == combined.NAME and fit.median is not None
+    rule = fit.median.extrapolation
+    for cut in fit.median.cuts:
+        half = norm.ppf(0.975) * np.sqrt(rule.noise ** 2 + rule.growth ** 2 * np.asarray(cut.distances))
+        assert cut.covered == int(np.sum(np.abs(np.log1p(np.asarray(cut.errors))) <= half))
+        assert np.allclose(cut.half_widths, np.sinh(half), rtol=1e-12)
+    far, own = fit.median.cuts[-1], fit.backtest.farthest
+    check = next(c for c in fit.diagnostics.checks if c.name == "backtest")
+    assert check.value == far.median_abs_error != own.median_abs_error
+    assert check.reason.startswith(f"the median of the forms tested {far.factor:g}x beyond its fitted compute: "
+                                   f"median error {pct(far.median_abs_error)} over {len(far.errors)} runs, "
+                                   f"{far.covered} of them inside")
+    assert check.reason.endswith(f"the chinchilla form's law alone, {own.factor:g}x: median error "
+                                 f"{pct(own.median_abs_error)}, {own.covered} of {len(own.errors)} inside")
+    lines = fit.summary().splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("backtest"))
+    assert lines[first].startswith("backtest of the median of the forms (which predicts): predicts runs 30x")
+    assert lines[first + 1].startswith("backtest of the chinchilla form's law (the constants and allocation above)")
+    assert fit.median_backtest.farthest == far and "the median of the forms tested 30x" in fit.summary()
+
+
+def test_what_a_fit_predicts_by_when_no_form_is_asked():
+    # Backtested: the median, whose members are fitted with forms=False too; without the backtest the
+    # fitted law alone (the median's interval and its members' biases are backtests); form="chinchilla"
+    # with forms=False fits no other form.
+    data = few_runs(seed=0).take(np.arange(8))
+    median = analysis.fit_data(data, bootstrap=0, forms=False)
+    assert median.form == combined.NAME and median.median is not None and median.forms is not None
+    alone = analysis.fit_data(data, bootstrap=0, forms=False, form="chinchilla")
+    assert alone.form == "chinchilla" and alone.forms is None and alone.median is None
+    assert alone.predict(1e9, 2e10).loss != median.predict(1e9, 2e10).loss
+    unbacked = analysis.fit_data(data, bootstrap=0, backtest=False)
+    assert unbacked.form == "chinchilla" and unbacked.forms is None and unbacked.backtest is None
