@@ -104,13 +104,14 @@ def load(name: str):
 
 def predict_split(data, factor: float, method: str, bootstrap: int = BOOTSTRAP, form: str | None = None) -> dict | None:
     """The fit below the cut at `factor` and its predictions of the top budget's runs (`form`
-    "median": the median of the forms, as `scaling fit --form median` predicts)."""
+    "median": the median of the forms, the fit's default; None or "chinchilla": the Chinchilla-form law's)."""
     train, test, _ = backtest.future_split(data.compute, data.budgets, factor)
     sub = data.take(train)
     if backtest.too_small(sub, np.arange(len(sub))):
         return None
     # The forms beside it change none of its predictions: left out here (`predict_form` runs each).
-    fit = analysis.fit_data(sub, bootstrap=bootstrap, seed=0, backtest=method == "after", forms=False, form=form)
+    fit = analysis.fit_data(sub, bootstrap=bootstrap, seed=0, backtest=method == "after", forms=False,
+                            form=form or "chinchilla")
     rows = []
     for i in test:
         n, d, obs = float(data.n[i]), float(data.d[i]), float(data.loss[i])

@@ -59,8 +59,10 @@ def test_chinchilla_fit_json_has_the_schema(chinchilla_cli):
     assert [c["factor"] for c in cuts] == [2.0, 3.0, 10.0, 30.0] and all(c["reason"] is None for c in cuts)
     assert all(c["n_test"] == len(c["errors"]) == 12 and 0 <= c["covered"] <= 12 for c in cuts)
     assert fit["backtest"]["extrapolation"]["growth"] > 0 and fit["backtest"]["law"]["E"] > 0
-    # The forms beside the law: each fitted and backtested, the fitted one marked as the headline.
-    assert fit["form"] == "chinchilla" and fit["forms"]["headline"] == "chinchilla"
+    # The forms beside the law: each fitted and backtested; the median of the forms predicts (the default),
+    # its cuts judged under its own rule.
+    assert fit["form"] == "median" and fit["forms"]["headline"] == "median" and fit["forms"]["planner"] == "chinchilla"
+    assert all(0 <= c["covered"] <= len(c["errors"]) for c in fit["forms"]["combined"]["cuts"])
     assert [e["name"] for e in fit["forms"]["entries"]] == ["chinchilla", "tied", "kaplan", "fixed-E", "farseer"]
     assert all(e["prediction"]["lo"] <= e["prediction"]["loss"] <= e["prediction"]["hi"]
                for e in fit["forms"]["entries"])

@@ -11,6 +11,7 @@ import pytest
 
 from scaling.laws import analysis
 from scaling.laws.checks import backtest as bt
+from scaling.laws.checks.backtest import summary_line
 from scaling.laws.checks.cross_forms import forms_check
 from scaling.laws.checks.holdout import pct
 from scaling.laws.design.simulate import isoflop_grid, simulate
@@ -83,9 +84,9 @@ def test_each_forms_curve_passes_through_its_prediction_at_the_target_compute(si
             assert (c.loss[1], c.lo[1], c.hi[1]) == pytest.approx((p["loss"], p["lo"], p["hi"]), rel=1e-12), e.name
             assert c.lo[2] < c.loss[2] < c.hi[2] and c.hi[2] - c.lo[2] > c.hi[1] - c.lo[1]   # wider further out
             assert c.backtest == tuple((k.factor, k.median_abs_error) for k in e.cuts if k.made and k.errors)
-    head = made.forms.entry("chinchilla")
+    head = made.forms.entry("chinchilla")           # the planner: the median (the default) has no optimum of its own
     n, d = (float(v) for v in optimum(head.law, float(grid[2]))[:2])
-    assert forms_along(made, grid)[0].loss[2] == pytest.approx(float(made.expected_loss(n, d)), rel=1e-12)
+    assert forms_along(made, grid)[-1].loss[2] == pytest.approx(float(made.expected_loss(n, d)), rel=1e-12)
 
 
 def test_the_report_sets_the_forms_side_by_side_and_draws_the_backtest(simulated):
@@ -100,7 +101,7 @@ def test_the_report_sets_the_forms_side_by_side_and_draws_the_backtest(simulated
         assert f"{p['loss']:.4f} [{p['lo']:.4f}, {p['hi']:.4f}]" in row and f"| {e.residual_rms:.3g} |" in row
         assert f"at {e.farthest.factor:g}x" in row
     m = fit.forms.combined.prediction             # the median of the forms as a row of its own
-    row = next(line for line in section.splitlines() if line.startswith("| median "))
+    row = next(line for line in section.splitlines() if line.startswith(("| median ", "| **median**")))
     assert f"{m['loss']:.4f} [{m['lo']:.4f}, {m['hi']:.4f}]" in row and "geometric median of chinchilla" in row
     cut = fit.forms.combined.raw_cuts(fit.forms.entries)[-1]      # the same kind of error as the rows above
     assert f"{pct(cut.median_abs_error)} at {cut.factor:g}x" in row
@@ -117,6 +118,11 @@ def test_the_report_sets_the_forms_side_by_side_and_draws_the_backtest(simulated
     # The backtest: its table and, for every predicted run, its error and interval, dark where the observed
     # loss lies inside: as many as the backtest counted inside.
     assert "## Backtest" in md and "backtest" in r.figures
+    # The median of the forms predicts (the default): the section gives its own cuts first, what the
+    # verdict judges, then the Chinchilla-form law's, which the figure draws.
+    section = md[md.index("## Backtest"):].split("\n## ")[0]
+    assert summary_line(fit.median_backtest) in section and summary_line(fit.backtest) in section
+    assert section.index("by the median of the forms") < section.index("form's law (the constants")
     for cut in fit.backtest.made:
         lo, hi = interval_errors(cut.errors, cut.half_widths)
         assert int(np.sum((lo <= 0) & (hi >= 0))) == cut.covered, cut.factor
