@@ -240,6 +240,10 @@ def test_what_a_fit_predicts_by_when_no_form_is_asked():
     data = few_runs(seed=0).take(np.arange(8))
     median = analysis.fit_data(data, bootstrap=0, forms=False)
     assert median.form == combined.NAME and median.median is not None and median.forms is not None
+    check = next(c for c in median.diagnostics.checks if c.name == "backtest")    # too few runs for any cut
+    assert check.value is None and check.reason.startswith("the median of the forms not tested beyond its data")
+    assert check.reason.endswith("the chinchilla form's law alone, no cut could be made")
+    assert "backtest of the median of the forms (which predicts): no cut could be made (" in median.summary()
     alone = analysis.fit_data(data, bootstrap=0, forms=False, form="chinchilla")
     assert alone.form == "chinchilla" and alone.forms is None and alone.median is None
     assert alone.predict(1e9, 2e10).loss != median.predict(1e9, 2e10).loss

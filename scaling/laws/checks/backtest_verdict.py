@@ -51,10 +51,10 @@ def median_check(median: Backtest, fitted: Backtest, form: str) -> Check:
     own figures at its farthest cut beside them: the constants and the allocation are that law's."""
     check = backtest_check(median)
     cut = fitted.farthest
-    if check.value is None:         # no cut: the median's reason is the fitted law's
-        return check
     own = "no cut could be made" if cut is None else (
         f"{cut.factor:g}x: median error {pct(cut.median_abs_error)}, {cut.covered} of {len(cut.errors)} inside")
+    if check.value is None:         # no cut of its own (the forms cut at 3x, 10x, 30x): the law's beside it
+        return replace(check, reason=f"the median of the forms {check.reason}; the {form} form's law alone, {own}")
     return replace(check, reason=f"the median of the forms {check.reason} (its rule learned from those cuts); "
                                  f"the {form} form's law alone, {own}")
 

@@ -226,10 +226,10 @@ class LawFit:
 
     @property
     def median(self) -> Combined | None:
-        """The median of the forms where `--form median` chose it (`checks.combined`): the loss
-        `predict`, `plan` and `validate` give and its interval are then its, inside the data too
-        (its rule's interval is the runs' scatter there), beyond it never narrower than the backtest
-        law's own estimation error (as the default's); the allocation stays the fitted form's."""
+        """The median of the forms where it predicts (the default, `--form median`; `checks.combined`):
+        the loss `predict`, `plan` and `validate` give and its interval are then its, inside the data
+        too (its rule's interval is the runs' scatter there), beyond it never narrower than the
+        backtest law's own estimation error; the allocation stays the fitted form's."""
         return self.forms.combined if self.forms is not None and self.form == MEDIAN else None
 
     @property
@@ -241,7 +241,7 @@ class LawFit:
         return self.median.as_backtest(self.backtest)
 
     def _median_predict(self, n: npt.ArrayLike, d: npt.ArrayLike, *, noise: bool = True) -> tuple | None:
-        """(center, lo, hi) of the median of the forms for N, D where `--form median` chose it (with
+        """(center, lo, hi) of the median of the forms for N, D where it predicts (with
         a run's scatter where `noise`, else the expected loss's); None where it did not."""
         if self.median is None or self.forms is None:
             return None

@@ -152,10 +152,11 @@ def format_backtests(fit: Summarised) -> list[str]:
     lines = format_backtest(fit.backtest)
     if (median := fit.median_backtest) is None:
         return lines
-    own = summary_line(median).removeprefix("backtest: ")
-    return [f"backtest of the median of the forms (which predicts): {own} (under its own rule, learned from these "
-            "cuts)", f"backtest of the {fitted_form(fit.options.fixed_E)} form's law (the constants and allocation "
-            f"above): {lines[0].removeprefix('backtest: ')}", *lines[1:]]
+    own = summary_line(median).removeprefix("backtest: ") + (" (under its own rule, learned from these cuts)"
+                                                              if median.made else "")
+    return [f"backtest of the median of the forms (which predicts): {own}", f"backtest of the "
+            f"{fitted_form(fit.options.fixed_E)} form's law (the constants and allocation above): "
+            f"{lines[0].removeprefix('backtest: ')}", *lines[1:]]
 
 
 def format_form(fit: Summarised) -> list[str]:
