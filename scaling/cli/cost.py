@@ -126,19 +126,21 @@ def _law_args(parser: argparse.ArgumentParser) -> None:
 
 def _law(args: argparse.Namespace) -> LawChoice:
     """The law of --fit or --law, of the Chinchilla form: these sums are that form's (its closed-form
-    optimum, the Lagrange condition). A fit whose `--form` chose another law to predict and plan with
-    is costed by that law where it is of this form (tied), and refused where it is not (kaplan,
-    farseer, the median of the forms), rather than costed by a law it does not plan with."""
+    optimum, the Lagrange condition). The median of the forms (the default) plans by the fitted law's
+    allocation, so it is costed by that law, and says so. A fit whose `--form` chose another law to
+    predict and plan with is costed by that law where it is of this form (tied), and refused where it
+    is not (kaplan, farseer), rather than costed by a law it does not plan with."""
     choice = choose_law(args.fit, args.law, parametric=True)
     fit = choice.fit
-    if fit is None or (fit.form_entry is None and fit.median is None):
-        return choice
+    if fit is None or fit.form_entry is None:
+        return choice if fit is None or fit.median is None else replace(
+            choice, label=f"{choice.label} (the allocation the median of the forms plans by)")
     if fit.form_entry is not None and fit.form_entry.params is not None and isinstance(fit.form_entry.law, Law):
         return replace(choice, law=fit.form_entry.law, name=f"{choice.name} ({fit.form} form)",
                        label=f"{choice.label}, its {fit.form} form")
-    chosen = "the median of the forms" if fit.median is not None else f"the {fit.form} form"
     raise UsageError(f"`scaling cost` needs a law of the Chinchilla form, E + A/N^alpha + B/D^beta; the fit {args.fit} "
-                     f"predicts and plans with {chosen} (`scaling fit --form {fit.form}`): refit without --form, or "
+                     f"predicts and plans with the {fit.form} form (`scaling fit --form {fit.form}`): refit without "
+                     "--form, or "
                      f"see its optimum with `scaling plan --fit {args.fit}`")
 
 

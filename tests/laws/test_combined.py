@@ -12,6 +12,7 @@ from scipy.stats import norm
 from scipy.stats import t as student_t
 
 from scaling.cli import main
+from scaling.errors import UsageError
 from scaling.laws import analysis
 from scaling.laws.checks import combined, cross_forms
 from scaling.laws.checks import extrapolation as xp
@@ -249,3 +250,15 @@ def test_what_a_fit_predicts_by_when_no_form_is_asked():
     assert alone.predict(1e9, 2e10).loss != median.predict(1e9, 2e10).loss
     unbacked = analysis.fit_data(data, bootstrap=0, backtest=False)
     assert unbacked.form == "chinchilla" and unbacked.forms is None and unbacked.backtest is None
+
+
+def test_the_default_falls_back_to_the_fitted_law_where_no_median_can_be_taken(fitted):
+    # Fewer than two forms fitted (no median): the default predicts by the fitted law alone, the forms
+    # headed by it; asked for by name, the median is refused there (one line, naming --form).
+    _, fit = fitted
+    lone = replace(fit.forms, combined=None)
+    form, forms = analysis._chosen(lone, combined.NAME, None, default=True)
+    assert form == "chinchilla" and forms.headline == "chinchilla" and forms.planner == ""
+    with pytest.raises(UsageError, match="the median of the forms needs at least two forms"):
+        analysis._chosen(lone, combined.NAME, None, default=False)
+    assert analysis._chosen(fit.forms, combined.NAME, None, default=True) == (combined.NAME, fit.forms)
