@@ -391,12 +391,21 @@ def pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
+def why_no_cut(cuts: Iterable[Cut]) -> str:
+    """Why the cuts could not be made, each reason once with the factors it held at
+    ("3x: too few runs: ...; 10x, 30x: too few runs: ...")."""
+    factors: dict[str, list[str]] = {}
+    for c in sorted(cuts, key=lambda c: c.factor):
+        if c.reason:
+            factors.setdefault(c.reason, []).append(f"{c.factor:g}x")
+    return "; ".join(f"{', '.join(f)}: {reason}" for reason, f in factors.items())
+
+
 def summary_line(check: Backtest) -> str:
     """One line: how far out the law has been tested, its error, bias and coverage there."""
     cut = check.farthest
     if cut is None:
-        reasons = {c.reason for c in check.cuts}
-        return f"backtest: no cut could be made ({'; '.join(sorted(r for r in reasons if r))})"
+        return f"backtest: no cut could be made ({why_no_cut(check.cuts)})"
     lean = "high" if (cut.bias or 0.0) > 0 else "low"
     held = "" if cut.covered is None else (f"; {100 * check.level:g}% intervals held {cut.covered} of "
                                            f"{len(cut.errors)}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from scaling.laws.checks.backtest import Backtest, pct
+from scaling.laws.checks.backtest import Backtest, pct, why_no_cut
 from scaling.laws.checks.extrapolation import E_FAR
 from scaling.laws.checks.verdict import CAUTION, E_ADVICE, PASS, THRESHOLDS, Check
 
@@ -30,8 +30,7 @@ def backtest_check(check: Backtest) -> Check:
     cut = check.farthest
     if cut is None:     # no factor the data allow: nothing to require, and the verdict line says so
         return Check("backtest", None, threshold, PASS,
-                     "not tested beyond its data: no leave-future-out cut could be made (" +
-                     "; ".join(sorted({c.reason for c in check.cuts if c.reason})) + ")")
+                     f"not tested beyond its data: no leave-future-out cut could be made ({why_no_cut(check.cuts)})")
     error, held = cut.median_abs_error or 0.0, (cut.covered or 0) / len(cut.errors)
     widened = check.extrapolation.calibration
     ok = error <= PASS_ERROR and held >= PASS_COVERAGE and widened < CALIBRATION_CAUTION

@@ -285,6 +285,21 @@ def format_conventions(fit: Summarised) -> list[str]:
 CLOSE_MARGIN = 0.2     # a passing check within 20% of its caution threshold is named as close
 
 
+def _how_far_tested(fit: Summarised) -> str:
+    """The verdict line's end: how far beyond its data the law that predicts was tested. The
+    median of the forms (the default) cuts at 3x and more; where it could make no cut, the fitted
+    law's own backtest may still have tested it nearer (2x), and the line says both."""
+    check = next((c for c in fit.diagnostics.checks if c.name == "backtest"), None) if fit.diagnostics else None
+    if check is not None and check.value is not None:
+        return f"; {check.reason.split(':')[0]}"
+    if fit.backtest is None:
+        return ""
+    law = fit.backtest.farthest
+    if law is None:
+        return "; not tested beyond its data"
+    return f"; the median of the forms not tested beyond its data, its fitted law {law.factor:g}x beyond"
+
+
 def format_verdict(fit: Summarised) -> list[str]:
     """'verdict: ...' and its reasons, one line each; for a fit.json written before the
     diagnostics, a line saying there is none."""
@@ -292,10 +307,8 @@ def format_verdict(fit: Summarised) -> list[str]:
         return ["verdict: none recorded (this fit.json predates the diagnostics; refit it for one)"]
     d = fit.diagnostics
     n_fail = len(d.failing())
-    tested = next((c.reason.split(":")[0] for c in d.checks if c.name == "backtest" and c.value is not None), None)
     out = [f"verdict: {d.verdict.upper()} ({n_fail} of {len(d.checks)} checks did not pass"
-           + (")" if n_fail else "; see 'diagnostics' in fit.json)")
-           + (f"; {tested}" if tested else "; not tested beyond its data" if fit.backtest is not None else "")]
+           + (")" if n_fail else "; see 'diagnostics' in fit.json)") + _how_far_tested(fit)]
     out += [f"  {reason}" for reason in d.reasons]
     close = [c for c in d.checks if c.status == PASS and c.margin is not None and c.margin < CLOSE_MARGIN]
     if close:
