@@ -15,7 +15,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from scaling.laws.checks.backtest import Cut, farthest, summary_line
+from scaling.laws.checks.backtest import Cut, farthest
+from scaling.laws.checks.backtest_text import summary_line
 from scaling.laws.checks.combined import NAME as MEDIAN
 from scaling.laws.checks.combined import Combined
 from scaling.laws.checks.cross_forms import FormEntry, Forms, fitted_form, forms_check

@@ -16,8 +16,7 @@ from scaling.formats import sci
 from scaling.laws.optimal import allocation
 from scaling.laws.repeated.fit import at_bound
 from scaling.laws.results.summary import allocation_row
-from scaling.report import figures as figs
-from scaling.report import prose
+from scaling.report import decision_figures, prose
 from scaling.report.drawn import drawn_law, drawn_note
 from scaling.report.page import Report
 from scaling.report.prose import bounds, number
@@ -91,7 +90,7 @@ def repeated_data(r: Report) -> None:
         return
     compute, unique = r.fit.reference_compute, rep.unique_range[1]
     assert compute is not None         # a fit records the compute its ratios are quoted at
-    r.figure("repeated", figs.repeated_data(rep, compute, unique),
+    r.figure("repeated", decision_figures.repeated_data(rep, compute, unique),
              f"Left: the predicted loss along C = {compute:.3g} FLOPs (the fit's reference compute) with "
              f"{unique:.3g} unique tokens, against epochs, under the data-constrained law and as if every token "
              "were fresh; its minimum is the best number of epochs. Right: the worth of a repeated token, with "
@@ -122,7 +121,7 @@ def validation(r: Report) -> None:
         grid = np.geomspace(min(run.n for run in v.runs) / 1.6, max(run.n for run in v.runs) * 1.6, 60)
         limits = np.array([r.fit.loss_interval(n, float(r.fit.law.flops.tokens(v.compute, n))) for n in grid])
         band = (grid, limits[:, 0], limits[:, 1])
-    r.figure("validation", figs.validation(v, drawn_law(r.fit), band, n_label=r.n_label),
+    r.figure("validation", decision_figures.validation(v, drawn_law(r.fit), band, n_label=r.n_label),
              f"Loss along C = {v.compute:.3g} FLOPs: the fitted law (line) with its {100 * v.level:g}% prediction "
              "interval (band: the bootstrap's laws times the runs' scatter), and the three runs trained there "
              "(points; bars: each run's prediction interval)." + drawn_note(r.fit))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from scaling.formats import sci
-from scaling.laws.checks.backtest import summary_line
+from scaling.laws.checks.backtest_text import summary_line
 from scaling.laws.checks.cross_forms import fitted_form, forms_check
 from scaling.laws.checks.holdout import Holdout, pct
 from scaling.laws.fitting import fitdata

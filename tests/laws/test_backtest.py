@@ -11,7 +11,7 @@ import pytest
 
 from scaling.laws import analysis
 from scaling.laws.checks import backtest as bt
-from scaling.laws.checks import backtest_verdict
+from scaling.laws.checks import backtest_text, backtest_verdict
 from scaling.laws.checks import extrapolation as xp
 from scaling.laws.design.simulate import isoflop_grid, simulate
 from scaling.laws.fitting import fit as fitting
@@ -63,7 +63,7 @@ def test_backtest_of_a_well_specified_sweep_predicts_within_its_scatter():
     assert np.median(np.abs(made[10.0].raw_errors)) < 0.04 and check.farthest.factor == 30.0
     assert all(c.covered is not None and 0 <= c.covered <= c.n_test for c in made.values())
     assert bt.Backtest.from_json(check.to_json()) == check        # fit.json keeps it whole
-    assert "predicts runs 30x beyond its fitted compute" in bt.summary_line(check)
+    assert "predicts runs 30x beyond its fitted compute" in backtest_text.summary_line(check)
 
 
 def test_a_sweep_too_small_to_cut_says_so():
@@ -126,7 +126,7 @@ def test_cuts_that_err_beyond_the_rule_of_the_others_widen_it_and_caution():
     check = bt.Backtest(tuple(wild), rule)
     verdict = backtest_verdict.backtest_check(check)
     assert verdict.status == "caution" and "grow faster than the cuts show" in verdict.reason
-    assert "widened" in "\n".join(bt.format_backtest(check))
+    assert "widened" in "\n".join(backtest_text.format_backtest(check))
 
 
 def test_a_fit_json_written_before_the_square_root_rule_keeps_its_linear_growth():
@@ -230,7 +230,7 @@ def test_a_law_whose_E_runs_to_its_bound_has_an_unknown_bias_that_widens_its_int
     check = bt.backtest(sub, fitting.fit_law(sub.n, sub.d, sub.loss))
     rule = check.extrapolation
     assert check.law.E < xp.E_FAR * sub.loss.min() and rule.bias_sd > 0.03
-    assert "unknown" in "\n".join(bt.format_backtest(check))
+    assert "unknown" in "\n".join(backtest_text.format_backtest(check))
     far = np.log10(data.compute[test] / sub.compute.max())
     predicted = check.law.loss(data.n[test], data.d[test])
     held = {}
@@ -283,7 +283,7 @@ def test_a_law_fitted_on_few_runs_carries_its_own_estimation_error_beyond_the_da
     ratio = np.std(logs, axis=0) / np.median(est, axis=0)
     assert len(est) >= 9 and at_bound >= 1 and np.all((ratio > 0.6) & (ratio < 1.6))
     assert "never narrower than that law's own estimation error (3 degrees of freedom" in "\n".join(
-        bt.format_backtest(check))
+        backtest_text.format_backtest(check))
     assert bt.Backtest.from_json(check.to_json()) == check
 
 
@@ -305,8 +305,8 @@ def test_a_cut_of_the_fewest_runs_says_so_and_its_interval_carries_its_refits_er
     check = bt.backtest(data, fitting.fit_law(data.n, data.d, data.loss))
     cut = check.farthest
     assert cut.factor == 10.0 and (cut.n_train, cut.n_sizes) == (8, 3) and cut.fewest
-    text = "\n".join(bt.format_backtest(check))
-    assert "that cut fitted only 8 runs at 3 sizes, the fewest a cut takes" in bt.summary_line(check)
+    text = "\n".join(backtest_text.format_backtest(check))
+    assert "that cut fitted only 8 runs at 3 sizes, the fewest a cut takes" in backtest_text.summary_line(check)
     assert "10x: fitted 8 runs at 3 sizes up to" in text and "(the fewest a cut takes)" in text
     half = np.arcsinh(np.asarray(cut.half_widths))        # (hi - lo) / 2 / center = sinh(the log half-width)
     assert np.all(half >= 3.182446 * np.asarray(cut.prediction_sd))

@@ -16,7 +16,8 @@ from scaling.errors import UsageError
 from scaling.laws import analysis
 from scaling.laws.checks import combined, cross_forms
 from scaling.laws.checks import extrapolation as xp
-from scaling.laws.checks.backtest import Cut, pct
+from scaling.laws.checks.backtest import Cut
+from scaling.laws.checks.backtest_text import pct
 from scaling.laws.fitting import readers
 from scaling.laws.results.fit_file import load_fit
 from tests.laws.test_backtest import TRUTH, few_runs

@@ -17,7 +17,7 @@ from scaling.laws.repeated.law import RepeatedLaw
 from scaling.laws.repeated.plan import repeated_allocation
 from scaling.laws.results.fit_file import load_fit
 from scaling.laws.results.summary import format_summary
-from scaling.report.figures import repeated_data
+from scaling.report.decision_figures import repeated_data
 from scaling.runs import store
 from scaling.sweeps.driver import run_sweep
 from tests.conftest import MICRO, micro_config

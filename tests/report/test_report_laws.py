@@ -11,7 +11,7 @@ import pytest
 
 from scaling.laws import analysis
 from scaling.laws.checks import backtest as bt
-from scaling.laws.checks.backtest import summary_line
+from scaling.laws.checks.backtest_text import summary_line
 from scaling.laws.checks.cross_forms import forms_check
 from scaling.laws.checks.holdout import pct
 from scaling.laws.design.simulate import isoflop_grid, simulate

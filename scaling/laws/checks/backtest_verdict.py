@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from scaling.laws.checks.backtest import Backtest, pct, why_no_cut
+from scaling.laws.checks.backtest import Backtest
+from scaling.laws.checks.backtest_text import pct, why_no_cut
 from scaling.laws.checks.extrapolation import E_FAR
 from scaling.laws.checks.verdict import CAUTION, E_ADVICE, PASS, THRESHOLDS, Check
 

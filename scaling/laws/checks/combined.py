@@ -103,7 +103,7 @@ class Combined:
 
     def as_backtest(self, fitted: bt.Backtest) -> bt.Backtest:
         """Its cuts and rule as a Backtest, for what judges and reports one (`backtest_verdict.
-        backtest_check`, `backtest.summary_line`): `fitted` the fitted law's, whose cuts that could
+        backtest_check`, `backtest_text.summary_line`): `fitted` the fitted law's, whose cuts that could
         not be made say why where the median has none."""
         cuts = self.cuts or tuple(c for c in fitted.cuts if not c.made)
         return bt.Backtest(cuts, self.extrapolation, fitted.level, fitted.by)

@@ -38,6 +38,7 @@ from scaling.errors import UsageError
 from scaling.laws.checks import backtest as bt
 from scaling.laws.checks import combined as cb
 from scaling.laws.checks import extrapolation as xp
+from scaling.laws.checks.backtest_text import pct
 from scaling.laws.checks.verdict import CAUTION, PASS, Check
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.fitdata import FitData
@@ -363,7 +364,7 @@ def format_forms(forms: Forms) -> list[str]:
         best = (f"N {o['n']:.3g}, D/N {o['d'] / o['n']:.3g}" if "n" in o
                 else f"no optimum ({o.get('reason', '-')})")
         cut = e.farthest
-        tested = "untested" if cut is None else f"{bt.pct(cut.median_abs_error)} at {cut.factor:g}x"
+        tested = "untested" if cut is None else f"{pct(cut.median_abs_error)} at {cut.factor:g}x"
         out.append(f" {mark}{e.name:<10} {loss}; own optimum {best}; backtest {tested}; "
                    f"residual RMS {e.residual_rms:.3g}")
     if (median := forms.combined) is not None:
@@ -381,7 +382,7 @@ def _combined_row(median: cb.Combined, forms: Forms) -> str:
     p = median.prediction
     loss = "-" if p is None else f"{p['loss']:.4f} [{p['lo']:.4f}, {p['hi']:.4f}]"
     cut = bt.farthest(median.raw_cuts(forms.entries))
-    tested = "untested" if cut is None else f"{bt.pct(cut.median_abs_error)} at {cut.factor:g}x"
+    tested = "untested" if cut is None else f"{pct(cut.median_abs_error)} at {cut.factor:g}x"
     return (f" {'*' if forms.headline == cb.NAME else ' '}{cb.NAME:<10} {loss}; the geometric median of "
             f"{', '.join(median.members)}; backtest {tested}")
 

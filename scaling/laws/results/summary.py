@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from scaling.formats import plain_table, sci
-from scaling.laws.checks.backtest import Backtest, format_backtest, summary_line
+from scaling.laws.checks.backtest import Backtest
+from scaling.laws.checks.backtest_text import format_backtest, summary_line
 from scaling.laws.checks.combined import NAME as MEDIAN
 from scaling.laws.checks.cross_forms import Forms, fitted_form, format_forms
 from scaling.laws.checks.verdict import PASS, Diagnostics
