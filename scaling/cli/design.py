@@ -1,6 +1,6 @@
 """`scaling design CONFIG [CONFIG ...]`: what a sweep would determine, before any training.
 
-    scaling design configs/tiny.yaml --fit fits/tiny        # the prior's law and residual scatter
+    scaling design configs/tiny.yaml --fit fits/tiny        # the fit's Chinchilla-form law and scatter
     scaling design configs/a.yaml configs/b.yaml --law chinchilla --noise 0.005
 
 Each config's planned runs (N counted as the prior counts it, D their tokens) are simulated under
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,7 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "the expected 95% interval widths of alpha, a and tokens per parameter, and how often "
                     "the diagnostics would call the result not identified.")
     p.add_argument("configs", nargs="+", type=Path, metavar="CONFIG", help="sweep YAML(s) to compare")
-    add_fit_option(p, "your fit, whose law is the prior (a fit folder or its fit.json)", aliases=("--prior",))
+    add_fit_option(p, "your fit, whose Chinchilla-form law is the prior (a fit folder or its fit.json)",
+                   aliases=("--prior",))
     p.add_argument("--law", help="a published law as the prior instead (chinchilla, besiroglu)")
     p.add_argument("--noise", help="scatter of final losses, relative (default: the prior fit's residual "
                                    "RMS, or 0.01)")
@@ -145,10 +147,28 @@ def cmd_curve_design(args: argparse.Namespace, choice: LawChoice, noise: float, 
     return 0
 
 
+def simulated_prior(choice: LawChoice) -> LawChoice:
+    """The prior as design simulates it, said in its label: a fit's Chinchilla-form law (its constants
+    and bootstrap laws), refitted in that form, whose alpha, a, tokens per parameter and verdict the
+    outlook reads. That is the law whose allocation the default (the median of the forms) plans by;
+    a fit made with `--form kaplan` (tied, farseer) plans and predicts with another law, which design
+    does not simulate: the label says so rather than let its widths pass for that form's."""
+    fit = choice.fit
+    if fit is None:
+        return choice
+    what = "its Chinchilla-form law, simulated and refitted in that form"
+    if fit.median is not None:
+        what += "; the allocation the median of the forms (the default) plans by"
+    elif fit.form_entry is not None:
+        what += (f"; not the {fit.form} form the fit predicts and plans with (`scaling fit --form {fit.form}`), "
+                 "which design does not simulate: these widths are the Chinchilla form's")
+    return replace(choice, label=f"{choice.label}: {what}")
+
+
 def cmd_design(args: argparse.Namespace) -> int:
     from scaling.laws.design.sweep import expected_precision, measured_scatter  # the fitter: after the arguments
 
-    choice = choose_law(args.fit, args.law, parametric=True)
+    choice = simulated_prior(choose_law(args.fit, args.law, parametric=True))
     law = choice.law
     assert law is not None, "choose_law(parametric=True) refuses a law without L(N, D)"
     fit = choice.fit

@@ -86,3 +86,28 @@ def test_the_first_order_bound_agrees_with_the_bootstrap_where_the_fit_is_nearly
     assert asymptotic_precision(runs, LAW, noise=0.01, compute=compute)[0] == pytest.approx(20 * a_bound)
     one_size = cross_grid([1e8], np.geomspace(1e9, 3e10, 6))
     assert asymptotic_precision(one_size, LAW, noise=0.01, compute=compute) == (np.inf, np.inf)
+
+
+def test_scaling_design_says_a_fit_under_another_form_is_simulated_by_its_chinchilla_form_law(tmp_path, capsys):
+    # design simulates a fit's Chinchilla-form law (constants and bootstrap laws) whatever form the fit
+    # predicts and plans with; the prior's label says so, and names the form it does not simulate.
+    from dataclasses import replace
+
+    from scaling.laws.checks import backtest as bt
+    from scaling.laws.results import fit_file
+
+    data = simulate(LAW, isoflop_grid(np.geomspace(1e18, 1e20, 4), LAW, per_budget=5), noise=0.01, seed=0)
+    median = analysis.fit_data(data, bootstrap=20, grid=bt.COARSE_GRID)
+    assert median.median is not None
+    config = tmp_path / "micro.yaml"
+    config.write_text(yaml.safe_dump({**MICRO, "name": "micro"}))
+    labels = {}
+    for form, fit in (("median", median), ("kaplan", replace(median, form="kaplan")),
+                      ("chinchilla", replace(median, form="chinchilla"))):
+        path = fit_file.write_fit(tmp_path / form, fit)
+        assert main(["design", str(config), "--fit", str(path), "--sims", "1", "--bootstrap", "10", "--json"]) == 0
+        labels[form] = json.loads(capsys.readouterr().out)["prior"]
+    assert all("its Chinchilla-form law, simulated and refitted" in label for label in labels.values())
+    assert "not the kaplan form the fit predicts and plans with" in labels["kaplan"]
+    assert "the median of the forms (the default) plans by" in labels["median"]
+    assert "kaplan" not in labels["chinchilla"] and "median" not in labels["chinchilla"]
