@@ -45,7 +45,8 @@ def realised(runs, prior, sims: int, bootstrap: int, seed: int) -> tuple[float, 
     for k in range(sims):
         truth = replace(Law(*laws[rng.integers(len(laws))]), flops=prior.law.flops)
         try:
-            fit = analysis.fit_data(simulate(truth, runs, noise=NOISE, seed=seed + 1000 + k), bootstrap=bootstrap)
+            fit = analysis.fit_data(simulate(truth, runs, noise=NOISE, seed=seed + 1000 + k), bootstrap=bootstrap,
+                                    form="chinchilla")
         except UsageError:
             ratios.append(np.inf), widths.append(np.inf)
             continue
@@ -68,7 +69,7 @@ def main(argv=None) -> int:
     for i in range(args.priors):
         law = random_law(rng)
         runs = isoflop_grid(BUDGETS, law, per_budget=5)
-        prior = analysis.fit_data(simulate(law, runs, noise=NOISE, seed=i), bootstrap=200)
+        prior = analysis.fit_data(simulate(law, runs, noise=NOISE, seed=i), bootstrap=200, form="chinchilla")
         real_r, real_a = realised(runs, prior, args.sims, args.bootstrap, seed=100 * i)
         scatter, df = measured_scatter(prior)
         new = expected_precision(runs, prior.law, noise=scatter, n_sims=args.sims, bootstrap=args.bootstrap,
