@@ -4,7 +4,7 @@
     python bench/bench_bootstrap_coverage.py --noise 0.0005    # where the fit is linear in its constants
 
 Each sweep is a 20-run cross grid (5 sizes over 2 decades x 4 token counts) from Besiroglu et al.'s
-law with independent log-normal scatter, fitted as `scaling fit` fits it (200 resamples of the
+law with independent log-normal scatter, fitted as `scaling fit --form chinchilla` fits it (200 resamples of the
 Bayesian bootstrap, no widening where the lack-of-fit tests find none). Prints the share of
 sweeps whose intervals of a and of tokens per parameter (at the grid's largest compute) hold the
 truth, the median width of a's interval over its first-order bound at the true scatter
@@ -48,7 +48,8 @@ def main(argv=None) -> int:
     draws = np.random.default_rng(1).standard_normal(args.sweeps)
     held, widths, predicted = [], [], []
     for seed in range(args.sweeps):
-        fit = analysis.fit_data(simulate(law, runs, noise=args.noise, seed=seed), bootstrap=args.resamples, seed=seed)
+        fit = analysis.fit_data(simulate(law, runs, noise=args.noise, seed=seed), bootstrap=args.resamples, seed=seed,
+                                form="chinchilla")
         intervals = fit.interval("a"), fit.interval("tokens_per_param")
         held.append([lo <= t <= hi for (lo, hi), t in zip(intervals, truth)])
         widths.append((intervals[0][1] - intervals[0][0]) / a_bound)
