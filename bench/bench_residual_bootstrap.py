@@ -82,7 +82,7 @@ def judged(law, design: str, kind: str, runs, data, resamples: int) -> dict:
     if len(ERRORS[kind]) == 1:
         row["determinable"] = determinable(runs, law, ERRORS[kind]["noise"])[0]
     try:
-        fit = analysis.fit_data(data, bootstrap=resamples, seed=0)
+        fit = analysis.fit_data(data, bootstrap=resamples, seed=0, form="chinchilla")
     except UsageError:
         return {**row, "points": "not identified", "residuals": "not identified"}
     boot = residual_bootstrap(fit, resamples, seed=0)
