@@ -86,7 +86,7 @@ def store_fits(runs_dir: Path) -> None:
     for convention in ("total", "non_embedding"):
         for measure in COMPUTE_MEASURES:
             data = readers.from_runs(runs_dir, convention, compute_measure=measure)
-            fit = analysis.fit_data(data, bootstrap=200)
+            fit = analysis.fit_data(data, bootstrap=200, form="chinchilla")
             a, tpp = fit.interval("a"), fit.interval("tokens_per_param")
             iso = fit.approaches["approach_2"]
             minima = ", ".join(f"{b['compute']:.3g}: N {b['n_opt']:.3g} D/N {b['d_opt'] / b['n_opt']:.3g}"
