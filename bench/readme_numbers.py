@@ -54,9 +54,9 @@ def fit_numbers(fit_dir: Path) -> None:
     print(f"  a = {fit.a:.2f} {interval(fit, 'a', '.2f')}; tokens per parameter at "
           f"{fit.reference_compute:.3g} = {fit.tokens_per_param:.3g} {interval(fit, 'tokens_per_param', '.3g')}{ratio}")
     print(f"  residual RMS {100 * fit.residual_rms:.2f}%")
-    tests = [t for t in (fit.lack_of_fit or {}).get("tests") or [] if t.get("p") is not None]
+    tests = [t for t in (fit.lack_of_fit or {}).get("tests") or [] if t.get("p_value") is not None]
     if tests:
-        print("  lack of fit: " + ", ".join(f"by {t['by']} p = {t['p']:.2g}" for t in tests))
+        print("  lack of fit: " + ", ".join(f"by {t['by']} p = {t['p_value']:.2g}" for t in tests))
     a_of = {k: e.get("a") for k, e in (fit.approaches or {}).items() if isinstance(e, dict) and e.get("a") is not None}
     if a_of:
         print("  a by approach: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(a_of.items())))
