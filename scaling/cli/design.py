@@ -158,7 +158,7 @@ def simulated_prior(choice: LawChoice) -> LawChoice:
         return choice
     what = "its Chinchilla-form law, simulated and refitted in that form"
     if fit.median is not None:
-        what += "; the allocation the median of the forms (the default) plans by"
+        what += ": the law whose allocation the median of the forms (the default) plans by"
     elif fit.form_entry is not None:
         what += (f"; not the {fit.form} form the fit predicts and plans with (`scaling fit --form {fit.form}`), "
                  "which design does not simulate: these widths are the Chinchilla form's")
