@@ -301,7 +301,7 @@ def test_end_to_end_with_a_real_fit_json(tmp_path, capsys, flops):
     n, d = (g.ravel() for g in np.meshgrid(np.logspace(7, 9, 6), np.logspace(9, 11, 6)))
     loss = law.loss(n, d) * np.exp(np.random.default_rng(0).normal(0, 0.003, n.size))
     data = FitData(n, d, loss, "synthetic", flops=flops)
-    path = write_fit(tmp_path / "fit.json", fit_data(data, bootstrap=30))
+    path = write_fit(tmp_path / "fit.json", fit_data(data, bootstrap=30, form="chinchilla", forms=False))
     out = plan_json(capsys, "--fit", str(path), "--compute", "1e22")
     assert out["compute_measure"] == flops.to_dict()
     fitted = Law(**json.loads(path.read_text())["params"], flops=flops)

@@ -263,7 +263,7 @@ def test_a_store_fit_sets_both_conventions_side_by_side(micro_sweep):
     data = readers.from_runs(result.sweep_dir)
     assert data.param_convention == "total" and data.n_other is not None
     assert (data.n_other < data.n).all()                      # non-embedding leaves the embeddings out
-    fit = analysis.fit_data(data, bootstrap=30)
+    fit = analysis.fit_data(data, bootstrap=30, backtest=False)   # the conventions, not the extrapolation
     assert set(fit.param_conventions) == {"non_embedding", "total"}
     assert fit.param_conventions["total"]["a"] == pytest.approx(fit.a)
     assert any(c.name == "param_convention" for c in fit.diagnostics.checks)
@@ -275,7 +275,7 @@ def test_a_flat_valley_and_a_floor_at_zero_are_flagged(narrow):
     assert fit.optimum.n_starts_at_optimum / fit.optimum.n_starts < dg.THRESHOLDS["starts_at_optimum"][0]
     assert checks["starts_at_optimum"].status == dg.CAUTION
     data = simulate(Law(E=1e-6, A=LAW.A, B=LAW.B, alpha=LAW.alpha, beta=LAW.beta), WIDE, noise=0.02, seed=5)
-    fit = analysis.fit_data(data, bootstrap=50)
+    fit = analysis.fit_data(data, bootstrap=50, backtest=False)   # E's interval: no backtest needed
     lower = {c.name: c for c in dg.interval_checks(fit.boot, float(data.loss.min()))}["E_lower_bound"]
     assert lower.status == dg.CAUTION
 
@@ -313,7 +313,8 @@ def test_a_sweep_straddling_the_change_to_using_context_is_cautioned(good):
     (check,) = dg.regime_check(mixed)
     assert check.status == dg.CAUTION and check.value == pytest.approx(late.mean())
     assert check.reason.startswith(f"{late.sum()} of {len(data)} runs use their context and {(~late).sum()} do not")
-    assert "context_regime" in [c.name for c in analysis.fit_data(mixed, bootstrap=50).diagnostics.checks]
+    refit = analysis.fit_data(mixed, bootstrap=50, backtest=False)      # the regime check, not the extrapolation
+    assert "context_regime" in [c.name for c in refit.diagnostics.checks]
     one_side = dataclasses.replace(data, context_use=np.full(len(data), -0.03))
     assert [c.status for c in dg.regime_check(one_side)] == [dg.PASS]
     assert dg.regime_check(data) == [] and "context_regime" not in [c.name for c in fit.diagnostics.checks]

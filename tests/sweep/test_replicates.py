@@ -57,7 +57,7 @@ def test_replicates_train_on_the_same_tokens_and_give_the_pure_error(micro_sweep
     configs = [yaml.safe_load((tmp_path / "micro" / rid / store.CONFIG).read_text()) for rid in table["run_id"]]
     assert len({c["token_cache"] for c in configs}) == 1   # one token cache: the same tokens
 
-    fit = analysis.fit_data(readers.from_runs(tmp_path / "micro"), bootstrap=0)
+    fit = analysis.fit_data(readers.from_runs(tmp_path / "micro"), bootstrap=0, backtest=False)
     assert fit.lack_of_fit["replicated_cells"] == MICRO_RUNS
     spread = pd.to_numeric(pairs["final_val_loss"]).groupby(pairs["cell"]).apply(lambda x: np.log(x).std(ddof=1))
     assert fit.lack_of_fit["pure_error_rms"] == pytest.approx(np.sqrt(np.mean(spread ** 2)), rel=1e-9)

@@ -225,7 +225,7 @@ def test_the_fitted_runs_context_use_is_recorded_in_fit_json_and_planned_with(mi
     points = readers.from_runs(sweep.sweep_dir)
     uses = pd.read_csv(sweep.sweep_dir / "runs.csv").set_index("run_id").loc[list(points.ids), "final_context_use"]
     assert uses.notna().all()
-    fit = load_fit(write_fit(tmp_path / "fit", analysis.fit_data(points, bootstrap=20)))
+    fit = load_fit(write_fit(tmp_path / "fit", analysis.fit_data(points, bootstrap=20, backtest=False)))
     assert fit.data.context_use == [uses.min(), uses.max()]
     table_fit = load_fit(known_fit[0])                          # a table records none
     assert table_fit.data.context_use is None
