@@ -43,13 +43,22 @@ def _run(argv) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def fit_dir(micro_sweep, tmp_path_factory):
-    """`scaling fit` of the micro sweep: the fit.json the report reads."""
+def counted_fit(micro_sweep, tmp_path_factory):
+    """`scaling fit` of the micro sweep, with the optimiser calls it made (counted, still computed):
+    (fit folder, calls). One fit for the report tests and for the check that a report fits as it does."""
     _, sweep = micro_sweep
     out = tmp_path_factory.mktemp("fit")
-    rc, _ = _run(["fit", str(sweep.sweep_dir), "--bootstrap", BOOT, "--out", str(out)])
+    with pytest.MonkeyPatch.context() as patch:
+        calls = _count_optimiser_calls(patch)
+        rc, _ = _run(["fit", str(sweep.sweep_dir), "--bootstrap", BOOT, "--out", str(out)])
     assert rc == 0
-    return out
+    return out, collections.Counter(calls)
+
+
+@pytest.fixture(scope="module")
+def fit_dir(counted_fit):
+    """`scaling fit` of the micro sweep: the fit.json the report reads."""
+    return counted_fit[0]
 
 
 @pytest.fixture(scope="module")
@@ -210,16 +219,15 @@ def test_report_of_a_fit_refits_nothing_and_draws_fit_jsons_numbers(fit_dir, tmp
     assert other.fraction == 0.1 and other.n_train == fit["data"]["n_points"] - 1 and other.law is not None
 
 
-def test_report_of_a_run_store_fits_once_as_scaling_fit_does(micro_sweep, tmp_path, monkeypatch):
-    """Fitted here, the report makes exactly the calls `scaling fit` makes, and the same fit.json."""
+def test_report_of_a_run_store_fits_once_as_scaling_fit_does(micro_sweep, counted_fit, tmp_path, monkeypatch):
+    """Fitted here, the report makes exactly the calls `scaling fit` makes (`counted_fit`, the same
+    command's), and the same fit.json."""
     _, sweep = micro_sweep
+    fit_folder, by_fit = counted_fit
     calls = _count_optimiser_calls(monkeypatch)
-    assert _run(["fit", str(sweep.sweep_dir), "--bootstrap", BOOT, "--out", str(tmp_path / "fit")])[0] == 0
-    by_fit = dict(calls)
-    calls.clear()
     assert _run(["report", str(sweep.sweep_dir), "--bootstrap", BOOT, "--out", str(tmp_path / "report")])[0] == 0
-    assert dict(calls) == by_fit and by_fit["scaling.laws.analysis.fit_data"] == 1
-    assert (tmp_path / "report" / "fit.json").read_bytes() == (tmp_path / "fit" / "fit.json").read_bytes()
+    assert dict(calls) == dict(by_fit) and by_fit["scaling.laws.analysis.fit_data"] == 1
+    assert (tmp_path / "report" / "fit.json").read_bytes() == (fit_folder / "fit.json").read_bytes()
 
 
 def test_same_inputs_give_identical_files(from_fit, fit_dir, tmp_path):
