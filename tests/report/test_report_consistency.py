@@ -20,7 +20,7 @@ from scaling.report.inputs import load_inputs
 from scaling.report.report import build_report
 from scaling.report.style import SizeColours
 from scaling.runs import store
-from tests.report.test_report import _table_row, fit_dir, from_fit  # noqa: F401  (module fixtures)
+from tests.report.test_report import _table_row, counted_fit, fit_dir, from_fit  # noqa: F401  (module fixtures)
 
 
 def _run(argv) -> tuple[int, str]:
