@@ -74,9 +74,9 @@ def test_the_fit_of_repeated_runs_adds_the_data_constrained_law(repeated_fit):
 def test_single_epoch_runs_leave_the_fit_as_it_was():
     n, d, loss = repeated_points()
     once = FitData(n, d, loss, "once", unique=d * 2)               # every run within one epoch
-    fit = analysis.fit_data(once, bootstrap=0, grid=GRID)
+    fit = analysis.fit_data(once, bootstrap=0, grid=GRID, backtest=False)     # the repeated law: within the data
     assert fit.repeated is None and "repeated" not in fit.to_json()
-    asked = analysis.fit_data(once, bootstrap=0, grid=GRID, data_constrained=True)
+    asked = analysis.fit_data(once, bootstrap=0, grid=GRID, data_constrained=True, backtest=False)
     assert asked.repeated.law.r_d_star is None and "single-epoch" in asked.repeated.message
     assert asked.repeated.law.base == asked.law == fit.law
     with pytest.raises(UsageError, match="needs each run's unique tokens"):
@@ -118,5 +118,5 @@ def test_a_sweep_that_repeats_data_records_it_and_its_fit_discounts_it(tmp_path,
     assert (table.unique_tokens == unique).all() and np.allclose(table.epochs, table.tokens / unique)
     data = readers.from_runs(result.sweep_dir)
     assert data.repeats and int((data.epochs > 1).sum()) == 4
-    fit = analysis.fit_data(data, bootstrap=0, grid=GRID)
+    fit = analysis.fit_data(data, bootstrap=0, grid=GRID, backtest=False)     # what the repeated law records
     assert fit.repeated is not None and fit.repeated.n_repeated == 4
