@@ -68,5 +68,5 @@ def test_an_isoflop_sweep_records_its_budgets_and_approach_2_groups_by_them(tmp_
     run_sweep(isoflop_config(), tmp_path, cache_dir=cache_dir)
     data = readers.from_runs(tmp_path / "iso")
     assert sorted(set(data.budgets)) == DESIGN["budgets"]
-    fit = analysis.fit_data(data, bootstrap=0, backtest=False)      # Approach 2's grouping only
+    fit = analysis.fit_data(data, bootstrap=0)
     assert fit.approaches["approach_2"]["grouping"].startswith("given budgets (2)")
