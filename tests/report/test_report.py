@@ -42,34 +42,6 @@ def _run(argv) -> tuple[int, str]:
     return rc, out.getvalue()
 
 
-@pytest.fixture(scope="module")
-def counted_fit(micro_sweep, tmp_path_factory):
-    """`scaling fit` of the micro sweep, with the optimiser calls it made (counted, still computed):
-    (fit folder, calls). One fit for the report tests and for the check that a report fits as it does."""
-    _, sweep = micro_sweep
-    out = tmp_path_factory.mktemp("fit")
-    with pytest.MonkeyPatch.context() as patch:
-        calls = _count_optimiser_calls(patch)
-        rc, _ = _run(["fit", str(sweep.sweep_dir), "--bootstrap", BOOT, "--out", str(out)])
-    assert rc == 0
-    return out, collections.Counter(calls)
-
-
-@pytest.fixture(scope="module")
-def fit_dir(counted_fit):
-    """`scaling fit` of the micro sweep: the fit.json the report reads."""
-    return counted_fit[0]
-
-
-@pytest.fixture(scope="module")
-def from_fit(fit_dir, tmp_path_factory):
-    """`scaling report FIT_DIR`: (stdout, report folder)."""
-    out = tmp_path_factory.mktemp("report-a")
-    rc, stdout = _run(["report", str(fit_dir), "--out", str(out)])
-    assert rc == 0
-    return stdout, out
-
-
 def _table_row(md: str, first_cell: str) -> list[str]:
     for line in md.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

@@ -20,7 +20,7 @@ from scaling.report.inputs import load_inputs
 from scaling.report.report import build_report
 from scaling.report.style import SizeColours
 from scaling.runs import store
-from tests.report.test_report import _table_row, counted_fit, fit_dir, from_fit  # noqa: F401  (module fixtures)
+from tests.report.test_report import _table_row
 
 
 def _run(argv) -> tuple[int, str]:
@@ -43,7 +43,7 @@ def _cells(md: str, header_start: str) -> tuple[list[str], list[list[str]]]:
     return split(lines[i]), rows
 
 
-def test_a_is_one_formula_in_text_and_table(from_fit, fit_dir):  # noqa: F811
+def test_a_is_one_formula_in_text_and_table(from_fit, fit_dir):
     """The text's formula, evaluated on the table's alpha, beta and the stated gamma, gives the
     table's a (the run store's compute is exact FLOPs, so gamma is fitted, not 1)."""
     _, out = from_fit
@@ -60,7 +60,7 @@ def test_a_is_one_formula_in_text_and_table(from_fit, fit_dir):  # noqa: F811
     assert table_a == pytest.approx(beta / (alpha + fit["compute"]["gamma"] * beta), abs=5e-5)
 
 
-def test_run_table_compute_is_the_fits_and_holds_the_largest_hold_out_runs(from_fit, micro_sweep):  # noqa: F811
+def test_run_table_compute_is_the_fits_and_holds_the_largest_hold_out_runs(from_fit, micro_sweep):
     _, out = from_fit
     _, sweep = micro_sweep
     md = (out / "report.md").read_text()
@@ -76,7 +76,7 @@ def test_run_table_compute_is_the_fits_and_holds_the_largest_hold_out_runs(from_
     assert "C (exact FLOPs)" in hold_header
 
 
-def test_axes_name_the_compute_measure(fit_dir):  # noqa: F811
+def test_axes_name_the_compute_measure(fit_dir):
     report = build_report(load_inputs(fit_dir))
     residuals = report.figures["residuals"].axes[0].get_xlabel()
     frontier = report.figures["frontiers"].axes[0].get_xlabel()
@@ -84,7 +84,7 @@ def test_axes_name_the_compute_measure(fit_dir):  # noqa: F811
     assert "exact FLOPs" in frontier and "6ND" not in frontier
 
 
-def test_decisions_come_before_the_detail(from_fit):  # noqa: F811
+def test_decisions_come_before_the_detail(from_fit):
     _, out = from_fit
     md = (out / "report.md").read_text()
     order = [md.index(h) for h in ("**Verdict", "## Plan for a few budgets", "## The fitted law", "## Diagnostics",
