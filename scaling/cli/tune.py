@@ -142,16 +142,13 @@ def cmd_tune_budgets(args: argparse.Namespace) -> int:
             console.print(f"  {run.run_id}  lr {sci(run.spec.lr)}  {sci(run.flops('exact'))} FLOPs each")
         return 0
     from scaling.tune.budgets import format_cells, tune_each_beta2
-    from scaling.tune.files import write_budget_tuning, written_by_tune
-    from scaling.tune.shapes import TUNED
+    from scaling.tune.files import write_budget_tuning
 
     with resumable("tune") as stopped:          # training loads torch: not for a dry run
         tried = tune_each_beta2(cfg, args.runs_dir, args.cache_dir, args.cells, seeds, betas)
     if stopped.code is not None:
         return stopped.code
-    earlier = out / f"{cfg.name}{TUNED}.yaml"
-    stale = written_by_tune(earlier)            # removed by the write when no law replaces it
-    record, tuned = write_budget_tuning(out, args.config, tried, args.force)
+    record, tuned, stale = write_budget_tuning(out, args.config, tried, args.force)
     code = 0 if tried.chosen.law else 1
     if args.json:
         print(record.read_text(), end="")   # tune.json: every cell, each beta2's law, the choice
@@ -162,7 +159,7 @@ def cmd_tune_budgets(args: argparse.Namespace) -> int:
     if len(tried.tunings) > 1:
         print(f"beta2 {tried.chosen.beta2:g}: the lowest mean loss over the cells at their chosen rates")
     print(tried.describe_cost())
-    removed = f"; removed the earlier tune's {earlier}, whose rates are not this tuning's" if stale else ""
+    removed = f"; removed the earlier tune's {stale}, whose rates are not this tuning's" if stale else ""
     print(f"wrote {record}" + (f", {tuned}" if tuned else f"; no tuned config, as no lr law was fitted{removed}"))
     return code
 

@@ -116,13 +116,14 @@ def tuning_record(tuning: BudgetTuning) -> dict:
 
 
 def write_budget_tuning(out: str | Path, config_path: str | Path, tried: Beta2Tunings,
-                        force: bool = False) -> tuple[Path, Path | None]:
+                        force: bool = False) -> tuple[Path, Path | None, Path | None]:
     """Write into `out` tune.json (each beta2's cells, law and cost, and the one chosen: `tried`, a
     scaling.tune.budgets.Beta2Tunings) and, when the chosen one has a law, `<name>-tuned.yaml`:
     the config with train.lr_law in place of its shapes' own rates, and the chosen beta2, as one
     unit. Without a law, an earlier tune's `<name>-tuned.yaml` is removed in the same unit: its rates
     are not this tuning's, and left beside this tune.json it would read as its result (one tune
-    did not write, kept with `force`, stays). `force`: as write_tuning's."""
+    did not write, kept with `force`, stays). `force`: as write_tuning's. Returns the paths of
+    tune.json, of the tuned config (None without a law) and of the earlier one removed (or None)."""
     from scaling.tune.budgets import budget_tuned_config
 
     out, config_path = Path(out), Path(config_path)
@@ -144,7 +145,7 @@ def write_budget_tuning(out: str | Path, config_path: str | Path, tried: Beta2Tu
         record["tuned_config"] = str(tuned_path)
     # An earlier tune's figure of shapes against rates is not this tuning's, nor its tuned config
     # when this one has none to replace it: removed with the write.
-    stale = [tuned_at.name] if written_by_tune(tuned_at) else []
+    stale = tuned_at if law is None and written_by_tune(tuned_at) else None
     replace_files(out, {**files, record_path.name: json.dumps(json_safe(record), indent=2) + "\n"},
-                  remove=[*FIGURE_FILES, *stale])
-    return record_path, tuned_path
+                  remove=[*FIGURE_FILES, *([stale.name] if stale else [])])
+    return record_path, tuned_path, stale
