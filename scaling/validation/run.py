@@ -124,10 +124,10 @@ def optimum_of(fit: LawFit, compute: float) -> tuple[float, float]:
     return n_opt, d_opt
 
 
-def plan_runs(fit: LawFit, cfg: SweepConfig, family: Family, compute: float) -> list[tuple[str, PlannedRun]]:
-    """The three runs at `compute`, by position: the family's shape nearest N_opt and its two
+def plan_runs(fit: LawFit, cfg: SweepConfig, family: Family, compute: float,
+              n_opt: float) -> list[tuple[str, PlannedRun]]:
+    """The three runs at `compute`, by position: the family's shape nearest `n_opt` and its two
     neighbours, each on D = C / (its FLOPs per token in the fit's measure) rounded to whole batches."""
-    n_opt, _ = optimum_of(fit, compute)
     centre = family.shape_near(n_opt)
     n_centre = family.n_params(centre)
     shapes = {"smaller": neighbour(family, n_centre / NEIGHBOUR_FACTOR, n_centre, below=True), "optimum": centre,
@@ -142,9 +142,11 @@ def plan_runs(fit: LawFit, cfg: SweepConfig, family: Family, compute: float) -> 
     return runs
 
 
-def predictions(fit: LawFit, family: Family, compute: float, runs: list[tuple[str, PlannedRun]], *,
-                store_dir: Path, fit_path: str = "", forced: bool = False) -> Validation:
-    """The validation as planned: each run's predicted loss and interval, nothing observed yet."""
+def predictions(fit: LawFit, family: Family, compute: float, optimum: tuple[float, float],
+                runs: list[tuple[str, PlannedRun]], *, store_dir: Path, fit_path: str = "",
+                forced: bool = False) -> Validation:
+    """The validation as planned about `optimum` (N_opt, D_opt): each run's predicted loss and
+    interval, nothing observed yet."""
     rows = []
     for position, run in runs:
         n, d = family.n_params(run.shape), run.spec.tokens
@@ -152,7 +154,7 @@ def predictions(fit: LawFit, family: Family, compute: float, runs: list[tuple[st
                                   run.spec.lr, n, d, fit.expected_loss(n, d), fit.loss_interval(n, d)))
     c_range = fit.data.c_range
     use = fit.data.context_use       # the fitted runs' range, as fit.json records it (None: not recorded)
-    return Validation(compute, float(c_range[1]) if c_range else None, *optimum_of(fit, compute),
+    return Validation(compute, float(c_range[1]) if c_range else None, *optimum,
                       fit.ci.level if fit.ci else 0.95, tuple(rows),
                       fit.diagnostics.verdict if fit.diagnostics else None, forced, str(store_dir), fit_path,
                       fit.law.to_dict(), None if use is None else tuple(use))
@@ -176,9 +178,10 @@ def prepare(fit: LawFit, cfg: SweepConfig, compute: float | str, *, runs_dir: Pa
     compute = check_compute(compute)
     vcfg = validation_config(cfg)
     family = family_of(vcfg, fit.data.param_convention or "non_embedding")
-    runs = plan_runs(fit, vcfg, family, compute)
-    planned = predictions(fit, family, compute, runs, store_dir=Path(runs_dir) / vcfg.name, fit_path=fit_path,
-                          forced=forced)
+    optimum = optimum_of(fit, compute)          # one plan: with the bootstrap's intervals, not free
+    runs = plan_runs(fit, vcfg, family, compute, optimum[0])
+    planned = predictions(fit, family, compute, optimum, runs, store_dir=Path(runs_dir) / vcfg.name,
+                          fit_path=fit_path, forced=forced)
     return vcfg, [run for _, run in runs], planned
 
 
