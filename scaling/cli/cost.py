@@ -132,11 +132,13 @@ def _law(args: argparse.Namespace) -> LawChoice:
     is not (kaplan, farseer), rather than costed by a law it does not plan with."""
     choice = choose_law(args.fit, args.law, parametric=True)
     fit = choice.fit
-    if fit is None or fit.form_entry is None:
-        return choice if fit is None or fit.median is None else replace(
+    if fit is None:
+        return choice
+    if (entry := fit.form_entry) is None:
+        return choice if fit.median is None else replace(
             choice, label=f"{choice.label} (the allocation the median of the forms plans by)")
-    if fit.form_entry is not None and fit.form_entry.params is not None and isinstance(fit.form_entry.law, Law):
-        return replace(choice, law=fit.form_entry.law, name=f"{choice.name} ({fit.form} form)",
+    if entry.params is not None and isinstance(entry.law, Law):
+        return replace(choice, law=entry.law, name=f"{choice.name} ({fit.form} form)",
                        label=f"{choice.label}, its {fit.form} form")
     raise UsageError(f"`scaling cost` needs a law of the Chinchilla form, E + A/N^alpha + B/D^beta; the fit {args.fit} "
                      f"predicts and plans with the {fit.form} form (`scaling fit --form {fit.form}`): refit without "

@@ -296,7 +296,7 @@ def _how_far_tested(fit: Summarised) -> str:
     if fit.backtest is None:
         return ""
     law = fit.backtest.farthest
-    if law is None:
+    if fit.median_backtest is None or law is None:
         return "; not tested beyond its data"
     return f"; the median of the forms not tested beyond its data, its fitted law {law.factor:g}x beyond"
 
