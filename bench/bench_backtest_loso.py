@@ -35,7 +35,7 @@ from scaling.laws.checks import backtest, extrapolation  # noqa: E402
 # both (mixture-of-experts models, another optimizer and loss); every other table is its own source.
 SOURCE_PREFIXES = (("marin_optsweep_", "marin optimizer study"), ("marin_moe_", "marin moe lr sweep"),
                    ("marin_", "marin 2026"), ("porian_", "porian"), ("gadre_", "gadre"))
-UNSEEN = ("fresh2", "fresh3", "fresh4")       # the groups each run once, unseen, on a frozen rule
+UNSEEN = ("fresh2", "fresh3", "fresh4", "fresh5")       # the groups each run once, unseen, on a frozen rule
 
 
 def source(name: str) -> str:

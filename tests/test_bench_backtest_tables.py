@@ -48,11 +48,12 @@ def test_every_table_is_in_exactly_one_group_and_reads() -> None:
 # The run-once groups: each table's runs and model sizes as extracted, and whether it has IsoFLOP budgets.
 RUN_ONCE = {"fresh3": {"marin_optsweep_adamw": (18, 4, False), "marin_optsweep_muon": (18, 4, False),
                        "oellm_dense": (51, 6, False), "pile_scaling_neox": (16, 4, False)},
-            "fresh4": {"marin_moe_lrsweep": (26, 6, False), "olmo_core_gdn_ladder": (16, 6, False)}}
+            "fresh4": {"marin_moe_lrsweep": (26, 6, False), "olmo_core_gdn_ladder": (16, 6, False)},
+            "fresh5": {"olmo_amberish_ladder": (20, 5, False)}}
 
 
 def test_run_once_tables_are_as_extracted_and_documented() -> None:
-    """Each "fresh3" and "fresh4" table has its runs, one row per (N, D), at least four sizes,
+    """Each run-once table ("fresh3" to "fresh5") has its runs, one row per (N, D), at least four sizes,
     compute spanning the 30x cut, and a provenance row in the data README. Reading only: nothing is
     fitted."""
     bench = _bench()
@@ -73,11 +74,12 @@ def test_run_once_tables_are_as_extracted_and_documented() -> None:
 def test_every_table_has_its_source() -> None:
     """Leave-one-source-out leaves a source's tables out together: Marin 2026's three corpora are one
     source, the Marin optimizer study (other models, other loss) another, the Marin MoE sweep a third;
-    AI2's two ladders (OLMo 2's and OLMo-core's hybrid one) are two studies; 16 sources in all."""
+    AI2's three ladders (OLMo 2's, OLMo-core's hybrid one and the earlier "amberish" one) are three
+    studies; 17 sources in all."""
     bench, loso = _bench(), _loso()
     names = [name for group in bench.HALVES.values() for name in group]
     sources = {name: loso.source(name) for name in names}
-    assert len(set(sources.values())) == 16
+    assert len(set(sources.values())) == 17
     assert sources["marin_dclm"] == sources["marin_comma"] != sources["marin_optsweep_muon"]
     assert len({sources["marin_dclm"], sources["marin_optsweep_muon"], sources["marin_moe_lrsweep"]}) == 3
     assert sources["marin_optsweep_adamw"] == sources["marin_optsweep_muon"]
