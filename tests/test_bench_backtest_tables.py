@@ -49,7 +49,7 @@ def test_every_table_is_in_exactly_one_group_and_reads() -> None:
 RUN_ONCE = {"fresh3": {"marin_optsweep_adamw": (18, 4, False), "marin_optsweep_muon": (18, 4, False),
                        "oellm_dense": (51, 6, False), "pile_scaling_neox": (16, 4, False)},
             "fresh4": {"marin_moe_lrsweep": (26, 6, False), "olmo_core_gdn_ladder": (16, 6, False)},
-            "fresh5": {"olmo_amberish_ladder": (20, 5, False)}}
+            "fresh5": {"olmo_amberish_ladder": (20, 5, False), "olmoe_ladder_moe_a0": (17, 4, False)}}
 
 
 def test_run_once_tables_are_as_extracted_and_documented() -> None:
@@ -74,12 +74,12 @@ def test_run_once_tables_are_as_extracted_and_documented() -> None:
 def test_every_table_has_its_source() -> None:
     """Leave-one-source-out leaves a source's tables out together: Marin 2026's three corpora are one
     source, the Marin optimizer study (other models, other loss) another, the Marin MoE sweep a third;
-    AI2's three ladders (OLMo 2's, OLMo-core's hybrid one and the earlier "amberish" one) are three
-    studies; 17 sources in all."""
+    AI2's four ladders (OLMo 2's, OLMo-core's hybrid one, the earlier "amberish" one and the OLMoE
+    architecture-search one) are four studies; 18 sources in all."""
     bench, loso = _bench(), _loso()
     names = [name for group in bench.HALVES.values() for name in group]
     sources = {name: loso.source(name) for name in names}
-    assert len(set(sources.values())) == 17
+    assert len(set(sources.values())) == 18
     assert sources["marin_dclm"] == sources["marin_comma"] != sources["marin_optsweep_muon"]
     assert len({sources["marin_dclm"], sources["marin_optsweep_muon"], sources["marin_moe_lrsweep"]}) == 3
     assert sources["marin_optsweep_adamw"] == sources["marin_optsweep_muon"]
