@@ -32,9 +32,12 @@ from scaling.laws.checks import backtest, extrapolation  # noqa: E402
 # A source's tables leave together: Marin 2026's three corpora, Porian et al.'s ten configurations,
 # Gadre et al.'s three corpora, the Marin optimizer study's two optimizers (a study apart from
 # Marin 2026's sweeps: other models, other loss), and the Marin MoE learning-rate sweep apart from
-# both (mixture-of-experts models, another optimizer and loss); every other table is its own source.
+# both (mixture-of-experts models, another optimizer and loss); AI2's "amberish" ladder with OLMo 2's
+# (the same team and ladder script, a year apart: counted as one source, the cautious side); every
+# other table is its own source.
 SOURCE_PREFIXES = (("marin_optsweep_", "marin optimizer study"), ("marin_moe_", "marin moe lr sweep"),
-                   ("marin_", "marin 2026"), ("porian_", "porian"), ("gadre_", "gadre"))
+                   ("marin_", "marin 2026"), ("porian_", "porian"), ("gadre_", "gadre"),
+                   ("olmo_amberish_", "olmo_ladder"))
 UNSEEN = ("fresh2", "fresh3", "fresh4", "fresh5")       # the groups each run once, unseen, on a frozen rule
 
 
