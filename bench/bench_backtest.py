@@ -216,6 +216,10 @@ def table(results: dict, half: str) -> str:
     cols: dict = {k: [] for k in ("tables", "median", "worst", "coverage", "half", "ratio", "high")}
     for f in FACTORS:
         splits = [v for k, v in results.items() if k.startswith(half + "|") and k.endswith(f"|{f:g}") and v]
+        if not splits:                  # no table of the half reaches the cut (fresh5: 3x only)
+            for k, col in cols.items():
+                col.append("0" if k == "tables" else "-")
+            continue
         meds = [np.median([abs(r["error"]) for r in s["rows"]]) for s in splits]
         rows = [r for s in splits for r in s["rows"]]
         med_half = np.median([r["half_width"] for r in rows])
@@ -425,14 +429,14 @@ def main() -> None:
     results = run(args.method, halves, args.form, args.bootstrap)
     print(f"method: {args.method}; {args.form} with {args.bootstrap} bootstrap resamples; "
           f"{time.perf_counter() - t0:.0f} s")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
     for half in halves:
         print(table(results, half))
     if args.form == combined.NAME and args.method == "after":
         print("the default fit (chinchilla), read from the same fits:")
         for half in halves:
             print(table({k: as_default(v) for k, v in results.items()}, half))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":
