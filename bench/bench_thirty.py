@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 # What it reuses of the bench: its tables and formats, and the leave-one-source-out rescoring.
-from bench_backtest import HALVES, _row, sim_table, table  # noqa: E402
+from bench_backtest import FACTORS, HALVES, _row, sim_table, table  # noqa: E402
 from bench_backtest_loso import UNSEEN, _context, by_source, leave_one_source_out, rescore, source  # noqa: E402
 
 from scaling.laws.checks import backtest, combined, extrapolation  # noqa: E402
@@ -175,6 +175,24 @@ def report(rules: dict, unseen: tuple = UNSEEN) -> None:
     print(f"\nB used the tied form in {len(used)} of {len(tied)} splits: " + ", ".join(used))
 
 
+def scaled(rules: dict, unseen: tuple = UNSEEN) -> None:
+    """Each rule's intervals scaled (in log, one factor per cut) to hold exactly 95% and 90% of the
+    runs, and the half-width / error they would then have: how sharp its interval's shape is at equal
+    coverage (a calibrated normal interval's ratio is 1.96 / 0.674 = 2.91 at 95%, 2.44 at 90%)."""
+    for title, results in rules.items():
+        for label, groups in (("all tables", tuple(HALVES)), ("unseen groups", unseen)):
+            print(f"\n{title}, {label}: scaled to hold 95% / 90%")
+            for f in FACTORS:
+                rows = [r for k, s in results.items() if s and k.split("|")[0] in groups and k.endswith(f"|{f:g}")
+                        for r in s["rows"] if r]
+                err, half = np.array([abs(r["error"]) for r in rows]), np.array([r["half_width"] for r in rows])
+                need = err / half                  # the scale at which each run just falls inside
+                scales = [np.quantile(need, c) for c in (0.95, 0.90)]
+                cells = [f"x{s:.2f}, ratio {np.median(s * half) / np.median(err):.2f}" for s in scales]
+                print(f"  {f:g}x ({len(rows)} runs; as is {np.mean(need <= 1):.0%}, ratio "
+                      f"{np.median(half) / np.median(err):.2f}): " + "; ".join(cells))
+
+
 def simulated(sim: dict, sim_members: dict) -> None:
     """The candidates frozen (the fallback as it is) on the simulated sweeps."""
     default = {k: rescore(k, v, extrapolation.PRIOR, extrapolation.WELL_TRAINED_TPP) for k, v in sim.items() if v}
@@ -192,13 +210,18 @@ def main() -> None:
     p.add_argument("--simulated", type=Path, metavar="JSON")
     p.add_argument("--simulated-members", type=Path, metavar="JSON")
     p.add_argument("--frozen", action="store_true", help="also the frozen fallback (no LOSO)")
+    p.add_argument("--scaled", action="store_true",
+                   help="also each rule's half-width / error with its intervals scaled to hold 95%% and 90%%")
     p.add_argument("--unseen", nargs="+", default=list(UNSEEN), metavar="GROUP",
                    help="the groups shown apart (default: %(default)s); a group run once, e.g. fresh4")
     args = p.parse_args()
     dump = {k: v for path in args.loso for k, v in json.loads(path.read_text()).items()}
     members = {k: v for path in args.members for k, v in json.loads(path.read_text()).items()}
     check_same_fits(dump, members)
-    report(score(dump, members, loso=True), tuple(args.unseen))
+    rules = score(dump, members, loso=True)
+    report(rules, tuple(args.unseen))
+    if args.scaled:
+        scaled(rules, tuple(args.unseen))
     if args.frozen:
         report(score(dump, members, loso=False), tuple(args.unseen))
     if args.simulated and args.simulated_members:
