@@ -185,6 +185,8 @@ def scaled(rules: dict, unseen: tuple = UNSEEN) -> None:
             for f in FACTORS:
                 rows = [r for k, s in results.items() if s and k.split("|")[0] in groups and k.endswith(f"|{f:g}")
                         for r in s["rows"] if r]
+                if not rows:
+                    continue
                 err, half = np.array([abs(r["error"]) for r in rows]), np.array([r["half_width"] for r in rows])
                 need = err / half                  # the scale at which each run just falls inside
                 scales = [np.quantile(need, c) for c in (0.95, 0.90)]

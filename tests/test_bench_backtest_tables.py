@@ -104,3 +104,14 @@ def test_rescoring_a_dump_reproduces_the_fit_and_moves_only_the_rule() -> None:
         assert old["far"] > 1.0
         assert np.isclose(new["center"], old["law"] * np.exp(-0.03 * old["far"]), rtol=1e-12)
         assert new["center"] < old["center"]
+
+
+def test_scaled_intervals_report_the_scale_that_holds_the_share_asked(capsys) -> None:
+    """`bench_thirty.py --scaled`: 20 runs with one half-width (2%) and errors 0.1%..2.0% all sit inside
+    as they are; the scale that holds 95% is the 95th percentile of error / half-width, 0.9525 (numpy's
+    linear interpolation between 0.95 and 1.00), and the ratio then 0.9525 x 2% / 1.05% = 1.81."""
+    thirty = _script("bench_thirty")
+    rows = [{"error": 0.001 * k * (-1) ** k, "half_width": 0.02} for k in range(1, 21)]
+    thirty.scaled({"rule": {"dev|x|3": {"rows": rows}}}, unseen=())
+    out = capsys.readouterr().out
+    assert "3x (20 runs; as is 100%, ratio 1.90): x0.95, ratio 1.81;" in out
