@@ -9,6 +9,7 @@ The Python API mirrors the command line (docs/api.md):
     print(f.summary())                                          # what `scaling fit` prints
     f = scaling.load("fits/points")                             # a fit directory written by `scaling fit`
     scaling.plan(1e24, law="chinchilla")                        # scaling plan: a fit, a Law or a published law
+    scaling.compare(f)                                          # scaling compare: beside Kaplan, Chinchilla, Besiroglu
     scaling.sweep("configs/tiny.yaml", "runs")                  # scaling sweep (trains: loads torch)
     scaling.plan_sweep(scaling.load_config("configs/tiny.yaml"))  # its runs, before any trains
     scaling.validate("fits/tiny", 1e13)                         # scaling validate
@@ -41,6 +42,7 @@ _EXPORTS = {   # name: (module, its name there)
     "fit": ("scaling.laws.api", "fit"),
     "load": ("scaling.laws.api", "load"),
     "plan": ("scaling.laws.api", "plan"),               # the compute-optimal allocation
+    "compare": ("scaling.laws.api", "compare"),         # a fit beside the published laws
     "fit_figure": ("scaling.report.plot", "fit_figure"),
     "LawFit": ("scaling.laws.results.lawfit", "LawFit"),
     "Law": ("scaling.laws.forms.law", "Law"),

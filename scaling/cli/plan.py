@@ -76,10 +76,11 @@ def parse_computes(values: list[str]) -> list[float]:
 # ----------------------------------------------------------------------------- commands
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from scaling.laws.api import compare as compare_fit  # pandas and the fitter: only for this command
+
     fit = load_fit(args.fit)
-    allocation.check_allocatable(fit.law, f"fit {args.fit}")   # a, b and G divide by alpha + beta
+    rows = compare_fit(fit)
     c = fit.reference_compute
-    rows = compare.compare(fit.law, fit.ci, c)
     approach_rows: list = []
     warnings: list[str] = []
     if fit.approaches:

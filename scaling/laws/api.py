@@ -1,11 +1,12 @@
-"""The way in from a notebook: `scaling.fit` (points in, a `LawFit` out), `scaling.load` and
-`scaling.plan` (the allocation of any law).
+"""The way in from a notebook: `scaling.fit` (points in, a `LawFit` out), `scaling.load`,
+`scaling.plan` (the allocation of any law) and `scaling.compare` (a fit beside the published laws).
 
     f = scaling.fit("points.csv", n="N", d="D", loss="loss", drop_highest_loss=5)
     f.alpha, f.verdict, f.interval("a"), f.plan([1e23, 1e24]), f.predict(1e9, 2e10), f.plot()
     print(f.summary())                       # what `scaling fit` prints
     f = scaling.load("fits/points")          # a fit directory (fit.json, its bootstrap and points)
     scaling.plan(1e24, law="chinchilla")     # a published law's allocation, as `scaling plan`
+    scaling.compare(f)                       # its exponents beside the published ones, as `scaling compare`
 
 `scaling fit` is this function too: the command checks its flags, calls `fit` and writes the
 result (`fit_file.write_fit`). The steps are those of docs/architecture.md: a `fitdata` loader,
@@ -31,6 +32,7 @@ from scaling.laws.fitting.fit import DEFAULT_DELTA
 from scaling.laws.forms.law import Law
 from scaling.laws.forms.references import REFERENCES
 from scaling.laws.optimal import allocation
+from scaling.laws.optimal import compare as comparison
 from scaling.laws.results import fit_file
 from scaling.laws.results import lawfit as results
 
@@ -177,6 +179,21 @@ def plan(compute: npt.ArrayLike, law: results.LawFit | Law | str | Path = "chinc
     raise UsageError(f"the law must be a LawFit, a fit directory, a Law or a published law's name "
                      f"({', '.join(REFERENCES)}); got {type(law).__name__}")
 
+
+
+def compare(fit: results.LawFit | str | Path) -> list[dict]:
+    """Your fit's alpha, beta, a, b and tokens per parameter beside Kaplan's, Chinchilla's,
+    Besiroglu's and the 20-tokens rule's, as `scaling compare` gives them (its --json "rows"):
+    your row first, with its 95% intervals (`ci`), then one per published law, each with
+    `inside`: per quantity, whether the published value lies inside your interval.
+
+    fit: a LawFit, or a fit directory or fit.json (`load`). `pd.DataFrame(rows)` shows them as a
+    table; `scaling.laws.optimal.compare.format_table(rows)` as the command prints them.
+    UsageError for a law with no compute-optimal allocation (alpha or beta not positive)."""
+    if not isinstance(fit, results.LawFit):
+        fit = load(fit)
+    allocation.check_allocatable(fit.law, f"fitted to {fit.data.source or 'these points'}")  # a, b: / (alpha + beta)
+    return comparison.compare(fit.law, fit.ci, fit.reference_compute)
 
 
 def E_prior_from(path: str | Path) -> tuple[float, float, str]:

@@ -289,7 +289,9 @@ CLOSE_MARGIN = 0.2     # a passing check within 20% of its caution threshold is 
 def _how_far_tested(fit: Summarised) -> str:
     """The verdict line's end: how far beyond its data the law that predicts was tested. The
     median of the forms (the default) cuts at 3x and more; where it could make no cut, the fitted
-    law's own backtest may still have tested it nearer (2x), and the line says both."""
+    law's own backtest may still have tested it nearer (2x), and the line says both (the demo's:
+    "the median of the forms (which predicts) not tested beyond its data; the chinchilla form's law
+    alone tested 2x beyond its fitted compute")."""
     check = next((c for c in fit.diagnostics.checks if c.name == "backtest"), None) if fit.diagnostics else None
     if check is not None and check.value is not None:
         return f"; {check.reason.split(':')[0]}"
@@ -298,7 +300,8 @@ def _how_far_tested(fit: Summarised) -> str:
     law = fit.backtest.farthest
     if fit.median_backtest is None or law is None:
         return "; not tested beyond its data"
-    return f"; the median of the forms not tested beyond its data, its fitted law {law.factor:g}x beyond"
+    return (f"; the median of the forms (which predicts) not tested beyond its data; the "
+            f"{fitted_form(fit.options.fixed_E)} form's law alone tested {law.factor:g}x beyond its fitted compute")
 
 
 def format_verdict(fit: Summarised) -> list[str]:
