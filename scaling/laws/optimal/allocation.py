@@ -232,7 +232,8 @@ class OptimumIntervals:
 @dataclass(frozen=True)
 class Plan:
     """What to train at C FLOPs: the law's optimum N, D and its predicted loss, with their
-    intervals from the bootstrap (`OptimumIntervals`; None for a fit without bootstrap samples).
+    intervals from the bootstrap (`OptimumIntervals`; None for a fit without bootstrap samples):
+    `intervals.n`, `.d`, `.tokens_per_param` and `.loss`, each (lo, hi) at `intervals.level`.
     Floats for one budget; for an array of budgets, arrays of its shape (the bounds too)."""
 
     compute: float | np.ndarray

@@ -53,12 +53,19 @@ INTERVAL_NAMES = resampling.CI_NAMES   # what a fit has an interval of (`LawFit.
 class LawFit:
     """A fitted law L = E + A/N^alpha + B/D^beta, everything it was fitted from, and its caveats.
 
+        f = scaling.fit("chinchilla", drop_highest_loss=5)      # or scaling.load("fits/mine")
+        f.alpha, f.interval("alpha"), f.verdict, f.reasons        # a constant, its 95% interval, why
+        f.plan(1e24).n, f.plan(1e24).intervals.n                  # N_opt at 1e24 FLOPs and its interval
+        f.predict(7e10, 1.4e12)                                   # one run's loss; says how far beyond
+        f.backtest.farthest.factor, f.backtest.farthest.median_abs_error   # how far it was tested
+
     What a user reads (docs/api.md): E, A, B, alpha, beta (`law`, a `Law`); a, b (N_opt ~ C^a,
     D_opt ~ C^b) and tokens_per_param at reference_compute; `interval(name)` and `intervals`, the
     95% intervals (`ci`, widened by the lack of fit's design effect); `verdict` and `reasons`
     (`diagnostics`: every check); `backtest` (its `cuts`, each one's factor, median_abs_error and
-    `covered`; `farthest`, the farthest made); `holdout`; `forms`; `data` (n_points, the source).
-    `predict`, `plan`, `plot` and `summary` use them.
+    `covered`; `farthest`, the farthest made); `holdout`; `forms` (every law form fitted, and
+    `median`, the median of the forms, which predicts by default: `form`); `data` (n_points, the
+    source, c_range). `predict`, `plan`, `plot` and `summary` use them.
 
     The attributes are fit.json's sections, and `resampled`: the bootstrap's constants, one row
     per resample (stored beside fit.json in a CSV, `fit_file.samples_path`), from which the plan
@@ -93,7 +100,7 @@ class LawFit:
     curves: dict | None = None               # the law fitted to the training curves (scaling fit --curves)
     holdout: Holdout | None = None           # the refit without the top 20% by compute (scaling.laws.checks.holdout)
     backtest: Backtest | None = None         # leave-future-out cuts and the rule beyond the data (checks.backtest)
-    form: str = "chinchilla"                 # the form predict and plan use (`scaling fit --form`; forms.catalog)
+    form: str = "chinchilla"                 # what predict and plan's loss use (--form); scaling.fit's default: median
     forms: Forms | None = None               # every form fitted beside this one (checks.cross_forms)
     resampled: np.ndarray | None = field(default=None, repr=False, compare=False)  # (R, 5): E, A, B, alpha, beta
     points: FitData | None = field(default=None, repr=False, compare=False)
@@ -128,9 +135,11 @@ class LawFit:
     @overload
     def expected_loss(self, n: npt.ArrayLike, d: npt.ArrayLike) -> float | np.ndarray: ...
     def expected_loss(self, n: npt.ArrayLike, d: npt.ArrayLike) -> float | np.ndarray:
-        """The loss predicted for N parameters on D tokens: the law's inside the fitted compute;
-        beyond it, the backtest's law moved by the bias the backtest measured; broadcasts. A form
-        chosen by `--form` predicts by its own law (`FormEntry.predict`)."""
+        """The loss predicted for N parameters on D tokens, without an interval (`predict` gives
+        one); broadcasts. By default (`form="median"`) the median of the forms' (`median`); a form
+        chosen by `--form` predicts by its own law (`FormEntry.predict`); the fitted law alone
+        (`form="chinchilla"`): its own inside the fitted compute, beyond it the backtest's law moved
+        by the bias the backtest measured."""
         if (entry := self.form_entry) is not None:
             center = entry.predict(n, d, self.beyond(n, d), level=self.level, noise=False)[0]
             return float(center) if np.ndim(center) == 0 else center
@@ -177,8 +186,9 @@ class LawFit:
     def loss_interval(self, n: npt.ArrayLike, d: npt.ArrayLike, seed: int = 0) -> tuple | None:
         """A prediction interval for the final loss of one run of N parameters on D tokens (None
         without bootstrap samples or where no resample predicts it): the constants' uncertainty
-        and the runs' scatter. Arrays of N, D give arrays of bounds (NaN where none). A form chosen
-        by `--form`: its resamples' and the backtest's (`FormEntry.predict`)."""
+        and the runs' scatter. Arrays of N, D give arrays of bounds (NaN where none). By default the
+        median of the forms' (its own backtest's rule); a form chosen by `--form`: its resamples' and
+        the backtest's (`FormEntry.predict`)."""
         if (entry := self.form_entry) is not None:
             _, lo, hi = entry.predict(n, d, self.beyond(n, d), level=self.level, noise=True, seed=seed)
             return (float(lo), float(hi)) if np.ndim(lo) == 0 else (lo, hi)
@@ -273,9 +283,14 @@ class LawFit:
         return {name: self.interval(name) for name in names}
 
     def predict(self, n: npt.ArrayLike, d: npt.ArrayLike, seed: int = 0) -> allocation.Prediction:
-        """The loss the law predicts for N parameters trained on D tokens, with a prediction
-        interval that holds the constants' uncertainty and the runs' scatter (`loss_interval`).
-        n and d broadcast as numpy's: arrays give arrays of losses and of bounds."""
+        """The loss of one run of N parameters trained on D tokens (`expected_loss`: by default the
+        median of the forms'), with a 95% prediction interval that holds the constants' uncertainty
+        and the runs' scatter (`loss_interval`), and how far beyond the fitted compute it lies
+        (`beyond`, a factor; 1.0 inside the data). n and d broadcast as numpy's: arrays give arrays
+        of losses and of bounds.
+
+            q = f.predict(1e9, 2e10)    # Prediction(N=1e+09, D=2e+10: loss 2.5303 [...] (95% prediction interval))
+            q.loss, q.interval, q.beyond"""
         n, d = allocation.check_sizes(n, "N (parameters)"), allocation.check_sizes(d, "D (tokens)")
         if np.ndim(n) or np.ndim(d):
             try:
@@ -289,10 +304,14 @@ class LawFit:
                                      beyond=float(beyond) if np.ndim(beyond) == 0 else beyond)
 
     def plan(self, compute: npt.ArrayLike, seed: int = 0) -> allocation.Plan:
-        """The compute-optimal N, D at `compute` FLOPs and the loss they reach, with intervals
-        (`optimum_at`); an array of budgets gives arrays. UsageError for a law with no optimum
-        (alpha or beta not positive). A form chosen by `--form` plans by its own optimum
-        (`cross_forms.form_plan`: closed form or numeric)."""
+        """The compute-optimal N, D at `compute` FLOPs and the loss they reach, with 95% intervals
+        (`optimum_at`); an array of budgets gives arrays. N and D are the fitted law's optimum; the
+        loss is `expected_loss`'s there (by default the median of the forms'). UsageError for a law
+        with no optimum (alpha or beta not positive). A form chosen by `--form` plans by its own
+        optimum (`cross_forms.form_plan`: closed form or numeric).
+
+            p = f.plan(1e24)
+            p.n, p.d, p.tokens_per_param, p.loss    # floats; p.intervals.n, .d, .tokens_per_param, .loss: (lo, hi)"""
         if (entry := self.form_entry) is not None:
             c = allocation.check_sizes(compute, "compute", unit=" of FLOPs")
             return form_plan(entry, c, self._far(c), level=self.level, seed=seed)
