@@ -13,6 +13,7 @@ The Python API mirrors the command line (docs/api.md):
     scaling.sweep("configs/tiny.yaml", "runs")                  # scaling sweep (trains: loads torch)
     scaling.plan_sweep(scaling.load_config("configs/tiny.yaml"))  # its runs, before any trains
     scaling.validate("fits/tiny", 1e13)                         # scaling validate
+    scaling.read_runs("runs/tiny")                              # scaling runs: a DataFrame
     scaling.Law(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28).n_opt(1e23)
 
 The subpackages follow the data flow (docs/architecture.md): config, runs, data, train,
@@ -20,8 +21,9 @@ sweeps, laws, tune, cost, validation, report, cli. The stages' functions are nam
 do (`scaling.sweep`, `scaling.validate`), their packages for what they hold (`scaling.sweeps`,
 `scaling.validation`), so that a function and a package never share a name.
 
-Names are imported on first use, so `import scaling` stays fast and torch loads only for the
-stages that train.
+The functions behind import, tune, design, report and cost are in docs/api.md's table. Names
+are imported on first use, so `import scaling` stays fast and torch loads only for the stages
+that train; `dir(scaling)` lists them, for a notebook's completion.
 """
 
 from importlib import import_module
@@ -50,6 +52,10 @@ _EXPORTS = {   # name: (module, its name there)
 }
 
 __all__ = sorted(_EXPORTS)
+
+
+def __dir__() -> list[str]:
+    return sorted({*_EXPORTS, *(name for name in globals() if name.startswith("__"))})
 
 
 def __getattr__(name: str) -> Any:
