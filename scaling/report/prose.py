@@ -63,11 +63,14 @@ def at_a_glance(fit: results.LawFit, check: Holdout | None) -> list[str]:
                    + (f" (interval {bounds(t_ci, '.3g')})" if t_ci else "") + "; Chinchilla's rule of thumb is 20.")
     if check is not None and check.mean_abs_rel_error is not None:
         out.append(f"Hold-out check: refitted without the {len(check.rows)} largest-compute runs, the law predicts "
-                   f"their loss with a mean absolute relative error of {pct(check.mean_abs_rel_error)}.")
+                   f"their loss with a mean absolute relative error of {pct(check.mean_abs_rel_error)}"
+                   + (" (at budgets the refit also had runs at: not a test beyond the data)" if within(check) else "")
+                   + ".")
     if fit.backtest is not None:
         line = summary_line(fit.backtest)
         if (median := fit.median_backtest) is not None:       # the median of the forms predicts: its own first
-            line = (f"{summary_line(median)} (the median of the forms, which predicts; under its own rule); the "
+            line = (f"backtest of the median of the forms (what predicts beyond the data, its intervals by its own "
+                    f"rule): {summary_line(median).removeprefix('backtest: ')}; of the "
                     f"{fitted_form(fit.options.fixed_E)} form's law alone: {line.removeprefix('backtest: ')}")
         out.append(line[0].upper() + line[1:] + " (the backtest below).")
     if fit.forms is not None:
@@ -158,12 +161,26 @@ def holdout_intro(check: Holdout) -> str:
     text = (f"The law is refitted (same method and options) on the {check.n_train} of {check.n_points} points "
             f"with the smallest compute, leaving out the {k} with the largest C (the top {100 * check.fraction:g}%), "
             "and then predicts the loss of those.")
-    if check.rows:
+    if check.rows and within(check):
+        text += (f" The held-out runs lie at the compute the refit already reached ({check.train_max_compute:.3g} "
+                 "FLOPs: the top budget's other runs stay in it), so this checks the law among its own budgets, "
+                 "not beyond them; how far beyond its data it predicts is the backtest's question (below).")
+    elif check.rows:
         reach = max(r.compute for r in check.rows) / check.train_max_compute
         text += (f" The held-out runs reach up to {reach:.3g}x the largest compute the refit saw "
                  f"({check.train_max_compute:.3g} FLOPs). Their error is a fair guess of the error of a prediction "
                  "that far beyond a sweep; further out, expect more.")
     return text
+
+
+WITHIN = 1.1    # held-out runs at most this far above the refit's largest compute: the same budget
+
+
+def within(check: Holdout) -> bool:
+    """Whether the held-out runs lie at the compute the refit reached (a budget split between the
+    two), where the hold-out check tests no extrapolation at all."""
+    top = check.train_max_compute
+    return bool(check.rows) and top is not None and max(r.compute for r in check.rows) <= WITHIN * top
 
 
 def approach_note(e: dict) -> str:

@@ -56,8 +56,11 @@ def _verdict(r: Report) -> None:
                 "`scaling fit` for a verdict on whether the data determine the law.")
         return
     r.doc.p(f"**Verdict: {diag.verdict}.** " + {
-        "trustworthy": "Every diagnostic passed.",
-        "use with caution": "The law is determined, but the checks below did not all pass.",
+        "trustworthy": "Every diagnostic passed; how far beyond its data the law was tested is the backtest's "
+                       "line below.",
+        "use with caution": "The data determine the law, but the checks below did not all pass: use its numbers "
+                            "with their intervals and these reasons in mind (docs/diagnostics.md: what each check "
+                            "measures, its thresholds and why).",
         "not identified": "The data do not determine the law: its allocation and tokens per parameter "
                           "are not a recommendation until the sweep is redesigned.",
     }[diag.verdict])
