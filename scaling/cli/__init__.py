@@ -13,7 +13,7 @@ import os
 import sys
 import warnings
 from importlib import import_module
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from scaling import __version__
 from scaling.errors import UsageError, unknown_name
@@ -22,9 +22,24 @@ from scaling.errors import UsageError, unknown_name
 COMMAND_MODULES = ("sweep", "importing", "tune", "design", "fit", "report", "cost", "plan", "validate")
 
 
+class ExamplesFormatter(argparse.HelpFormatter):
+    """argparse's help, with an epilog that starts "examples:" kept line by line as written (the
+    description and the flags' help are wrapped as usual)."""
+
+    def _format_text(self, text: str) -> str:
+        if text.startswith("examples:"):
+            return text.rstrip() + "\n"
+        return super()._format_text(text)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with a misspelt command (or `cost` subcommand) answered in one line with the
-    closest name, exit code 2. Subparsers are built with the parent's class, so they inherit it."""
+    closest name, exit code 2. Subparsers are built with the parent's class, so they inherit it
+    and its help formatter (`ExamplesFormatter`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", ExamplesFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """A malformed command line in one line, as every other error (argparse prints its whole usage
@@ -45,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="scaling",
         description="Measure your own scaling laws: sweep, fit, compare, plan.",
+        epilog="examples:\n"
+               "  scaling fit --csv points.csv             # your table of N, D, loss: the law, intervals, verdict\n"
+               "  scaling compare fits/points              # its exponents beside Kaplan, Chinchilla, Besiroglu\n"
+               "  scaling plan --fit fits/points --compute 1e21 1e22   # what to train at those budgets\n"
+               "  scaling report fits/points               # figures and a report (fits/points/report/)\n"
+               "each command's flags: scaling COMMAND --help",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     parser.add_argument("--version", action="version", version=f"scaling {__version__}")

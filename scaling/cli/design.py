@@ -47,11 +47,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("configs", nargs="+", type=Path, metavar="CONFIG", help="sweep YAML(s) to compare")
     add_fit_option(p, "your fit, whose Chinchilla-form law is the prior (a fit folder or its fit.json)",
                    aliases=("--prior",))
-    p.add_argument("--law", help="a published law as the prior instead (chinchilla, besiroglu)")
+    p.add_argument("--law", help="a published law as the prior instead (chinchilla, besiroglu; default chinchilla "
+                                 "when --fit is not given)")
     p.add_argument("--noise", help="scatter of final losses, relative (default: the prior fit's residual "
                                    "RMS, or 0.01)")
-    p.add_argument("--sims", type=int, default=20, help="simulated sweeps per design (default 20)")
-    p.add_argument("--bootstrap", type=int, default=100, help="bootstrap resamples per simulated fit (default 100)")
+    p.add_argument("--sims", type=int, default=20, metavar="N", help="simulated sweeps per design (default 20)")
+    p.add_argument("--bootstrap", type=int, default=100, metavar="K",
+                   help="bootstrap resamples per simulated fit (default 100)")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulations (default 0)")
     p.add_argument("--curves", action="store_true",
                    help="simulate the runs' whole training curves and set the curve-based fit (scaling fit "

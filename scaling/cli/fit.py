@@ -37,11 +37,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "fit", help="fit L(N, D) with bootstrap intervals; write fit.json",
         description="Fit L(N, D) = E + A/N^alpha + B/D^beta (Hoffmann et al.'s Approach 3: Huber loss "
                     "on log residuals, L-BFGS from 4,500 starts) to a run store, a table or a packaged "
-                    "dataset; bootstrap 95% intervals; write DIR/fit.json and print a summary.")
+                    "dataset; bootstrap 95% intervals; write DIR/fit.json and print a summary.",
+        epilog="examples:\n"
+               "  scaling fit runs/tiny                        # a run store: fits/tiny/fit.json\n"
+               "  scaling fit --csv points.csv                 # columns N, D (or C) and loss, found by name\n"
+               "  scaling fit --csv runs.csv --n params --d tokens --loss val_loss\n"
+               "  scaling fit --dataset chinchilla --drop-highest-loss 5   # Besiroglu et al.'s refit")
     _points_arguments(p)
     _selection_arguments(p)
     _fitting_arguments(p)
-    p.add_argument("--out", type=Path, metavar="DIR", help="where fit.json goes (default fits/<name>)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="where fit.json goes (default fits/<name>: the run "
+                                                           "store's, the table's file name without its extension, "
+                                                           "or the dataset's)")
     p.add_argument("--json", action="store_true", help="print fit.json instead of the summary")
     p.set_defaults(func=cmd_fit)
 

@@ -54,7 +54,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="For each compute budget C (FLOPs, C = 6 N D): the law's compute-optimal "
                     "N, D, tokens per parameter and predicted loss, beside D = 20 N and Kaplan "
                     "et al.'s N = 1.3e9 (C / 8.64e19)^0.73. Uses the published Chinchilla law "
-                    "unless --fit or --law is given.")
+                    "unless --fit or --law is given.",
+        epilog="examples:\n"
+               "  scaling plan --fit fits/tiny --compute 6e12 1e13   # your fit's plan, with 95% intervals\n"
+               "  scaling plan --compute 1e21 1e23 --law besiroglu  # a published law's")
     plan.add_argument("--compute", nargs="+", required=True, metavar="C",
                       help="training compute in FLOPs; several allowed (e.g. --compute 1e18 1e21 1e23)")
     add_fit_option(plan, "your own fit (a fit folder or its fit.json)")

@@ -34,7 +34,14 @@ console = Console(highlight=False, soft_wrap=True)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    sweep = subparsers.add_parser("sweep", help="train the runs of a sweep config (skips finished runs)")
+    sweep = subparsers.add_parser(
+        "sweep", help="train the runs of a sweep config (skips finished runs)",
+        description="Train the runs of a sweep config into the run store RUNS_DIR/<name> (docs/sweeps.md, "
+                    "docs/config.md): finished runs are skipped and an interrupted one resumes from its "
+                    "checkpoint, so the same command continues a sweep.",
+        epilog="examples:\n"
+               "  scaling sweep configs/tiny.yaml --dry-run   # the runs, their FLOPs and estimated wall time\n"
+               "  scaling sweep configs/tiny.yaml             # train them: runs/tiny, then `scaling fit runs/tiny`")
     sweep.add_argument("config", type=Path, metavar="CONFIG", help="sweep YAML, e.g. configs/tiny.yaml")
     sweep.add_argument("--runs-dir", type=Path, default=Path("runs"), help="run store root (default: runs)")
     sweep.add_argument("--cache-dir", type=Path, default=None,
@@ -43,7 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sweep.add_argument("--json", action="store_true", help="with --dry-run: print the plan as JSON")
     sweep.set_defaults(func=cmd_sweep)
 
-    runs = subparsers.add_parser("runs", help="print the table of runs in a run store")
+    runs = subparsers.add_parser(
+        "runs", help="print the table of runs in a run store",
+        description="One line per run of a run store: its status, shape, N (non-embedding and total), D, "
+                    "compute, final validation loss, bits per byte and wall time.")
     runs.add_argument("sweep_dir", type=Path, metavar="RUNS_DIR", help="a sweep's run store, e.g. runs/tiny")
     runs.add_argument("--json", action="store_true", help="print the run table as JSON (one object per run)")
     runs.set_defaults(func=cmd_runs)

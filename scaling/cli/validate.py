@@ -34,7 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "D = C/6N tokens with the sweep's recipe, and two neighbours (about N/2.5 and 2.5N) at "
                     "the same C. Prints each run's predicted loss with its 95% prediction interval beside "
                     "the observed one, and whether the predicted optimum beats both neighbours. A fit "
-                    "whose verdict is 'not identified' is refused unless --force.")
+                    "whose verdict is 'not identified' is refused unless --force.",
+        epilog="examples:\n"
+               "  scaling validate fits/tiny --compute 6e12 --dry-run   # the three runs and their predictions\n"
+               "  scaling validate fits/tiny --compute 6e12             # train them, into runs/tiny-validate")
     p.add_argument("fit", metavar=FIT, type=Path, help=FIT_HELP)
     p.add_argument("--compute", required=True, metavar="C",
                    help="training compute in FLOPs (C = 6ND); one budget, as validate.json holds one validation")
