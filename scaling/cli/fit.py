@@ -239,6 +239,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
               "L below is this metric")
     print(fit.summary())
     print(f"fitted in {elapsed:.1f} s; wrote {path}")
+    print(f"next: scaling plan --fit {out} --compute C (what to train at C FLOPs); scaling compare {out} "
+          f"(beside the published laws); scaling report {out} (figures and the report)")
     return 0
 
 

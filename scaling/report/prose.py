@@ -64,7 +64,7 @@ def at_a_glance(fit: results.LawFit, check: Holdout | None) -> list[str]:
     if check is not None and check.mean_abs_rel_error is not None:
         out.append(f"Hold-out check: refitted without the {len(check.rows)} largest-compute runs, the law predicts "
                    f"their loss with a mean absolute relative error of {pct(check.mean_abs_rel_error)}"
-                   + (" (at budgets the refit also had runs at: not a test beyond the data)" if within(check) else "")
+                   + (" (at the budget the refit reached: not a test beyond the data)" if check.within_fitted else "")
                    + ".")
     if fit.backtest is not None:
         line = summary_line(fit.backtest)
@@ -161,7 +161,7 @@ def holdout_intro(check: Holdout) -> str:
     text = (f"The law is refitted (same method and options) on the {check.n_train} of {check.n_points} points "
             f"with the smallest compute, leaving out the {k} with the largest C (the top {100 * check.fraction:g}%), "
             "and then predicts the loss of those.")
-    if check.rows and within(check):
+    if check.within_fitted:
         text += (f" The held-out runs lie at the compute the refit already reached ({check.train_max_compute:.3g} "
                  "FLOPs: the top budget's other runs stay in it), so this checks the law among its own budgets, "
                  "not beyond them; how far beyond its data it predicts is the backtest's question (below).")
@@ -172,15 +172,6 @@ def holdout_intro(check: Holdout) -> str:
                  "that far beyond a sweep; further out, expect more.")
     return text
 
-
-WITHIN = 1.1    # held-out runs at most this far above the refit's largest compute: the same budget
-
-
-def within(check: Holdout) -> bool:
-    """Whether the held-out runs lie at the compute the refit reached (a budget split between the
-    two), where the hold-out check tests no extrapolation at all."""
-    top = check.train_max_compute
-    return bool(check.rows) and top is not None and max(r.compute for r in check.rows) <= WITHIN * top
 
 
 def approach_note(e: dict) -> str:

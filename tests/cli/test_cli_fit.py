@@ -99,7 +99,8 @@ def test_chinchilla_fit_json_has_the_schema(chinchilla_cli):
     assert any("extrapolation" in lim for lim in fit["limitations"])
     assert any("tokenizer" in lim for lim in fit["limitations"])
     # The summary: constants with intervals, allocation, starts, time, where it went.
-    for text in ("alpha", "[0.3", "tokens per parameter", "starts at the optimum", "fitted in", str(path)):
+    for text in ("alpha", "[0.3", "tokens per parameter", "starts at the optimum", "fitted in", str(path),
+                 f"next: scaling plan --fit {path.parent} --compute C"):
         assert text in proc.stdout
 
 

@@ -56,3 +56,17 @@ def test_noise_shows_as_error_and_too_few_points_say_why():
     assert "too few points" in format_holdout(check)
     with pytest.raises(UsageError, match="hold-out fraction must be between 0 and 1"):
         holdout(few, TRUE, fraction=1.0)
+
+
+def test_held_out_runs_at_the_refit_s_own_budget_are_named_no_test_beyond_the_data():
+    # An IsoFLOP design (the demo's): the top 20% are 3 of the top budget's 5 runs, whose other 2
+    # stay in the refit, so the check interpolates; on a cross grid the held-out runs lie beyond.
+    budgets = np.repeat([1e18, 1e19, 1e20], 5)
+    n = np.tile(np.geomspace(1e7, 1e9, 5), 3) * np.repeat([1, 3, 10], 5)
+    isoflop = FitData(n=n, d=budgets / (6 * n), loss=TRUE.loss(n, budgets / (6 * n)), source="synthetic",
+                      ids=tuple(f"p{i}" for i in range(n.size)))
+    same = holdout(isoflop, TRUE, fraction=0.2)
+    assert len(same.rows) == 3 and same.train_max_compute == pytest.approx(1e20) and same.within_fitted
+    assert format_holdout(same).endswith("at the budget the refit reached: not a test beyond the data")
+    beyond = holdout(_points(TRUE, np.geomspace(1e7, 1e9, 5), np.geomspace(1.1e9, 0.9e11, 5)), TRUE, fraction=0.2)
+    assert not beyond.within_fitted and "not a test beyond" not in format_holdout(beyond)

@@ -48,6 +48,9 @@ class HoldoutRow:
 _ROW_NUMBERS = ("n", "d", "compute", "loss", "predicted", "abs_rel_error", "full_predicted")
 
 
+WITHIN = 1.1    # held-out runs at most this far above the refit's largest compute: at its budget
+
+
 @dataclass(frozen=True)
 class Holdout:
     fraction: float
@@ -59,6 +62,14 @@ class Holdout:
     train_max_compute: float | None = None
     law: Law | None = None      # the refit
     reason: str | None = None   # why there is no refit
+
+    @property
+    def within_fitted(self) -> bool:
+        """Whether the held-out runs lie at the compute the refit reached (the top budget split
+        between the two; within WITHIN of it): the check then tests the law among its own budgets,
+        not beyond them (the backtest does that)."""
+        top = self.train_max_compute
+        return bool(self.rows) and top is not None and max(r.compute for r in self.rows) <= WITHIN * top
 
     def to_json(self) -> dict:
         """fit.json's "holdout" section: these fields, the refit's law as "params" (or null)."""
@@ -144,5 +155,6 @@ def format_holdout(check: Holdout | None) -> str:
     table = plain_table(["run", "N", "D", "C", "loss", "predicted", "abs rel error"],
                         [[r.id, f"{r.n:.4g}", f"{r.d:.4g}", f"{r.compute:.3g}", f"{r.loss:.4f}", f"{r.predicted:.4f}",
                           pct(r.abs_rel_error)] for r in check.rows])
+    within = "; at the budget the refit reached: not a test beyond the data" if check.within_fitted else ""
     return (f"{head}\n{table}\nmean absolute relative error: {pct(check.mean_abs_rel_error)} (full fit, which saw "
-            f"them: {pct(check.full_mean_abs_rel_error)})")
+            f"them: {pct(check.full_mean_abs_rel_error)}){within}")
