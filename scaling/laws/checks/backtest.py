@@ -145,7 +145,16 @@ class Cut:
 
 @dataclass(frozen=True)
 class Backtest:
-    """The leave-future-out cuts of one fit, and the extrapolation rule learned from them."""
+    """The leave-future-out cuts of one fit, and the extrapolation rule learned from them.
+
+        f.backtest.farthest.factor, f.backtest.farthest.median_abs_error   # e.g. 30.0, 0.018
+        [(c.factor, c.reason) for c in f.backtest.cuts if not c.made]      # cuts not made, and why
+
+    `cuts`: every factor tried (2x, 3x, 10x, 30x), a `Cut` each; `made`: those the runs allowed;
+    `farthest`: the farthest made (None: the law was not tested beyond its data); `extrapolation`:
+    the rule beyond the data (bias and widening per decade of compute); `law`: the law that
+    predicts there (refitted to the runs of at least `min_tokens_per_param` tokens per parameter).
+    """
 
     cuts: tuple
     extrapolation: Extrapolation

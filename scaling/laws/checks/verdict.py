@@ -75,6 +75,10 @@ class Check:
 
 @dataclass(frozen=True)
 class Diagnostics:
+    """Every check of a fit (`checks`, a `Check` each: name, value, threshold, status, reason), the
+    verdict they give (the worst status: "trustworthy", "use with caution", "not identified") and
+    its `reasons`, one sentence per check that did not pass; `failing()` lists those checks."""
+
     checks: tuple
     verdict: str
     reasons: tuple
