@@ -108,6 +108,11 @@ def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | 
     """Fit L(N, D) = E + A/N^alpha + B/D^beta to `source`, as `scaling fit` does: a `LawFit`, the
     law with its intervals, verdict and backtest, which predicts (`predict`) and plans (`plan`).
 
+        f = scaling.fit("points.csv", n="N", d="D", loss="loss")    # a table (or a DataFrame)
+        f = scaling.fit("runs/tiny")                                # a run store
+        f = scaling.fit("chinchilla", drop_highest_loss=5)          # Besiroglu et al.'s refit
+        print(f.summary())                                          # what `scaling fit` prints
+
     source: a DataFrame, a CSV or parquet file, a run store runs/<sweep> or a packaged dataset
     ("chinchilla"); kind ("frame", "table", "store", "dataset") says which instead of guessing
     (`kind_of`). n, d, c, loss: a table's columns of parameters, tokens (or c: FLOPs, D = C / 6N)
@@ -164,6 +169,9 @@ def plan(compute: npt.ArrayLike, law: results.LawFit | Law | str | Path = "chinc
     law: a LawFit (its plan, with bootstrap intervals: `LawFit.plan`), a fit directory or
     fit.json (`load`, then the same), a `Law` (no intervals), or a published law's name,
     "chinchilla" (the default, as the command's) or "besiroglu" (no intervals).
+
+        scaling.plan(1e24)                    # Plan(C=1e+24: n=4.13e+10, d=4.04e+12, tokens_per_param=97.7, ...)
+        scaling.plan([1e22, 1e24], law="fits/tiny").n      # your fit's N_opt at two budgets
     """
     if isinstance(law, results.LawFit):
         return law.plan(compute, seed=seed)
