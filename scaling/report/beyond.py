@@ -194,7 +194,7 @@ def forms_section(r: Report) -> None:
     r.doc.p("No one form describes every table (docs/fitting.md, \"Forms as cross-checks\"), so beside the fitted "
             "law the fit fits four others by the same machinery (Huber on log residuals, multistart L-BFGS, "
             "Bayesian-bootstrap resamples) to the runs it predicts beyond the data with, each with its own backtest. "
-            f"Each predicts the loss of {forms.planning}'s compute-optimal run at {where}{target}, with its "
+            f"Each predicts the loss of the {forms.planning} form's compute-optimal run at {where}{target}, with its "
             f"{100 * forms.level:g}% prediction interval (its resamples, the runs' scatter and, beyond the data, "
             "its own backtest's bias and growth). Each form's backtest is its refit's own error, before the bias "
             "correction the backtest section's table includes.")
@@ -222,8 +222,8 @@ def forms_section(r: Report) -> None:
     r.figure("forms", figs.forms(forms_along(fit, grid), runs=None if data is None else (data.compute, data.loss),
                                  fitted_max=top, target=forms.target_compute, headline=forms.planning,
                                  level=forms.level, compute_label=fit.law.flops.name),
-             f"Left: each form's predicted loss for {forms.planning}'s compute-optimal run along compute, from the "
-             "smallest fitted run's compute to far beyond the largest (dotted), with its prediction interval "
+             f"Left: each form's predicted loss for the {forms.planning} form's compute-optimal run along compute, "
+             "from the smallest fitted run's compute to far beyond the largest (dotted), with its prediction interval "
              "(bands; bars at the target compute, the table's numbers); the fitted runs in grey lie above it, "
              "each at its own allocation. Right: each form's backtest, the median absolute error of its refit "
              "predicting the top budget's runs at each extrapolation factor."

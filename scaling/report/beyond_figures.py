@@ -138,7 +138,8 @@ def forms(curves: Sequence[FormCurve], *, runs: tuple[np.ndarray, np.ndarray] | 
     log_axis(ax, "x", counts=False)
     ax.set_xlabel(compute_axis(compute_label))
     ax.set_ylabel("final loss (nats/token)")
-    ax.set_title(f"Each form's loss for {headline}'s compute-optimal run ({100 * level:g}% prediction intervals)")
+    ax.set_title(f"Each form's loss for the {headline} form's compute-optimal run "
+                 f"({100 * level:g}% prediction intervals)")
     ax.legend(loc="upper right", fontsize=7.5, framealpha=0.85)
     tested = sorted({f for c in curves for f, _ in c.backtest})
     if tested:

@@ -347,7 +347,7 @@ def format_forms(forms: Forms) -> list[str]:
     else:
         head = (f"forms at C = {forms.target_compute:.3g} FLOPs"
                 + (f" ({10 ** forms.beyond:.3g}x beyond the fitted runs)" if forms.beyond > 0 else "")
-                + f": each one's loss for {forms.planning}'s optimal run N = {forms.target['n']:.3g}, "
+                + f": each one's loss for the {forms.planning} form's optimal run N = {forms.target['n']:.3g}, "
                 f"D = {forms.target['d']:.3g} ({100 * forms.level:g}% prediction interval), its own optimum, and its "
                 "backtest (the refit's own median error at its farthest cut); every row, the fitted form's "
                 f"included, is fitted as the law beyond the data is, to the runs of at least {bt.UNDERTRAINED_TPP:g} "
