@@ -28,7 +28,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "import", help="import runs logged with TensorBoard, W&B, MLflow or a CSV",
         description="Read each run's hyperparameters and curves from its own log format and write them as "
                     "a run store that `scaling fit` reads. N, D and the loss are named by the flags (exact "
-                    "names) or found under their conventional names.")
+                    "names) or found under their conventional names.",
+        epilog="examples:\n"
+               "  scaling import tensorboard logs/ --runs-dir runs/mine      # then: scaling fit runs/mine\n"
+               "  scaling import wandb wandb/ --runs-dir runs/mine --loss eval/loss --n n_params\n"
+               "  scaling import csv curves.csv --runs-dir runs/mine --run name")
     p.add_argument("kind", choices=KINDS, help="the log's format")
     p.add_argument("src", type=Path, metavar="SRC",
                    help="tensorboard: a folder of event files; wandb: an offline run folder, a wandb/ folder "

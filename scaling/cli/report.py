@@ -33,9 +33,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Draw the loss curves, final losses with the fitted law, IsoFLOP profiles, iso-loss "
                     "contours with compute-optimal frontiers, residuals and bootstrap distributions; "
                     "refit without the top-compute runs and predict them (hold-out check); write a "
-                    "report with the sweep, the run table, the constants with intervals, the three "
-                    "approaches, the published laws, a plan for 1e18, 1e21 and 1e23 FLOPs, evidence "
-                    "and limitations.")
+                    "report with the verdict, the sweep, the run table, the constants with intervals, the "
+                    "backtest (how far beyond its data the law predicts), the law's forms side by side, the "
+                    "four estimates of the allocation exponent, the published laws, a plan for 1e18, 1e21 "
+                    "and 1e23 FLOPs, evidence and limitations.",
+        epilog="examples:\n"
+               "  scaling report fits/tiny                    # a fit folder: fits/tiny/report/report.md\n"
+               "  scaling report fits/tiny --format html      # one self-contained file, figures embedded\n"
+               "  scaling report --dataset chinchilla --drop-highest-loss 5   # fitted here")
     p.add_argument("source", nargs="?", type=Path, metavar=f"{FIT}_OR_RUNS_DIR",
                    help=f"{FIT_HELP}; or a run store runs/<sweep>, fitted here")
     p.add_argument("--dataset", metavar="NAME", help=f"a packaged dataset instead: {', '.join(readers.DATASETS)}")
