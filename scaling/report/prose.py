@@ -173,7 +173,6 @@ def holdout_intro(check: Holdout) -> str:
     return text
 
 
-
 def approach_note(e: dict) -> str:
     """What stands behind one approach's a: its reason when there is none, else its method's basis."""
     if e.get("reason"):
