@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from scaling.sweeps.driver import SweepResult
     from scaling.sweeps.job import Job
     from scaling.sweeps.plan import PlannedRun
+    from scaling.sweeps.progress import Progress
 
 # scaling.sweep and scaling.train import torch (seconds to load): only the commands that need them import them.
 
@@ -103,8 +104,8 @@ def print_plan(dry: DryRun, cfg: SweepConfig) -> None:
     if iso is not None:
         _, family = family_flops(cfg, cfg.grid.models, iso.measure)
         console.print(f"budgets in {iso.measure} FLOPs: {family.describe()}; N and D/N in {convention} parameters")
-    console.print(f"{'run':<{width}} {'d':>4} {'L':>3} {'H':>3} {'N total':>9} {'N non-emb':>10} "
-                  f"{'D':>8}{trains} {'D/N':>7} {'epochs':>7} {'C exact':>10} {'C=6ND':>10} {'est. wall':>10}")
+    console.print(f"{'run':<{width}} {'d':>4} {'L':>3} {'H':>3} {'N total':>9} {'N non-emb':>10} {'D':>8}{trains} "
+                  f"{'D/N':>7} {'epochs':>7} {'C exact':>10} {'C=6ND':>10} {'status':>12} {'wall left':>10}")
     for run in planned:
         budget = run.spec.budget           # set on every run of an IsoFLOP design
         if iso is not None and budget is not None and run is next(r for r in planned if r.spec.budget == budget):
@@ -118,9 +119,17 @@ def print_plan(dry: DryRun, cfg: SweepConfig) -> None:
                       f"{_si(run.n_params_total):>9} {_si(run.n_params_non_embedding):>10} "
                       f"{_si(run.spec.tokens):>8}{trains} {run.spec.tokens / n:>7.3g} "
                       f"{'?' if unique is None else format(run.spec.tokens / unique, '.3g'):>7} "
-                      f"{run.flops_exact:>10.3g} {run.flops_6nd:>10.3g} {_duration(wall_of[run.run_id]):>10}")
+                      f"{run.flops_exact:>10.3g} {run.flops_6nd:>10.3g} {dry.done.status(run.run_id):>12} "
+                      f"{'-' if run.run_id in dry.done.ended else _duration(wall_of[run.run_id]):>10}")
     print_repeats(planned, unique)
+    print_totals(dry, cfg)
+
+
+def print_totals(dry: DryRun, cfg: SweepConfig) -> None:
+    """The plan's FLOPs (and WSD's saving), then the work left: the runs ended in the store are
+    reused, so only the others count in the FLOPs and wall time left."""
     cost = dry.cost
+    wsd = cfg.train.schedule == "wsd"
     if wsd:
         console.print(f"WSD, cooldown {cfg.train.cooldown_fraction:g} of each budget "
                       f"({cfg.train.cooldown_shape}): {cost['train_flops_6nd']:.2e} FLOP against "
@@ -128,10 +137,22 @@ def print_plan(dry: DryRun, cfg: SweepConfig) -> None:
                       f"({100 * cost['fraction_of_separate']:.1f}%): saves {cost['saved_flops_6nd']:.2e} FLOP "
                       f"({100 * (1 - cost['fraction_of_separate']):.1f}%)")
     total_6nd, total_exact = cost["train_flops_6nd"], cost["train_flops_exact"]
-    workers, threads, total_wall = dry.workers, dry.threads, dry.total_wall
-    console.print(f"total  {len(planned)} runs  {total_exact:.2e} FLOPs counted exactly ({total_6nd:.2e} "
-                  f"as 6 N_non-emb D)  est. wall {_duration(total_wall)} with {workers} run{'s' * (workers > 1)} "
-                  f"at a time on {threads} thread{'s' * (threads > 1)} each")
+    console.print(f"total  {len(dry.planned)} runs  {total_exact:.2e} FLOPs counted exactly ({total_6nd:.2e} "
+                  f"as 6 N_non-emb D)")
+    console.print(f"left   {work_left(dry.done, len(dry.planned))}"
+                  + (f"  {dry.flops_left:.2e} FLOPs  est. wall {_duration(dry.total_wall)} with {dry.workers} "
+                     f"run{'s' * (dry.workers > 1)} at a time on {dry.threads} thread{'s' * (dry.threads > 1)} each"
+                     if dry.done.todo else "  est. wall 0 s: nothing to train"))
+
+
+def work_left(done: Progress, runs: int) -> str:
+    """'3 of 20 runs to train (1 resumes from its checkpoint); 17 ended in the store, reused (16
+    finished, 1 diverged)': the same words for `scaling sweep` and `scaling validate` dry runs."""
+    statuses = [str(summary["status"]) for summary in done.ended.values()]
+    reused = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
+    resumed = f" ({len(done.resumes)} resume{'s' * (len(done.resumes) == 1)} from a checkpoint)" if done.resumes else ""
+    return (f"{len(done.todo)} of {runs} runs to train{resumed}; {len(done.ended)} ended in the store, reused"
+            + (f" ({reused})" if reused else ""))
 
 
 def progress_bars() -> Progress:

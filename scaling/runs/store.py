@@ -48,6 +48,7 @@ LOCK = ".lock"                  # in a run folder: held while the run trains (sc
 TABLE_LOCK = ".runs.csv.lock"   # in a sweep folder: held while runs.csv is read and rewritten
 # 'stable': a WSD stable run that reached its last branch point; not a fit point (its branches are).
 STATUSES = ("finished", "diverged", "failed", "stable")
+ENDED = ("finished", "diverged", "stable")  # a run with one of these statuses is never trained again
 # The role of a run that checks a fit's prediction (scaling.validate): never a fit point.
 VALIDATION_ROLE = "validation"
 

@@ -32,7 +32,6 @@ from scaling.sweeps.job import WAIT, Job, _Wait
 from scaling.sweeps.plan import PlannedRun, run_config
 from scaling.train.loop import STOP, Interrupted
 
-ENDED = ("finished", "diverged", "stable")  # a run with one of these statuses is never trained again
 LOCK_POLL_S = 0.5
 
 
@@ -94,7 +93,7 @@ class Claims:
             self.busy.add(run.run_id)
             return None
         summary = store.read_summary(run_dir)
-        if summary is not None and summary["status"] in ENDED:  # another sweep ended it
+        if summary is not None and summary["status"] in store.ENDED:  # another sweep ended it
             lock.release()
             return None
         store.remove_temps(run_dir)
@@ -122,7 +121,7 @@ class Claims:
             store.write_atomic(run_dir / store.CHECKPOINT, source.read_bytes())  # last: it marks the start
             return True
         stable = store.read_summary(stable_dir)
-        if stable is None or stable["status"] not in ENDED:
+        if stable is None or stable["status"] not in store.ENDED:
             return False  # the stable run is in training elsewhere, or failed: a later round
         if stable["status"] == "diverged":
             store.write_json(run_dir / store.SUMMARY, {

@@ -19,28 +19,13 @@ import pandas as pd
 from scaling.config import SweepConfig, load_config
 from scaling.data.tokens import prepare_tokens
 from scaling.runs import store
-from scaling.sweeps.claims import ENDED, Claims
+from scaling.sweeps.claims import Claims
 from scaling.sweeps.executors import make_executor
 from scaling.sweeps.job import Job, Reporter, token_data
-from scaling.sweeps.plan import PlannedRun, job_order, plan, retry
+from scaling.sweeps.plan import PlannedRun, job_order, plan
+from scaling.sweeps.progress import pending
 from scaling.train.batches import check_data
 from scaling.train.loop import STOP, Interrupted
-
-
-def pending(cfg: SweepConfig, planned: list[PlannedRun], sweep_dir: Path) -> tuple[list[PlannedRun], dict]:
-    """Runs still to train (retries of diverged runs included), and the summaries of those that
-    ended, by run id."""
-    todo, ended = [], {}
-    for first in planned:
-        run: PlannedRun | None = first          # then its retries
-        while run is not None:
-            summary = store.read_summary(sweep_dir / run.run_id)
-            if summary is None or summary["status"] not in ENDED:
-                todo.append(run)
-                break
-            ended[run.run_id] = summary
-            run = retry(cfg, run, summary)
-    return todo, ended
 
 
 def warn_repeated_data(planned: list[PlannedRun], train_tokens: int) -> None:
@@ -123,6 +108,6 @@ def run_sweep(cfg: SweepConfig, runs_dir: Path | str = "runs", cache_dir: Path |
             # A run that failed waits for next time, and so do the branches of a stable run that failed.
             todo = job_order([run for run in todo if run.run_id not in trained
                               and (run.spec.branch_of is None
-                                   or trained.get(run.spec.branch_of, {}).get("status", "finished") in ENDED)])
+                                   or trained.get(run.spec.branch_of, {}).get("status", "finished") in store.ENDED)])
     skipped = [summary for run_id, summary in ended.items() if run_id not in trained]
     return SweepResult(sweep_dir, list(trained.values()), skipped, store.write_table(sweep_dir))

@@ -1,0 +1,76 @@
+"""How far a sweep has got in its run store: the runs that ended (a sweep never trains them
+again), those that resume from their checkpoint, and those that train from their start.
+
+`pending` is what the sweep driver trains, and `progress` is what a dry run shows: one answer
+from the same reading of the store, so that the plan printed and the work done cannot disagree.
+Torch-free: a dry run reads summaries and metrics, never a checkpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaling.config import SweepConfig
+from scaling.runs import store
+from scaling.sweeps.plan import PlannedRun, retry
+
+
+def pending(cfg: SweepConfig, planned: list[PlannedRun], sweep_dir: Path) -> tuple[list[PlannedRun], dict]:
+    """Runs still to train (retries of diverged runs included), and the summaries of those that
+    ended, by run id."""
+    todo, ended = [], {}
+    for first in planned:
+        run: PlannedRun | None = first          # then its retries
+        while run is not None:
+            summary = store.read_summary(sweep_dir / run.run_id)
+            if summary is None or summary["status"] not in store.ENDED:
+                todo.append(run)
+                break
+            ended[run.run_id] = summary
+            run = retry(cfg, run, summary)
+    return todo, ended
+
+
+def checkpoint_step(run: PlannedRun, run_dir: Path) -> int:
+    """The step a run with a checkpoint resumes from, at least: its last logged step rounded down
+    to the checkpoint interval (the loop saves at each multiple before the last step, a stop at a
+    later one), never before a branch's branch point. Read from metrics.jsonl: reading the
+    checkpoint itself would load torch."""
+    logged = max((r["step"] for r in store.read_jsonl(run_dir / store.METRICS)), default=0)
+    interval = run.spec.train.checkpoint_interval
+    saved = min(logged, run.spec.steps - 1) // interval * interval
+    return max(saved, run.spec.branch_step or 0)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The runs a sweep would train (`todo`, retries included), the summaries of those that ended
+    (`ended`, reused as they are), and for each run of `todo` with a checkpoint, the step it resumes
+    from (`resumes`)."""
+
+    todo: list[PlannedRun]
+    ended: dict[str, dict]
+    resumes: dict[str, int]
+
+    def status(self, run_id: str) -> str:
+        """A run's status in a dry run: its summary's when it ended, else what the sweep would do."""
+        if run_id in self.ended:
+            return str(self.ended[run_id]["status"])
+        return "would resume" if run_id in self.resumes else "would train"
+
+    def share_left(self, run: PlannedRun) -> float:
+        """The share of the run's own training still to do: 1 from its start, less from a checkpoint."""
+        if run.run_id in self.ended:
+            return 0.0
+        start = run.spec.branch_step or 0
+        done = self.resumes.get(run.run_id, start)
+        return (run.spec.steps - done) / max(run.spec.steps - start, 1)
+
+
+def progress(cfg: SweepConfig, planned: list[PlannedRun], sweep_dir: Path) -> Progress:
+    """How far the sweep of `planned` has got in `sweep_dir` (see Progress)."""
+    todo, ended = pending(cfg, planned, sweep_dir)
+    resumes = {run.run_id: checkpoint_step(run, sweep_dir / run.run_id) for run in todo
+               if (sweep_dir / run.run_id / store.CHECKPOINT).exists()}
+    return Progress(todo, ended, resumes)
