@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from scaling.sweeps.driver import SweepResult
     from scaling.sweeps.job import Job
     from scaling.sweeps.plan import PlannedRun
-    from scaling.sweeps.progress import Progress
+    from scaling.sweeps.state import SweepState
 
 # scaling.sweep and scaling.train import torch (seconds to load): only the commands that need them import them.
 
@@ -119,8 +119,8 @@ def print_plan(dry: DryRun, cfg: SweepConfig) -> None:
                       f"{_si(run.n_params_total):>9} {_si(run.n_params_non_embedding):>10} "
                       f"{_si(run.spec.tokens):>8}{trains} {run.spec.tokens / n:>7.3g} "
                       f"{'?' if unique is None else format(run.spec.tokens / unique, '.3g'):>7} "
-                      f"{run.flops_exact:>10.3g} {run.flops_6nd:>10.3g} {dry.done.status(run.run_id):>12} "
-                      f"{'-' if run.run_id in dry.done.ended else _duration(wall_of[run.run_id]):>10}")
+                      f"{run.flops_exact:>10.3g} {run.flops_6nd:>10.3g} {dry.state.status(run.run_id):>12} "
+                      f"{'-' if run.run_id in dry.state.ended else _duration(wall_of[run.run_id]):>10}")
     print_repeats(planned, unique)
     print_totals(dry, cfg)
 
@@ -139,19 +139,20 @@ def print_totals(dry: DryRun, cfg: SweepConfig) -> None:
     total_6nd, total_exact = cost["train_flops_6nd"], cost["train_flops_exact"]
     console.print(f"total  {len(dry.planned)} runs  {total_exact:.2e} FLOPs counted exactly ({total_6nd:.2e} "
                   f"as 6 N_non-emb D)")
-    console.print(f"left   {work_left(dry.done, len(dry.planned))}"
-                  + (f"  {dry.flops_left:.2e} FLOPs  est. wall {_duration(dry.total_wall)} with {dry.workers} "
+    console.print(f"left   {work_left(dry.state, len(dry.planned))}"
+                  + (f": {dry.flops_left:.2e} FLOPs, est. wall {_duration(dry.total_wall)} with {dry.workers} "
                      f"run{'s' * (dry.workers > 1)} at a time on {dry.threads} thread{'s' * (dry.threads > 1)} each"
-                     if dry.done.todo else "  est. wall 0 s: nothing to train"))
+                     if dry.state.todo else ": est. wall 0 s, nothing to train"))
 
 
-def work_left(done: Progress, runs: int) -> str:
+def work_left(state: SweepState, runs: int) -> str:
     """'3 of 20 runs to train (1 resumes from its checkpoint); 17 ended in the store, reused (16
     finished, 1 diverged)': the same words for `scaling sweep` and `scaling validate` dry runs."""
-    statuses = [str(summary["status"]) for summary in done.ended.values()]
+    statuses = [str(summary["status"]) for summary in state.ended.values()]
     reused = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
-    resumed = f" ({len(done.resumes)} resume{'s' * (len(done.resumes) == 1)} from a checkpoint)" if done.resumes else ""
-    return (f"{len(done.todo)} of {runs} runs to train{resumed}; {len(done.ended)} ended in the store, reused"
+    resuming = len(state.resumes)
+    resumed = f" ({resuming} resume{'s' * (resuming == 1)} from a checkpoint)" if resuming else ""
+    return (f"{len(state.todo)} of {runs} runs to train{resumed}; {len(state.ended)} ended in the store, reused"
             + (f" ({reused})" if reused else ""))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ from scaling.runs.store import check_output
 if TYPE_CHECKING:
     from scaling.config import SweepConfig
     from scaling.sweeps.plan import PlannedRun
+    from scaling.sweeps.state import SweepState
     from scaling.validation.result import Validation
 
 
@@ -56,37 +58,55 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_validate)
 
 
-def estimate(vcfg: SweepConfig, runs: list[PlannedRun], timed: Path) -> tuple[list[float], str, int, float]:
-    """Each run's estimated wall time (from the FLOP/s of the finished runs in the store `timed`),
-    what that rests on, the runs at once, and the wall time of all of them."""
-    from scaling.sweeps.estimates import estimate_walls, makespan, sweep_workers
+def estimate(vcfg: SweepConfig, runs: list[PlannedRun], state: SweepState, timed: Path) -> DryEstimate:
+    """Each run's estimated wall time left (0 for one that ended, from the FLOP/s of the finished
+    runs in the store `timed`), what that rests on, the runs at once, and the wall time of those left."""
+    from scaling.sweeps.estimates import makespan, sweep_workers, walls_left
 
-    walls, basis = estimate_walls(runs, timed)
-    workers, _ = sweep_workers(vcfg, runs)
-    return walls, basis, workers, makespan(sorted(walls, reverse=True), workers)
+    walls, basis = walls_left(runs, state, timed)
+    workers, _ = sweep_workers(vcfg, state.todo)
+    return DryEstimate(state, [walls[r.run_id] for r in runs], basis, workers,
+                       makespan(sorted(walls.values(), reverse=True), workers))
 
 
-def show_dry_run(planned: Validation, walls: list[float], basis: str, workers: int, total: float,
-                 as_json: bool) -> None:
-    """The planned runs and their predictions: as validate.json would hold them before training, with
-    the wall-time estimates of `scaling sweep --dry-run --json` (est_wall_s, wall_basis, workers);
-    else as the table and one line of estimate."""
+@dataclass(frozen=True)
+class DryEstimate:
+    """What the dry run adds to the planned validation: how far its store has got, each run's
+    wall time left, what the estimate rests on, the runs at once and the wall time of all left."""
+
+    state: SweepState
+    walls: list[float]
+    basis: str
+    workers: int
+    total: float
+
+
+def show_dry_run(planned: Validation, est: DryEstimate, as_json: bool) -> None:
+    """The planned runs and their predictions, those that ended with what they observed: as
+    validate.json would hold them, with the wall-time estimates of `scaling sweep --dry-run --json`
+    (est_wall_s, wall_basis, workers, runs_reused, runs_to_train, runs_resumed); else as the table
+    and one line of the work left."""
+    from scaling.cli.sweep import work_left
     from scaling.validation.result import format_validation
 
     if as_json:
         shown = planned.to_json()
-        shown["runs"] = [{**run, "est_wall_s": wall} for run, wall in zip(shown["runs"], walls)]
-        shown.update(wall_basis=basis, workers=workers, est_wall_s=total)
+        shown["runs"] = [{**run, "est_wall_s": wall} for run, wall in zip(shown["runs"], est.walls)]
+        shown.update(wall_basis=est.basis, workers=est.workers, est_wall_s=est.total,
+                     runs_reused=len(est.state.ended), runs_to_train=len(est.state.todo),
+                     runs_resumed=len(est.state.resumes))
         print(json.dumps(json_safe(shown), indent=2))
         return
     print("\n".join(format_validation(planned)))
-    console.print(f"est. wall {total / 60:.1f} min with {workers} run{'s' * (workers > 1)} at a time "
-                  f"(wall times from {basis})")
+    left = (f": est. wall {est.total / 60:.1f} min with {est.workers} run{'s' * (est.workers > 1)} at a time "
+            f"(wall times from {est.basis})" if est.state.todo else ": est. wall 0 s, nothing to train")
+    console.print(work_left(est.state, len(planned.runs)) + left)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from scaling.sweeps.state import sweep_state
     from scaling.validation.result import format_validation, validation_path, write_validation
-    from scaling.validation.run import fit_store, prepare, recipe, runs_root, validate
+    from scaling.validation.run import as_dry_run, fit_store, prepare, recipe, runs_root, validate
 
     fit_path = args.fit / FILENAME if args.fit.is_dir() else args.fit
     fit = load_fit(fit_path)
@@ -101,7 +121,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     runs_dir = runs_root(fit, args.runs_dir)
     if args.dry_run:
         vcfg, runs, planned = prepare(fit, cfg, compute, runs_dir=runs_dir, force=args.force, fit_path=str(fit_path))
-        show_dry_run(planned, *estimate(vcfg, runs, store or runs_dir / vcfg.name), as_json=args.json)
+        state = sweep_state(vcfg, runs, runs_dir / vcfg.name)     # where validate's sweep would train them
+        show_dry_run(as_dry_run(planned, state, runs_dir / vcfg.name),
+                     estimate(vcfg, runs, state, store or runs_dir / vcfg.name), as_json=args.json)
         return 0
     with resumable("validate") as stopped, progress_bars() as bars:
         result = validate(fit, cfg, compute, runs_dir=runs_dir, cache_dir=args.cache_dir, force=args.force,

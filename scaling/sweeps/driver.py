@@ -23,7 +23,7 @@ from scaling.sweeps.claims import Claims
 from scaling.sweeps.executors import make_executor
 from scaling.sweeps.job import Job, Reporter, token_data
 from scaling.sweeps.plan import PlannedRun, job_order, plan
-from scaling.sweeps.progress import pending
+from scaling.sweeps.state import pending
 from scaling.train.batches import check_data
 from scaling.train.loop import STOP, Interrupted
 

@@ -1,7 +1,7 @@
 """What a plan will take before it runs: each run's wall time, from the speed runs of its shape
 achieved in this store, and the whole sweep's, packed onto the workers the executor would use.
 Runs that ended in the store cost nothing more, and a run that resumes only what its checkpoint
-left (scaling.sweeps.progress).
+left (scaling.sweeps.state).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from scaling.config import SweepConfig
 from scaling.runs import store
 from scaling.sweeps.packing import ASSUMED_FLOPS, workers_and_threads
 from scaling.sweeps.plan import PlannedRun
-from scaling.sweeps.progress import Progress, progress
+from scaling.sweeps.state import SweepState, sweep_state
 
 
 def achieved_flops(sweep_dir: Path) -> pd.DataFrame:
@@ -64,22 +64,22 @@ def sweep_workers(cfg: SweepConfig, planned: list[PlannedRun]) -> tuple[int, int
     return workers_and_threads(planned, ex.workers, ex.threads_per_run, ex.runs_per_gpu) if planned else (1, 1)
 
 
-def walls_left(planned: list[PlannedRun], done: Progress, sweep_dir: Path) -> tuple[dict[str, float], str]:
+def walls_left(planned: list[PlannedRun], state: SweepState, sweep_dir: Path) -> tuple[dict[str, float], str]:
     """Seconds of training each run of `planned` has left (0 for one that ended, the share after
     its checkpoint for one that resumes), and what the estimate rests on (`estimate_walls`)."""
     walls, basis = estimate_walls(planned, sweep_dir)
-    return {run.run_id: wall * done.share_left(run) for run, wall in zip(planned, walls)}, basis
+    return {run.run_id: wall * state.share_left(run) for run, wall in zip(planned, walls)}, basis
 
 
 @dataclass(frozen=True)
 class DryRun:
     """What `scaling sweep --dry-run` shows: the planned runs, how far the store has got with them
-    (`done`: ended runs are reused, others resume or train), each run's estimated wall time left
+    (`state`: ended runs are reused, others resume or train), each run's estimated wall time left
     (and what the estimate rests on), the tokens of the training split (None until tokenized), the
     totals, and the runs at once and threads each the local executor would use for the runs left."""
 
     planned: list[PlannedRun]     # the grid, and the retries of diverged runs still to train
-    done: Progress
+    state: SweepState
     walls: dict[str, float]       # run id -> estimated seconds left
     basis: str
     unique_tokens: int | None
@@ -91,20 +91,20 @@ class DryRun:
     @property
     def flops_left(self) -> float:
         """Exact FLOPs of the training left (the share after each checkpoint)."""
-        return sum(run.trained_flops_exact * self.done.share_left(run) for run in self.done.todo)
+        return sum(run.trained_flops_exact * self.state.share_left(run) for run in self.state.todo)
 
     def to_json(self) -> dict:
-        runs = [{"run_id": r.run_id, "kind": r.kind, "status": self.done.status(r.run_id),
+        runs = [{"run_id": r.run_id, "kind": r.kind, "status": self.state.status(r.run_id),
                  "d_model": r.spec.model.d_model, "n_layers": r.spec.model.n_layers, "n_heads": r.spec.model.n_heads,
                  "n_params_total": r.n_params_total, "n_params_non_embedding": r.n_params_non_embedding,
                  "tokens": r.spec.tokens, "trained_tokens": r.trained_tokens, "budget": r.spec.budget,
                  "epochs": None if self.unique_tokens is None else r.spec.tokens / self.unique_tokens,
                  "flops_exact": r.flops_exact, "flops_6nd": r.flops_6nd,
-                 "resume_step": self.done.resumes.get(r.run_id), "est_wall_s": self.walls[r.run_id]}
+                 "resume_step": self.state.resumes.get(r.run_id), "est_wall_s": self.walls[r.run_id]}
                 for r in self.planned]
         return {"runs": runs, "wall_basis": self.basis, "unique_tokens": self.unique_tokens, **self.cost,
-                "runs_reused": len(self.done.ended), "runs_to_train": len(self.done.todo),
-                "runs_resumed": len(self.done.resumes), "train_flops_exact_left": self.flops_left,
+                "runs_reused": len(self.state.ended), "runs_to_train": len(self.state.todo),
+                "runs_resumed": len(self.state.resumes), "train_flops_exact_left": self.flops_left,
                 "workers": self.workers, "threads_per_run": self.threads, "est_wall_s": self.total_wall}
 
 
@@ -114,10 +114,10 @@ def dry_run(cfg: SweepConfig, runs_dir: Path, cache_dir: Path | None = None) -> 
 
     grid = plan(cfg)
     sweep_dir = runs_dir / cfg.name
-    done = progress(cfg, grid, sweep_dir)
-    planned = grid + [run for run in done.todo if run.attempt > 0]     # retries the sweep would train
-    wall_of, basis = walls_left(planned, done, sweep_dir)
-    workers, threads = sweep_workers(cfg, done.todo)
-    total_wall = makespan([wall_of[r.run_id] for r in job_order(done.todo)], workers)
-    return DryRun(planned, done, wall_of, basis, known_train_tokens(cfg, cache_dir), plan_cost(grid), workers,
+    state = sweep_state(cfg, grid, sweep_dir)
+    planned = grid + [run for run in state.todo if run.attempt > 0]     # retries the sweep would train
+    wall_of, basis = walls_left(planned, state, sweep_dir)
+    workers, threads = sweep_workers(cfg, state.todo)
+    total_wall = makespan([wall_of[r.run_id] for r in job_order(state.todo)], workers)
+    return DryRun(planned, state, wall_of, basis, known_train_tokens(cfg, cache_dir), plan_cost(grid), workers,
                   threads, total_wall)

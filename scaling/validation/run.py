@@ -30,6 +30,7 @@ from scaling.runs import store
 from scaling.sweeps.driver import run_sweep
 from scaling.sweeps.job import Reporter
 from scaling.sweeps.plan import PlannedRun, budget_tokens, planned_run
+from scaling.sweeps.state import SweepState
 from scaling.validation.family import Family, family_of
 from scaling.validation.result import Validation, ValidationRun
 
@@ -194,6 +195,15 @@ def observe(planned: Validation, sweep_dir: Path) -> Validation:
         runs.append(replace(r, status=summary["status"], observed=summary.get("final_val_loss") if finished else None,
                             context_use=summary.get("final_context_use") if finished else None))
     return replace(planned, runs=tuple(runs))
+
+
+def as_dry_run(planned: Validation, state: SweepState, sweep_dir: Path) -> Validation:
+    """The planned validation as far as its store `sweep_dir` has got (`state`, of scaling.sweeps.
+    progress): the runs that ended as they ended (status, observed loss), which a run of validate
+    would reuse, and the others 'would train' or 'would resume'."""
+    seen = observe(planned, sweep_dir)
+    return replace(seen, runs=tuple(r if r.run_id in state.ended else replace(r, status=state.status(r.run_id))
+                                    for r in seen.runs))
 
 
 def validate(fit: LawFit, cfg: SweepConfig, compute: float | str, *, runs_dir: Path | str = "runs",

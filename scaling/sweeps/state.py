@@ -1,7 +1,7 @@
 """How far a sweep has got in its run store: the runs that ended (a sweep never trains them
 again), those that resume from their checkpoint, and those that train from their start.
 
-`pending` is what the sweep driver trains, and `progress` is what a dry run shows: one answer
+`pending` is what the sweep driver trains, and `sweep_state` what a dry run shows: one answer
 from the same reading of the store, so that the plan printed and the work done cannot disagree.
 Torch-free: a dry run reads summaries and metrics, never a checkpoint.
 """
@@ -44,7 +44,7 @@ def checkpoint_step(run: PlannedRun, run_dir: Path) -> int:
 
 
 @dataclass(frozen=True)
-class Progress:
+class SweepState:
     """The runs a sweep would train (`todo`, retries included), the summaries of those that ended
     (`ended`, reused as they are), and for each run of `todo` with a checkpoint, the step it resumes
     from (`resumes`)."""
@@ -68,9 +68,9 @@ class Progress:
         return (run.spec.steps - done) / max(run.spec.steps - start, 1)
 
 
-def progress(cfg: SweepConfig, planned: list[PlannedRun], sweep_dir: Path) -> Progress:
-    """How far the sweep of `planned` has got in `sweep_dir` (see Progress)."""
+def sweep_state(cfg: SweepConfig, planned: list[PlannedRun], sweep_dir: Path) -> SweepState:
+    """How far the sweep of `planned` has got in `sweep_dir` (see SweepState)."""
     todo, ended = pending(cfg, planned, sweep_dir)
     resumes = {run.run_id: checkpoint_step(run, sweep_dir / run.run_id) for run in todo
                if (sweep_dir / run.run_id / store.CHECKPOINT).exists()}
-    return Progress(todo, ended, resumes)
+    return SweepState(todo, ended, resumes)
