@@ -146,14 +146,14 @@ def print_totals(dry: DryRun, cfg: SweepConfig) -> None:
 
 
 def work_left(state: SweepState, runs: int) -> str:
-    """'3 of 20 runs to train (1 resumes from its checkpoint); 17 ended in the store, reused (16
+    """'3 of 20 runs to train (1 resumes from a checkpoint); 17 ended in the store, reused (16
     finished, 1 diverged)': the same words for `scaling sweep` and `scaling validate` dry runs."""
     statuses = [str(summary["status"]) for summary in state.ended.values()]
     reused = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
     resuming = len(state.resumes)
     resumed = f" ({resuming} resume{'s' * (resuming == 1)} from a checkpoint)" if resuming else ""
-    return (f"{len(state.todo)} of {runs} runs to train{resumed}; {len(state.ended)} ended in the store, reused"
-            + (f" ({reused})" if reused else ""))
+    ended = f"{len(state.ended)} ended in the store, reused ({reused})" if reused else "none in the store yet"
+    return f"{len(state.todo)} of {runs} runs to train{resumed}; {ended}"
 
 
 def progress_bars() -> Progress:

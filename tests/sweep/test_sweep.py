@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 import scaling as scaling_api
+from scaling.cli import main
 from scaling.runs import store
 from scaling.sweeps.driver import run_sweep
 from scaling.sweeps.estimates import estimate_walls, makespan
@@ -73,7 +74,8 @@ def test_dry_run_prints_plan_and_writes_nothing(tmp_path):
     done = scaling("sweep", config, "--runs-dir", tmp_path / "runs", "--dry-run")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
-    assert lines[-1].startswith(f"total  {MICRO_RUNS} runs") and " FLOPs counted exactly " in lines[-1]
+    assert lines[-2].startswith(f"total  {MICRO_RUNS} runs") and " FLOPs counted exactly " in lines[-2]
+    assert lines[-1].startswith(f"left   {MICRO_RUNS} of {MICRO_RUNS} runs to train; none in the store yet: ")
     assert sum(run_id in done.stdout for run_id in (r.run_id for r in plan(micro_config()))) == MICRO_RUNS
     assert not (tmp_path / "runs").exists()
 
@@ -90,6 +92,58 @@ def test_wall_estimates_use_each_shapes_measured_speed(micro_sweep, tmp_path):
         assert f"{MICRO_RUNS} finished runs of this store" in basis
     walls, basis = estimate_walls(planned, tmp_path / "empty")
     assert walls == [r.flops_exact / ASSUMED_FLOPS for r in planned] and "assumed" in basis
+
+
+def dry_run_of(store_root: Path, capsys, *flags: str) -> str:
+    config = write_config(store_root.parent / "micro.yaml")
+    assert main(["sweep", str(config), "--runs-dir", str(store_root), "--dry-run", *flags]) == 0
+    return capsys.readouterr().out
+
+
+def test_dry_run_of_a_finished_store_reuses_every_run_and_estimates_nothing(micro_sweep, tmp_path, capsys):
+    _, result = micro_sweep
+    shutil.copytree(result.sweep_dir, tmp_path / "runs" / "micro")
+    lines = dry_run_of(tmp_path / "runs", capsys).strip().splitlines()
+    assert lines[-1] == (f"left   0 of {MICRO_RUNS} runs to train; {MICRO_RUNS} ended in the store, reused "
+                         f"({MICRO_RUNS} finished): est. wall 0 s, nothing to train")
+    assert sum(line.split()[-2:] == ["finished", "-"] for line in lines) == MICRO_RUNS
+    shown = json.loads(dry_run_of(tmp_path / "runs", capsys, "--json"))
+    assert (shown["runs_reused"], shown["runs_to_train"], shown["runs_resumed"]) == (MICRO_RUNS, 0, 0)
+    assert shown["est_wall_s"] == 0 and shown["train_flops_exact_left"] == 0
+    assert all(r["status"] == "finished" and r["est_wall_s"] == 0 for r in shown["runs"])
+
+
+def test_dry_run_counts_only_the_runs_left_and_the_sweep_trains_just_those(micro_sweep, tmp_path, capsys, cache_dir):
+    import torch
+
+    cfg, result = micro_sweep
+    sweep_dir = tmp_path / "runs" / "micro"
+    shutil.copytree(result.sweep_dir, sweep_dir)
+    planned = {(r.spec.model.d_model, r.spec.tokens): r for r in plan(cfg)}
+    gone, cut = planned[(16, 8192)], planned[(16, 32768)]      # 32 steps; 128 steps, a checkpoint every 40
+    shutil.rmtree(sweep_dir / gone.run_id)                     # never started: trains from step 0
+    (sweep_dir / cut.run_id / store.SUMMARY).unlink()          # killed before its summary: resumes
+    shown = json.loads(dry_run_of(tmp_path / "runs", capsys, "--json"))
+    runs = {r["run_id"]: r for r in shown["runs"]}
+    assert runs[gone.run_id]["status"] == "would train" and runs[cut.run_id]["status"] == "would resume"
+    # The step the dry run reads from the log is the checkpoint's own (torch reads it here).
+    checkpoint = torch.load(sweep_dir / cut.run_id / store.CHECKPOINT, weights_only=True)
+    assert runs[cut.run_id]["resume_step"] == checkpoint["step"] == 120
+    walls, _ = estimate_walls([gone, cut], sweep_dir)
+    assert runs[gone.run_id]["est_wall_s"] == pytest.approx(walls[0])
+    assert runs[cut.run_id]["est_wall_s"] == pytest.approx(walls[1] * (128 - 120) / 128)
+    assert shown["train_flops_exact_left"] == pytest.approx(gone.flops_exact + cut.flops_exact * 8 / 128)
+    assert walls[0] <= shown["est_wall_s"] <= walls[0] + walls[1] * 8 / 128
+    assert (shown["runs_reused"], shown["runs_to_train"], shown["runs_resumed"]) == (MICRO_RUNS - 2, 2, 1)
+    assert all(r["status"] == "finished" and r["est_wall_s"] == 0 for r in runs.values()
+               if r["run_id"] not in (gone.run_id, cut.run_id))
+    assert dry_run_of(tmp_path / "runs", capsys).strip().splitlines()[-1].startswith(
+        f"left   2 of {MICRO_RUNS} runs to train (1 resumes from a checkpoint); {MICRO_RUNS - 2} ended in the "
+        f"store, reused ({MICRO_RUNS - 2} finished): ")
+    # The sweep trains exactly the runs the dry run listed, and reuses the others.
+    again = run_sweep(cfg, tmp_path / "runs", cache_dir)
+    assert sorted(s["run_id"] for s in again.trained) == sorted([gone.run_id, cut.run_id])
+    assert len(again.skipped) == MICRO_RUNS - 2
 
 
 # How each run is logged, checkpointed and executed: none of it changes what a run computes, so

@@ -122,7 +122,7 @@ def test_a_fit_that_is_not_identified_is_refused_unless_forced(known_fit, tmp_pa
     assert not (tmp_path / "runs").exists()
     assert main([*args, "--force", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "validated anyway (--force)" in out and out.count("planned") == 4
+    assert "validated anyway (--force)" in out and out.count("would train") == 4   # three runs and the headline
     assert not (tmp_path / "runs").exists() and sorted(p.name for p in (tmp_path / "doubtful").iterdir()) == [
         "fit.bootstrap.csv", "fit.json", "fit.points.csv"]
 
@@ -133,12 +133,14 @@ def test_dry_run_json_is_the_planned_validation_and_trains_nothing(known_fit, tm
                  "--out", str(tmp_path / "out"), "--dry-run", "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     _, _, planned = prepare(load_fit(fit_path), micro_config(), COMPUTE, runs_dir=tmp_path, fit_path=str(fit_path))
-    assert {k: v for k, v in shown.items() if k not in ("runs", "wall_basis", "workers", "est_wall_s")} == {
+    added = ("runs", "wall_basis", "workers", "est_wall_s", "runs_reused", "runs_to_train", "runs_resumed")
+    assert {k: v for k, v in shown.items() if k not in added} == {
         k: v for k, v in json.loads(json.dumps(planned.to_json())).items() if k != "runs"}
     assert [r["run_id"] for r in shown["runs"]] == [r.run_id for r in planned.runs]
     assert [r["predicted"] for r in shown["runs"]] == [r.predicted for r in planned.runs]
-    assert all(r["status"] == "planned" and r["observed"] is None and r["est_wall_s"] > 0 for r in shown["runs"])
+    assert all(r["status"] == "would train" and r["observed"] is None and r["est_wall_s"] > 0 for r in shown["runs"])
     assert shown["est_wall_s"] >= max(r["est_wall_s"] for r in shown["runs"]) and shown["workers"] >= 1
+    assert (shown["runs_reused"], shown["runs_to_train"], shown["runs_resumed"]) == (0, 3, 0)
     assert list(tmp_path.iterdir()) == []     # neither the runs nor validate.json
 
 
