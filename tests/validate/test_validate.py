@@ -94,6 +94,24 @@ def test_validate_trains_three_runs_stores_them_and_resumes(known_fit, tmp_path,
     assert same.to_json() == result.to_json()
     assert {p: p.stat().st_mtime_ns for p in sweep_dir.glob("*/summary.json")} == stamps
 
+    # Its dry run on a copy of the store reuses the three runs as they ended: nothing to train.
+    copy = tmp_path / "copy"
+    shutil.copytree(sweep_dir, copy / sweep_dir.name)
+    dry = [*args[:-4], "--runs-dir", str(copy), "--dry-run"]
+    capsys.readouterr()
+    assert main(dry) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-2:] == [headline(result), "0 of 3 runs to train; 3 ended in the store, reused (3 finished): "
+                                            "est. wall 0 s, nothing to train"]
+    shutil.rmtree(copy / sweep_dir.name / result.run("optimum").run_id)   # one run left: only it counts
+    assert main([*dry, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [(r["status"], r["observed"]) for r in shown["runs"]] == [
+        ("would train", None) if r.position == "optimum" else ("finished", r.observed) for r in result.runs]
+    assert (shown["runs_reused"], shown["runs_to_train"], shown["runs_resumed"]) == (2, 1, 0)
+    assert [r["est_wall_s"] > 0 for r in shown["runs"]] == [False, True, False]
+    assert shown["est_wall_s"] == shown["runs"][1]["est_wall_s"]
+
     # Never fitted: a validation run copied into a sweep's store is left out, and says why.
     mixed = tmp_path / "mixed"
     shutil.copytree(sweep_dir, mixed)
