@@ -190,8 +190,10 @@ def test_dry_run_prints_the_flops_saved(tmp_path, capsys):
     cost = plan_cost(plan(wsd_config()))
     # per shape: 96 stable steps + cooldowns of 8, 16, 32 steps, against 32 + 64 + 128 steps
     assert cost["fraction_of_separate"] == pytest.approx((96 + 8 + 16 + 32) / (32 + 64 + 128))
-    assert lines[-1].startswith("total  8 runs")
-    assert f"{cost['train_flops_exact']:.2e} FLOPs counted exactly" in lines[-1]
+    assert lines[-2].startswith("total  8 runs")
+    assert f"{cost['train_flops_exact']:.2e} FLOPs counted exactly" in lines[-2]
+    left = f"left   8 of 8 runs to train; none in the store yet: {cost['train_flops_exact']:.2e} FLOPs"
+    assert lines[-1].startswith(left)
     saved = next(line for line in lines if "saves" in line)
     assert f"{cost['separate_flops_6nd']:.2e}" in saved and f"saves {cost['saved_flops_6nd']:.2e} FLOP" in saved
     assert "(67.9%)" in saved and not (tmp_path / "runs").exists()
