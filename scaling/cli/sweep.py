@@ -68,6 +68,8 @@ def _si(x: float) -> str:
 
 
 def _duration(seconds: float) -> str:
+    if 0 < seconds < 0.5:
+        return "< 1 s"       # some work, however little: not the "0 s" of nothing to train
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
@@ -149,7 +151,7 @@ def work_left(state: SweepState, runs: int) -> str:
     """'3 of 20 runs to train (1 resumes from a checkpoint); 17 ended in the store, reused (16
     finished, 1 diverged)': the same words for `scaling sweep` and `scaling validate` dry runs."""
     statuses = [str(summary["status"]) for summary in state.ended.values()]
-    reused = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
+    reused = ", ".join(f"{statuses.count(s)} {s}" for s in store.ENDED if s in statuses)
     resuming = len(state.resumes)
     resumed = f" ({resuming} resume{'s' * (resuming == 1)} from a checkpoint)" if resuming else ""
     ended = f"{len(state.ended)} ended in the store, reused ({reused})" if reused else "none in the store yet"

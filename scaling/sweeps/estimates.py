@@ -78,7 +78,7 @@ class DryRun:
     (and what the estimate rests on), the tokens of the training split (None until tokenized), the
     totals, and the runs at once and threads each the local executor would use for the runs left."""
 
-    planned: list[PlannedRun]     # the grid, and the retries of diverged runs still to train
+    planned: list[PlannedRun]     # the grid, and the retries of its diverged runs so far
     state: SweepState
     walls: dict[str, float]       # run id -> estimated seconds left
     basis: str
@@ -115,7 +115,7 @@ def dry_run(cfg: SweepConfig, runs_dir: Path, cache_dir: Path | None = None) -> 
     grid = plan(cfg)
     sweep_dir = runs_dir / cfg.name
     state = sweep_state(cfg, grid, sweep_dir)
-    planned = grid + [run for run in state.todo if run.attempt > 0]     # retries the sweep would train
+    planned = state.runs        # the grid, and the retries of its diverged runs so far
     wall_of, basis = walls_left(planned, state, sweep_dir)
     workers, threads = sweep_workers(cfg, state.todo)
     total_wall = makespan([wall_of[r.run_id] for r in job_order(state.todo)], workers)

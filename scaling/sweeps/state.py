@@ -8,6 +8,7 @@ Torch-free: a dry run reads summaries and metrics, never a checkpoint.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,20 +17,34 @@ from scaling.runs import store
 from scaling.sweeps.plan import PlannedRun, retry
 
 
-def pending(cfg: SweepConfig, planned: list[PlannedRun], sweep_dir: Path) -> tuple[list[PlannedRun], dict]:
-    """Runs still to train (retries of diverged runs included), and the summaries of those that
-    ended, by run id."""
-    todo, ended = [], {}
+def attempts(cfg: SweepConfig, planned: list[PlannedRun], sweep_dir: Path) -> Iterator[tuple[PlannedRun, dict | None]]:
+    """Each planned run, then its retries while the one before diverged, with its summary (None:
+    not ended, or never started)."""
     for first in planned:
         run: PlannedRun | None = first          # then its retries
         while run is not None:
             summary = store.read_summary(sweep_dir / run.run_id)
+            yield run, summary
             if summary is None or summary["status"] not in store.ENDED:
-                todo.append(run)
                 break
-            ended[run.run_id] = summary
             run = retry(cfg, run, summary)
+
+
+def split(seen: Iterable[tuple[PlannedRun, dict | None]]) -> tuple[list[PlannedRun], dict]:
+    """The runs still to train, and the summaries of those that ended, by run id."""
+    todo, ended = [], {}
+    for run, summary in seen:
+        if summary is not None and summary["status"] in store.ENDED:
+            ended[run.run_id] = summary
+        else:
+            todo.append(run)
     return todo, ended
+
+
+def pending(cfg: SweepConfig, planned: list[PlannedRun], sweep_dir: Path) -> tuple[list[PlannedRun], dict]:
+    """Runs still to train (retries of diverged runs included), and the summaries of those that
+    ended, by run id."""
+    return split(attempts(cfg, planned, sweep_dir))
 
 
 def checkpoint_step(run: PlannedRun, run_dir: Path) -> int:
@@ -45,10 +60,11 @@ def checkpoint_step(run: PlannedRun, run_dir: Path) -> int:
 
 @dataclass(frozen=True)
 class SweepState:
-    """The runs a sweep would train (`todo`, retries included), the summaries of those that ended
-    (`ended`, reused as they are), and for each run of `todo` with a checkpoint, the step it resumes
-    from (`resumes`)."""
+    """The plan's runs and the retries of its diverged runs so far (`runs`), those of them a sweep
+    would train (`todo`), the summaries of those that ended (`ended`, reused as they are), and for
+    each run of `todo` with a checkpoint, the step it resumes from (`resumes`)."""
 
+    runs: list[PlannedRun]
     todo: list[PlannedRun]
     ended: dict[str, dict]
     resumes: dict[str, int]
@@ -70,7 +86,8 @@ class SweepState:
 
 def sweep_state(cfg: SweepConfig, planned: list[PlannedRun], sweep_dir: Path) -> SweepState:
     """How far the sweep of `planned` has got in `sweep_dir` (see SweepState)."""
-    todo, ended = pending(cfg, planned, sweep_dir)
+    seen = list(attempts(cfg, planned, sweep_dir))
+    todo, ended = split(seen)
     resumes = {run.run_id: checkpoint_step(run, sweep_dir / run.run_id) for run in todo
                if (sweep_dir / run.run_id / store.CHECKPOINT).exists()}
-    return SweepState(todo, ended, resumes)
+    return SweepState([run for run, _ in seen], todo, ended, resumes)

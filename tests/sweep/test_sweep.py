@@ -20,7 +20,7 @@ from scaling.runs import store
 from scaling.sweeps.driver import run_sweep
 from scaling.sweeps.estimates import estimate_walls, makespan
 from scaling.sweeps.packing import ASSUMED_FLOPS
-from scaling.sweeps.plan import plan
+from scaling.sweeps.plan import plan, retry
 from tests.conftest import MICRO, MICRO_RUNS, micro_config
 
 SUMMARY_KEYS = {"status", "n_params_total", "n_params_non_embedding", "tokens", "flops_6nd", "flops_exact",
@@ -94,8 +94,8 @@ def test_wall_estimates_use_each_shapes_measured_speed(micro_sweep, tmp_path):
     assert walls == [r.flops_exact / ASSUMED_FLOPS for r in planned] and "assumed" in basis
 
 
-def dry_run_of(store_root: Path, capsys, *flags: str) -> str:
-    config = write_config(store_root.parent / "micro.yaml")
+def dry_run_of(store_root: Path, capsys, *flags: str, **overrides) -> str:
+    config = write_config(store_root.parent / "micro.yaml", **overrides)
     assert main(["sweep", str(config), "--runs-dir", str(store_root), "--dry-run", *flags]) == 0
     return capsys.readouterr().out
 
@@ -144,6 +144,24 @@ def test_dry_run_counts_only_the_runs_left_and_the_sweep_trains_just_those(micro
     again = run_sweep(cfg, tmp_path / "runs", cache_dir)
     assert sorted(s["run_id"] for s in again.trained) == sorted([gone.run_id, cut.run_id])
     assert len(again.skipped) == MICRO_RUNS - 2
+
+
+def test_dry_run_lists_a_diverged_run_as_ended_and_its_retry_as_left(micro_sweep, tmp_path, capsys):
+    cfg, result = micro_sweep
+    sweep_dir = tmp_path / "runs" / "micro"
+    shutil.copytree(result.sweep_dir, sweep_dir)
+    run = plan(cfg)[0]
+    path = sweep_dir / run.run_id / store.SUMMARY
+    path.write_text(json.dumps({**json.loads(path.read_text()), "status": "diverged"}))
+    shown = json.loads(dry_run_of(tmp_path / "runs", capsys, "--json", train={**MICRO["train"], "retries": 1}))
+    statuses = {r["run_id"]: r["status"] for r in shown["runs"]}
+    again = retry(micro_config(train={**MICRO["train"], "retries": 1}), run, {"status": "diverged"})
+    assert len(statuses) == MICRO_RUNS + 1 and statuses[run.run_id] == "diverged"
+    assert statuses[again.run_id] == "would train" and shown["runs_to_train"] == 1
+    assert shown["est_wall_s"] > 0 and shown["runs_reused"] == MICRO_RUNS
+    last = dry_run_of(tmp_path / "runs", capsys, train={**MICRO["train"], "retries": 1}).strip().splitlines()[-1]
+    assert last.startswith(f"left   1 of {MICRO_RUNS + 1} runs to train; {MICRO_RUNS} ended in the store, reused "
+                           f"({MICRO_RUNS - 1} finished, 1 diverged): ")
 
 
 # How each run is logged, checkpointed and executed: none of it changes what a run computes, so
