@@ -41,13 +41,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "docs/config.md): finished runs are skipped and an interrupted one resumes from its "
                     "checkpoint, so the same command continues a sweep.",
         epilog="examples:\n"
-               "  scaling sweep configs/tiny.yaml --dry-run   # the runs, their FLOPs and estimated wall time\n"
+               "  scaling sweep configs/tiny.yaml --dry-run   # the runs, which are done, the wall time left\n"
                "  scaling sweep configs/tiny.yaml             # train them: runs/tiny, then `scaling fit runs/tiny`")
     sweep.add_argument("config", type=Path, metavar="CONFIG", help="sweep YAML, e.g. configs/tiny.yaml")
     sweep.add_argument("--runs-dir", type=Path, default=Path("runs"), help="run store root (default: runs)")
     sweep.add_argument("--cache-dir", type=Path, default=None,
                        help="token cache root (default: $SCALING_CACHE_DIR or ~/.cache/scaling)")
-    sweep.add_argument("--dry-run", action="store_true", help="print the plan; train and write nothing")
+    sweep.add_argument("--dry-run", action="store_true",
+                       help="print the plan: each run done, to resume or to train, and the "
+                            "wall time left; train and write nothing")
     sweep.add_argument("--json", action="store_true", help="with --dry-run: print the plan as JSON")
     sweep.set_defaults(func=cmd_sweep)
 

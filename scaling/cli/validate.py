@@ -51,7 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="token cache root (default: $SCALING_CACHE_DIR or ~/.cache/scaling)")
     p.add_argument("--out", type=Path, default=None, help="where validate.json goes (default: beside fit.json)")
     p.add_argument("--force", action="store_true", help="validate a fit whose verdict is 'not identified'")
-    p.add_argument("--dry-run", action="store_true", help="print the three runs and predictions; train nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the three runs and predictions, those already done with their losses, and "
+                        "the wall time left; train nothing")
     p.add_argument("--json", action="store_true",
                    help="print validate.json's content instead of a table (with --dry-run: the planned runs, "
                         "their predictions and estimated wall times)")
