@@ -22,7 +22,7 @@ same batches (scaling.train.batches.get_batch), trained by the project's own
 scaling.train.loop.train_step at scaling.train.schedule.lr_at's rates (the standard d64 runs
 reproduce runs/tiny-tune's d64/L3 losses to the 4 decimals printed). The score is the final
 validation loss (the first 32K validation tokens, scaling.train.batches.evaluate). Per
-parametrisation and width: the optimum rate, by scaling.tune.shapes.choose (a parabola in ln lr
+parametrisation and width: the optimum rate, by scaling.tuning.shapes.choose (a parabola in ln lr
 through the best rate and its neighbours), and its loss; then the d32 optimum is applied to d64
 and d128 (one more run each) to measure what a single transferred rate costs: loss at the
 transferred rate minus loss at the width's own optimum (the parabola's value). The rate ratio
@@ -96,7 +96,7 @@ from scaling.train.loop import keep_freed_memory, make_optimizer, train_step
 from scaling.train.model import GPT, CausalSelfAttention
 from scaling.train.schedule import lr_at
 from scaling.train.shape import GPTConfig, param_counts
-from scaling.tune.shapes import choose
+from scaling.tuning.shapes import choose
 
 CONFIG = "configs/tiny.yaml"
 WIDTHS = (32, 64, 128)
@@ -386,7 +386,7 @@ def main(argv=None) -> int:
 
     all_lrs = sorted({lr for lrs, _ in grid.values() for lr in lrs})
     print(f"\n{args.tokens:,} tokens per run, seed {SEED}; final validation loss per rate, the optimum (parabola in "
-          f"ln lr, scaling.tune.shapes.choose) and its loss; L(d{BASE_WIDTH} opt): trained at d{BASE_WIDTH}'s optimum; "
+          f"ln lr, scaling.tuning.shapes.choose) and its loss; L(d{BASE_WIDTH} opt): trained at d{BASE_WIDTH}'s optimum; "
           f"seed+1: the best rate's loss with seed {SEED + 1} minus seed {SEED}")
     print(f"{'param.':<9} {'width':>5} {'N':>5}  " + " ".join(f"{lr:>7g}" for lr in all_lrs)
           + f"  {'lr_opt':>7} {'L_opt':>7} {'L(d32 opt)':>10} {'penalty':>8} {'seed+1':>7}")

@@ -17,7 +17,7 @@ The Python API mirrors the command line (docs/api.md):
     scaling.Law(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28).n_opt(1e23)
 
 The subpackages follow the data flow (docs/architecture.md): config, runs, data, train,
-sweeps, laws, tune, cost, validation, report, cli. The stages' functions are named for what they
+sweeps, laws, tuning, cost, validation, report, cli. The stages' functions are named for what they
 do (`scaling.sweep`, `scaling.validate`), their packages for what they hold (`scaling.sweeps`,
 `scaling.validation`), so that a function and a package never share a name.
 

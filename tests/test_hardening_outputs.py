@@ -25,7 +25,7 @@ from scaling.laws import analysis
 from scaling.laws.design import simulate
 from scaling.laws.forms.law import Law
 from scaling.laws.results.fit_file import write_fit
-from scaling.tune.shapes import tuned_config
+from scaling.tuning.shapes import tuned_config
 from tests.conftest import MICRO, micro_config
 from tests.test_hardening import TINY, refused
 

@@ -17,7 +17,7 @@ from scaling.sweeps.packing import GPU_DEVICE_FILES
 PACKAGE = Path(__file__).resolve().parents[1] / "scaling"
 
 # Each stage may import itself and the stages before it.
-STAGES = ("errors", "formats", "reading", "schemas", "config", "runs", "data", "train", "sweeps", "laws", "tune",
+STAGES = ("errors", "formats", "reading", "schemas", "config", "runs", "data", "train", "sweeps", "laws", "tuning",
           "cost", "validation", "report", "cli")
 
 
@@ -166,7 +166,7 @@ def _loads_torch(code: str, cwd=None) -> bool:
 
 def test_planning_does_not_load_torch():
     # The grid, its estimates and a design need the shapes' counts (scaling.train.shape), not the model.
-    assert not _loads_torch("import scaling.sweeps.plan, scaling.sweeps.estimates, scaling.tune.shapes, "
+    assert not _loads_torch("import scaling.sweeps.plan, scaling.sweeps.estimates, scaling.tuning.shapes, "
                             "scaling.cli.design")
 
 

@@ -3,13 +3,13 @@
     scaling tune configs/tiny.yaml --dry-run                  # the tuning runs, trained nothing
     scaling tune configs/tiny.yaml --tokens 5e5 --lrs 1e-3,2e-3,4e-3,8e-3,1.6e-2
 
-Trains `<name>-tune` into the run store (scaling.tune.shapes), prints per shape the rates tried,
+Trains `<name>-tune` into the run store (scaling.tuning.shapes), prints per shape the rates tried,
 their final losses and the rate chosen, fits lr_opt = c N^k over the shapes whose optimum lies
-inside their grid (scaling.tune.lr_law, with a 95% interval), and writes into --out: tune.json
+inside their grid (scaling.tuning.lr_law, with a 95% interval), and writes into --out: tune.json
 (the table, the fit, the budget and where they came from) and `<name>-tuned.yaml` (the config at
 the chosen rates) and tune.png/.svg (loss against lr per shape; lr_opt against N, drawn by
-scaling.report.tuning), the three as one unit by scaling.tune.files.write_tuning. --out is checked before any training
-(scaling.tune.files.check_tuning_output): a `<name>-tuned.yaml` that tune did not write is replaced only with
+scaling.report.tuning), the three as one unit by scaling.tuning.files.write_tuning. --out is checked before any training
+(scaling.tuning.files.check_tuning_output): a `<name>-tuned.yaml` that tune did not write is replaced only with
 --force, the input config never. This module parses, calls and prints.
 """
 
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: fits/<name>-tune)")
     p.add_argument("--budgets", action="store_true",
                    help="tune at the sweep's own cells (shape and D) instead of one token budget, and fit "
-                        "lr_opt = c N^p D^q (scaling.tune.budgets)")
+                        "lr_opt = c N^p D^q (scaling.tuning.budgets)")
     p.add_argument("--cells", default="corners", choices=("corners", "all"),
                    help="with --budgets: the 3 cells spanning the plan's N and D (default), or every cell")
     p.add_argument("--seeds", help="with --budgets: comma-separated training seeds; each rate is trained once "
@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def parse_flags(args: argparse.Namespace) -> tuple[SweepConfig, tuple[float, ...], int | None]:
     """The config, the rates and the budget, each checked under its flag's name."""
-    from scaling.tune.shapes import DEFAULT_LRS, learning_rates
+    from scaling.tuning.shapes import DEFAULT_LRS, learning_rates
 
     cfg = load_config(args.config)
     try:
@@ -114,7 +114,7 @@ def parse_beta2(text: str | None) -> Sequence[float | None]:
 
 def checked_out(args: argparse.Namespace, cfg: SweepConfig) -> Path:
     """--out (default fits/<name>-tune), checked before any training rather than after it."""
-    from scaling.tune.files import check_tuning_output
+    from scaling.tuning.files import check_tuning_output
 
     out = args.out or Path("fits") / f"{cfg.name}-tune"
     check_tuning_output(out, args.config, cfg.name, args.force)
@@ -122,7 +122,7 @@ def checked_out(args: argparse.Namespace, cfg: SweepConfig) -> Path:
 
 
 def cmd_tune_budgets(args: argparse.Namespace) -> int:
-    from scaling.tune.budgets import budget_sweep_name, select_cells, sweep_cells
+    from scaling.tuning.budgets import budget_sweep_name, select_cells, sweep_cells
 
     cfg = load_config(args.config)
     out = checked_out(args, cfg)
@@ -141,8 +141,8 @@ def cmd_tune_budgets(args: argparse.Namespace) -> int:
         for run in cells:
             console.print(f"  {run.run_id}  lr {sci(run.spec.lr)}  {sci(run.flops('exact'))} FLOPs each")
         return 0
-    from scaling.tune.budgets import format_cells, tune_each_beta2
-    from scaling.tune.files import write_budget_tuning
+    from scaling.tuning.budgets import format_cells, tune_each_beta2
+    from scaling.tuning.files import write_budget_tuning
 
     with resumable("tune") as stopped:          # training loads torch: not for a dry run
         tried = tune_each_beta2(cfg, args.runs_dir, args.cache_dir, args.cells, seeds, betas)
@@ -165,7 +165,7 @@ def cmd_tune_budgets(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from scaling.tune.shapes import tune, tuning_config, tuning_tokens
+    from scaling.tuning.shapes import tune, tuning_config, tuning_tokens
 
     one_budget, at_budgets = {"--tokens": args.tokens, "--lrs": args.lrs}, \
         {"--seeds": args.seeds, "--beta2": args.beta2, "--cells": args.cells != "corners" or None}
@@ -188,8 +188,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         show_plan(tune_cfg, args)
         return 0
     from scaling.report.tuning import figure_files
-    from scaling.tune.files import write_tuning
-    from scaling.tune.lr_law import format_table, lr_law
+    from scaling.tuning.files import write_tuning
+    from scaling.tuning.lr_law import format_table, lr_law
 
     with resumable("tune") as stopped:          # training loads torch: not for a dry run
         # --json: stdout holds the JSON alone, so no line per run

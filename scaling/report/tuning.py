@@ -6,7 +6,7 @@
 Left, each shape's final loss against the learning rate, with the parabola that placed its
 optimum and the rate chosen (a star); runs that diverged or failed are crosses at the top. Right,
 the chosen rates against N, hollow where the optimum lies at the grid's edge, and the fitted
-lr_opt = c N^k (`scaling.tune.lr_law`).
+lr_opt = c N^k (`scaling.tuning.lr_law`).
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from scaling.report.style import figure_files as style_files
 
 if TYPE_CHECKING:
     from scaling.laws.optimal.approaches import PowerLaw
-    from scaling.tune.shapes import ShapeTuning
+    from scaling.tuning.shapes import ShapeTuning
 
 
 def figure_files(shapes: Sequence[ShapeTuning], law: PowerLaw | None) -> dict[str, bytes]:
-    """The tuning's figure as tune.png's and tune.svg's bytes, for `scaling.tune.files.write_tuning`
+    """The tuning's figure as tune.png's and tune.svg's bytes, for `scaling.tuning.files.write_tuning`
     to write with tune.json and the tuned config as one unit."""
     return style_files(figure(shapes, law), "tune")
 

@@ -15,7 +15,7 @@ from scaling.errors import UsageError
 from scaling.runs import store
 from scaling.sweeps.driver import run_sweep
 from scaling.sweeps.plan import plan
-from scaling.tune.budgets import (
+from scaling.tuning.budgets import (
     LADDER,
     START,
     CellTuning,
@@ -25,8 +25,8 @@ from scaling.tune.budgets import (
     select_cells,
     sweep_cells,
 )
-from scaling.tune.files import TUNED_HEADER
-from scaling.tune.shapes import choose
+from scaling.tuning.files import TUNED_HEADER
+from scaling.tuning.shapes import choose
 from tests.conftest import MICRO, micro_config
 
 MEASURED = Path(__file__).with_name("demo_lr_grid.csv")

@@ -37,7 +37,7 @@ from scaling.errors import UsageError
 from scaling.formats import plain_table, sci
 from scaling.runs import store
 from scaling.sweeps.plan import PlannedRun, plan
-from scaling.tune.shapes import TUNED, Choice, choose
+from scaling.tuning.shapes import TUNED, Choice, choose
 
 # Multipliers sqrt(2) apart, to 2 decimals (the rates bench/bench_scatter.py trained, so its runs are
 # tuning runs too); tuning starts on the middle three.
@@ -274,7 +274,7 @@ def budget_tuned_config(data: dict, law: LRFit, beta2: float) -> dict:
 
 
 def format_cells(tuning: BudgetTuning) -> str:
-    """One row per tuned cell (scaling.tune.budgets): its rates, their losses and the choice."""
+    """One row per tuned cell (scaling.tuning.budgets): its rates, their losses and the choice."""
     title = f"the cells tuned at their own D, beta2 {tuning.beta2:g}:\n"
     rows = []
     for c in tuning.cells:

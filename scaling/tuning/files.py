@@ -24,11 +24,11 @@ from scaling.formats import json_safe
 from scaling.reading import parse_yaml
 from scaling.runs.outputs import replace_files
 from scaling.runs.store import check_output
-from scaling.tune.lr_law import LRLaw
-from scaling.tune.shapes import TUNED, Tuning, tuned_config
+from scaling.tuning.lr_law import LRLaw
+from scaling.tuning.shapes import TUNED, Tuning, tuned_config
 
 if TYPE_CHECKING:
-    from scaling.tune.budgets import Beta2Tunings, BudgetTuning
+    from scaling.tuning.budgets import Beta2Tunings, BudgetTuning
 
 FIGURE_FILES = ("tune.png", "tune.svg")              # the tuning's figure (scaling.report.tuning)
 TUNE_FILES = ("tune.json", *FIGURE_FILES)            # what tune writes beside the tuned config
@@ -118,13 +118,13 @@ def tuning_record(tuning: BudgetTuning) -> dict:
 def write_budget_tuning(out: str | Path, config_path: str | Path, tried: Beta2Tunings,
                         force: bool = False) -> tuple[Path, Path | None, Path | None]:
     """Write into `out` tune.json (each beta2's cells, law and cost, and the one chosen: `tried`, a
-    scaling.tune.budgets.Beta2Tunings) and, when the chosen one has a law, `<name>-tuned.yaml`:
+    scaling.tuning.budgets.Beta2Tunings) and, when the chosen one has a law, `<name>-tuned.yaml`:
     the config with train.lr_law in place of its shapes' own rates, and the chosen beta2, as one
     unit. Without a law, an earlier tune's `<name>-tuned.yaml` is removed in the same unit: its rates
     are not this tuning's, and left beside this tune.json it would read as its result (one tune
     did not write, kept with `force`, stays). `force`: as write_tuning's. Returns the paths of
     tune.json, of the tuned config (None without a law) and of the earlier one removed (or None)."""
-    from scaling.tune.budgets import budget_tuned_config
+    from scaling.tuning.budgets import budget_tuned_config
 
     out, config_path = Path(out), Path(config_path)
     data = _input_config(out, config_path, force)

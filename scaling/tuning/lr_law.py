@@ -1,14 +1,14 @@
 """The learning-rate law of a tuning sweep, lr_opt = c N^k.
 
-    tuning = scaling.tune.shapes.tune(cfg, lrs, tokens, "runs")   # each shape's rate, chosen
+    tuning = scaling.tuning.shapes.tune(cfg, lrs, tokens, "runs")   # each shape's rate, chosen
     law = lr_law(tuning.shapes)                                   # fitted over the inside optima
     print(format_table(tuning.shapes)); print(law.describe())
 
 A shape whose best rate lies at the edge of its grid gives only a bound on its optimum, so the law
-is fitted over the shapes whose optimum lies inside (`scaling.tune.shapes.choose`), by least
+is fitted over the shapes whose optimum lies inside (`scaling.tuning.shapes.choose`), by least
 squares in log-log (`approaches.fit_power_law`, with a 95% interval from 3 shapes on). The same
 fit gives a validation's family its rates (`scaling.validation.family`). Pure, no I/O; the files are
-`scaling.tune.files`, the figure the report's (`scaling.report.tuning`).
+`scaling.tuning.files`, the figure the report's (`scaling.report.tuning`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from scaling.formats import plain_table, sci
 from scaling.laws.optimal.approaches import PowerLaw, fit_power_law
-from scaling.tune.shapes import ShapeTuning
+from scaling.tuning.shapes import ShapeTuning
 
 INSIDE = ("parabola", "grid point")   # choices that place the optimum inside the grid
 
