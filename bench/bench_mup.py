@@ -386,8 +386,8 @@ def main(argv=None) -> int:
 
     all_lrs = sorted({lr for lrs, _ in grid.values() for lr in lrs})
     print(f"\n{args.tokens:,} tokens per run, seed {SEED}; final validation loss per rate, the optimum (parabola in "
-          f"ln lr, scaling.tuning.shapes.choose) and its loss; L(d{BASE_WIDTH} opt): trained at d{BASE_WIDTH}'s optimum; "
-          f"seed+1: the best rate's loss with seed {SEED + 1} minus seed {SEED}")
+          f"ln lr, scaling.tuning.shapes.choose) and its loss; L(d{BASE_WIDTH} opt): trained at d{BASE_WIDTH}'s "
+          f"optimum; seed+1: the best rate's loss with seed {SEED + 1} minus seed {SEED}")
     print(f"{'param.':<9} {'width':>5} {'N':>5}  " + " ".join(f"{lr:>7g}" for lr in all_lrs)
           + f"  {'lr_opt':>7} {'L_opt':>7} {'L(d32 opt)':>10} {'penalty':>8} {'seed+1':>7}")
     for parametrisation, width in cells:

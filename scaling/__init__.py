@@ -40,6 +40,8 @@ _EXPORTS = {   # name: (module, its name there)
     "run_sweep": ("scaling.sweeps.driver", "run_sweep"),
     "sweep": ("scaling.sweeps.driver", "sweep"),        # train a sweep's runs not yet ended
     "validate": ("scaling.validation.run", "validate_fit"),
+    "tune": ("scaling.tuning.run", "tune"),             # each shape's learning rate measured (trains)
+    "design": ("scaling.laws.design.outlooks", "design"),   # what a planned sweep would determine
     "read_runs": ("scaling.runs.store", "read_runs"),
     "fit": ("scaling.laws.api", "fit"),
     "load": ("scaling.laws.api", "load"),

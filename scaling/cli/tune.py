@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -91,25 +90,22 @@ class LineReporter:
 
 
 def parse_seeds(text: str) -> list[int]:
+    from scaling.tuning.run import training_seeds
+
     try:
-        seeds = [int(s) for s in text.split(",")]
-    except ValueError:
-        seeds = []
-    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
-        raise UsageError(f"--seeds {text!r}: give distinct non-negative integers, comma-separated")
-    return seeds
+        return training_seeds([int(s) for s in text.split(",")])
+    except (ValueError, UsageError):
+        raise UsageError(f"--seeds {text!r}: give distinct non-negative integers, comma-separated") from None
 
 
-def parse_beta2(text: str | None) -> Sequence[float | None]:
-    if text is None:
-        return [None]
-    values = []
-    for item in text.split(","):
-        value = positive(item, "--beta2")
-        if value >= 1:
-            raise UsageError(f"--beta2 {text!r}: each value must lie in (0, 1)")
-        values.append(value)
-    return sorted(set(values))
+def parse_beta2(text: str) -> list[float]:
+    from scaling.tuning.run import beta2_values
+
+    values = [positive(item, "--beta2") for item in text.split(",")]
+    try:
+        return beta2_values(values)
+    except UsageError:
+        raise UsageError(f"--beta2 {text!r}: each value must lie in (0, 1)") from None
 
 
 def checked_out(args: argparse.Namespace, cfg: SweepConfig) -> Path:
@@ -127,7 +123,7 @@ def cmd_tune_budgets(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     out = checked_out(args, cfg)
     seeds = None if args.seeds is None else parse_seeds(args.seeds)
-    betas = parse_beta2(args.beta2)
+    betas = None if args.beta2 is None else parse_beta2(args.beta2)
     cells = select_cells(sweep_cells(cfg), args.cells)
     if args.dry_run and args.json:
         print(json.dumps([{"run_id": run.run_id, "lr": run.spec.lr, "flops_exact": run.flops("exact")}
@@ -136,16 +132,18 @@ def cmd_tune_budgets(args: argparse.Namespace) -> int:
     if args.dry_run:
         console.print(f"tune {cfg.name} at its budgets: {len(cells)} cells x 3 rates (0.71, 1 and 1.41 x each cell's "
                       "rate; one rung further, twice at most, where the best is at an edge)"
-                      + (f" x beta2 {', '.join(f'{b:g}' for b in betas)}" if betas != [None] else "") + ", into "
+                      + (f" x beta2 {', '.join(f'{b:g}' for b in betas)}" if betas else "") + ", into "
                       f"{args.runs_dir / budget_sweep_name(cfg)}")
         for run in cells:
             console.print(f"  {run.run_id}  lr {sci(run.spec.lr)}  {sci(run.flops('exact'))} FLOPs each")
         return 0
-    from scaling.tuning.budgets import format_cells, tune_each_beta2
+    from scaling.tuning.budgets import format_cells
     from scaling.tuning.files import write_budget_tuning
+    from scaling.tuning.run import tune
 
     with resumable("tune") as stopped:          # training loads torch: not for a dry run
-        tried = tune_each_beta2(cfg, args.runs_dir, args.cache_dir, args.cells, seeds, betas)
+        tried = tune(cfg, budgets=True, cells=args.cells, seeds=seeds, beta2=betas, runs_dir=args.runs_dir,
+                     cache_dir=args.cache_dir)
     if stopped.code is not None:
         return stopped.code
     record, tuned, stale = write_budget_tuning(out, args.config, tried, args.force)
@@ -165,18 +163,13 @@ def cmd_tune_budgets(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from scaling.tuning.shapes import tune, tuning_config, tuning_tokens
+    from scaling.tuning.run import check_mode
+    from scaling.tuning.shapes import tuning_config, tuning_tokens
 
-    one_budget, at_budgets = {"--tokens": args.tokens, "--lrs": args.lrs}, \
-        {"--seeds": args.seeds, "--beta2": args.beta2, "--cells": args.cells != "corners" or None}
+    check_mode(args.budgets, {"tokens": args.tokens, "lrs": args.lrs, "seeds": args.seeds, "beta2": args.beta2,
+                              "cells": args.cells != "corners" or None}, spell=lambda option: f"--{option}")
     if args.budgets:
-        given = [flag for flag, value in one_budget.items() if value is not None]
-        if given:
-            raise UsageError(f"--budgets tunes each cell at its own D and rates: {', '.join(given)} cannot go with it")
         return cmd_tune_budgets(args)
-    given = [flag for flag, value in at_budgets.items() if value is not None]
-    if given:
-        raise UsageError(f"{', '.join(given)}: only with --budgets")
     cfg, lrs, tokens = parse_flags(args)
     out = checked_out(args, cfg)
     if args.dry_run:
@@ -189,18 +182,20 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return 0
     from scaling.report.tuning import figure_files
     from scaling.tuning.files import write_tuning
-    from scaling.tuning.lr_law import format_table, lr_law
+    from scaling.tuning.lr_law import format_table
+    from scaling.tuning.run import tune
 
     with resumable("tune") as stopped:          # training loads torch: not for a dry run
         # --json: stdout holds the JSON alone, so no line per run
-        tuning = tune(cfg, lrs, tokens, args.runs_dir, args.cache_dir, reporter=None if args.json else LineReporter())
+        tuned = tune(cfg, lrs=lrs, tokens=tokens, runs_dir=args.runs_dir, cache_dir=args.cache_dir,
+                     reporter=None if args.json else LineReporter())
     if stopped.code is not None:
         return stopped.code
-    law = lr_law(tuning.shapes)
-    record, tuned = write_tuning(out, args.config, tuning, law, args.force,
-                                 figures=figure_files(tuning.shapes, law.power))
+    tuning, law = tuned.tuning, tuned.law
+    record, tuned_path = write_tuning(out, args.config, tuning, law, args.force,
+                                      figures=figure_files(tuning.shapes, law.power))
     png = out / "tune.png"
-    code = 1 if any("failed" in s.statuses for s in tuning.shapes) else 0
+    code = 1 if tuned.failed else 0
     if args.json:
         print(record.read_text(), end="")   # tune.json: each shape's rates and losses, the law
         return code
@@ -208,5 +203,5 @@ def cmd_tune(args: argparse.Namespace) -> int:
                   f"{tuning.tokens:,} tokens per run")
     print(format_table(tuning.shapes))
     print(law.describe())
-    print(f"wrote {record}, {tuned}, {png}")
+    print(f"wrote {record}, {tuned_path}, {png}")
     return code

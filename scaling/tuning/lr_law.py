@@ -1,6 +1,6 @@
 """The learning-rate law of a tuning sweep, lr_opt = c N^k.
 
-    tuning = scaling.tuning.shapes.tune(cfg, lrs, tokens, "runs")   # each shape's rate, chosen
+    tuning = scaling.tuning.shapes.tune_shapes(cfg, lrs, tokens, "runs")   # each shape's rate, chosen
     law = lr_law(tuning.shapes)                                   # fitted over the inside optima
     print(format_table(tuning.shapes)); print(law.describe())
 

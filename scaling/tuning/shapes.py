@@ -1,6 +1,6 @@
 """Learning rates measured, not hand-set: a short learning-rate sweep per shape, and its optimum.
 
-    tuning = tune(cfg, lrs=(1e-3, 3e-3, 1e-2), tokens=250_000, runs_dir="runs")
+    tuning = tune_shapes(cfg, lrs=(1e-3, 3e-3, 1e-2), tokens=250_000, runs_dir="runs")
     tuning.shapes[0].lr_opt            # the chosen rate of the first shape
     tuned = tuned_config(raw_yaml_dict, tuning)
 
@@ -161,8 +161,9 @@ def read_tuning(cfg: SweepConfig, tune_cfg: SweepConfig, sweep_dir: Path) -> lis
     return shapes
 
 
-def tune(cfg: SweepConfig, lrs: Sequence[float] = DEFAULT_LRS, tokens: int | None = None, runs_dir: Path | str = "runs",
-         cache_dir: Path | None = None, reporter: Reporter | None = None) -> Tuning:
+def tune_shapes(cfg: SweepConfig, lrs: Sequence[float] = DEFAULT_LRS, tokens: int | None = None,
+                runs_dir: Path | str = "runs", cache_dir: Path | None = None,
+                reporter: Reporter | None = None) -> Tuning:
     """Train the runs of the tuning sweep not yet ended (budget: the grid's smallest by default),
     and choose each shape's rate from the store."""
     from scaling.sweeps.driver import run_sweep  # training loads torch; planning a tuning does not

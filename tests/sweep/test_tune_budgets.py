@@ -9,9 +9,11 @@ import pandas as pd
 import pytest
 import yaml
 
+import scaling
 from scaling.cli import main
 from scaling.config import load_config, parse_config
 from scaling.errors import UsageError
+from scaling.formats import json_safe
 from scaling.runs import store
 from scaling.sweeps.driver import run_sweep
 from scaling.sweeps.plan import plan
@@ -25,7 +27,7 @@ from scaling.tuning.budgets import (
     select_cells,
     sweep_cells,
 )
-from scaling.tuning.files import TUNED_HEADER
+from scaling.tuning.files import TUNED_HEADER, tuning_record
 from scaling.tuning.shapes import choose
 from tests.conftest import MICRO, micro_config
 
@@ -103,6 +105,20 @@ def test_every_cell_is_trained_at_its_rates_and_its_own_run_is_reused(budget_tun
     assert len(tuned) == trained
     assert record["tuning_flops_exact"] == pytest.approx(tuned.flops_exact.sum(), rel=1e-9)
     assert record["cost_share"] == pytest.approx(tuned.flops_exact.sum() / own.flops_exact.sum(), rel=1e-9)
+
+
+def test_scaling_tune_at_the_budgets_gives_what_the_command_writes(budget_tuned, cache_dir):
+    """`scaling.tune(..., budgets=True)` on the fixture's store (every run trained: none again) gives
+    the cells, laws and choice of the command's tune.json (its cost: what this call trained, 0)."""
+    config, runs, out, _, _ = budget_tuned
+    tried = scaling.tune(config, budgets=True, beta2=[0.99, 0.95], runs_dir=runs, cache_dir=cache_dir)
+    record = json.loads((out / "tune.json").read_text())
+
+    def same(entry: dict) -> dict:
+        return {k: v for k, v in entry.items() if k in ("beta2", "cells", "lr_law", "lr_law_note")}
+    mine = [json.loads(json.dumps(json_safe(tuning_record(t)))) for t in (tried.chosen, *tried.tunings)]
+    assert [same(m) for m in mine] == [same(r) for r in (record, *record["beta2_tried"])]
+    assert tried.tuning_flops == 0
 
 
 def test_the_beta2_of_lowest_mean_loss_is_chosen(budget_tuned):
