@@ -21,11 +21,12 @@ from dataclasses import replace
 from scaling import cost
 from scaling.cli import cost_memory
 from scaling.cli.cost_common import NumberArgs, print_assumptions, print_json
-from scaling.cli.law_choice import FIT, LawChoice, add_fit_option, choose_law
+from scaling.cli.law_choice import FIT, add_fit_option
 from scaling.errors import UsageError
 from scaling.formats import positive
 from scaling.laws.forms.law import Law
 from scaling.laws.forms.references import REFERENCES
+from scaling.laws.results.law_choice import LawChoice, choose_law
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scaling.cli.law_choice import DEFAULT_LAW, FIT, FIT_HELP, LawChoice, add_fit_option, choose_law
+from scaling.cli.law_choice import FIT, FIT_HELP, add_fit_option
 from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, positive
 from scaling.laws.forms.law import Law
@@ -32,6 +32,7 @@ from scaling.laws.forms.references import REFERENCES
 from scaling.laws.optimal import allocation, compare
 from scaling.laws.results import summary
 from scaling.laws.results.fit_file import load_fit
+from scaling.laws.results.law_choice import DEFAULT_LAW, LawChoice, choose_law
 from scaling.laws.results.lawfit import LawFit
 
 if TYPE_CHECKING:

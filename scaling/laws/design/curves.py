@@ -64,6 +64,7 @@ class CurveOutlook:
     coverage: the simulated final losses follow the truth's alpha and beta, so its a, but not its B,
     which the schedule's mean rate and the annealing bonus rescale; see curve_simulate.)"""
 
+    compute: float               # training FLOPs of the runs, 6 N D each (a branch: its steps after its stable run's)
     n_runs: int                  # runs simulated (a WSD stable run and its branches count each)
     n_points: int                # final losses the final-loss fit sees
     n_sims: int
@@ -90,7 +91,8 @@ def curve_outlook(prior: Law, planned: Sequence[PlannedCurve], *, anneal: float,
         if len(runs.final) < 6:
             raise UsageError(f"a design needs at least 6 runs with a final loss; got {len(runs.final)}")
         sims.append(both_fits(runs, prior, resamples=resamples, seed=seed + k, grid=grid))
-    return CurveOutlook(n_runs=len(planned), n_points=len(runs.final), n_sims=n_sims,
+    compute = sum(6.0 * p.n * (p.schedule.steps - p.start) * p.schedule.train.batch_tokens for p in planned)
+    return CurveOutlook(compute=compute, n_runs=len(planned), n_points=len(runs.final), n_sims=n_sims,
                         tpp_ratio={f: float(np.median([s[f]["tpp_ratio"] for s in sims])) for f in FITS},
                         a_coverage={f: float(np.mean([s[f]["covers"] for s in sims])) for f in FITS},
                         loo_error=float(np.median([s["loo"] for s in sims])))
