@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 import scaling
 from scaling.cli import main
 from scaling.errors import UsageError
+from scaling.formats import json_safe
 from scaling.laws import api
 from scaling.laws.design.simulate import isoflop_grid, simulate
 from scaling.laws.fitting import readers
@@ -155,6 +156,31 @@ def test_sweep_and_validate_are_the_stages_functions_beside_their_packages():
     assert scaling.sweeps.plan is plan and scaling.validation.run is run
     assert scaling.sweep is importlib.import_module("scaling.sweeps.driver").sweep
     assert scaling.validate is run.validate_fit
+
+
+def test_tune_and_design_are_the_commands_functions_beside_their_packages():
+    # The tuning stage's package is `scaling.tuning`: a subpackage `scaling.tune`, once imported, would
+    # rebind the name `scaling.tune` to itself.
+    importlib.import_module("scaling.tuning.shapes"), importlib.import_module("scaling.laws.design.sweep")
+    assert scaling.tune is importlib.import_module("scaling.tuning.run").tune
+    assert scaling.design is importlib.import_module("scaling.laws.design.outlooks").design
+
+
+def test_scaling_design_is_the_commands_outlook(chinchilla, tmp_path, capsys):
+    # A fit of the Chinchilla table as the prior of configs/tiny.yaml: the function's result is the
+    # command's --json, to the bit; the LawFit itself (not its folder) gives the same outlooks.
+    fit_file.write_fit(tmp_path, chinchilla)
+    config = Path(__file__).resolve().parents[2] / "configs" / "tiny.yaml"
+    options = {"sims": 1, "bootstrap": 10, "seed": 3}
+    assert main(["design", str(config), "--fit", str(tmp_path), "--sims", "1", "--bootstrap", "10", "--seed", "3",
+                 "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    designs = scaling.design(config, fit=tmp_path, **options)
+    assert json.loads(json.dumps(json_safe(designs.to_json()))) == printed
+    assert designs.configs == (str(config),) and designs.outlooks[0].n_runs == printed["designs"][0]["n_runs"] > 6
+    assert scaling.design([config], fit=chinchilla, **options).outlooks == designs.outlooks
+    with pytest.raises(UsageError, match="--anneal and --run-noise apply to --curves"):
+        scaling.design(config, law="besiroglu", anneal=0.03)
 
 
 def test_the_api_page_runs():
