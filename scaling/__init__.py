@@ -13,6 +13,8 @@ The Python API mirrors the command line (docs/api.md):
     scaling.sweep("configs/tiny.yaml", "runs")                  # scaling sweep (trains: loads torch)
     scaling.plan_sweep(scaling.load_config("configs/tiny.yaml"))  # its runs, before any trains
     scaling.validate("fits/tiny", 1e13)                         # scaling validate
+    scaling.tune("configs/tiny.yaml", tokens=500_000)           # scaling tune (trains): each shape's lr
+    scaling.design("configs/tiny.yaml", fit="fits/tiny")        # scaling design: what the sweep would determine
     scaling.read_runs("runs/tiny")                              # scaling runs: a DataFrame
     scaling.Law(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28).n_opt(1e23)
 
@@ -21,7 +23,7 @@ sweeps, laws, tuning, cost, validation, report, cli. The stages' functions are n
 do (`scaling.sweep`, `scaling.validate`), their packages for what they hold (`scaling.sweeps`,
 `scaling.validation`), so that a function and a package never share a name.
 
-The functions behind import, tune, design, report and cost are in docs/api.md's table. Names
+The functions behind import, report and cost are in docs/api.md's table. Names
 are imported on first use, so `import scaling` stays fast and torch loads only for the stages
 that train; `dir(scaling)` lists them, for a notebook's completion.
 """
