@@ -35,6 +35,12 @@ if TYPE_CHECKING:
     from scaling.laws.results.lawfit import LawFit
 
 
+def evaluation_noise(noise: float, run_noise: float) -> float:
+    """The part of a final loss's scatter `noise` each evaluation adds, where `run_noise` is shared by
+    a whole curve (the two add in quadrature)."""
+    return math.sqrt(noise**2 - run_noise**2)
+
+
 @dataclass(frozen=True)
 class Designs:
     """The designs set side by side under one prior: `outlooks[i]` is `configs[i]`'s (`Outlook`s,
@@ -55,7 +61,7 @@ class Designs:
     @property
     def eval_noise(self) -> float | None:
         """curves: the part of the scatter each evaluation adds (None without curves)."""
-        return None if self.run_noise is None else math.sqrt(self.noise**2 - self.run_noise**2)
+        return None if self.run_noise is None else evaluation_noise(self.noise, self.run_noise)
 
     def to_json(self) -> dict:
         """What `scaling design --json` prints."""
@@ -145,7 +151,7 @@ def curve_outlooks(configs: Sequence[str | Path], choice: LawChoice, noise: floa
         planned = planned_curves(config, convention)
         try:
             outlooks.append(curve_outlook(choice.law, planned, anneal=anneal, decay=decay,
-                                          noise=math.sqrt(noise**2 - run_noise**2), run_noise=run_noise,
+                                          noise=evaluation_noise(noise, run_noise), run_noise=run_noise,
                                           eval_interval=planned[0].schedule.train.eval_interval,
                                           n_sims=sims, resamples=bootstrap, seed=seed))
         except UsageError as exc:
