@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 from scaling.cli.law_choice import FIT, FIT_HELP, add_fit_option
 from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, positive
-from scaling.laws.forms.law import Law
 from scaling.laws.forms.references import REFERENCES
 from scaling.laws.optimal import allocation, compare
 from scaling.laws.results import summary
@@ -130,9 +129,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     law, fit = choice.law, choice.fit
     if law is not None:
         allocation.check_allocatable(law, choice.name)
-    plans = [allocation.compare_allocations(law, c) for c in computes]
-    if law is not None:
-        _check_optima(law, [rows[0] for rows in plans])
+    plans = [allocation.compare_allocations(law, c) for c in computes]   # UsageError for an optimum that is no model
     plans = _as_predicted(plans, choice)
     notes = []
     if law is None:
@@ -159,16 +156,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if repeated is not None:
         print("\n" + "\n".join(summary.format_repeated_plan(repeated)))
     return 0
-
-
-def _check_optima(law: Law, optima: list[allocation.Allocation]) -> None:
-    """UsageError for a law whose optimum is no model: below one parameter or one token, or past a
-    float (exponents near 0, which a flat table gives), as `forms.form.optimum` refuses a form's."""
-    for best in optima:
-        if not (1.0 <= best.n < math.inf and 1.0 <= best.d < math.inf):
-            raise UsageError(f"the law's optimum at C = {best.compute:.3g} falls at N = {best.n:.3g}, D = "
-                             f"{best.d:.3g}: no model (alpha {law.alpha:.3g}, beta {law.beta:.3g}: the points do "
-                             "not identify the allocation); refit on runs whose loss falls with N and D")
 
 
 def _extrapolation_notes(fit: LawFit | None, computes: list[float]) -> list[str]:

@@ -33,8 +33,8 @@ from scaling.laws.fitting.objective import EPrior
 from scaling.laws.fitting.prior import prior_scale
 from scaling.laws.fitting.selection import check_fittable
 from scaling.laws.forms import catalog
-from scaling.laws.forms.law import PARAM_NAMES
-from scaling.laws.optimal import approaches, kaplan
+from scaling.laws.forms.law import PARAM_NAMES, Law
+from scaling.laws.optimal import allocation, approaches, kaplan
 from scaling.laws.repeated import RESAMPLES as REPEATED_RESAMPLES
 from scaling.laws.repeated import fit_repeated
 from scaling.laws.results.fit_sections import DataSummary, FitOptions, Intervals
@@ -279,12 +279,22 @@ def _law_fit(data: FitData, result: fitting.FitResult, boot: resampling.Bootstra
                            bootstrap=0 if boot is None else boot.n_resamples),
         a=json_safe(law.a) if identified else None, b=json_safe(law.b) if identified else None,
         G=json_safe(law.G) if identified else None, reference_compute=float(reference_compute),
-        tokens_per_param=json_safe(law.tokens_per_param(reference_compute)) if identified else None,
+        tokens_per_param=_tokens_per_param(law, reference_compute) if identified else None,
         ci=ci, objective=result.objective, n_starts_at_optimum=result.n_starts_at_optimum,
         residual_rms=result.residual_rms, evidence=tuple(evidence(data, result, boot)),
         limitations=tuple(limitations(data, result, boot, reference_compute)),
         points=data, optimum=result, boot=boot,
         resampled=None if boot is None else np.column_stack([boot.samples[k] for k in PARAM_NAMES]))
+
+
+def _tokens_per_param(law: Law, compute: float) -> float | None:
+    """D_opt / N_opt at `compute`; None where the optimum is no model (`allocation.model_optimum`:
+    a flat table's 1e-217 is not an answer; the bracketing check says why)."""
+    try:
+        n, d = allocation.model_optimum(law, compute)
+    except UsageError:
+        return None
+    return float(d / n)
 
 
 def _both_conventions(data: FitData, result: fitting.FitResult, boot: resampling.BootstrapResult | None, *,

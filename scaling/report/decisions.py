@@ -30,14 +30,17 @@ def plan(r: Report) -> None:
     for c in prose.PLAN_BUDGETS:
         try:
             best = fit.plan(c)
-        except UsageError as exc:          # a form chosen by --form with no optimum at this budget
-            lines.append(f"C = {sci(c)}: {exc}")
+        except UsageError as exc:          # no optimum at this budget, or one that is no model (a flat table)
+            lines.append(f"C = {sci(c)}: no plan: {exc}")
             continue
         others = allocation.compare_allocations(fit.law if fit.form_entry is None else None, c)[-2:]
         intervals |= best.intervals is not None
         rows += [allocation_row(a, best.intervals) for a in (
             allocation.Allocation("law", c, float(best.n), float(best.d), float(best.loss)),
             *(replace(a, loss=fit.expected_loss(a.n, a.d)) for a in others))]
+    if not rows:                           # as `scaling plan` refuses: the reasons, and no table of nothing
+        r.doc.ul(lines)
+        return
     r.doc.table(["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "predicted loss"], rows,
                 align=["r", "l", "r", "r", "r", "r"])
     lines.insert(0, "predicted loss: each allocation's loss as the fit predicts it, as `scaling plan --fit` gives it"

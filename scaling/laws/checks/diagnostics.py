@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from scaling.errors import UsageError
 from scaling.laws.checks.holdout import Holdout
 from scaling.laws.checks.lack_of_fit import LackOfFit
 from scaling.laws.checks.stability import holdout_check, rollout_check
@@ -49,6 +50,7 @@ from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.forms.law import Law
 from scaling.laws.optimal import compare
+from scaling.laws.optimal.allocation import model_optimum
 
 if TYPE_CHECKING:
     from scaling.laws.results.fit_sections import Intervals
@@ -126,6 +128,10 @@ def bracketing_check(data: FitData, law: Law) -> Check:
     if not law.has_optimum:
         return Check("bracketed_share", None, "alpha, beta > 0", NOT_IDENTIFIED,
                      f"alpha = {law.alpha:.3g}, beta = {law.beta:.3g}: no compute-optimal allocation exists")
+    try:        # exponents near 0 (a flat table) put the optimum at N = 1e183 on D = 1e-164: no model
+        model_optimum(law, data.compute)
+    except UsageError as exc:
+        return Check("bracketed_share", None, "an optimum of N, D >= 1", NOT_IDENTIFIED, str(exc))
     share = bracketed_share(data, law)
     check = graded("bracketed_share", share, higher_is_better=True, fmt=".2f",
                    what="share of points whose budget has runs on both sides of the fitted N_opt")

@@ -120,11 +120,31 @@ def has_allocation(resampled: np.ndarray) -> np.ndarray:
     return np.isfinite(resampled).all(axis=1) & (resampled[:, 3] > 0) & (resampled[:, 4] > 0)
 
 
+def model_optimum(law: Law, compute: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """(N_opt, D_opt) of `law` at `compute` FLOPs (closed form, broadcasts); UsageError where an optimum
+    is no model: below one parameter or one token, or past a float. Exponents near 0 (a fit of a flat
+    table) put it at N = 1e183 on D = 1e-164, a number no plan, report or API call may state as an answer."""
+    c = np.asarray(compute, dtype=float)
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            n, d = np.asarray(law.n_opt(c), dtype=float), np.asarray(law.d_opt(c), dtype=float)
+    except OverflowError:      # G past a float: a Python float's power raises rather than giving inf
+        n, d = np.full(c.shape, math.inf), np.zeros(c.shape)
+    bad = ~(np.isfinite(n) & np.isfinite(d) & (n >= 1.0) & (d >= 1.0))
+    if bad.any():
+        k = np.flatnonzero(bad.ravel())[0]
+        raise UsageError(f"the law's optimum at C = {c.ravel()[k]:.3g} falls at N = {n.ravel()[k]:.3g}, D = "
+                         f"{d.ravel()[k]:.3g}: no model (alpha {law.alpha:.3g}, beta {law.beta:.3g}: the points do "
+                         "not identify the allocation); refit on runs whose loss falls with N and D")
+    return n, d
+
+
 def plan(law: Law, compute: object) -> Allocation:
-    """The compute-optimal N, D of `law` at C FLOPs (closed form) and the loss it predicts."""
+    """The compute-optimal N, D of `law` at C FLOPs (closed form) and the loss it predicts;
+    UsageError where the law has no allocation, or its optimum is no model (`model_optimum`)."""
     c = check_compute(compute)
     check_allocatable(law)
-    n, d = float(law.n_opt(c)), float(law.d_opt(c))
+    n, d = (float(v) for v in model_optimum(law, c))
     return Allocation("law", c, n, d, float(law.loss(n, d)))
 
 

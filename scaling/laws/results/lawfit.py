@@ -324,7 +324,7 @@ class LawFit:
             return allocation.Plan(best.compute, best.n, best.d, self.expected_loss(best.n, best.d),
                                    self.optimum_at(best.compute, seed))
         allocation.check_allocatable(self.law)
-        n, d = self.law.n_opt(c), self.law.d_opt(c)
+        n, d = allocation.model_optimum(self.law, c)
         return allocation.Plan(c, n, d, self.expected_loss(n, d), self.optimum_at(c, seed))
 
     def plot(self) -> Figure:
