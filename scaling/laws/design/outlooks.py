@@ -102,7 +102,7 @@ def schedule_effect(anneal: float | None, fit: LawFit | None) -> tuple[float, fl
     return max(float(np.median([s["law"]["C"] for s in curves["sizes"]])), 0.0), decay
 
 
-def simulated_prior(choice: LawChoice) -> LawChoice:
+def simulated_prior(choice: LawChoice, curves: bool = False) -> LawChoice:
     """The prior as design simulates it, said in its label: a fit's Chinchilla-form law (its constants
     and bootstrap laws), refitted in that form, whose alpha, a, tokens per parameter and verdict the
     outlook reads. That is the law whose allocation the default (the median of the forms) plans by;
@@ -111,13 +111,36 @@ def simulated_prior(choice: LawChoice) -> LawChoice:
     fit = choice.fit
     if fit is None:
         return choice
-    what = "its Chinchilla-form law, simulated and refitted in that form"
+    what = "its Chinchilla-form law, simulated and refitted in that form" + refitted_E(fit, curves)
     if fit.median is not None:
         what += ": the law whose allocation the median of the forms (the default) plans by"
     elif fit.form_entry is not None:
         what += (f"; not the {fit.form} form the fit predicts and plans with (`scaling fit --form {fit.form}`), "
                  "which design does not simulate: these widths are the Chinchilla form's")
     return replace(choice, label=f"{choice.label}: {what}")
+
+
+def refitted_E(fit: LawFit, curves: bool = False) -> str:
+    """How the simulated sweeps treat E, said where the prior fit did not leave it free: pinned, or
+    under its prior, as the fit was made (`E_refit`); --curves cannot (the curve fit frees E)."""
+    pinned, prior = fit.options.fixed_E, fit.options.E_prior
+    if pinned is not None:
+        how = f"E pinned at {pinned:.4g}"
+    elif prior is not None:
+        how = f"the prior on E (mean {prior['mean']:.4g}, sd {prior['sd']:.3g})"
+    else:
+        return ""
+    if curves:
+        return f", but with E free: the curve fits cannot hold {how} as the fit did, and the widths are of E free"
+    return f", with {how} as the fit was made"
+
+
+def E_refit(fit: LawFit | None) -> dict:
+    """expected_precision's fixed_E and E_prior: the prior fit's own, so its sweeps are refitted as it was."""
+    if fit is None:
+        return {"fixed_E": None, "E_prior": None}
+    prior = fit.options.E_prior
+    return {"fixed_E": fit.options.fixed_E, "E_prior": None if prior is None else (prior["mean"], prior["sd"])}
 
 
 def final_outlooks(configs: Sequence[str | Path], choice: LawChoice, noise: float, noise_df: int | None,
@@ -130,7 +153,7 @@ def final_outlooks(configs: Sequence[str | Path], choice: LawChoice, noise: floa
         try:
             outlooks.append(expected_precision(points, choice.law, noise=noise, n_sims=sims, bootstrap=bootstrap,
                                                seed=seed, laws=None if choice.fit is None else choice.fit.resampled,
-                                               noise_df=noise_df))
+                                               noise_df=noise_df, **E_refit(choice.fit)))
         except UsageError as exc:
             raise UsageError(f"{config}: {exc}") from None
     return outlooks
@@ -175,7 +198,7 @@ def design(configs: str | Path | Sequence[str | Path], *, fit: LawFit | str | Pa
     training curves and set the curve-based fit beside the final-loss fit (anneal: the loss drop
     per unit of annealing area, default the fit's curve laws'; run_noise: the scatter shared by a
     curve, default scatter / sqrt(2)). A `Designs`; bad input raises UsageError before simulating."""
-    choice = simulated_prior(choose_law(fit, law, parametric=True))
+    choice = simulated_prior(choose_law(fit, law, parametric=True), curves=curves)
     assert choice.law is not None, "choose_law(parametric=True) refuses a law without L(N, D)"
     scatter, scatter_df = measured_scatter(choice.fit)
     if noise is not None:

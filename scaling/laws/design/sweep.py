@@ -98,10 +98,13 @@ def measured_scatter(fit: results.LawFit | None) -> tuple[float, int | None]:
 
 
 def expected_precision(runs: npt.ArrayLike, prior: Law, *, noise: float = 0.01, n_sims: int = 20, bootstrap: int = 100,
-                       seed: int = 0, laws: npt.ArrayLike | None = None, noise_df: int | None = None) -> Outlook:
+                       seed: int = 0, laws: npt.ArrayLike | None = None, noise_df: int | None = None,
+                       fixed_E: float | None = None, E_prior: tuple | None = None) -> Outlook:
     """Simulate the design `n_sims` times under `prior` (see the module doc). laws: (R, 5)
     bootstrap constants E, A, B, alpha, beta to draw each simulation's truth from; noise_df: the
-    degrees of freedom `noise` was measured with, to draw each simulation's scatter."""
+    degrees of freedom `noise` was measured with, to draw each simulation's scatter. fixed_E,
+    E_prior: each simulated sweep is refitted with E pinned, or under the prior (mean, sd), as the
+    prior fit was made: a fit that pinned E and a refit that frees it measure different intervals."""
     runs = np.asarray(runs, dtype=float)
     if runs.ndim != 2 or runs.shape[1] != 2 or len(runs) < 6:
         raise UsageError(f"a design needs at least 6 runs of (N, D); got {len(runs)}")
@@ -126,7 +129,8 @@ def expected_precision(runs: npt.ArrayLike, prior: Law, *, noise: float = 0.01, 
         data = simulate(law, runs, noise=scatter, seed=seed + k)
         try:   # no backtest: the outlook reads the bootstrap's intervals and the verdict's
             # `not identified`, and the backtest's checks are cautions at most (about 40% of each fit)
-            fit = analysis.fit_data(data, bootstrap=bootstrap, seed=seed + k, backtest=False)
+            fit = analysis.fit_data(data, bootstrap=bootstrap, seed=seed + k, backtest=False, fixed_E=fixed_E,
+                                    E_prior=E_prior)
         except UsageError:              # the constants run off: as undetermined as it gets
             refused += 1
             not_identified += 1
