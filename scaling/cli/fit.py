@@ -110,7 +110,9 @@ def _fitting_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fixed-E", type=float, dest="fixed_E", action=Once, help=argparse.SUPPRESS)   # the older spelling
     p.add_argument("--E-prior", metavar="MEAN,SD", dest="E_prior", action=Once,
                    help="a Gaussian prior on E (mean and standard deviation, in loss units), added to the fit's "
-                        "objective and carried into the bootstrap and every interval; fit.json options.E_prior")
+                        "objective and carried into the bootstrap and every interval; fit.json options.E_prior. "
+                        "MEAN above 0 and below the lowest loss; SD above 0 and at most the lowest loss (E lies "
+                        "between 0 and it, so a wider prior says nothing about E: leave it out to fit E free)")
     p.add_argument("--E-from", metavar="FIT", dest="E_from", type=Path, action=Once,
                    help="the prior on E from another fit.json (a reference, or a larger run's fit): its E, "
                         "with its interval as the standard deviation")

@@ -73,7 +73,7 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     """
     default = form is None
     form = _check_request(data, bootstrap, seed, form=form, fixed_E=fixed_E, data_constrained=data_constrained,
-                          backtest=backtest)
+                          backtest=backtest, E_prior=E_prior)
     seed = int(seed)
     data = data.canonical()
     reference_compute = _reference(reference_compute, data)
@@ -101,13 +101,15 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
 
 
 def _check_request(data: FitData, bootstrap: int, seed: int, *, form: str | None, fixed_E: float | None,
-                   data_constrained: bool, backtest: bool) -> str:
+                   data_constrained: bool, backtest: bool, E_prior: tuple | None = None) -> str:
     """Everything `fit_data` is asked, checked before any fitting (each a one-line UsageError): the
     resampling, the form (returned: the one asked, or the fitted law's own), that the points can be
-    fitted, and the unique tokens a data-constrained fit needs."""
+    fitted, the prior on E, and the unique tokens a data-constrained fit needs."""
     _check_resampling(bootstrap, seed)
     form = _check_form(form, fixed_E, backtest)
     check_fittable(data, fixed_E)
+    if E_prior is not None:            # refused before the fit it would otherwise follow
+        checked_E_prior(E_prior, data, fixed_E)
     if form not in (combined.NAME, cross_forms.fitted_form(fixed_E)):   # found before the fit, not after it
         needs = catalog.get(form, E=fixed_E).n_theta
         if data.n.size <= needs:
@@ -218,11 +220,9 @@ def _forms_beside(data: FitData, result: fitting.FitResult, fit: LawFit, future:
                                    headline_resamples=min(bootstrap, cross_forms.HEADLINE_RESAMPLES))
 
 
-def e_prior_of(E_prior: tuple, data: FitData, result: fitting.FitResult, fixed_E: float | None,
-               seed: int = 0) -> EPrior:
-    """The prior (mean, sd[, source]) on E as the objective carries it: scaled to the precision the
-    runs give E in the fit without it (`prior.prior_scale`); UsageError where it is not two
-    positive numbers below the lowest loss, or E is also fixed."""
+def checked_E_prior(E_prior: tuple, data: FitData, fixed_E: float | None) -> EPrior:
+    """The prior (mean, sd[, source]) on E, unscaled; UsageError where it is not two positive
+    numbers below the lowest loss (the sd at most it: `fit.check_fit_inputs`), or E is also fixed."""
     try:
         mean, sd = (float(v) for v in E_prior[:2])
         source = str(E_prior[2]) if len(E_prior) > 2 else None
@@ -231,8 +231,17 @@ def e_prior_of(E_prior: tuple, data: FitData, result: fitting.FitResult, fixed_E
     except (TypeError, ValueError):
         raise UsageError("the prior on E must be two numbers, its mean and standard deviation; "
                          f"got {E_prior!r}") from None
-    fitting.check_fit_inputs(data.n, data.d, data.loss, fixed_E, EPrior(mean, sd, 1.0))
-    return EPrior(mean, sd, prior_scale(data.n, data.d, data.loss, result, seed), source)
+    prior = EPrior(mean, sd, 1.0, source)
+    fitting.check_fit_inputs(data.n, data.d, data.loss, fixed_E, prior)
+    return prior
+
+
+def e_prior_of(E_prior: tuple, data: FitData, result: fitting.FitResult, fixed_E: float | None,
+               seed: int = 0) -> EPrior:
+    """The prior (mean, sd[, source]) on E as the objective carries it: scaled to the precision the
+    runs give E in the fit without it (`prior.prior_scale`); UsageError as `checked_E_prior`."""
+    prior = checked_E_prior(E_prior, data, fixed_E)
+    return replace(prior, scale=prior_scale(data.n, data.d, data.loss, result, seed))
 
 
 def _check_form(form: str | None, fixed_E: float | None, backtest: bool) -> str:

@@ -348,6 +348,28 @@ CASES = [
      "given twice (1.0, then 1.5); give it once"),
     ("fit with a negative SD in the E prior", lambda c: c.fit_csv(GOOD_POINTS, "--E-prior", "1,-0.1"),
      "--E-prior's SD must be a positive, finite number; got -0.1"),
+    # an SD past the whole range of E (0 to the lowest loss, 7.976 here) said nothing, yet was reported
+    # as holding E, and each resample drew its prior's mean from N(1, 1e300)
+    ("fit with an SD of 1e300 in the E prior", lambda c: c.fit_csv(GOOD_POINTS, "--E-prior", "1,1e300"),
+     "the prior's standard deviation for E, 1e+300, is wider than the whole range E can take, 0 to the lowest "
+     "loss observed, 7.976: it says nothing about E; give one of at most 7.976, or no prior to leave E free "
+     "(--E-prior)"),
+    ("fit with an SD just past the lowest loss", lambda c: c.fit_csv(GOOD_POINTS, "--E-prior", "1,7.98"),
+     "the prior's standard deviation for E, 7.98, is wider than the whole range E can take"),
+    ("fit with an infinite SD in the E prior", lambda c: c.fit_csv(GOOD_POINTS, "--E-prior", "1,inf"),
+     "--E-prior's SD must be a positive, finite number; got inf"),
+    ("fit with a NaN SD in the E prior", lambda c: c.fit_csv(GOOD_POINTS, "--E-prior", "1,nan"),
+     "--E-prior's SD must be a positive, finite number; got nan"),
+    ("fit with a zero SD in the E prior", lambda c: c.fit_csv(GOOD_POINTS, "--E-prior", "1,0"),
+     "--E-prior's SD must be a positive, finite number; got 0.0"),
+    ("fit with a zero mean in the E prior", lambda c: c.fit_csv(GOOD_POINTS, "--E-prior", "0,0.1"),
+     "--E-prior's MEAN must be a positive, finite number; got 0.0"),
+    ("fit with an E prior's mean above the lowest loss", lambda c: c.fit_csv(GOOD_POINTS, "--E-prior", "9,0.1"),
+     "the prior's mean for E, 9, must be below the lowest loss observed, 7.98"),
+    ("fit with an E prior of one number", lambda c: c.fit_csv(GOOD_POINTS, "--E-prior", "1.7"),
+     "--E-prior takes MEAN,SD (two numbers, e.g. 1.7,0.05); got '1.7'"),
+    ("fit with two E priors", lambda c: c.fit_csv(GOOD_POINTS, "--E-prior", "1,0.1", "--E-prior", "1,0.2"),
+     "argument --E-prior: given twice (1,0.1, then 1,0.2); give it once"),
     ("fit with a form its points cannot determine", lambda c: c.fit_csv(GOOD_POINTS, "--form", "farseer"),
      "6 point(s) cannot determine the farseer form's 6 constants, which predictions and plans would use; choose "
      "another form (--form)"),

@@ -270,6 +270,14 @@ def check_fit_inputs(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, fi
         if E_prior.mean >= lowest:
             raise UsageError(f"the prior's mean for E, {sci(E_prior.mean)}, must be below the lowest loss "
                              f"observed, {sci(lowest)} (E is the loss an infinite model on infinite data would reach)")
+        if E_prior.sd > lowest:
+            # E lies between 0 and the lowest loss: a prior wider than that whole range says nothing
+            # about E, yet the fit would report E as held by it (and each resample draws its mean
+            # from N(mean, sd), so an SD of 1e300 draws means of 1e300).
+            raise UsageError(f"the prior's standard deviation for E, {E_prior.sd:.4g}, is wider than the whole "
+                             f"range E can take, 0 to the lowest loss observed, {lowest:.4g}: it says nothing "
+                             f"about E; give one of at most {lowest:.4g}, or no prior to leave E free",
+                             options=("E_prior",))
 
 
 def _check_bounded(theta: np.ndarray) -> None:
