@@ -46,7 +46,10 @@ def test_a_tight_prior_is_the_prior_a_loose_one_the_datas_and_the_interval_the_p
     boot = resampling.bootstrap(data.n, data.d, data.loss, n_resamples=150, full_fit=free)
     sd_data = float(np.std(boot.samples["E"]))
     tight = fitting.fit_law(data.n, data.d, data.loss, E_prior=EPrior(1.7, 1e-4, scale))
-    loose = fitting.fit_law(data.n, data.d, data.loss, E_prior=EPrior(1.7, 100.0, scale))
+    widest = float(data.loss.min())                  # an SD past the whole range of E, 0 to it, is refused
+    loose = fitting.fit_law(data.n, data.d, data.loss, E_prior=EPrior(1.7, widest, scale))
+    with pytest.raises(UsageError, match="wider than the whole range E can take"):
+        fitting.fit_law(data.n, data.d, data.loss, E_prior=EPrior(1.7, 1e300, scale))
     assert tight.law.E == pytest.approx(1.7, abs=1e-3)
     assert loose.law.E == pytest.approx(free.law.E, rel=1e-3)
     # A prior as wide as the data's own spread for E, in the unit `prior_scale` measures: the fitted
