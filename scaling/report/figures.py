@@ -22,9 +22,11 @@ from matplotlib.figure import Figure, FigureBase
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
+from scaling.errors import UsageError
 from scaling.formats import sci
 from scaling.laws.checks.verdict import THRESHOLDS
 from scaling.laws.forms.allocating import AllocatingLaw, NumericAllocation
+from scaling.laws.optimal.allocation import model_optimum
 from scaling.laws.optimal.approaches import IsoFLOPResult
 from scaling.report.style import (
     MAX_LEGEND_ENTRIES,
@@ -270,8 +272,14 @@ def _optimal_sizes(ax: Axes, iso: IsoFLOPResult, law: AllocatingLaw, c_colours: 
     c_grid = np.geomspace(c_lo / 1.5, c_hi * 1.5, 100)
     # A numeric optimum's exponent moves with C: the a shown is its slope about one compute.
     local = f" (local, at C = {law.reference:.2g})" if isinstance(law, NumericAllocation) else ""
-    ax.plot(c_grid, law.n_opt(c_grid), color="black", lw=1.6,
-            label=f"{law_name or 'fitted law (Approach 3)'}, a = {law.a:.3f}{local}")
+    star_n: np.ndarray | None = None
+    try:
+        ax.plot(c_grid, model_optimum(law, c_grid)[0], color="black", lw=1.6,
+                label=f"{law_name or 'fitted law (Approach 3)'}, a = {law.a:.3f}{local}")
+        star_n = model_optimum(law, cs)[0]
+    except UsageError:      # a flat table's N_opt = 1e116 would set the axis: not drawn, and said so
+        ax.text(0.03, 0.2, "the law's optimum is no model here\n(N < 1 or D < 1): not drawn", transform=ax.transAxes,
+                fontsize=8.5, color="#444444")
     if frontier is not None and len(frontier[0]):
         ax.plot(frontier[0], frontier[1], color="#1f77b4", lw=1.0, alpha=0.8,
                 label="envelope of training curves (Approach 1)")
@@ -286,8 +294,9 @@ def _optimal_sizes(ax: Axes, iso: IsoFLOPResult, law: AllocatingLaw, c_colours: 
     else:
         ax.text(0.97, 0.04, f"Approach 2: {len(ok)} budget(s) with a minimum inside\nthe sampled sizes (2 needed): "
                 "no a", transform=ax.transAxes, ha="right", va="bottom", fontsize=8.5, color="#444444")
-    ax.scatter(cs, [float(law.n_opt(c)) for c in cs], marker="*", c=[c_colours(c) for c in cs],
-               edgecolors="black", linewidths=0.6, s=90, zorder=6, label="law's optimum at each budget")
+    if star_n is not None:
+        ax.scatter(cs, star_n, marker="*", c=[c_colours(c) for c in cs],
+                   edgecolors="black", linewidths=0.6, s=90, zorder=6, label="law's optimum at each budget")
     log_axis(ax, "x", counts=False)
     log_axis(ax, "y")
     ax.set_xlabel(compute_axis(law.flops.name))

@@ -9,9 +9,11 @@ import math
 
 import numpy as np
 
+from scaling.errors import UsageError
 from scaling.formats import sci
 from scaling.laws import analysis
 from scaling.laws.fitting.fitdata import FitData
+from scaling.laws.forms.allocating import AllocatingLaw
 from scaling.laws.forms.references import BESIROGLU, CHINCHILLA, KAPLAN
 from scaling.laws.optimal import allocation, approaches, compare
 from scaling.report import figures as figs
@@ -62,7 +64,7 @@ def _isoflop(r: Report, data: FitData) -> None:
             "its parabola in ln N has a minimum inside the sampled sizes.")
     r.doc.table(["budget C (FLOPs)", "runs", "sizes", "N sampled", "status", "N_opt (parabola)", "N_opt (law)"],
                 [(f"{b.compute:.3g}", b.n_runs, b.n_sizes, f"{b.n_range[0]:.3g} - {b.n_range[1]:.3g}", b.status,
-                  number(b.n_opt, ".3g"), f"{float(law.n_opt(b.compute)):.3g}") for b in iso.budgets],
+                  number(b.n_opt, ".3g"), _law_n_opt(law, b.compute)) for b in iso.budgets],
                 align=["r", "r", "r", "r", "l", "r", "r"])
     r.figure("isoflop", figs.isoflop(iso, data.n, data.loss, law, frontier=frontier, n_label=r.n_label,
                                      data_c_range=(float(data.compute.min()), float(data.compute.max())),
@@ -70,6 +72,16 @@ def _isoflop(r: Report, data: FitData) -> None:
              "Left: final loss against model size along each compute budget; the parabola in ln N fitted to each "
              "budget's runs and its minimum (Approach 2), and the fitted law along the same budget with its "
              "optimum (Approach 3). Right: compute-optimal N against C from each approach." + drawn_note(r.fit))
+
+
+def _law_n_opt(law: AllocatingLaw, compute: float) -> str:
+    """The law's N_opt at `compute`, or '-' where that optimum is no model (a flat table's N = 1e116:
+    the plan section and the bracketing check say why)."""
+    try:
+        n, _ = allocation.model_optimum(law, compute)
+    except UsageError:
+        return "-"
+    return f"{float(n):.3g}"
 
 
 def kaplan_laws(r: Report) -> None:

@@ -16,7 +16,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
 
@@ -25,6 +24,7 @@ from scaling.data.corpus import Document, load_split, split_documents
 from scaling.data.tokens import cache_key
 from scaling.runs import store
 from tests.conftest import MICRO, micro_config
+from tests.hardening.helpers import FLAT_POINTS
 
 
 @dataclass
@@ -100,11 +100,6 @@ def overwrite(folder: Path, pattern: str, content: bytes) -> None:
 
 GOOD_POINTS = "N,D,loss\n" + "".join(f"{n},{d},{2 + 1e3 / n ** 0.3 + 1e3 / d ** 0.3}\n"
                                      for n in (1e6, 1e7, 1e8) for d in (1e8, 1e9))
-# A table whose loss does not fall with N or D (3.0 with 0.2% scatter): its fit ends at alpha and
-# beta near 0 (a form's optimum overflowed a float: a traceback), its optimum at N = 5e183 on D = 4e-164.
-FLAT_POINTS = "N,D,loss\n" + "".join(
-    f"{n},{d},{loss}\n" for n, d, loss in zip(np.repeat([1e6, 3e6, 1e7, 3e7, 1e8], 4), np.tile([1e8, 3e8, 1e9, 3e9], 5),
-                                             3.0 * np.exp(np.random.default_rng(0).normal(0, 0.002, (3, 20))[2])))
 BIG_TEXT = "\n".join(f"Line {i}: the committee met on the {i}th day and talked of bread, coal and rain."
                      for i in range(600))
 

@@ -10,6 +10,7 @@ import functools
 import io
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from scaling import cli
 from scaling.errors import UsageError
 from scaling.report.inputs import load_inputs
 from scaling.validation.result import format_validation, load_validation, write_validation
-from tests.hardening.helpers import fit_table, refused
+from tests.hardening.helpers import FLAT_POINTS, fit_table, refused
 from tests.test_hardening import good_validation
 
 DELETE = object()
@@ -115,6 +116,28 @@ def test_report_refuses_a_law_without_an_allocation_as_plan_does(fitted, tmp_pat
     fit = edited(fitted, tmp_path, {"params.alpha": -0.3})     # was: a complex N_opt in the report's tables
     for argv in (["plan", "--fit", fit, "--compute", "1e21"], ["report", fit.parent, "--out", tmp_path / "r"]):
         refused(argv, capsys, "a compute-optimal allocation needs A, B, alpha and beta positive")
+
+
+def test_a_flat_tables_report_says_why_there_is_no_optimum_as_plan_does(tmp_path, capsys):
+    """A table whose loss does not fall with N or D, fitted without bootstrap: its law's optimum lies
+    at N = 1e183 on D = 1e-164. plan refused it, but the report listed it as the plan for 1e18-1e23
+    FLOPs, with 1e-217 tokens per parameter, N_opt 1e116 at each IsoFLOP budget and the verdict
+    'use with caution'. Now the report says why there is no plan, in plan's words."""
+    table = tmp_path / "flat.csv"
+    table.write_text(FLAT_POINTS)
+    assert cli.main(["fit", "--csv", str(table), "--bootstrap", "0", "--out", str(tmp_path / "fit")]) == 0
+    capsys.readouterr()
+    why = "no model (alpha 0.00128, beta 0.000592: the points do not identify the allocation)"
+    refused(["plan", "--fit", tmp_path / "fit", "--compute", "1e18"], capsys, why)
+    assert cli.main(["report", str(tmp_path / "fit"), "--out", str(tmp_path / "report")]) == 0
+    text = (tmp_path / "report" / "report.md").read_text()
+    plan = text.split("## Plan for a few budgets")[1].split("\n## ")[0]
+    assert "| law optimum |" not in plan and plan.count(why) == 3, plan
+    assert "- C = 1e18: no plan: the law's optimum at C = 1e+18 falls at N = " in plan
+    assert "**Verdict: not identified.**" in text and "Tokens per parameter at" not in text
+    # No N, D or tokens per parameter past 1e40 or below 1e-40 but in the sentences saying why (G is a constant).
+    said = [line for line in text.splitlines() if re.search(r"\de[+-]?[4-9]\d|\de[+-]?\d{3}", line)]
+    assert all(why in line or line.startswith("| G |") for line in said), said
 
 
 # --------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from scipy.optimize import minimize_scalar
 from scaling.errors import UsageError
 from scaling.formats import sci
 from scaling.laws.fitting.bootstrap import spread
+from scaling.laws.forms.allocating import AllocatingLaw
 from scaling.laws.forms.law import Law
 from scaling.train.compute import FlopsPerToken, expected_optimum
 
@@ -120,22 +121,25 @@ def has_allocation(resampled: np.ndarray) -> np.ndarray:
     return np.isfinite(resampled).all(axis=1) & (resampled[:, 3] > 0) & (resampled[:, 4] > 0)
 
 
-def model_optimum(law: Law, compute: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """(N_opt, D_opt) of `law` at `compute` FLOPs (closed form, broadcasts); UsageError where an optimum
-    is no model: below one parameter or one token, or past a float. Exponents near 0 (a fit of a flat
-    table) put it at N = 1e183 on D = 1e-164, a number no plan, report or API call may state as an answer."""
+def model_optimum(law: AllocatingLaw, compute: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """(N_opt, D_opt) of `law` at `compute` FLOPs (broadcasts); UsageError where an optimum is no
+    model: below one parameter or one token, or past a float. Exponents near 0 (a fit of a flat table)
+    put it at N = 1e183 on D = 1e-164, a number no plan, report or API call may state as an answer."""
     c = np.asarray(compute, dtype=float)
     try:
         with np.errstate(over="ignore", invalid="ignore"):
             n, d = np.asarray(law.n_opt(c), dtype=float), np.asarray(law.d_opt(c), dtype=float)
     except OverflowError:      # G past a float: a Python float's power raises rather than giving inf
         n, d = np.full(c.shape, math.inf), np.zeros(c.shape)
+    except ValueError as exc:  # a form without a closed form: `forms.form.optimum` says why
+        raise UsageError(f"the law: {exc}") from None
     bad = ~(np.isfinite(n) & np.isfinite(d) & (n >= 1.0) & (d >= 1.0))
     if bad.any():
         k = np.flatnonzero(bad.ravel())[0]
+        exponents = f"alpha {law.alpha:.3g}, beta {law.beta:.3g}: " if isinstance(law, Law) else ""
         raise UsageError(f"the law's optimum at C = {c.ravel()[k]:.3g} falls at N = {n.ravel()[k]:.3g}, D = "
-                         f"{d.ravel()[k]:.3g}: no model (alpha {law.alpha:.3g}, beta {law.beta:.3g}: the points do "
-                         "not identify the allocation); refit on runs whose loss falls with N and D")
+                         f"{d.ravel()[k]:.3g}: no model ({exponents}the points do not identify the allocation); "
+                         "refit on runs whose loss falls with N and D")
     return n, d
 
 
