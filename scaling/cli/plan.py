@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from scaling.cli.law_choice import FIT, FIT_HELP, add_fit_option
 from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, positive
+from scaling.laws.checks.cross_forms import fitted_form
 from scaling.laws.forms.references import REFERENCES
 from scaling.laws.optimal import allocation, compare
 from scaling.laws.results import summary
@@ -143,7 +144,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                      "refit with `scaling fit` to get them")
     if args.json:
         print(json.dumps(json_safe({
-            "law": choice.label, "verdict": _verdict_json(fit),
+            "law": choice.label, "sources": number_sources(choice), "verdict": _verdict_json(fit),
             "compute_measure": None if law is None else law.flops.to_dict(),
             "plans": [{"compute": c, "allocations": [a.to_dict() for a in rows],
                        "intervals": iv.to_dict() if (iv := intervals.get(c)) else None}
@@ -181,20 +182,32 @@ def _print_plan(choice: LawChoice, plans: list[list[allocation.Allocation]], int
     if fit is not None and fit.ci is not None and any(intervals.values()):
         print(f"[lo, hi]: {100 * fit.ci.level:g}% bootstrap intervals ({fit.ci.n_resamples} resamples); the loss's "
               f"includes the runs' scatter (residual RMS {fit.residual_rms:.3g})")
-    if law is not None:
-        if fit is not None and fit.median is not None:
-            print(f"loss: each allocation's loss as the median of the forms predicts it (the default: the geometric "
-                  f"median of {', '.join(fit.median.members)}, its interval its own backtest's, never narrower "
-                  "than the fitted law's estimation error); the allocation is "
-                  "the Chinchilla-form law's optimum")
-        elif fit is not None and fit.backtest is not None:
-            print("loss: each allocation's loss as the fit predicts it; beyond the fitted compute that is its "
-                  "backtest's law (fitted without the runs under 5 tokens per parameter, moved by its bias; "
-                  "docs/fitting.md), whose optimum can differ from the fitted law's")
-        else:
-            print("loss: what the law predicts for each allocation (the law's own optimum is lowest)")
+    if (sources := number_sources(choice)) is not None:
+        print(f"law optimum (N, D): {sources['allocation']}; loss (every row's): {sources['loss']}")
     print("kaplan: N = 1.3e9 (C / 8.64e19 FLOP)^0.73 non-embedding params (Kaplan et al. 2020, "
           "Table 6), D = C / " + ("(6 N)" if law is None or law.flops.is_six_n else "c(N) as above"))
+
+
+def number_sources(choice: LawChoice) -> dict[str, str] | None:
+    """Which law gives which number of the plan, said alike in the table's notes and its JSON: the
+    law optimum's N and D ('allocation') and every row's loss ('loss'). They differ by design under
+    the default: the median of the forms predicts the loss, the fitted form's law allocates. None
+    for Kaplan's allocation, which has no L(N, D)."""
+    law, fit = choice.law, choice.fit
+    if law is None:
+        return None
+    if fit is None:
+        return {"allocation": f"{choice.name}'s law, its closed-form optimum", "loss": f"{choice.name}'s L(N, D)"}
+    form = fitted_form(fit.options.fixed_E)
+    if fit.median is not None:
+        loss = (f"the median of the forms (the default): the geometric median of {', '.join(fit.median.members)}'s "
+                "predictions, its interval its own backtest's, never narrower than the fitted law's estimation error")
+    elif fit.backtest is not None:
+        loss = (f"the {form} form's law inside the fitted compute; beyond it, its backtest's law (fitted without the "
+                "runs under 5 tokens per parameter, moved by its bias; docs/fitting.md), whose optimum can differ")
+    else:
+        loss = f"the {form} form's law fitted to your runs (its own optimum is lowest)"
+    return {"allocation": f"the {form} form's law fitted to your runs, its closed-form optimum", "loss": loss}
 
 
 def plan_form(args: argparse.Namespace, fit: LawFit, computes: list[float]) -> int:
@@ -211,6 +224,7 @@ def plan_form(args: argparse.Namespace, fit: LawFit, computes: list[float]) -> i
     if args.json:
         print(json.dumps(json_safe({
             "law": f"fit {args.fit}, {fit.form} form", "form": fit.form, "verdict": _verdict_json(fit),
+            "sources": {"allocation": f"the {fit.form} form's optimum", "loss": f"the {fit.form} form's L(N, D)"},
             "plans": [{"compute": p.compute, "allocations": [a.to_dict() for a in r],
                        "intervals": None if p.intervals is None else p.intervals.to_dict()}
                       for p, r in zip(plans, rows)]}), indent=2))

@@ -9,9 +9,11 @@ import pytest
 import yaml
 
 from scaling.cli import main
+from scaling.laws.results.fit_file import load_fit
 from scaling.runs import store
 from scaling.sweeps.plan import plan
 from tests.conftest import MICRO, micro_config
+from tests.hardening.helpers import POINTS
 
 
 def test_sweep_dry_run_json_is_the_plan_and_writes_nothing(tmp_path, capsys):
@@ -66,3 +68,26 @@ def test_several_computes_give_the_list_of_what_each_gives_alone(argv, capsys):
     out = capsys.readouterr().out
     assert out.count("assumptions:") == 1 and ("C = 1.00e21" in out and "C = 1.00e23" in out
                                                or out.count("target loss") == 2), out
+
+
+def test_plan_names_the_law_of_the_allocation_and_the_law_of_the_loss(tmp_path, capsys):
+    """By design the default plan allocates by the fitted form's law and predicts every row's loss by
+    the median of the forms; the text and the JSON say so alike. A fit that pinned E allocates by its
+    fixed-E law: the text called it 'the Chinchilla-form law's optimum', and the JSON named neither."""
+    table = tmp_path / "points.csv"
+    table.write_text(POINTS)
+    assert main(["fit", "--csv", str(table), "--E", "1.5", "--bootstrap", "0", "--out", str(tmp_path / "fit")]) == 0
+    capsys.readouterr()
+    assert main(["plan", "--fit", str(tmp_path / "fit"), "--compute", "1e21", "--json"]) == 0
+    sources = json.loads(capsys.readouterr().out)
+    best = sources["plans"][0]["allocations"][0]
+    sources = sources["sources"]
+    assert sources["allocation"].startswith("the fixed-E form's law fitted to your runs")
+    assert sources["loss"].startswith("the median of the forms (the default): the geometric median of chinchilla")
+    fit = load_fit(tmp_path / "fit")
+    assert (best["n"], best["d"]) == pytest.approx((float(fit.law.n_opt(1e21)), float(fit.law.d_opt(1e21))))
+    assert best["loss"] == pytest.approx(fit.predict(best["n"], best["d"]).loss)                  # the median's
+    assert abs(best["loss"] / float(fit.law.loss(best["n"], best["d"])) - 1) > 0.01    # not the fixed-E law's
+    assert main(["plan", "--fit", str(tmp_path / "fit"), "--compute", "1e21"]) == 0
+    assert f"law optimum (N, D): {sources['allocation']}; loss (every row's): {sources['loss']}" in \
+        capsys.readouterr().out
