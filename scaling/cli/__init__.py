@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import warnings
+from collections.abc import Sequence
 from importlib import import_module
 from typing import Any, NoReturn
 
@@ -32,14 +33,44 @@ class ExamplesFormatter(argparse.HelpFormatter):
         return super()._format_text(text)
 
 
+class Once(argparse.Action):
+    """An option that takes a value, given at most once: argparse keeps the last of two, so `--form
+    kaplan --form farseer` fitted farseer, and `plan --compute 1e21 --compute 1e22` planned 1e22
+    alone, without a word; a second value is refused, naming both. Every plain option of every
+    command is one (`Parser` registers it as the default action); an alias shares its dest, so
+    `--E 1 --fixed-e 2` is a second value too."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        given = namespace.__dict__.setdefault(GIVEN, {})     # a default is no first value: track what was given
+        if self.dest in given:
+            shown = lambda v: " ".join(map(str, v)) if isinstance(v, list) else v   # noqa: E731
+            parser.error(f"argument {'/'.join(self.option_strings)}: given twice ({shown(given[self.dest])}, "
+                         f"then {shown(values)}); give it once")
+        given[self.dest] = values
+        setattr(namespace, self.dest, values)
+
+
+GIVEN = "_given_once"     # the namespace's record of the options given, removed after parsing
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with a misspelt command (or `cost` subcommand) answered in one line with the
-    closest name, exit code 2. Subparsers are built with the parent's class, so they inherit it
-    and its help formatter (`ExamplesFormatter`)."""
+    closest name, exit code 2; and an option given twice refused (`Once`). Subparsers are built with
+    the parent's class, so they inherit it and its help formatter (`ExamplesFormatter`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", ExamplesFormatter)
         super().__init__(*args, **kwargs)
+        self.register("action", None, Once)        # argparse's default action, "store", given once
+        self.register("action", "store", Once)
+
+    # The ignore: typeshed overloads parse_known_args on the namespace's type (as `cost_common.NumberArgs`).
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        parsed.__dict__.pop(GIVEN, None)
+        return parsed, extras
 
     def error(self, message: str) -> NoReturn:
         """A malformed command line in one line, as every other error (argparse prints its whole usage

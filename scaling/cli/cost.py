@@ -26,6 +26,7 @@ from scaling.errors import UsageError
 from scaling.formats import positive
 from scaling.laws.forms.law import Law
 from scaling.laws.forms.references import REFERENCES
+from scaling.laws.optimal.allocation import check_compute, check_size
 from scaling.laws.results.law_choice import LawChoice, choose_law
 
 
@@ -179,8 +180,9 @@ def _parse_model(spec: str) -> tuple[str, float, float, tuple[int, int, int, int
     name = name.strip()
     if not name:
         raise UsageError(f"--model {spec!r}: the name is empty; expected {fmt}")
-    n = positive(n_text, f"--model {name}: N")
-    d = positive(d_text, f"--model {name}: D")
+    # Past 1e30 a count is a unit slip: its FLOPs, hours and dollars would be stated as answers.
+    n = check_size(positive(n_text, f"--model {name}: N"), f"--model {name}: N")
+    d = check_size(positive(d_text, f"--model {name}: D"), f"--model {name}: D")
     if not shape_text:
         return name, n, d, None
     layers, d_model, context, vocab = (positive(v, f"--model {name}: {label}", integer=True)
@@ -286,7 +288,7 @@ def cmd_inference_aware(args: argparse.Namespace) -> int:
     law, label = cost.check_allocation(choice.law, choice.name), choice.name
     targets = [(args.loss, "given")] if args.loss is not None else []
     for text in args.compute or ():
-        c = positive(text, "--compute")
+        c = check_compute(positive(text, "--compute"))     # past 1e30 FLOPs the best loss is E itself
         targets.append((float(law.optimal_loss(c)), f"the law's best loss at C = {cost.fixed_sci(c, 3)} FLOPs, "
                                                     "training only"))
     results = [(cost.inference_aware_optimum(law, target, args.inference_tokens, law_label=label), how)

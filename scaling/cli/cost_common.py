@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from scaling.cli import Parser
 
@@ -35,7 +35,8 @@ class NumberArgs(Parser):
     def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                          namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
         args = list(sys.argv[1:] if args is None else args)
-        originals = {}
+        originals: dict[str, str] = {}
+        self._originals = originals
         for i, arg in enumerate(args):
             if _NEGATIVE_NUMBER.match(arg):
                 args[i] = f"\0{i}"          # NUL cannot occur in a real argument
@@ -52,6 +53,13 @@ class NumberArgs(Parser):
         for name, value in vars(parsed).items():
             setattr(parsed, name, back(value))
         return parsed, back(extras)
+
+
+    def error(self, message: str) -> NoReturn:
+        """The one-line refusal, with each stand-in put back (`--params -1 --params -2`: given twice)."""
+        for stand_in, original in getattr(self, "_originals", {}).items():
+            message = message.replace(stand_in, original)
+        super().error(message)
 
 
 def print_json(obj: object) -> None:

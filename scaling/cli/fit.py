@@ -104,19 +104,19 @@ def _fitting_arguments(p: argparse.ArgumentParser) -> None:
     """How the law is fitted and its intervals drawn: the loss, what is pinned or given a prior, the
     form plan uses, the bootstrap and its seed."""
     p.add_argument("--delta", type=float, default=DEFAULT_DELTA, help=f"Huber delta (default {DEFAULT_DELTA:g})")
-    p.add_argument("--fixed-e", "--E", type=float, metavar="E", dest="fixed_E", action=Once,
+    p.add_argument("--fixed-e", "--E", type=float, metavar="E", dest="fixed_E",
                    help="pin the irreducible loss E (from another fit, a reference or a larger run); fit the "
                         "other four; recorded in fit.json (options.fixed_E) and held in every interval")
-    p.add_argument("--fixed-E", type=float, dest="fixed_E", action=Once, help=argparse.SUPPRESS)   # the older spelling
-    p.add_argument("--E-prior", metavar="MEAN,SD", dest="E_prior", action=Once,
+    p.add_argument("--fixed-E", type=float, dest="fixed_E", help=argparse.SUPPRESS)   # the older spelling
+    p.add_argument("--E-prior", metavar="MEAN,SD", dest="E_prior",
                    help="a Gaussian prior on E (mean and standard deviation, in loss units), added to the fit's "
                         "objective and carried into the bootstrap and every interval; fit.json options.E_prior. "
                         "MEAN above 0 and below the lowest loss; SD above 0 and at most the lowest loss (E lies "
                         "between 0 and it, so a wider prior says nothing about E: leave it out to fit E free)")
-    p.add_argument("--E-from", metavar="FIT", dest="E_from", type=Path, action=Once,
+    p.add_argument("--E-from", metavar="FIT", dest="E_from", type=Path,
                    help="the prior on E from another fit.json (a reference, or a larger run's fit): its E, "
                         "with its interval as the standard deviation")
-    p.add_argument("--form", default=None, choices=(*catalog.FORMS, combined.NAME), metavar="NAME", action=Once,
+    p.add_argument("--form", default=None, choices=(*catalog.FORMS, combined.NAME), metavar="NAME",
                    help="the law form predict and plan use: median (the default): the geometric median of the "
                         "forms' predictions, with its own backtest and interval (never narrower than the fitted "
                         "law's estimation error), the allocation the fitted form's; or one form, "
@@ -128,18 +128,6 @@ def _fitting_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)")
     p.add_argument("--reference-compute", type=float, metavar="C",
                    help="FLOPs at which tokens per parameter is reported (default: the largest C of the points)")
-
-
-class Once(argparse.Action):
-    """An option of the law given at most once: argparse keeps the last of two, so `--form kaplan
-    --form farseer` would fit farseer without a word; a second value is refused, naming both."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
-                 option_string: str | None = None) -> None:
-        if (first := getattr(namespace, self.dest)) is not None:
-            flags = "/".join(self.option_strings)
-            parser.error(f"argument {flags}: given twice ({first}, then {values}); give it once")
-        setattr(namespace, self.dest, values)
 
 
 def _column(p: argparse.ArgumentParser, name: str, metavar: str, help: str) -> None:

@@ -34,6 +34,7 @@ from scipy.optimize import minimize_scalar
 from scaling.errors import UsageError
 from scaling.formats import sci
 from scaling.laws.fitting.bootstrap import spread
+from scaling.laws.fitting.fitdata import MAX_COUNT
 from scaling.laws.forms.allocating import AllocatingLaw
 from scaling.laws.forms.law import Law
 from scaling.train.compute import FlopsPerToken, expected_optimum
@@ -94,7 +95,16 @@ def check_size(value: object, what: str, unit: str = "") -> float:
         raise UsageError(f"{what} {value!r} is not a number") from None
     if not math.isfinite(x) or x <= 0:
         raise UsageError(f"{what} must be a positive, finite number{unit}, got {value!r}")
+    _check_at_most(x, what, unit)
     return x
+
+
+def _check_at_most(largest: float, what: str, unit: str) -> None:
+    """UsageError for a count past MAX_COUNT (1e30), the bound a fitted point's N, D or FLOPs is held
+    to: --compute 1e300 planned N = 1.8e135, a number no plan may state as an answer."""
+    if largest > MAX_COUNT:
+        raise UsageError(f"{what} must be at most {MAX_COUNT:g}{unit.removeprefix(' of')}, got {largest:g}: past "
+                         "it a count is a unit slip (the largest training runs to date spent about 1e26 FLOPs)")
 
 
 def check_sizes(values: npt.ArrayLike, what: str, unit: str = "") -> float | np.ndarray:
@@ -111,6 +121,7 @@ def check_sizes(values: npt.ArrayLike, what: str, unit: str = "") -> float | np.
     bad = ~(np.isfinite(x) & (x > 0))
     if bad.any():
         raise UsageError(f"{what} must be positive, finite numbers{unit}, got {float(x[bad][0])!r}")
+    _check_at_most(float(x.max()), what, unit)
     return x
 
 
