@@ -60,9 +60,12 @@ class Case:
         (self.tmp / name).write_bytes(content if isinstance(content, bytes) else content.encode())
 
     def fit_csv(self, content: str | bytes, *extra) -> list:
+        """`scaling fit` of a table, --bootstrap 0 and --out tmp/fit unless `extra` gives them (an
+        option given twice is refused)."""
         self.write("points.csv", content)
+        defaults = [flag for flag in (["--bootstrap", "0"], ["--out", self.tmp / "fit"]) if flag[0] not in extra]
         return ["fit", "--csv", self.tmp / "points.csv", "--n-col", "N", "--d-col", "D", "--loss-col", "loss",
-                "--bootstrap", "0", "--out", self.tmp / "fit", *extra]
+                *(v for flag in defaults for v in flag), *extra]
 
     def edit_summaries(self, **changes) -> None:
         for path in self.store.glob(f"*/{store.SUMMARY}"):
@@ -317,6 +320,27 @@ CASES = [
      "have the same token count (D = 1e+09)"),
     ("fit with N D beyond a float", lambda c: c.fit_csv(GOOD_POINTS + "1e200,1e108,3.1\n"),
      "N (parameters) must be at most 1e+30"),
+    # --- an option given twice: argparse kept the last (plan --compute 1e21 --compute 1e22 planned 1e22 alone)
+    ("plan with --compute twice", lambda c: ["plan", "--compute", "1e21", "--compute", "1e22"],
+     "scaling plan: error: argument --compute: given twice (1e21, then 1e22); give it once"),
+    ("fit with --out twice", lambda c: c.fit_csv(GOOD_POINTS, "--out", c.tmp / "a", "--out", c.tmp / "b"),
+     "argument --out: given twice ("),
+    ("fit with E under both spellings", lambda c: c.fit_csv(GOOD_POINTS, "--E", "1", "--fixed-e", "1.5"),
+     "argument --fixed-e/--E: given twice (1.0, then 1.5); give it once"),
+    ("cost with two negative values twice", lambda c: ["cost", "memory", "--params", "-1", "--params", "-2"],
+     "argument --params: given twice (-1, then -2); give it once"),
+    # --- a count past 1e30 (a fitted point's bound): plan stated N = 1.8e135 for --compute 1e300
+    ("plan with compute past 1e30", lambda c: ["plan", "--compute", "1e300"],
+     "compute must be at most 1e+30 FLOPs, got 1e+300: past it a count is a unit slip"),
+    ("plan of a fit with compute past 1e30", lambda c: ["plan", "--fit", edited_fit(c, lambda f: None),
+                                                        "--compute", "1e31"], "compute must be at most 1e+30 FLOPs"),
+    ("cost inference-aware past 1e30", lambda c: ["cost", "inference-aware", "--compute", "1e300"],
+     "compute must be at most 1e+30 FLOPs"),     # was: 'target loss must be above E = 1.69, got 1.69'
+    ("cost of a model of 1e40 tokens", lambda c: ["cost", "train", "--model", "m:7e9:1e40", "--flops-per-gpu", "4e14"],
+     "--model m: D must be at most 1e+30, got 1e+40"),
+    ("plan with compute '1e'", lambda c: ["plan", "--compute", "1e"], "got '1e' (not a number)"),
+    ("plan with compute nan", lambda c: ["plan", "--compute", "nan"], "must be a positive, finite number, got 'nan'"),
+    ("plan with zero compute", lambda c: ["plan", "--compute", "0"], "must be a positive, finite number, got '0'"),
     ("fit with a billion resamples", lambda c: c.fit_csv(GOOD_POINTS, "--bootstrap", "1000000000"),
      "--bootstrap must be at most 100,000"),
     ("fit with E above every loss", lambda c: c.fit_csv(GOOD_POINTS, "--fixed-E", "100"),
