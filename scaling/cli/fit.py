@@ -209,6 +209,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     _check_number("--unique-tokens", args.unique_tokens)
     source, kind, name = source_of(args)
     out = args.out if args.out is not None else Path("fits") / name
+    _check_out(out, source, kind)
     start = time.perf_counter()
     with _fitting_display():
         fit = api.fit(source, kind=kind, n=args.n_col, d=args.d_col, c=args.c_col, loss=args.loss_col,
@@ -232,6 +233,17 @@ def cmd_fit(args: argparse.Namespace) -> int:
     print(f"next: scaling plan --fit {out} --compute C (what to train at C FLOPs); scaling compare {out} "
           f"(beside the published laws); scaling report {out} (figures and the report)")
     return 0
+
+
+def _check_out(out: Path, source: str | Path, kind: str) -> None:
+    """UsageError, before the fit, for an output folder that would replace the input: a table named
+    as one of the fit's files (fit.points.csv) in --out, or the run store itself, where a fit.json
+    would make `scaling report RUNS_DIR` read the fit instead of the runs."""
+    if kind == "table" and Path(source).resolve() in {p.resolve() for p in fit_file.fit_paths(out)}:
+        raise UsageError(f"--out {out} would overwrite the table being fitted, {source}: give another folder")
+    if kind == "store" and out.resolve() == Path(source).resolve():
+        raise UsageError(f"--out {out} is the run store itself: a fit goes in a folder of its own "
+                         "(default fits/<name>), or `scaling report` would read the store as that fit")
 
 
 def _E_prior(args: argparse.Namespace) -> tuple | None:

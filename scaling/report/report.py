@@ -62,6 +62,7 @@ def write_report(report: Report, out: str | Path, fmt: str = "md") -> list[Path]
     replaced, never written through; two reports into one folder at once leave one of them whole."""
     _check_format(fmt)
     out = Path(out)
+    _check_out(report.inputs, out)
     if out.is_file():
         raise UsageError(f"{out} is a file; the report needs a folder")
     owned = (FIGURE_DIR, f"report.{fmt}", FILENAME, *FIT_SIDE_FILES)
@@ -88,5 +89,19 @@ def make_report(source: str | Path | None = None, *, out: str | Path, fmt: str =
     _check_format(fmt)
     inputs = load_inputs(source, dataset=dataset, fit=fit, bootstrap=bootstrap, seed=seed,
                          drop_highest_loss=drop_highest_loss, param_convention=param_convention, curves=curves)
+    _check_out(inputs, Path(out))      # before the figures are drawn
     report = build_report(inputs, holdout_fraction=holdout_fraction)
     return report, write_report(report, out, fmt)
+
+
+def _check_out(inputs: Inputs, out: Path) -> None:
+    """UsageError for an output folder that holds the report's input: the fit.json reported (the new
+    report replaces that folder's fit files as its own: it removed the fit it was made from), or
+    the run store (swapped for a new folder under a running sweep, and left holding a fit.json that
+    makes the next `scaling report RUNS_DIR` read it as a fit)."""
+    if not inputs.fitted_here and inputs.fit_path is not None and inputs.fit_path.resolve().parent == out.resolve():
+        raise UsageError(f"the report's folder {out} holds the fit it reports, {inputs.fit_path}, which writing the "
+                         "report there would remove: give another folder (default: FIT_DIR/report)")
+    if inputs.runs_dir is not None and inputs.runs_dir.resolve() == out.resolve():
+        raise UsageError(f"the report's folder {out} is the run store it reports: give another folder "
+                         "(default: fits/<name>/report)")

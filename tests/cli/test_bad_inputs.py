@@ -424,6 +424,17 @@ CASES = [
      ["import", "csv", c.tmp / "log.csv", "--runs-dir", c.tmp / "imported"],
      "no run column 'run or run_id or name'; columns: N, D, loss: name the column of run names as the run key, "
      "or fit a table of final losses as a table, without importing it (--run)"),
+    # --- an output folder that holds the input: the input was replaced or removed
+    ("fit output over the table it fits", lambda c: c.write("fit.points.csv", GOOD_POINTS) or
+     ["fit", "--csv", c.tmp / "fit.points.csv", "--bootstrap", "0", "--out", c.tmp],
+     "would overwrite the table being fitted"),
+    ("fit output into the run store", lambda c: ["fit", c.store, "--bootstrap", "0", "--out", c.store],
+     "is the run store itself: a fit goes in a folder of its own"),
+    ("report into the folder of the fit it reports", lambda c: ["report", (f := edited_fit(c, lambda f: None)).parent,
+                                                                "--out", f.parent],
+     "holds the fit it reports"),        # was: the report replaced the folder, fit.json and all
+    ("report into the run store it reports", lambda c: ["report", c.store, "--bootstrap", "0", "--out", c.store],
+     "is the run store it reports"),
     # --- report: its output folder checked before the work
     ("report output inside a file", lambda c: c.write("file", "x") or
      ["report", c.store, "--bootstrap", "0", "--out", c.tmp / "file" / "report"], "cannot be made: "),

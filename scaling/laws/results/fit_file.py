@@ -70,6 +70,15 @@ def _samples_text(names: Sequence[str], rows: np.ndarray, digest: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def fit_paths(path: str | Path) -> list[Path]:
+    """The files `write_fit(path, ...)` writes or replaces: fit.json (in `path` where it is a
+    folder) first, then its side files."""
+    path = Path(path)
+    if path.is_dir() or path.suffix != ".json":
+        path = path / FILENAME
+    return [path, *(samples_path(path, kind) for kind in (*SIDE_KINDS, "points"))]
+
+
 def write_fit(path: str | Path, fit: LawFit) -> Path:
     """Write fit.json (a folder path gets fit.json inside it) and beside it the bootstrap's
     constants when there are any and the fitted points when the fit holds them (fit.points.csv,
@@ -77,11 +86,9 @@ def write_fit(path: str | Path, fit: LawFit) -> Path:
     (`outputs.replace_files`, which first removes what a killed fit left): a kill or a full disk at
     any point leaves the old fit's files or the new one's. A side file the new fit has none of is
     removed. Return the fit.json path."""
-    path = Path(path)
-    if path.is_dir() or path.suffix != ".json":
-        path = path / FILENAME
+    path, *side_paths = fit_paths(path)
     # Refused before anything is written: a folder where one of the fit's files goes.
-    check_output(path.parent, [path.name, *(samples_path(path, kind).name for kind in (*SIDE_KINDS, "points"))])
+    check_output(path.parent, [path.name, *(side.name for side in side_paths)])
     text = dumps_fit(fit)
     digest = fit_digest(text)
     sides = {"bootstrap": None if fit.resampled is None else _samples_text(PARAM_NAMES, fit.resampled, digest),
