@@ -424,6 +424,12 @@ CASES = [
      ["import", "csv", c.tmp / "log.csv", "--runs-dir", c.tmp / "imported"],
      "no run column 'run or run_id or name'; columns: N, D, loss: name the column of run names as the run key, "
      "or fit a table of final losses as a table, without importing it (--run)"),
+    # --- design: a scatter of 1e300 overflowed every simulated loss (two lines, one a numpy warning);
+    # 1e8 simulated sweeps, each a full fit, ran for days
+    ("design with a scatter of 1e300", lambda c: ["design", c.config(), "--noise", "1e300"],
+     "--noise is a final loss's relative scatter (0.01: 1%), at most 1; got 1e300"),
+    ("design with 1e8 simulated sweeps", lambda c: ["design", c.config(), "--sims", "100000000"],
+     "--sims must be a whole number >= 1 and <= 1,000; got 100000000"),
     # --- an output folder that holds the input: the input was replaced or removed
     ("fit output over the table it fits", lambda c: c.write("fit.points.csv", GOOD_POINTS) or
      ["fit", "--csv", c.tmp / "fit.points.csv", "--bootstrap", "0", "--out", c.tmp],

@@ -28,8 +28,8 @@ import numpy.typing as npt
 from scaling.errors import UsageError
 from scaling.laws.curves.fit import CurveRuns, fit_curves
 from scaling.laws.curves.simulate import PlannedCurve, simulate_schedules
+from scaling.laws.design.simulate import check_outlook
 from scaling.laws.fitting import bootstrap as resampling
-from scaling.laws.fitting.bootstrap import MAX_RESAMPLES
 from scaling.laws.fitting.fit import fit_law
 from scaling.laws.forms.law import Law
 
@@ -81,9 +81,7 @@ def curve_outlook(prior: Law, planned: Sequence[PlannedCurve], *, anneal: float,
                   grid: dict | npt.ArrayLike | None = None) -> CurveOutlook:
     """Simulate the `planned` runs (`curve_simulate.PlannedCurve`s) `n_sims` times under `prior`
     and compare the two fits (see module doc)."""
-    if n_sims < 1 or not 10 <= resamples <= MAX_RESAMPLES:
-        raise UsageError("a curve design's outlook needs at least 1 simulation and from 10 to "
-                         f"{MAX_RESAMPLES:,} resamples; got {n_sims} and {resamples}")
+    check_outlook(n_sims, resamples, noise + run_noise)
     sims = []
     for k in range(n_sims):
         runs = simulate_schedules(prior, planned, anneal=anneal, decay=decay, noise=noise, run_noise=run_noise,

@@ -23,8 +23,26 @@ import numpy as np
 import numpy.typing as npt
 
 from scaling.errors import UsageError
+from scaling.laws.fitting.bootstrap import MAX_RESAMPLES
 from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.forms.law import Law
+
+# The bounds of a design's simulation. A final loss scattered by more than 100% (log-normal sd 1) is no
+# sweep's (theirs is 0.5-2%): at 5 a simulated loss passed 1e4, at 1e300 every one overflowed. The
+# outlook's medians settle within a few hundred simulated sweeps, each a full fit: 1e8 ran for days.
+MAX_NOISE = 1.0
+MAX_SIMS = 1_000
+
+
+def check_outlook(n_sims: int, resamples: int, noise: float) -> None:
+    """UsageError unless a design's outlook asks for 1 to MAX_SIMS simulations, 10 to MAX_RESAMPLES
+    resamples each, and a scatter in (0, MAX_NOISE]."""
+    if not (1 <= n_sims <= MAX_SIMS and 10 <= resamples <= MAX_RESAMPLES):
+        raise UsageError(f"a design's outlook needs from 1 to {MAX_SIMS:,} simulations and from 10 to "
+                         f"{MAX_RESAMPLES:,} bootstrap resamples; got {n_sims} and {resamples}")
+    if not 0 < noise <= MAX_NOISE:
+        raise UsageError(f"the scatter of a final loss must be above 0 and at most {MAX_NOISE:g} (100%, relative); "
+                         f"got {noise!r}")
 
 
 def cross_grid(sizes: npt.ArrayLike, tokens: npt.ArrayLike) -> np.ndarray:

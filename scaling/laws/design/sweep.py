@@ -36,8 +36,7 @@ from scipy import stats
 
 from scaling.errors import UsageError
 from scaling.laws import analysis
-from scaling.laws.design.simulate import simulate
-from scaling.laws.fitting.bootstrap import MAX_RESAMPLES
+from scaling.laws.design.simulate import check_outlook, simulate
 from scaling.laws.fitting.objective import law_from_theta, log_loss_jacobian, theta_from_law
 from scaling.laws.forms.law import Law
 from scaling.laws.optimal.allocation import check_allocatable, has_allocation
@@ -108,9 +107,7 @@ def expected_precision(runs: npt.ArrayLike, prior: Law, *, noise: float = 0.01, 
     runs = np.asarray(runs, dtype=float)
     if runs.ndim != 2 or runs.shape[1] != 2 or len(runs) < 6:
         raise UsageError(f"a design needs at least 6 runs of (N, D); got {len(runs)}")
-    if n_sims < 1 or not 10 <= bootstrap <= MAX_RESAMPLES:
-        raise UsageError("a design's outlook needs at least 1 simulation and from 10 to "
-                         f"{MAX_RESAMPLES:,} bootstrap resamples; got {n_sims} and {bootstrap}")
+    check_outlook(n_sims, bootstrap, noise)
     if noise_df is not None and noise_df < 1:
         raise UsageError(f"the scatter's degrees of freedom must be >= 1; got {noise_df}")
     # Checked here, not per simulation: each refit's refusal would count as "not identified".
