@@ -290,7 +290,8 @@ def test_cost_inference_aware_with_extreme_constants_is_refused(fitted, tmp_path
 
 def test_plan_and_design_refuse_impossible_numbers(tmp_path, capsys):
     refused(["plan", "--compute", "1e21", "--unique-tokens", "1e-300"], capsys, "unique tokens must be at least 1")
-    refused(["design", "--bootstrap", "100001", TINY], capsys, "--bootstrap must be a whole number >= 10 and <= 100,000; got 100001")
+    refused(["design", "--bootstrap", "100001", TINY], capsys,
+            "--bootstrap must be a whole number >= 10 and <= 100,000; got 100001")
 
 
 def good_validation() -> Validation:
