@@ -191,15 +191,27 @@ def test_report_of_a_fit_refits_nothing_and_draws_fit_jsons_numbers(fit_dir, tmp
     assert other.fraction == 0.1 and other.n_train == fit["data"]["n_points"] - 1 and other.law is not None
 
 
-def test_report_of_a_run_store_fits_once_as_scaling_fit_does(micro_sweep, counted_fit, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def fitted_here(micro_sweep, tmp_path_factory):
+    """`scaling report RUNS --format html --bootstrap BOOT`: a report that fits the store itself, made
+    once for the two tests that read it, with the optimiser calls it made (counted, still computed):
+    (stdout, report folder, calls)."""
+    _, sweep = micro_sweep
+    out = tmp_path_factory.mktemp("fitted-here")
+    with pytest.MonkeyPatch.context() as patch:
+        calls = _count_optimiser_calls(patch)
+        rc, stdout = _run(["report", str(sweep.sweep_dir), "--format", "html", "--bootstrap", BOOT, "--out", str(out)])
+    assert rc == 0
+    return stdout, out, collections.Counter(calls)
+
+
+def test_report_of_a_run_store_fits_once_as_scaling_fit_does(counted_fit, fitted_here):
     """Fitted here, the report makes exactly the calls `scaling fit` makes (`counted_fit`, the same
     command's), and the same fit.json."""
-    _, sweep = micro_sweep
     fit_folder, by_fit = counted_fit
-    calls = _count_optimiser_calls(monkeypatch)
-    assert _run(["report", str(sweep.sweep_dir), "--bootstrap", BOOT, "--out", str(tmp_path / "report")])[0] == 0
+    _, out, calls = fitted_here
     assert dict(calls) == dict(by_fit) and by_fit["scaling.laws.analysis.fit_data"] == 1
-    assert (tmp_path / "report" / "fit.json").read_bytes() == (fit_folder / "fit.json").read_bytes()
+    assert (out / "fit.json").read_bytes() == (fit_folder / "fit.json").read_bytes()
 
 
 def test_same_inputs_give_identical_files(from_fit, fit_dir, tmp_path):
@@ -214,12 +226,12 @@ def test_same_inputs_give_identical_files(from_fit, fit_dir, tmp_path):
     assert b"<dc:date>" not in (first / "figures" / "frontiers.svg").read_bytes()
 
 
-def test_html_report_fitted_here_is_self_contained(micro_sweep, fit_dir, from_fit, tmp_path):
+def test_html_report_fitted_here_is_self_contained(micro_sweep, fit_dir, from_fit, fitted_here):
     """`scaling report RUNS --format html`: fit.json equal to `scaling fit`'s, one HTML file with
     every figure embedded, the same numbers as the Markdown report of that fit."""
     _, sweep = micro_sweep
-    rc, stdout = _run(["report", str(sweep.sweep_dir), "--format", "html", "--bootstrap", BOOT, "--out", str(tmp_path)])
-    assert rc == 0 and f"wrote {tmp_path / 'report.html'}" in stdout
+    stdout, tmp_path, _ = fitted_here
+    assert f"wrote {tmp_path / 'report.html'}" in stdout
     assert (tmp_path / "fit.json").read_bytes() == (fit_dir / "fit.json").read_bytes()
     assert not (tmp_path / "report.md").exists()
     page = (tmp_path / "report.html").read_text()
