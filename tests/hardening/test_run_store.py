@@ -104,9 +104,16 @@ def test_a_warning_is_one_line_in_every_commands_format(runs, tmp_path):
     assert not any("warnings.warn" in line or ".py:" in line for line in warned), done.stderr
 
 
+@pytest.fixture(scope="module")
+def table_fit(tmp_path_factory) -> Path:
+    """A fit of a table, made once: each test damages a copy of its folder."""
+    return fit_table(tmp_path_factory.mktemp("table-fit"))
+
+
 @pytest.mark.parametrize("kind", ["loop", "folder", "dangling"])
-def test_a_validate_json_that_is_a_link_loop_a_folder_or_a_dangling_link_is_refused(tmp_path, capsys, kind):
-    fit = fit_table(tmp_path)
+def test_a_validate_json_that_is_a_link_loop_a_folder_or_a_dangling_link_is_refused(table_fit, tmp_path, capsys,
+                                                                                      kind):
+    fit = shutil.copytree(table_fit.parent, tmp_path / "fit") / table_fit.name
     path = fit.with_name("validate.json")
     if kind == "loop":
         path.symlink_to(path.name)
