@@ -2,6 +2,7 @@
 demo's measured learning-rate grid, the lr law in N and D, and the config that carries it."""
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,6 @@ from scaling.config import load_config, parse_config
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.runs import store
-from scaling.sweeps.driver import run_sweep
 from scaling.sweeps.plan import plan
 from scaling.tuning.budgets import (
     LADDER,
@@ -66,13 +66,15 @@ def test_corners_span_the_plans_n_and_d():
 
 
 @pytest.fixture(scope="module")
-def budget_tuned(tmp_path_factory, cache_dir):
-    """The micro sweep trained, then `scaling tune --budgets` at beta2 0.95 (the config's) and 0.99:
-    (config, runs, out, sweep, exit code)."""
+def budget_tuned(micro_sweep, tmp_path_factory, cache_dir):
+    """The micro sweep trained (a copy of the session's: the tuning adds runs beside it), then
+    `scaling tune --budgets` at beta2 0.95 (the config's) and 0.99: (config, runs, out, sweep, exit code)."""
     root = tmp_path_factory.mktemp("tune-budgets")
     config, runs, out = root / "micro.yaml", root / "runs", root / "out"
     config.write_text(yaml.safe_dump(MICRO))
-    sweep = run_sweep(micro_config(), runs, cache_dir)
+    _, sweep = micro_sweep
+    shutil.copytree(sweep.sweep_dir, runs / sweep.sweep_dir.name,
+                    ignore=shutil.ignore_patterns(store.LOCK, store.TABLE_LOCK))
     code = main(["tune", str(config), "--budgets", "--beta2", "0.95,0.99", "--runs-dir", str(runs),
                  "--cache-dir", str(cache_dir), "--out", str(out)])
     return config, runs, out, sweep, code
