@@ -44,14 +44,18 @@ class Once(argparse.Action):
                  option_string: str | None = None) -> None:
         given = namespace.__dict__.setdefault(GIVEN, {})     # a default is no first value: track what was given
         if self.dest in given:
-            shown = lambda v: " ".join(map(str, v)) if isinstance(v, list) else v   # noqa: E731
-            parser.error(f"argument {'/'.join(self.option_strings)}: given twice ({shown(given[self.dest])}, "
-                         f"then {shown(values)}); give it once")
+            parser.error(f"argument {'/'.join(self.option_strings)}: given twice ({_shown(given[self.dest])}, "
+                         f"then {_shown(values)}); give it once")
         given[self.dest] = values
         setattr(namespace, self.dest, values)
 
 
 GIVEN = "_given_once"     # the namespace's record of the options given, removed after parsing
+
+
+def _shown(value: object) -> object:
+    """An option's value as typed: a list of several (nargs) joined by spaces."""
+    return " ".join(map(str, value)) if isinstance(value, list) else value
 
 
 class Parser(argparse.ArgumentParser):
