@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from scaling.cli.law_choice import FIT, FIT_HELP, add_fit_option
 from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, positive
+from scaling.laws.checks.backtest import UNDERTRAINED_TPP
 from scaling.laws.checks.cross_forms import fitted_form
 from scaling.laws.forms.references import REFERENCES
 from scaling.laws.optimal import allocation, compare
@@ -204,7 +205,8 @@ def number_sources(choice: LawChoice) -> dict[str, str] | None:
                 "predictions, its interval its own backtest's, never narrower than the fitted law's estimation error")
     elif fit.backtest is not None:
         loss = (f"the {form} form's law inside the fitted compute; beyond it, its backtest's law (fitted without the "
-                "runs under 5 tokens per parameter, moved by its bias; docs/fitting.md), whose optimum can differ")
+                f"runs under {UNDERTRAINED_TPP:g} tokens per parameter, moved by its bias; docs/fitting.md), whose "
+                "optimum can differ")
     else:
         loss = f"the {form} form's law fitted to your runs (its own optimum is lowest)"
     return {"allocation": f"the {form} form's law fitted to your runs, its closed-form optimum", "loss": loss}

@@ -94,9 +94,7 @@ def show_dry_run(planned: Validation, est: DryEstimate, as_json: bool) -> None:
     if as_json:
         shown = planned.to_json()
         shown["runs"] = [{**run, "est_wall_s": wall} for run, wall in zip(shown["runs"], est.walls)]
-        shown.update(wall_basis=est.basis, workers=est.workers, est_wall_s=est.total,
-                     runs_reused=len(est.state.ended), runs_to_train=len(est.state.todo),
-                     runs_resumed=len(est.state.resumes))
+        shown.update(wall_basis=est.basis, workers=est.workers, est_wall_s=est.total, **est.state.counts())
         print(json.dumps(json_safe(shown), indent=2))
         return
     print("\n".join(format_validation(planned)))

@@ -103,8 +103,7 @@ class DryRun:
                  "resume_step": self.state.resumes.get(r.run_id), "est_wall_s": self.walls[r.run_id]}
                 for r in self.planned]
         return {"runs": runs, "wall_basis": self.basis, "unique_tokens": self.unique_tokens, **self.cost,
-                "runs_reused": len(self.state.ended), "runs_to_train": len(self.state.todo),
-                "runs_resumed": len(self.state.resumes), "train_flops_exact_left": self.flops_left,
+                **self.state.counts(), "train_flops_exact_left": self.flops_left,
                 "workers": self.workers, "threads_per_run": self.threads, "est_wall_s": self.total_wall}
 
 

@@ -69,6 +69,10 @@ class SweepState:
     ended: dict[str, dict]
     resumes: dict[str, int]
 
+    def counts(self) -> dict[str, int]:
+        """The runs reused, to train and resuming, as a dry run's JSON gives them."""
+        return {"runs_reused": len(self.ended), "runs_to_train": len(self.todo), "runs_resumed": len(self.resumes)}
+
     def status(self, run_id: str) -> str:
         """A run's status in a dry run: its summary's when it ended, else what the sweep would do."""
         if run_id in self.ended:

@@ -199,7 +199,7 @@ def observe(planned: Validation, sweep_dir: Path) -> Validation:
 
 def as_dry_run(planned: Validation, state: SweepState, sweep_dir: Path) -> Validation:
     """The planned validation as far as its store `sweep_dir` has got (`state`, of scaling.sweeps.
-    progress): the runs that ended as they ended (status, observed loss), which a run of validate
+    state): the runs that ended as they ended (status, observed loss), which a run of validate
     would reuse, and the others 'would train' or 'would resume'."""
     seen = observe(planned, sweep_dir)
     return replace(seen, runs=tuple(r if r.run_id in state.ended else replace(r, status=state.status(r.run_id))
