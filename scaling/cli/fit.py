@@ -117,12 +117,17 @@ def _fitting_arguments(p: argparse.ArgumentParser) -> None:
                    help="the prior on E from another fit.json (a reference, or a larger run's fit): its E, "
                         "with its interval as the standard deviation")
     p.add_argument("--form", default=None, choices=(*catalog.FORMS, combined.NAME), metavar="NAME",
-                   help="the law form predict and plan use: median (the default): the geometric median of the "
-                        "forms' predictions, with its own backtest and interval (never narrower than the fitted "
-                        "law's estimation error), the allocation the fitted form's; or one form, "
-                        f"{', '.join(catalog.FORMS)} (the fitted law alone: chinchilla, or fixed-E with --E); every "
-                        "other form is fitted beside it as a cross-check (fit.json's 'forms'); the constants and "
-                        "diagnostics are the Chinchilla form's, the verdict's backtest check the predicting form's")
+                   help="the one law that predicts and plans (plan is the optimum of its prediction): by default "
+                        "the fitted law (chinchilla, or fixed-E with --E), beyond the data its backtest's; or "
+                        f"one other form, {', '.join(f for f in catalog.FORMS if f != catalog.DEFAULT)}; or "
+                        "median, the geometric median of the forms as one surface. The constants and "
+                        "diagnostics stay the Chinchilla form's")
+    p.add_argument("--forms", action="store_true",
+                   help="also fit every other law form beside the fit, each with its backtest, and caution where "
+                        "they disagree (fit.json's 'forms'; the report draws them); costs a few seconds")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="print everything the fit found (the constants, each backtest cut, the forms, every "
+                        "check); by default the decision first, in about 15 lines")
     p.add_argument("--bootstrap", type=int, default=results.DEFAULT_BOOTSTRAP, metavar="K",
                    help=f"bootstrap resamples (default {results.DEFAULT_BOOTSTRAP}; 0 disables)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)")
@@ -219,7 +224,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
                       min_tokens_per_param=args.min_tokens_per_param, min_tokens=args.min_tokens,
                       delta=args.delta, fixed_E=args.fixed_E, bootstrap=args.bootstrap, seed=args.seed,
                       reference_compute=args.reference_compute, data_constrained=args.data_constrained,
-                      metric=args.metric, curves=args.curves, E_prior=_E_prior(args), form=args.form)
+                      metric=args.metric, curves=args.curves, E_prior=_E_prior(args), form=args.form,
+                      forms=args.forms)
     elapsed = time.perf_counter() - start
     path = fit_file.write_fit(out, fit)
     if args.json:
@@ -228,7 +234,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.metric != "loss":
         print(f"fitted to {args.metric} = {tasks.FIT_METRICS[args.metric].meaning}, in place of the loss: "
               "L below is this metric")
-    print(fit.summary())
+    print(fit.summary(verbose=args.verbose))
     print(f"fitted in {elapsed:.1f} s; wrote {path}")
     print(f"next: scaling plan --fit {out} --compute C (what to train at C FLOPs); scaling compare {out} "
           f"(beside the published laws); scaling report {out} (figures and the report)")

@@ -45,7 +45,7 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
              bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, reference_compute: float | None = None,
              grid: dict | npt.ArrayLike | None = None, curves: pd.DataFrame | None = None,
              data_constrained: bool = False, backtest: bool = True,
-             E_prior: tuple | None = None, form: str | None = None, forms: bool = True) -> LawFit:
+             E_prior: tuple | None = None, form: str | None = None, forms: bool = False) -> LawFit:
     """Fit the law to `data`, bootstrap it (`bootstrap` resamples; 0 for none), estimate the
     allocation by Hoffmann's three approaches, fit Kaplan's single-variable laws and, where the
     points give N both ways, the other convention; then diagnose it all (`LawFit.diagnostics`).
@@ -60,18 +60,16 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     interval beyond the data; False for the fit alone. E_prior: (mean, sd[, source]), a Gaussian prior on E
     added to the objective (`objective.EPrior`, in the objective's units by `quasi_likelihood_scale`
     of the fit without it) and carried into the bootstrap, the refits and so every interval.
-    form: what `predict` and `plan`'s loss use: by default "median", the median of the forms
-    (`scaling.laws.checks.combined`: its loss and interval, the fitted form's allocation; the verdict's
-    backtest check is its own cuts'), or one form of `scaling.laws.forms.catalog` ("chinchilla", the
-    fitted law alone, or fixed-E with `fixed_E`); the constants and diagnostics stay the fitted form's.
-    Without the backtest (`backtest=False`) the default is the fitted law alone: the median needs the
-    forms' backtests. forms: fit every other form beside it with its own backtest
-    (`scaling.laws.checks.cross_forms`; `LawFit.forms`; with the backtest, and with at most as many
-    resamples as the fit's) and caution where they disagree at the reference compute. False: no form
-    beyond those the predicting form needs: the median's members are fitted still (so `forms=False`
-    saves time only with `form="chinchilla"` or `backtest=False`), a form chosen by `form` too.
+    form: the one law that predicts and plans (`predict`, and `plan`: the optimum of that law's
+    prediction along the compute curve). By default the fitted law itself (the Chinchilla form, or
+    fixed-E with `fixed_E`): beyond the data its backtest's law, moved by the bias its backtest
+    measured and widened as the error grew there. Or one form of `scaling.laws.forms.catalog`, or
+    "median", the geometric median of the forms as one surface (`scaling.laws.checks.combined`),
+    which then plans by its own argmin; the constants and diagnostics stay the fitted form's.
+    forms: also fit every other form beside it, each with its own backtest (`scaling.laws.checks.
+    cross_forms`; `LawFit.forms`), and caution where they disagree at the reference compute; a
+    form chosen by `form` is fitted with them either way.
     """
-    default = form is None
     form = _check_request(data, bootstrap, seed, form=form, fixed_E=fixed_E, data_constrained=data_constrained,
                           backtest=backtest, E_prior=E_prior)
     seed = int(seed)
@@ -92,7 +90,7 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     # The one hold-out refit: judged by the diagnostics, kept in fit.json, printed by the report.
     check = holdout(data, result.law, fraction=diagnostics.THRESHOLDS["holdout_fraction"], delta=result.delta,
                     fixed_E=result.fixed_E, starts=result.end_points, E_prior=prior)
-    fit, beyond = _checked_beyond_the_data(fit, data, result, form=form, default=default, forms=forms,
+    fit, beyond = _checked_beyond_the_data(fit, data, result, form=form, forms=forms,
                                            backtest=backtest, reference_compute=reference_compute,
                                            bootstrap=int(bootstrap), seed=seed)
     return replace(fit, lack_of_fit=json_safe(lof.to_json()), holdout=check,
@@ -152,17 +150,17 @@ def _allocation_by_other_routes(fit: LawFit, data: FitData, result: fitting.FitR
     return fit, extra
 
 
-def _checked_beyond_the_data(fit: LawFit, data: FitData, result: fitting.FitResult, *, form: str, default: bool,
-                             forms: bool, backtest: bool, reference_compute: float, bootstrap: int,
+def _checked_beyond_the_data(fit: LawFit, data: FitData, result: fitting.FitResult, *, form: str, forms: bool,
+                             backtest: bool, reference_compute: float, bootstrap: int,
                              seed: int) -> tuple[LawFit, list]:
     """How the law extrapolates: the leave-future-out backtest (judged by the verdict; it widens
     every interval beyond the data) and the other forms fitted beside it, each with its own; with
-    their checks for the verdict (`default`: `form` was not asked for, `_chosen`)."""
+    their checks for the verdict."""
     future = backtesting.backtest(data, result, delta=result.delta, fixed_E=result.fixed_E) if backtest else None
     side = None
     if (forms and backtest) or form != cross_forms.fitted_form(result.fixed_E):
         side = _forms_beside(data, result, fit, future, form, reference_compute, bootstrap, seed)
-        form, side = _chosen(side, form, result.fixed_E, default=default)
+        _check_chosen(side, form, result.fixed_E)
     extra = []
     if future is not None:
         median = side.combined if side is not None and form == combined.NAME else None
@@ -173,17 +171,6 @@ def _checked_beyond_the_data(fit: LawFit, data: FitData, result: fitting.FitResu
     if side is not None:
         extra.append(cross_forms.forms_check(side))
     return replace(fit, backtest=future, form=form, forms=side), extra
-
-
-def _chosen(side: cross_forms.Forms, form: str, fixed_E: float | None, *, default: bool) -> tuple:
-    """(form, forms): the form that predicts, and the forms with it as their headline. The median of
-    the forms where it was the default but fewer than two forms could be fitted: the fitted law alone
-    (nothing to take a median of); a form asked for that came out with no law: UsageError."""
-    if default and form == combined.NAME and side.combined is None:
-        fitted = cross_forms.fitted_form(fixed_E)
-        return fitted, replace(side, headline=fitted, planner="")
-    _check_chosen(side, form, fixed_E)
-    return form, side
 
 
 def _check_chosen(side: cross_forms.Forms, form: str, fixed_E: float | None) -> None:
@@ -245,13 +232,16 @@ def e_prior_of(E_prior: tuple, data: FitData, result: fitting.FitResult, fixed_E
 
 
 def _check_form(form: str | None, fixed_E: float | None, backtest: bool) -> str:
-    """The form `fit_data` reports: `form`, or where none is asked the median of the forms (the
-    default predictor, `checks.combined`), or for a fit without its backtest (the fit alone: the
-    median's interval and its members' biases are backtests) the fitted law's own (fixed-E where E
-    is pinned); UsageError for an unknown one, or one that contradicts `fixed_E`."""
+    """The form that predicts and plans: `form`, or where none is asked the fitted law's own (the
+    Chinchilla form, fixed-E where E is pinned); UsageError for an unknown one, one that contradicts
+    `fixed_E`, or the median without the backtest (its interval and its members' biases are
+    backtests)."""
     if form is None:
-        return combined.NAME if backtest else cross_forms.fitted_form(fixed_E)
-    if form == combined.NAME:          # the median of the forms: predicts, plans by the fitted form
+        return cross_forms.fitted_form(fixed_E)
+    if form == combined.NAME:
+        if not backtest:
+            raise UsageError("the median of the forms predicts by its members' backtests: it needs the backtest",
+                             options=("form",))
         return form
     catalog.get(form, E=fixed_E)       # UsageError naming the known forms, or fixed-E without its E
     if form == catalog.DEFAULT and fixed_E is not None:

@@ -104,7 +104,7 @@ def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | 
         min_tokens_per_param: float | None = None, min_tokens: float | None = None, delta: float = DEFAULT_DELTA,
         fixed_E: float | None = None, bootstrap: int = results.DEFAULT_BOOTSTRAP, seed: int = 0,
         reference_compute: float | None = None, data_constrained: bool = False, curves: bool = False,
-        E_prior: tuple | None = None, form: str | None = None) -> results.LawFit:
+        E_prior: tuple | None = None, form: str | None = None, forms: bool = False) -> results.LawFit:
     """Fit L(N, D) = E + A/N^alpha + B/D^beta to `source`, as `scaling fit` does: a `LawFit`, the
     law with its intervals, verdict and backtest, which predicts (`predict`) and plans (`plan`).
 
@@ -121,10 +121,10 @@ def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | 
     compute_measure: its other columns and conventions (`points`). metric: fit a run store's `metric`
     (see `tasks.FIT_METRICS`) in place of the loss; fit.json's limitations then say so first.
     drop_highest_loss, min_tokens_per_param, min_tokens: leave points out (`selection`).
-    delta, fixed_E, bootstrap, seed, reference_compute, data_constrained, form: as `analysis.fit_data`
-    (form: what `predict` and `plan`'s loss use: by default "median", the median of the forms,
-    scaling.laws.checks.combined, or one form of scaling.laws.forms.catalog, "chinchilla" for the fitted
-    law alone; every other is a cross-check).
+    delta, fixed_E, bootstrap, seed, reference_compute, data_constrained, form, forms: as
+    `analysis.fit_data` (form: the one law that predicts and plans, by default the fitted law, or
+    one form of scaling.laws.forms.catalog, or "median", the median of the forms as one surface;
+    forms: every other form fitted beside it as a cross-check).
     A run store's training curves give Approach 1 too. curves: also fit the law to the store's
     whole training curves (`curve_fit`, fit.json's 'curves' section). E_prior: (mean, sd), a
     Gaussian prior on E (`analysis.fit_data`); another fit's E as one: `E_prior_from(path)`.
@@ -145,7 +145,7 @@ def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | 
         envelope = curves_from_store(cast("str | Path", source), param_convention=convention)
     fit = analysis.fit_data(data, delta=delta, fixed_E=fixed_E, bootstrap=bootstrap, seed=seed,
                             reference_compute=reference_compute, curves=envelope, data_constrained=data_constrained,
-                            E_prior=E_prior, form=form)
+                            E_prior=E_prior, form=form, forms=forms)
     if curves:
         fit = analysis.with_curves(fit, read_curve_runs(cast("str | Path", source), convention), resamples=bootstrap,
                                    seed=seed)

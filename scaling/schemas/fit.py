@@ -194,6 +194,8 @@ class Data(Section):
     filters: Filters | None = None
     table: Table | None = None
     n_points: Count | None = None
+    n_budgets: Count | None = None
+    loss_range: PositivePair | None = None
 
 
 class EPriorOptions(Section):

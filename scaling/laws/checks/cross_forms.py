@@ -48,6 +48,7 @@ from scaling.laws.forms.fixed_e import FROM_TABLE, FROM_USER
 from scaling.laws.forms.form import Form, FormLaw, optimum
 from scaling.laws.forms.law import PARAM_NAMES
 from scaling.laws.optimal import allocation
+from scaling.train.compute import FlopsPerToken
 
 CROSS_CHECK_RESAMPLES = 100    # per cross-check form; the fitted form keeps the fit's own bootstrap
 HEADLINE_RESAMPLES = 400       # a form chosen by --form other than the default's (its plan's intervals)
@@ -387,26 +388,16 @@ def _combined_row(median: cb.Combined, forms: Forms) -> str:
             f"{', '.join(median.members)}; backtest {tested}")
 
 
-def form_plan(entry: FormEntry, compute: npt.ArrayLike, far: npt.ArrayLike, *, level: float,
-              seed: int = 0) -> allocation.Plan:
-    """The plan of a form chosen by `--form`: its optimum N, D at `compute` FLOPs (`optimum`: closed
-    form or numeric), the loss it predicts there `far` decades beyond the data (`FormEntry.predict`,
-    with a run's scatter), and intervals of N, D and tokens per parameter over its resamples' optima
-    (none where a resample has no optimum, as the Chinchilla form's plan). An array of budgets (`far`
-    broadcast to its shape) gives arrays of its shape, the bounds too, each budget's as its own call
-    would give it. UsageError where the form has no optimum at a budget."""
-    if np.ndim(compute) == 0:
-        return _budget_plan(entry, float(np.asarray(compute)), float(np.asarray(far)), level=level, seed=seed)
-    shape = np.shape(compute)
-    plans = [_budget_plan(entry, float(c), float(x), level=level, seed=seed)
-             for c, x in zip(np.ravel(compute), np.ravel(np.broadcast_to(far, shape)))]
-    return _stacked(plans, shape)
-
-
-def _budget_plan(entry: FormEntry, compute: float, far: float, *, level: float, seed: int) -> allocation.Plan:
-    """`form_plan` at one budget."""
+def form_plan(entry: FormEntry, compute: float, far: float, *, level: float, seed: int = 0,
+              flops: FlopsPerToken | None = None) -> allocation.Plan:
+    """The plan of a form chosen by `--form` at one budget: its optimum N, D at `compute` FLOPs along
+    the fit's compute curve (`flops`; `optimum`: closed form or numeric; its bias beyond the data is
+    one factor all along the curve, so this is the minimum of what it predicts there), the loss it
+    predicts `far` decades beyond the data (`FormEntry.predict`, with a run's scatter), and intervals
+    of N, D and tokens per parameter over its resamples' optima (none where a resample has no
+    optimum, as the Chinchilla form's plan). UsageError where the form has no optimum there."""
     try:
-        n, d, _ = optimum(entry.law, compute)
+        n, d, _ = optimum(entry.law, compute, flops)
     except ValueError as exc:
         raise UsageError(f"the {entry.name} form: {exc}") from None
     center, lo, hi = entry.predict(n, d, far, level=level, noise=True, seed=seed)
@@ -416,7 +407,7 @@ def _budget_plan(entry: FormEntry, compute: float, far: float, *, level: float, 
         optima, undefined = [], 0
         for law in laws:
             try:
-                optima.append(optimum(law, compute)[:2])
+                optima.append(optimum(law, compute, flops)[:2])
             except ValueError:
                 undefined += 1
         ns, ds = np.array(optima, dtype=float).reshape(-1, 2).T
@@ -427,24 +418,4 @@ def _budget_plan(entry: FormEntry, compute: float, far: float, *, level: float, 
 
         intervals = allocation.OptimumIntervals(compute, level, bounds(ns), bounds(ds), bounds(ds / ns),
                                                 (float(lo), float(hi)), undefined, len(laws))
-    return allocation.Plan(compute, n, d, float(center), intervals)
-
-
-def _stacked(plans: list[allocation.Plan], shape: tuple) -> allocation.Plan:
-    """One-budget plans as one plan of arrays of `shape` (its intervals' bounds too; `n_undefined`
-    the most resamples without an optimum at any budget)."""
-    def column(values: list) -> np.ndarray:
-        return np.array(values, dtype=float).reshape(shape)
-
-    def pair(name: str) -> tuple:
-        return tuple(column([getattr(p.intervals, name)[k] for p in plans]) for k in (0, 1))
-
-    intervals = None
-    if all(p.intervals is not None for p in plans):
-        first = plans[0].intervals
-        assert first is not None
-        intervals = allocation.OptimumIntervals(
-            column([p.compute for p in plans]), first.level, pair("n"), pair("d"), pair("tokens_per_param"),
-            pair("loss"), max(p.intervals.n_undefined for p in plans if p.intervals is not None), first.n_resamples)
-    return allocation.Plan(column([p.compute for p in plans]), column([p.n for p in plans]),
-                           column([p.d for p in plans]), column([p.loss for p in plans]), intervals)
+    return allocation.Plan(compute, n, d, float(center), intervals, law=f"the {entry.name} form's law")

@@ -47,7 +47,7 @@ from scaling.laws.checks.verdict import (
 )
 from scaling.laws.fitting import bootstrap as resampling
 from scaling.laws.fitting import fit as fitting
-from scaling.laws.fitting.fitdata import FitData
+from scaling.laws.fitting.fitdata import SAME_BUDGET, FitData
 from scaling.laws.forms.law import Law
 from scaling.laws.optimal import compare
 from scaling.laws.optimal.allocation import model_optimum
@@ -70,7 +70,28 @@ def design_checks(data: FitData) -> list[Check]:
                what="D spans (beta and a need token counts far apart)"),
         graded("n_sizes", data.n_sizes, higher_is_better=True, fmt="d", what="distinct model sizes"),
         graded("n_token_counts", token_counts, higher_is_better=True, fmt="d", what="distinct token counts"),
+        budgets_check(data),
     ]
+
+
+def budgets_check(data: FitData) -> Check:
+    """CAUTION where the runs lie on fewer than THRESHOLDS["n_budgets"] compute budgets (near-equal
+    ones count once: `fitdata.SAME_BUDGET`). On one budget the law's scaling beyond it rests on its
+    form alone, and no refit of fewer runs can test it: such a fit gives no interval beyond its data
+    (in simulation, the intervals of one-budget sweeps held 20 of 63 runs 3-30x beyond). On two, no
+    backtest cut has two budgets below it: how far the law predicts is the public tables' rule."""
+    k = data.n_budgets
+    threshold = f">= {THRESHOLDS['n_budgets']} compute budgets (within {SAME_BUDGET:g}x of each other count as one)"
+    if k >= THRESHOLDS["n_budgets"]:
+        return Check("n_budgets", float(k), threshold, PASS, f"runs at {k} compute budgets")
+    if k == 1:
+        why = (f"every run lies on one compute budget (C = {float(np.median(data.compute)):.3g} FLOPs): the law's "
+               "scaling beyond it rests on its form alone and cannot be tested on these runs, so it gives no "
+               "interval beyond its data")
+    else:
+        why = (f"the runs lie on {k} compute budgets: no backtest cut has two budgets below it, so how far the law "
+               "predicts rests on the public tables' rule, not on this table")
+    return Check("n_budgets", float(k), threshold, CAUTION, why)
 
 
 def bracketed_share(data: FitData, law: Law) -> float:

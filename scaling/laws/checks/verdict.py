@@ -28,6 +28,7 @@ THRESHOLDS: dict[str, Any] = {   # a (caution, not identified) pair, or one numb
     "d_decades": (1.0, 0.5),               # spread of D, decades
     "n_sizes": (5, 3),                     # distinct model sizes
     "n_token_counts": (4, 2),              # distinct token counts (a cross grid's D, an IsoFLOP's budgets)
+    "n_budgets": 3,                        # compute budgets: one cannot be tested beyond, two leave no cut
     "bracketed_share": (0.3, None),        # points whose compute neighbourhood straddles N_opt(C)
     "compute_neighbourhood": 0.25,         # decades either side of a point's C that count as its budget
     "starts_at_optimum": (0.001, None),    # share of the start grid that reached the optimum

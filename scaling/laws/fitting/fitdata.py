@@ -17,6 +17,7 @@ non-finite values and where the first is, an unknown parameter convention.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -177,17 +178,49 @@ class FitData:
     def n_sizes(self) -> int:
         return int(np.unique(self.n).size)
 
+    def budget_levels(self) -> np.ndarray:
+        """Each point's compute budget as a level 0, 1, ... (`budget_levels` of the planned budgets
+        where recorded, else of the compute)."""
+        return budget_levels(self.budgets if self.budgets is not None else self.compute)
+
+    @property
+    def n_budgets(self) -> int:
+        """How many distinct compute budgets the points lie on (near-equal ones count once)."""
+        return int(self.budget_levels().max()) + 1 if len(self) else 0
+
     def ranges(self) -> dict:
-        """[min, max] of N, D, C = 6ND and D/N (None when there are no points)."""
+        """[min, max] of N, D, C = 6ND, D/N and the loss (None when there are no points)."""
         if len(self) == 0:
-            return {"n_range": None, "d_range": None, "c_range": None, "tokens_per_param_range": None}
+            return {"n_range": None, "d_range": None, "c_range": None, "tokens_per_param_range": None,
+                    "loss_range": None}
         tpp = self.d / self.n
         return {
             "n_range": [float(self.n.min()), float(self.n.max())],
             "d_range": [float(self.d.min()), float(self.d.max())],
             "c_range": [float(self.compute.min()), float(self.compute.max())],
             "tokens_per_param_range": [float(tpp.min()), float(tpp.max())],
+            "loss_range": [float(self.loss.min()), float(self.loss.max())],
         }
+
+
+# Budgets within this factor of the smallest of their group are one budget: a table's rounded N and
+# D put the runs of one IsoFLOP budget 1e-9 apart in 6 N D (and an exact count a few percent apart),
+# where sweeps space their budgets 2-10x apart.
+SAME_BUDGET = 1.25
+
+
+def budget_levels(values: npt.ArrayLike) -> np.ndarray:
+    """A level per value, 0 for the smallest budget: values in increasing order start a new level
+    where they pass SAME_BUDGET times the first value of the current one (a spread of compute, as a
+    cross grid's, gives many levels; one budget rounded many ways, one)."""
+    v = np.asarray(values, dtype=float)
+    levels = np.empty(v.size, dtype=int)
+    level, first = -1, -math.inf
+    for i in np.argsort(v, kind="stable"):
+        if not v[i] <= first * SAME_BUDGET:
+            level, first = level + 1, v[i]
+        levels[i] = level
+    return levels
 
 
 def _frozen(values: npt.ArrayLike) -> np.ndarray:

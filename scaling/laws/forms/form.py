@@ -9,15 +9,17 @@ as for the Chinchilla form, and needs only `log_loss`: the Huber gradient is the
 derivative times the Jacobian of log L_pred. Each form writes log L as a log-sum-exp of its terms
 (numerically safe at any theta) and fixes its starts (a grid spanning the published values).
 
-A law's compute-optimal allocation along C = 6 N D (`optimum`): the closed form where one exists
-(`scaling.laws.forms.law.Law`), else the minimum of L(N, C / 6N) over log N, found numerically.
+A law's compute-optimal allocation along C = c(N) D (`optimum`): the closed form where one exists
+(`scaling.laws.forms.law.Law`), else the minimum of L along the compute curve, found numerically
+(`curve_minimum`, which plans any predicted loss: the median of the forms' too).
 Pure functions, no I/O.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import ClassVar, Protocol
 
 import numpy as np
@@ -25,6 +27,7 @@ import numpy.typing as npt
 from scipy.optimize import minimize_scalar
 
 from scaling.laws.forms.law import Law
+from scaling.train.compute import FlopsPerToken
 
 LOG_FLOAT_MAX = math.log(np.finfo(float).max)
 
@@ -86,33 +89,56 @@ def log_sum_exp(terms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return top + np.log(total), w
 
 
-def optimum(law: FormLaw, compute: float) -> tuple[float, float, float]:
-    """(N_opt, D_opt, L_opt) at `compute` FLOPs, C = 6 N D: the closed form of a Chinchilla-form law,
-    else the minimum of L(N, C / 6N) over log N (bounded Brent on N from 1 to C/6, i.e. D >= 1).
-    ValueError where L does not fall with both N and D (no interior optimum), where the closed form
-    overflows a float, or puts it below one parameter or one token (a fit that does not identify its
-    exponents can place it at N = 1e-12: no model, and the numerical search could not return it)."""
+def optimum(law: FormLaw, compute: float, flops: FlopsPerToken | None = None) -> tuple[float, float, float]:
+    """(N_opt, D_opt, L_opt) at `compute` FLOPs along C = c(N) D (`flops`; None: a Chinchilla-form
+    law's own count, any other form's 6 N D): the closed form of a Chinchilla-form law, else the
+    minimum of L along the compute curve (`curve_minimum`). ValueError where L does not fall with
+    both N and D (no interior optimum), where the closed form overflows a float, or puts it below one
+    parameter or one token (a fit that does not identify its exponents can place it at N = 1e-12:
+    no model, and the numerical search could not return it)."""
     if not law.has_optimum:
         raise ValueError("this law does not fall with both N and D: it has no compute-optimal allocation")
-    if isinstance(law, Law):
-        try:
-            n, d = float(law.n_opt(compute)), float(law.d_opt(compute))
-        except OverflowError:      # G = (alpha A / (beta B))^(1 / (alpha + beta)) past a float: exponents near 0
-            raise ValueError(f"its optimum at C = {compute:.3g} lies beyond a float (N_opt's coefficient G "
-                             "overflows: the exponents are not identified)") from None
-        if not (n >= 1.0 and d >= 1.0):
-            raise ValueError(f"its optimum at C = {compute:.3g} falls at N = {n:.3g}, D = {d:.3g}: "
-                             "below one parameter or one token, no model")
-        return n, d, float(law.loss(n, d))
-    log_c6 = math.log(compute / 6.0)
+    if not isinstance(law, Law):
+        return curve_minimum(law.loss, compute, flops or FlopsPerToken())
+    law = law if flops is None else replace(law, flops=flops)
+    try:
+        n, d = float(law.n_opt(compute)), float(law.d_opt(compute))
+    except (OverflowError, ZeroDivisionError):   # G past a float, or 0 / 0: the exponents are not identified
+        raise ValueError(f"its optimum at C = {compute:.3g} lies beyond a float (N_opt's coefficient G "
+                         "overflows: the exponents are not identified)") from None
+    if not (n >= 1.0 and d >= 1.0):
+        raise ValueError(f"its optimum at C = {compute:.3g} falls at N = {n:.3g}, D = {d:.3g}: "
+                         "below one parameter or one token, no model")
+    return n, d, float(law.loss(n, d))
 
-    def loss_at(log_n: float) -> float:
-        return float(law.loss(math.exp(log_n), math.exp(log_c6 - log_n)))
 
-    # A coarse scan places the bracket (L along the iso-compute line is unimodal for these forms).
-    grid = np.linspace(0.0, log_c6, 241)
-    k = int(np.argmin([loss_at(x) for x in grid]))
-    lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
-    res = minimize_scalar(loss_at, bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
-    n = math.exp(float(res.x))
-    return n, compute / (6.0 * n), float(res.fun)
+def curve_minimum(loss: Callable[[np.ndarray, np.ndarray], npt.ArrayLike], compute: float,
+                  flops: FlopsPerToken) -> tuple[float, float, float]:
+    """(N, D, L): the minimum of any predicted loss L(N, D) (vectorised) along the compute curve
+    C = c(N) D, for N from one parameter to where D falls to one token: a scan of the curve places
+    the bracket, bounded Brent on log N finds the minimum in it. What a law with no closed-form
+    optimum plans by, so that no run on the curve is predicted to do better than the plan.
+    ValueError where the loss is nowhere finite on the curve, or falls all the way to an end of it
+    (no interior optimum: the prediction keeps improving with N, or with D)."""
+    top = math.log(compute / (6.0 * flops.kappa)) / flops.gamma       # log N at which D = 1
+    if not top > 0:
+        raise ValueError(f"C = {compute:.3g} FLOPs does not train one parameter on one token")
+
+    def losses(log_n: np.ndarray) -> np.ndarray:
+        n = np.exp(log_n)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return np.asarray(loss(n, flops.tokens(compute, n)), dtype=float)
+
+    grid = np.linspace(0.0, top, 241)
+    values = np.where(np.isfinite(v := losses(grid)), v, np.inf)
+    k = int(np.argmin(values))
+    if not np.isfinite(values[k]):
+        raise ValueError(f"no finite predicted loss along the compute curve at C = {compute:.3g}")
+    if k in (0, grid.size - 1):
+        raise ValueError(f"the predicted loss at C = {compute:.3g} falls all the way to "
+                         f"{'one parameter' if k == 0 else 'one token'}: no compute-optimal allocation")
+    res = minimize_scalar(lambda x: float(losses(np.array(x))), bounds=(grid[k - 1], grid[k + 1]),
+                          method="bounded", options={"xatol": 1e-10})
+    x, value = (float(res.x), float(res.fun)) if res.fun <= values[k] else (float(grid[k]), float(values[k]))
+    n = math.exp(x)
+    return n, float(flops.tokens(compute, n)), value

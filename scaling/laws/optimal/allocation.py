@@ -276,6 +276,8 @@ class Plan:
     d: float | np.ndarray
     loss: float | np.ndarray
     intervals: OptimumIntervals | None = None
+    law: str = ""                  # the law that predicts and plans, in words ("": a published or given law)
+    note: str = ""                 # how far beyond its tested reach, where it is (LawFit.reach)
 
     @property
     def tokens_per_param(self) -> float | np.ndarray:
@@ -290,7 +292,29 @@ class Plan:
         return (f"Plan(C={_shown(self.compute, None, '.3g')}: " + ", ".join((
             show("n", self.n, ".3g"), show("d", self.d, ".3g"),
             show("tokens_per_param", self.tokens_per_param, ".3g"), show("loss", self.loss, ".4f")))
-            + ("" if iv is None else f"; {100 * iv.level:g}% intervals") + ")")
+            + ("" if iv is None else f"; {100 * iv.level:g}% intervals")
+            + (f"; by {self.law}" if self.law else "") + (f"; {self.note}" if self.note else "") + ")")
+
+
+def stacked_plans(plans: list[Plan], shape: tuple) -> Plan:
+    """One-budget plans as one plan of arrays of `shape` (its intervals' bounds too; `n_undefined`
+    the most resamples without an optimum at any budget)."""
+    def column(values: list) -> np.ndarray:
+        return np.array(values, dtype=float).reshape(shape)
+
+    def pair(name: str) -> tuple:
+        return tuple(column([getattr(p.intervals, name)[k] for p in plans]) for k in (0, 1))
+
+    intervals = None
+    if all(p.intervals is not None for p in plans):
+        first = plans[0].intervals
+        assert first is not None
+        intervals = OptimumIntervals(
+            column([p.compute for p in plans]), first.level, pair("n"), pair("d"), pair("tokens_per_param"),
+            pair("loss"), max(p.intervals.n_undefined for p in plans if p.intervals is not None), first.n_resamples)
+    return Plan(column([p.compute for p in plans]), column([p.n for p in plans]),
+                column([p.d for p in plans]), column([p.loss for p in plans]), intervals, plans[0].law,
+                "; ".join(dict.fromkeys(p.note for p in plans if p.note)))
 
 
 def _shown(value: float | np.ndarray, bounds: tuple | None, fmt: str) -> str:
@@ -298,6 +322,8 @@ def _shown(value: float | np.ndarray, bounds: tuple | None, fmt: str) -> str:
     if np.ndim(value):
         pairs = [None] * np.size(value) if bounds is None else list(zip(np.ravel(bounds[0]), np.ravel(bounds[1])))
         return "[" + ", ".join(_shown(v, pair, fmt) for v, pair in zip(np.ravel(value), pairs)) + "]"
+    if bounds is not None and not all(math.isfinite(b) for b in bounds):
+        return format(value, fmt) + " [no interval]"
     return format(value, fmt) + ("" if bounds is None else " [{:{f}}, {:{f}}]".format(*bounds, f=fmt))
 
 
@@ -315,12 +341,17 @@ class Prediction:
     interval: tuple | None = None
     level: float | None = None
     beyond: float | np.ndarray = 1.0   # the extrapolation factor: its compute over the largest fitted run's
+    law: str = ""                      # the law that predicts, in words ("": a published or given law)
+    note: str = ""                     # how far beyond its tested reach, where it is (LawFit.reach)
 
     def __repr__(self) -> str:
         shown = _shown(self.loss, None if self.level is None else self.interval, ".4f")
         kind = "" if self.interval is None or self.level is None else f" ({100 * self.level:g}% prediction interval)"
-        far = f", {self.beyond:.3g}x beyond the fitted compute" if np.ndim(self.beyond) == 0 and self.beyond > 1 else ""
-        return f"Prediction(N={_shown(self.n, None, '.3g')}, D={_shown(self.d, None, '.3g')}: loss {shown}{kind}{far})"
+        far = f", {self.beyond:.3g}x beyond the fitted compute" if np.ndim(self.beyond) == 0 and self.beyond > 1 \
+            and not self.note else ""
+        by = (f"; by {self.law}" if self.law else "") + (f"; {self.note}" if self.note else "")
+        return (f"Prediction(N={_shown(self.n, None, '.3g')}, D={_shown(self.d, None, '.3g')}: loss {shown}{kind}{far}"
+                f"{by})")
 
 
 def loss_interval(resampled: npt.ArrayLike, n: npt.ArrayLike, d: npt.ArrayLike, *, level: float = 0.95,

@@ -30,6 +30,7 @@ import pandas as pd
 from scipy import stats
 
 from scaling.errors import UsageError
+from scaling.laws.fitting.fitdata import SAME_BUDGET
 from scaling.train.compute import FlopsPerToken
 
 CI_LEVEL = 0.95
@@ -64,8 +65,8 @@ def fit_power_law(x: npt.ArrayLike, y: npt.ArrayLike | Sequence[float | None], l
     """
     lx, ly = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
     n = len(lx)
-    if n < 2 or np.ptp(lx) == 0:
-        raise ValueError("a power law needs at least 2 points at distinct x")
+    if n < 2 or np.ptp(lx) < math.log(SAME_BUDGET):     # x 1e-9 apart (one budget rounded) fit no slope
+        raise ValueError(f"a power law needs at least 2 points at distinct x (more than {SAME_BUDGET:g}x apart)")
     slope, intercept = np.polyfit(lx, ly, 1)
     stderr = ci = None
     if n > 2:
@@ -278,11 +279,12 @@ def isoflop(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, compute:
         window=None if window is None else f"each parabola on the sizes within {window:g} decade(s) of N "
                                            "of its budget's lowest loss (at least 3)")
     usable = [b for b in minima if b.usable]
-    if len(usable) < 2:
-        return IsoFLOPResult(None, None, None, None, None, None, **common,
-                             reason=f"{len(usable)} budget(s) with a minimum inside the sampled "
-                                    f"range; need at least 2 (of {len(minima)} budgets)")
     cs = np.array([b.compute for b in usable])
+    if len(usable) < 2 or np.ptp(np.log(cs)) < math.log(SAME_BUDGET):   # near-equal budgets are one
+        apart = "" if len(usable) < 2 else f", all within {SAME_BUDGET:g}x of each other (one budget)"
+        return IsoFLOPResult(None, None, None, None, None, None, **common,
+                             reason=f"{len(usable)} budget(s) with a minimum inside the sampled range{apart}; "
+                                    f"need at least 2 budgets apart (of {len(minima)})")
     n_fit = fit_power_law(cs, [b.n_opt for b in usable])
     d_fit = fit_power_law(cs, [b.d_opt for b in usable])
     return IsoFLOPResult(n_fit.exponent, d_fit.exponent, n_fit.ci, d_fit.ci, n_fit, d_fit, **common)

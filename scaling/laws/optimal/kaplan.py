@@ -149,7 +149,11 @@ def fit_kaplan(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, compute:
             laws[var] = None
             reasons.append(f"L({var}): {len(x)} {what[var]}; need at least 2")
             continue
-        laws[var] = replace(fit_single(var, x, y), used=used, caveat=caveat)
+        try:
+            laws[var] = replace(fit_single(var, x, y), used=used, caveat=caveat)
+        except ValueError as exc:          # x on one value, rounded many ways (one budget): no slope
+            laws[var] = None
+            reasons.append(f"L({var}): {exc}")
     return KaplanFit(laws["N"], laws["D"], laws["C"], param_convention, tuple(reasons))
 
 

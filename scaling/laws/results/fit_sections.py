@@ -30,6 +30,8 @@ class DataSummary:
     store: dict | None = None                # a run store's absolute path and run-table digest
     provenance: Provenance | None = None     # where the points came from, typed
     context_use: list | None = None          # [lowest, highest] final context use of the runs (nats)
+    n_budgets: int | None = None             # distinct compute budgets (FitData.n_budgets); None: a file before it
+    loss_range: list | None = None           # [lowest, highest] loss fitted; None: a file before it
 
     @classmethod
     def of(cls, data: FitData) -> DataSummary:
@@ -39,7 +41,8 @@ class DataSummary:
                    param_convention=data.param_convention, dropped=tuple(d.to_dict() for d in data.dropped),
                    filters=dict(data.filters), n_range=r["n_range"], d_range=r["d_range"], c_range=r["c_range"],
                    table=data.table, store=data.store, provenance=data.provenance,
-                   context_use=None if use is None or not use.size else [float(use.min()), float(use.max())])
+                   context_use=None if use is None or not use.size else [float(use.min()), float(use.max())],
+                   n_budgets=data.n_budgets, loss_range=r["loss_range"])
 
     @classmethod
     def from_json(cls, data: dict) -> DataSummary:
@@ -56,6 +59,8 @@ class DataSummary:
                 "c_range": self.c_range, **({"table": self.table} if self.table is not None else {}),
                 **({"store": self.store} if self.store is not None else {}),
                 **({"context_use": self.context_use} if self.context_use is not None else {}),
+                **({"n_budgets": self.n_budgets} if self.n_budgets is not None else {}),
+                **({"loss_range": self.loss_range} if self.loss_range is not None else {}),
                 **({"provenance": self.provenance.to_json()} if self.provenance is not None else {})}
 
 

@@ -35,12 +35,13 @@ from scaling.laws.checks.verdict import Diagnostics
 from scaling.laws.fitting import bootstrap as resampling
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.fitdata import FitData
+from scaling.laws.forms.form import curve_minimum
 from scaling.laws.forms.law import Law
 from scaling.laws.optimal import allocation
 from scaling.laws.repeated import Repeated
 from scaling.laws.results.fit_schema import KIND, VERSION, backtest_of, check_fit, forms_of, holdout_of, repeated_of
 from scaling.laws.results.fit_sections import DataSummary, FitOptions, Intervals
-from scaling.laws.results.summary import format_summary
+from scaling.laws.results.summary import format_decision, format_summary
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -108,22 +109,66 @@ class LawFit:
     boot: resampling.BootstrapResult | None = field(default=None, repr=False, compare=False)
 
     def optimum_at(self, compute: npt.ArrayLike, seed: int = 0) -> allocation.OptimumIntervals | None:
-        """Intervals of N_opt, D_opt, tokens per parameter and the predicted loss at `compute`
-        (None without bootstrap samples); the loss interval includes the runs' scatter, and beyond
-        the fitted compute it is the backtest's (`_beyond`). A form chosen by `--form`: its own
-        (`cross_forms.form_plan`)."""
+        """Intervals of N_opt, D_opt, tokens per parameter and the predicted loss of `plan(compute)`
+        (None without bootstrap samples)."""
+        return self.plan(compute, seed).intervals
+
+    @property
+    def predictor(self) -> str:
+        """The one law that predicts and plans, in words: the fitted form's law (beyond the data its
+        backtest's), another form's (`--form`), or the median of the forms as one surface."""
+        if (median := self.median) is not None:
+            return f"the median of the forms ({', '.join(median.members)})"
+        return f"the {self.form} form's law"
+
+    def planning_law(self, compute: float) -> Law:
+        """The Chinchilla-form law whose optimum at `compute` is the plan by default: the fitted law
+        inside the data; beyond it the backtest's law, which `expected_loss` predicts by there (its
+        bias, exp(bias x), is one factor all along a compute curve, so it moves no optimum)."""
+        if self.backtest is None or self.backtest.law is None or self._far(compute) <= 0:
+            return self.law
+        return self.backtest.law
+
+    def _plan_at(self, compute: float, seed: int) -> allocation.Plan:
+        """`plan` at one budget: N and D minimise `expected_loss` along the compute curve C = c(N) D
+        (closed form for a Chinchilla-form law, `form.curve_minimum` for the median), so `predict`
+        at the plan's N and D is the plan's loss and no run on the curve is predicted lower."""
         if (entry := self.form_entry) is not None:
-            return form_plan(entry, compute, self._far(compute), level=self.level, seed=seed).intervals
-        if self.resampled is None or self.ci is None:
+            return form_plan(entry, compute, float(self._far(compute)), level=self.level, seed=seed,
+                             flops=self.law.flops)
+        if self.median is not None:
+            try:
+                n, d, _ = curve_minimum(self.expected_loss, compute, self.law.flops)
+            except ValueError as exc:
+                raise UsageError(f"the median of the forms: {exc}") from None
+        else:
+            law = self.planning_law(compute)
+            if not law.has_optimum:
+                raise UsageError(f"this law has no compute-optimal allocation: alpha {law.alpha:.4g} and beta "
+                                 f"{law.beta:.4g} must both be positive")
+            n, d = (float(v) for v in allocation.model_optimum(law, compute))
+        return allocation.Plan(compute, n, d, float(self.expected_loss(n, d)),
+                               self._plan_intervals(compute, n, d, seed), law=self.predictor, note=self.reach(compute))
+
+    def _plan_intervals(self, compute: float, n: float, d: float, seed: int) -> allocation.OptimumIntervals | None:
+        """The plan's intervals: of N, D and tokens per parameter, the fitted law's resamples' spread
+        of its optimum, moved to the plan's (the same where the fitted law plans); of the loss,
+        `loss_interval` at the plan's N and D. None without bootstrap samples."""
+        if self.resampled is None or self.ci is None or not self.law.has_optimum:
             return None
         best = allocation.optimum_intervals(self.law, self.resampled, compute, level=self.ci.level,
                                             noise=self.residual_rms or 0.0, seed=seed, widen=self.ci.widened_by)
-        c = np.asarray(compute, dtype=float)
-        if (by_median := self._median_predict(self.law.n_opt(c), self.law.d_opt(c))) is not None:
-            return replace(best, loss=by_median[1:])
-        if self.backtest is None:
-            return best
-        return replace(best, loss=self._beyond(self.law.n_opt(c), self.law.d_opt(c), best.loss))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            shift_n, shift_d = n / float(self.law.n_opt(compute)), d / float(self.law.d_opt(compute))
+        if not (math.isfinite(shift_n) and math.isfinite(shift_d)):
+            shift_n = shift_d = 1.0
+
+        def moved(bounds: tuple, by: float) -> tuple:
+            return tuple(float(v) * by for v in bounds)
+
+        loss = self.loss_interval(n, d, seed) or (math.nan, math.nan)
+        return replace(best, n=moved(best.n, shift_n), d=moved(best.d, shift_d),
+                       tokens_per_param=moved(best.tokens_per_param, shift_d / shift_n), loss=loss)
 
     def beyond(self, n: npt.ArrayLike, d: npt.ArrayLike) -> float | np.ndarray:
         """How many decades of compute a run of N parameters on D tokens lies beyond the largest
@@ -186,9 +231,26 @@ class LawFit:
     def loss_interval(self, n: npt.ArrayLike, d: npt.ArrayLike, seed: int = 0) -> tuple | None:
         """A prediction interval for the final loss of one run of N parameters on D tokens (None
         without bootstrap samples or where no resample predicts it): the constants' uncertainty
-        and the runs' scatter. Arrays of N, D give arrays of bounds (NaN where none). By default the
-        median of the forms' (its own backtest's rule); a form chosen by `--form`: its resamples' and
-        the backtest's (`FormEntry.predict`)."""
+        and the runs' scatter; beyond the data the backtest's rule of the law that predicts (the
+        fitted law's, `_beyond`; a form's, `FormEntry.predict`; the median's). None beyond the data
+        of a fit whose runs lie on one compute budget: nothing there can test it. Arrays of N, D
+        give arrays of bounds (NaN where none)."""
+        bounds = self._loss_bounds(n, d, seed)
+        if bounds is None or not self.one_budget:
+            return bounds
+        beyond = np.asarray(self.beyond(n, d)) > 0
+        if np.ndim(beyond) == 0:
+            return None if beyond else bounds
+        return tuple(np.where(beyond, math.nan, b) for b in bounds)
+
+    @property
+    def one_budget(self) -> bool:
+        """Whether every fitted run lies on one compute budget (`FitData.n_budgets`; the verdict's
+        n_budgets check): its law cannot be tested beyond it, and gives no interval there."""
+        return self.data.n_budgets == 1
+
+    def _loss_bounds(self, n: npt.ArrayLike, d: npt.ArrayLike, seed: int) -> tuple | None:
+        """`loss_interval` before the one-budget rule."""
         if (entry := self.form_entry) is not None:
             _, lo, hi = entry.predict(n, d, self.beyond(n, d), level=self.level, noise=True, seed=seed)
             return (float(lo), float(hi)) if np.ndim(lo) == 0 else (lo, hi)
@@ -201,6 +263,24 @@ class LawFit:
         if np.ndim(lo) == 0 and not (math.isfinite(lo) and math.isfinite(hi)):
             return None
         return self._beyond(n, d, (lo, hi))
+
+    def reach(self, compute: float) -> str:
+        """How far beyond the fitted compute `compute` lies, in words, where that matters: past the
+        farthest factor the predicting law's backtest reached, or beyond a fit of one budget ("":
+        inside the data, or within the tested reach)."""
+        factor = 10 ** float(np.max(self._far(compute)))
+        if factor <= 1.0:
+            return ""
+        if self.one_budget:
+            return (f"{factor:.3g}x beyond the fitted compute, of a fit whose runs lie on one compute budget: "
+                    "untested there, no interval")
+        check = self.median_backtest or self.backtest
+        tested = None if check is None else check.farthest
+        if tested is None:
+            return f"{factor:.3g}x beyond the fitted compute, where no backtest cut could test the law"
+        if factor > tested.factor * 1.001:
+            return f"{factor:.3g}x beyond the fitted compute, past the {tested.factor:g}x its backtest reached"
+        return ""
 
     def interval(self, name: str) -> tuple[float, float] | None:
         """The bootstrap interval (lo, hi) of `name`: a constant (E, A, B, alpha, beta), a, b, G or
@@ -301,31 +381,22 @@ class LawFit:
         beyond = 10 ** self.beyond(n, d)
         return allocation.Prediction(n, d, self.expected_loss(n, d), interval,
                                      None if interval is None or self.ci is None else self.ci.level,
-                                     beyond=float(beyond) if np.ndim(beyond) == 0 else beyond)
+                                     beyond=float(beyond) if np.ndim(beyond) == 0 else beyond, law=self.predictor,
+                                     note=self.reach(self.law.flops.per_token(n) * np.asarray(d, dtype=float)))
 
     def plan(self, compute: npt.ArrayLike, seed: int = 0) -> allocation.Plan:
-        """The compute-optimal N, D at `compute` FLOPs and the loss they reach, with 95% intervals
-        (`optimum_at`); an array of budgets gives arrays. N and D are the fitted law's optimum; the
-        loss is `expected_loss`'s there (by default the median of the forms'). UsageError for a law
-        with no optimum (alpha or beta not positive). A form chosen by `--form` plans by its own
-        optimum (`cross_forms.form_plan`: closed form or numeric).
+        """The compute-optimal N, D at `compute` FLOPs and the loss they reach, with 95% intervals;
+        an array of budgets gives arrays. One law answers: N and D are the optimum of the loss
+        `predict` gives, along the compute curve (`_plan_at`), so `predict(p.n, p.d)` is the plan's
+        loss; `p.law` names that law. UsageError for a law with no optimum (alpha or beta not
+        positive, or a median that keeps falling to an end of the curve).
 
             p = f.plan(1e24)
             p.n, p.d, p.tokens_per_param, p.loss    # floats; p.intervals.n, .d, .tokens_per_param, .loss: (lo, hi)"""
-        if (entry := self.form_entry) is not None:
-            c = allocation.check_sizes(compute, "compute", unit=" of FLOPs")
-            return form_plan(entry, c, self._far(c), level=self.level, seed=seed)
-        if not self.law.has_optimum:
-            raise UsageError(f"this law has no compute-optimal allocation: alpha {self.law.alpha:.4g} and beta "
-                             f"{self.law.beta:.4g} must both be positive")
         c = allocation.check_sizes(compute, "compute", unit=" of FLOPs")
         if np.ndim(c) == 0:
-            best = allocation.plan(self.law, c)
-            return allocation.Plan(best.compute, best.n, best.d, self.expected_loss(best.n, best.d),
-                                   self.optimum_at(best.compute, seed))
-        allocation.check_allocatable(self.law)
-        n, d = allocation.model_optimum(self.law, c)
-        return allocation.Plan(c, n, d, self.expected_loss(n, d), self.optimum_at(c, seed))
+            return self._plan_at(float(c), seed)
+        return allocation.stacked_plans([self._plan_at(float(v), seed) for v in np.ravel(c)], np.shape(c))
 
     def plot(self) -> Figure:
         """The fit drawn on one matplotlib Figure, which Jupyter shows: the points with the law, the
@@ -337,9 +408,12 @@ class LawFit:
         from scaling.report.plot import fit_figure
         return fit_figure(self)
 
-    def summary(self) -> str:
-        """What `scaling fit` prints: the constants with intervals, the allocation, the verdict."""
-        return format_summary(self)
+    def summary(self, verbose: bool = False) -> str:
+        """What `scaling fit` prints: the decision first, in about 15 lines (`format_decision`: the
+        verdict and why, the law that predicts and plans, the allocation with its intervals, how far
+        it was tested, what it predicts 3x and 10x beyond its runs); with `verbose`, everything
+        (`format_summary`: every constant, backtest cut, form and check)."""
+        return format_summary(self) if verbose else format_decision(self)
 
     def __repr__(self) -> str:
         law = self.law
