@@ -44,7 +44,7 @@ def _sweep(truth, budgets=BUDGETS, seed=0, noise=0.004):
 @pytest.fixture(scope="module")
 def fitted():
     _, data = _sweep(_tied)
-    return data, analysis.fit_data(data, bootstrap=10)        # the default: the median of the forms
+    return data, analysis.fit_data(data, bootstrap=10, form="median")
 
 
 def test_the_median_s_cut_is_the_geometric_median_of_the_forms_cut_predictions(fitted):
@@ -104,23 +104,23 @@ def test_the_median_predicts_the_runs_beyond_its_data_inside_its_interval():
 
 
 def test_form_median_through_the_cli_plan_and_predict(tmp_path, capsys):
-    # `scaling fit --form median`: the summary shows the median as a row and says the allocation is the
-    # fitted form's; fit.json round-trips; plan over an array of budgets allocates by the Chinchilla-form
-    # law, its loss and loss interval the median's; `scaling plan --fit` says so.
+    # `scaling fit --form median`: the summary names the median as the law that predicts and plans (with
+    # --verbose, its row among the forms); fit.json round-trips; plan over an array of budgets gives each
+    # budget's own plan, its loss and loss interval the median's at its N and D; `scaling plan --fit` says so.
     frame, _ = _sweep(_tied, budgets=BUDGETS[:7])
     frame.to_csv(tmp_path / "pts.csv", index=False)
     out = tmp_path / "fit"
     assert main(["fit", "--csv", str(tmp_path / "pts.csv"), "--budget", "budget", "--form", "median",
-                 "--bootstrap", "10", "--out", str(out)]) == 0
+                 "--bootstrap", "10", "--out", str(out), "--verbose"]) == 0
     printed = capsys.readouterr().out
-    assert " *median " in printed and "form: median (the default" in printed and "chinchilla form's law" in printed
+    assert " *median " in printed and "form: median (--form): predict and plan use the geometric median" in printed
     fit = load_fit(out)
     assert fit.form == combined.NAME and fit.median is not None and fit.form_entry is None
     assert cross_forms.Forms.from_json(fit.forms.to_json()) == fit.forms
     top = float(frame.budget.max())
     budgets = np.array([[top / 10, top], [10 * top, 1000 * top]])
     plan = fit.plan(budgets)
-    assert np.allclose(plan.n, fit.law.n_opt(budgets)) and np.allclose(plan.d, fit.law.d_opt(budgets))
+    assert np.allclose(fit.law.flops.per_token(plan.n) * plan.d, budgets)
     center, lo, hi = fit.median.predict(fit.forms.entries, plan.n, plan.d, fit.beyond(plan.n, plan.d),
                                         floor=fit.backtest)
     assert np.array_equal(plan.loss, center)
@@ -228,38 +228,44 @@ def test_the_default_predicts_by_the_median_and_the_verdict_reads_its_own_cuts(f
                                    f"{far.covered} of them inside")
     assert check.reason.endswith(f"the chinchilla form's law alone, {own.factor:g}x: median error "
                                  f"{pct(own.median_abs_error)}, {own.covered} of {len(own.errors)} inside")
-    lines = fit.summary().splitlines()
+    lines = fit.summary(verbose=True).splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("backtest"))
     assert lines[first].startswith("backtest of the median of the forms (which predicts): predicts runs 30x")
     assert lines[first + 1].startswith("backtest of the chinchilla form's law (the constants and allocation above)")
-    assert fit.median_backtest.farthest == far and "the median of the forms tested 30x" in fit.summary()
+    assert fit.median_backtest.farthest == far and "the median of the forms tested 30x" in fit.summary(verbose=True)
 
 
 def test_what_a_fit_predicts_by_when_no_form_is_asked():
-    # Backtested: the median, whose members are fitted with forms=False too; without the backtest the
-    # fitted law alone (the median's interval and its members' biases are backtests); form="chinchilla"
-    # with forms=False fits no other form.
+    # The fitted law alone, with no other form fitted (forms=True fits them beside it as cross-checks);
+    # the median of the forms only when asked, and then only with its members' backtests.
     data = few_runs(seed=0).take(np.arange(8))
-    median = analysis.fit_data(data, bootstrap=0, forms=False)
-    assert median.form == combined.NAME and median.median is not None and median.forms is not None
-    check = next(c for c in median.diagnostics.checks if c.name == "backtest")    # too few runs for any cut
-    assert check.value is None and check.reason.startswith("the median of the forms not tested beyond its data")
-    assert check.reason.endswith("the chinchilla form's law alone, no cut could be made")
-    assert "backtest of the median of the forms (which predicts): no cut could be made (" in median.summary()
-    alone = analysis.fit_data(data, bootstrap=0, forms=False, form="chinchilla")
+    alone = analysis.fit_data(data, bootstrap=0)
     assert alone.form == "chinchilla" and alone.forms is None and alone.median is None
-    assert alone.predict(1e9, 2e10).loss != median.predict(1e9, 2e10).loss
-    unbacked = analysis.fit_data(data, bootstrap=0, backtest=False)
-    assert unbacked.form == "chinchilla" and unbacked.forms is None and unbacked.backtest is None
+    assert alone.predict(1e9, 2e10).law == alone.plan(1e20).law == "the chinchilla form's law"
+    beside = analysis.fit_data(data, bootstrap=0, forms=True)
+    assert beside.form == "chinchilla" and beside.forms is not None and beside.median is None
+    assert beside.predict(1e9, 2e10).loss == alone.predict(1e9, 2e10).loss
+    median = analysis.fit_data(data, bootstrap=0, form="median")
+    assert median.median is not None and median.predict(1e9, 2e10).law.startswith("the median of the forms (")
+    assert median.predict(1e9, 2e10).loss != alone.predict(1e9, 2e10).loss
+    with pytest.raises(UsageError, match="needs the backtest"):
+        analysis.fit_data(data, bootstrap=0, backtest=False, form="median")
 
 
-def test_the_default_falls_back_to_the_fitted_law_where_no_median_can_be_taken(fitted):
-    # Fewer than two forms fitted (no median): the default predicts by the fitted law alone, the forms
-    # headed by it; asked for by name, the median is refused there (one line, naming --form).
+def test_the_median_plans_by_its_own_optimum(fitted):
+    # One surface predicts and plans: along each compute curve no N has a lower median prediction than
+    # the plan's, and predict at the plan's N and D is the plan's loss.
     _, fit = fitted
-    lone = replace(fit.forms, combined=None)
-    form, forms = analysis._chosen(lone, combined.NAME, None, default=True)
-    assert form == "chinchilla" and forms.headline == "chinchilla" and forms.planner == ""
+    for compute in np.geomspace(1e18, 1e24, 7):
+        p = fit.plan(compute)
+        assert fit.predict(p.n, p.d).loss == pytest.approx(p.loss, rel=1e-12)
+        n = p.n * np.geomspace(0.2, 5.0, 101)
+        assert np.all(fit.expected_loss(n, fit.law.flops.tokens(compute, n)) >= p.loss * (1 - 1e-9))
+
+
+def test_the_median_is_refused_where_fewer_than_two_forms_were_fitted(fitted):
+    # Asked for by name where fewer than two forms could be fitted, the median is refused (one line,
+    # naming --form): there is no surface to predict or plan by.
+    _, fit = fitted
     with pytest.raises(UsageError, match="the median of the forms needs at least two forms"):
-        analysis._chosen(lone, combined.NAME, None, default=False)
-    assert analysis._chosen(fit.forms, combined.NAME, None, default=True) == (combined.NAME, fit.forms)
+        analysis._check_chosen(replace(fit.forms, combined=None), combined.NAME, None)

@@ -269,11 +269,10 @@ def format_form(fit: Summarised) -> list[str]:
     out = format_forms(fit.forms)
     fitted = fitted_form(fit.options.fixed_E)
     if fit.form == MEDIAN:
-        out.append(f"form: median (the default; --form NAME for one law): predict, plan and validate give the "
-                   f"geometric median of the forms' losses with its own backtest's interval, beyond the data never "
-                   f"narrower than the {fitted} law's own estimation error; plan allocates N and D by the {fitted} "
-                   f"form's law (its optimum); the constants above and the diagnostics are the {fitted} form's, "
-                   "but for the verdict's backtest check, the median's own")
+        out.append(f"form: median (--form): predict and plan use the geometric median of the forms' losses, one "
+                   "surface: its backtest's interval (beyond the data never narrower than the "
+                   f"{fitted} law's own estimation error), and plans by its own optimum; the constants above and the "
+                   f"diagnostics are the {fitted} form's, but for the verdict's backtest check, the median's own")
     elif fit.form != fitted:
         out.append(f"form: {fit.form} (--form): predict and plan use its law; the constants above, the diagnostics "
                    f"and the verdict are the {fitted} form's")
