@@ -19,9 +19,24 @@ from typing import Any, NoReturn
 from scaling import __version__
 from scaling.errors import UsageError, unknown_name
 
-# Command modules in the order of the data flow; each defines `register(subparsers)`.
-COMMAND_MODULES = ("sweep", "importing", "tune", "design", "fit", "report", "cost", "plan", "validate")
-
+# Each command, in the order of the data flow: the module that registers it (`register(subparsers)`)
+# and its line in `scaling --help`. Only the module of the command that runs is imported: the others
+# would load scipy, pandas and the laws for nothing (`scaling --help` took 2-3 s), so they stand in
+# the parser as their help line alone (tests/cli/test_cli_help.py holds these lines to the modules').
+COMMANDS = {
+    "sweep": ("sweep", "train the runs of a sweep config (skips finished runs)"),
+    "runs": ("sweep", "print the table of runs in a run store"),
+    "import": ("importing", "import runs logged with TensorBoard, W&B, MLflow or a CSV"),
+    "tune": ("tune", "measure each shape's best learning rate; fit lr_opt against N"),
+    "design": ("design", "the intervals a planned sweep would give, before training"),
+    "fit": ("fit", "fit L(N, D) with bootstrap intervals; write fit.json"),
+    "report": ("report", "a fit's report: figures, tables, hold-out check"),
+    "cost": ("cost", "compute, time, money and memory of training and inference"),
+    "compare": ("plan", "your fit against Kaplan, Chinchilla and Besiroglu"),
+    "plan": ("plan", "compute-optimal N, D for budgets C, beside D = 20 N and Kaplan"),
+    "validate": ("validate", "train the model a fit recommends, and two neighbours"),
+}
+COMMAND_MODULES = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
 class ExamplesFormatter(argparse.HelpFormatter):
     """argparse's help, with an epilog that starts "examples:" kept line by line as written (the
@@ -91,11 +106,14 @@ class Parser(argparse.ArgumentParser):
         super()._check_value(action, value)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: with every command's module (`command` None), or with only the
+    module of `command` (the others stand in as their help line; an unknown name: none)."""
     parser = Parser(
         prog="scaling",
         description="Measure your own scaling laws: sweep, fit, compare, plan.",
         epilog="examples:\n"
+               "  scaling fit --dataset chinchilla         # a first answer: Hoffmann et al.'s runs refitted\n"
                "  scaling fit --csv points.csv             # your table of N, D, loss: the law, intervals, verdict\n"
                "  scaling compare fits/points              # its exponents beside Kaplan, Chinchilla, Besiroglu\n"
                "  scaling plan --fit fits/points --compute 1e21 1e22   # what to train at those budgets\n"
@@ -105,9 +123,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     parser.add_argument("--version", action="version", version=f"scaling {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    modules = COMMAND_MODULES if command is None else [COMMANDS[command][0]] if command in COMMANDS else []
+    for name in modules:
         import_module(f"scaling.cli.{name}").register(subparsers)
+    for name, (_, line) in COMMANDS.items():
+        if name not in subparsers.choices:
+            subparsers.add_parser(name, help=line)
     return parser
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command `argv` names: its first word that is not a flag (None: none, as `scaling --help`)."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def flag_names(exc: UsageError) -> str:
@@ -128,7 +155,8 @@ def show_warning(message: Warning | str, category: type[Warning], filename: str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(command_of(argv) or "").parse_args(argv)     # "": no command named, no module imported
     previous, warnings.showwarning = warnings.showwarning, show_warning     # the command's: put back after it
     try:
         return args.func(args) or 0

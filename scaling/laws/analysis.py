@@ -10,6 +10,7 @@ diagnostics with their verdict. Pure: points in, a `results.LawFit` out.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -77,11 +78,8 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     reference_compute = _reference(reference_compute, data)
     result, prior = _fit_constants(data, delta=delta, grid=grid, fixed_E=fixed_E, E_prior=E_prior, seed=seed)
     lof = residual_structure(data, result)
-    boot = None
-    if bootstrap:
-        boot = resampling.bootstrap(data.n, data.d, data.loss, n_resamples=int(bootstrap), seed=seed,
-                                    delta=delta, fixed_E=fixed_E, reference_compute=reference_compute,
-                                    full_fit=result, flops=data.flops, widen=lof.interval_factor, E_prior=prior)
+    boot, future = _resampled_and_backtested(data, result, lof, prior, bootstrap=int(bootstrap), seed=seed,
+                                             reference_compute=reference_compute, backtest=backtest)
     fit = _law_fit(data, result, boot, seed=seed, custom_grid=grid is not None, reference_compute=reference_compute)
     fit, extra = _allocation_by_other_routes(fit, data, result, boot, curves, bootstrap=int(bootstrap), seed=seed,
                                              delta=delta, fixed_E=fixed_E, reference_compute=reference_compute)
@@ -90,9 +88,8 @@ def fit_data(data: FitData, *, delta: float = fitting.DEFAULT_DELTA, fixed_E: fl
     # The one hold-out refit: judged by the diagnostics, kept in fit.json, printed by the report.
     check = holdout(data, result.law, fraction=diagnostics.THRESHOLDS["holdout_fraction"], delta=result.delta,
                     fixed_E=result.fixed_E, starts=result.end_points, E_prior=prior)
-    fit, beyond = _checked_beyond_the_data(fit, data, result, form=form, forms=forms,
-                                           backtest=backtest, reference_compute=reference_compute,
-                                           bootstrap=int(bootstrap), seed=seed)
+    fit, beyond = _checked_beyond_the_data(fit, data, result, future, form=form, forms=forms,
+                                           reference_compute=reference_compute, bootstrap=int(bootstrap), seed=seed)
     return replace(fit, lack_of_fit=json_safe(lof.to_json()), holdout=check,
                    diagnostics=diagnostics.diagnose(data, result, boot, reference_compute=reference_compute,
                                                     lof=lof, holdout=check, extra=(*extra, *beyond)))
@@ -150,15 +147,33 @@ def _allocation_by_other_routes(fit: LawFit, data: FitData, result: fitting.FitR
     return fit, extra
 
 
-def _checked_beyond_the_data(fit: LawFit, data: FitData, result: fitting.FitResult, *, form: str, forms: bool,
-                             backtest: bool, reference_compute: float, bootstrap: int,
-                             seed: int) -> tuple[LawFit, list]:
-    """How the law extrapolates: the leave-future-out backtest (judged by the verdict; it widens
-    every interval beyond the data) and the other forms fitted beside it, each with its own; with
-    their checks for the verdict."""
-    future = backtesting.backtest(data, result, delta=result.delta, fixed_E=result.fixed_E) if backtest else None
+def _resampled_and_backtested(data: FitData, result: fitting.FitResult, lof: LackOfFit, prior: EPrior | None, *,
+                              bootstrap: int, seed: int, reference_compute: float,
+                              backtest: bool) -> tuple[resampling.BootstrapResult | None, backtesting.Backtest | None]:
+    """The fit's bootstrap (None for none) and its leave-future-out backtest (None without it),
+    side by side: each needs only the fit, and together they are most of its cost, so the bootstrap
+    runs on a second thread while this one refits the cuts (numpy leaves the GIL in the batched
+    objective). BLAS is held to one thread for both (`single_threaded_blas`: its limit is global,
+    and two threads setting and restoring it in turn would leave it wrong)."""
+    def resample() -> resampling.BootstrapResult:
+        return resampling.bootstrap(data.n, data.d, data.loss, n_resamples=bootstrap, seed=seed,
+                                    delta=result.delta, fixed_E=result.fixed_E, reference_compute=reference_compute,
+                                    full_fit=result, flops=data.flops, widen=lof.interval_factor, E_prior=prior)
+
+    with fitting.single_threaded_blas(), ThreadPoolExecutor(max_workers=1) as pool:
+        boot = pool.submit(resample) if bootstrap else None
+        future = backtesting.backtest(data, result, delta=result.delta, fixed_E=result.fixed_E) if backtest else None
+        return (None if boot is None else boot.result()), future
+
+
+def _checked_beyond_the_data(fit: LawFit, data: FitData, result: fitting.FitResult,
+                             future: backtesting.Backtest | None, *, form: str, forms: bool,
+                             reference_compute: float, bootstrap: int, seed: int) -> tuple[LawFit, list]:
+    """How the law extrapolates: the leave-future-out backtest `future` (judged by the verdict; it
+    widens every interval beyond the data) and the other forms fitted beside it, each with its own;
+    with their checks for the verdict."""
     side = None
-    if (forms and backtest) or form != cross_forms.fitted_form(result.fixed_E):
+    if (forms and future is not None) or form != cross_forms.fitted_form(result.fixed_E):
         side = _forms_beside(data, result, fit, future, form, reference_compute, bootstrap, seed)
         _check_chosen(side, form, result.fixed_E)
     extra = []
