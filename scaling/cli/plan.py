@@ -28,7 +28,6 @@ from scaling.cli.law_choice import FIT, FIT_HELP, add_fit_option
 from scaling.errors import UsageError
 from scaling.formats import json_safe, plain_table, positive
 from scaling.laws.checks.backtest import UNDERTRAINED_TPP
-from scaling.laws.checks.cross_forms import fitted_form
 from scaling.laws.forms.references import REFERENCES
 from scaling.laws.optimal import allocation, compare
 from scaling.laws.results import summary
@@ -113,40 +112,35 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _as_predicted(plans: list[list[allocation.Allocation]], choice: LawChoice) -> list[list[allocation.Allocation]]:
-    """The plans with each allocation's loss as the fit predicts it: beyond the fitted compute, as
-    its backtest says (docs/fitting.md: the law less under-trained runs, moved by its bias), the
-    center of the law optimum's interval. A published law's, or a fit without a backtest, as given."""
-    fit = choice.fit
-    if fit is None or fit.backtest is None or choice.law != fit.law:
-        return plans
-    return [[replace(a, loss=fit.expected_loss(a.n, a.d)) for a in rows] for rows in plans]
-
-
 def cmd_plan(args: argparse.Namespace) -> int:
     computes = parse_computes(args.compute)
     choice = choose_law(args.fit, args.law)
-    if choice.fit is not None and choice.fit.form_entry is not None:
-        return plan_form(args, choice.fit, computes)
     law, fit = choice.law, choice.fit
+    if fit is not None and args.unique_tokens is not None and fit.form_entry is not None:
+        raise UsageError(f"--unique-tokens needs the Chinchilla form's law; this fit predicts with the {fit.form} "
+                         "form (refit without --form)")
     if law is not None:
         allocation.check_allocatable(law, choice.name)
-    plans = [allocation.compare_allocations(law, c) for c in computes]   # UsageError for an optimum that is no model
-    plans = _as_predicted(plans, choice)
+    if fit is not None:      # the law that predicts plans: `LawFit.plan`, its optimum along the compute curve
+        fitted = [fit.plan(c) for c in computes]
+        plans = [_fit_rows(fit, p) for p in fitted]
+        intervals = {c: p.intervals for c, p in zip(computes, fitted)}
+    else:
+        plans = [allocation.compare_allocations(law, c) for c in computes]   # UsageError: an optimum of no model
+        intervals = {}
     notes = []
     if law is None:
         notes.append("Kaplan et al. publish no parametric L(N, D) comparable to these: "
                      "the loss is not predicted.")
     notes += _extrapolation_notes(fit, computes)
     repeated = repeated_plan(choice, computes, args.unique_tokens) if args.unique_tokens is not None else None
-    intervals = {c: fit.optimum_at(c) for c in computes} if fit is not None and law is not None else {}
-    if fit is not None and law is not None and not any(intervals.values()):
+    if fit is not None and not any(intervals.values()):
         notes.append("no bootstrap samples beside this fit.json (fit.bootstrap.csv): no intervals; "
                      "refit with `scaling fit` to get them")
     if args.json:
         print(json.dumps(json_safe({
-            "law": choice.label, "sources": number_sources(choice), "verdict": _verdict_json(fit),
-            "compute_measure": None if law is None else law.flops.to_dict(),
+            "law": choice.label, "form": None if fit is None else fit.form, "sources": number_sources(choice),
+            "verdict": _verdict_json(fit), "compute_measure": None if law is None else law.flops.to_dict(),
             "plans": [{"compute": c, "allocations": [a.to_dict() for a in rows],
                        "intervals": iv.to_dict() if (iv := intervals.get(c)) else None}
                       for c, rows in zip(computes, plans)], "notes": notes,
@@ -158,6 +152,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if repeated is not None:
         print("\n" + "\n".join(summary.format_repeated_plan(repeated)))
     return 0
+
+
+def _fit_rows(fit: LawFit, plan: allocation.Plan) -> list[allocation.Allocation]:
+    """A fit's plan as the table's rows: its optimum (N, D and loss from `LawFit.plan`), then the
+    20-tokens rule and Kaplan's split in the fit's compute measure, each loss as the fit predicts it."""
+    _, *rules = allocation.compare_allocations(fit.law, plan.compute)
+    best = allocation.Allocation("law", float(plan.compute), float(plan.n), float(plan.d), float(plan.loss))
+    return [best, *(replace(a, loss=float(fit.expected_loss(a.n, a.d))) for a in rules)]
 
 
 def _extrapolation_notes(fit: LawFit | None, computes: list[float]) -> list[str]:
@@ -191,56 +193,20 @@ def _print_plan(choice: LawChoice, plans: list[list[allocation.Allocation]], int
 
 def number_sources(choice: LawChoice) -> dict[str, str] | None:
     """Which law gives which number of the plan, said alike in the table's notes and its JSON: the
-    law optimum's N and D ('allocation') and every row's loss ('loss'). They differ by design under
-    the default: the median of the forms predicts the loss, the fitted form's law allocates. None
-    for Kaplan's allocation, which has no L(N, D)."""
+    law optimum's N and D ('allocation') and every row's loss ('loss'). For a fit, one law gives
+    both: the law that predicts (`LawFit.predictor`), its optimum the minimum of its prediction
+    along the compute curve. None for Kaplan's allocation, which has no L(N, D)."""
     law, fit = choice.law, choice.fit
     if law is None:
         return None
     if fit is None:
         return {"allocation": f"{choice.name}'s law, its closed-form optimum", "loss": f"{choice.name}'s L(N, D)"}
-    form = fitted_form(fit.options.fixed_E)
-    if fit.median is not None:
-        loss = (f"the median of the forms (the default): the geometric median of {', '.join(fit.median.members)}'s "
-                "predictions, its interval its own backtest's, never narrower than the fitted law's estimation error")
-    elif fit.backtest is not None:
-        loss = (f"the {form} form's law inside the fitted compute; beyond it, its backtest's law (fitted without the "
-                f"runs under {UNDERTRAINED_TPP:g} tokens per parameter, moved by its bias; docs/fitting.md), whose "
-                "optimum can differ")
-    else:
-        loss = f"the {form} form's law fitted to your runs (its own optimum is lowest)"
-    return {"allocation": f"the {form} form's law fitted to your runs, its closed-form optimum", "loss": loss}
-
-
-def plan_form(args: argparse.Namespace, fit: LawFit, computes: list[float]) -> int:
-    """`scaling plan --fit FIT` for a fit whose form `--form` chose (kaplan, tied, farseer, ...): that
-    form's optimum (`LawFit.plan`: closed form or numeric, with intervals over its resamples) beside
-    the 20-tokens rule and Kaplan's allocation, each loss as the form predicts it."""
-    if args.unique_tokens is not None:
-        raise UsageError(f"--unique-tokens needs the Chinchilla form's law; this fit predicts with the {fit.form} "
-                         "form (refit without --form)")
-    plans = [fit.plan(c) for c in computes]
-    rows = [[allocation.Allocation(f"{fit.form} optimum", float(p.compute), float(p.n), float(p.d), float(p.loss)),
-             *(replace(a, loss=fit.expected_loss(a.n, a.d)) for a in allocation.compare_allocations(None, p.compute))]
-            for p in plans]
-    if args.json:
-        print(json.dumps(json_safe({
-            "law": f"fit {args.fit}, {fit.form} form", "form": fit.form, "verdict": _verdict_json(fit),
-            "sources": {"allocation": f"the {fit.form} form's optimum", "loss": f"the {fit.form} form's L(N, D)"},
-            "plans": [{"compute": p.compute, "allocations": [a.to_dict() for a in r],
-                       "intervals": None if p.intervals is None else p.intervals.to_dict()}
-                      for p, r in zip(plans, rows)]}), indent=2))
-        return 0
-    print(f"law: your fit {args.fit}, the {fit.form} form ({fit.form_entry.description if fit.form_entry else ''})")
-    print("\n".join(summary.verdict_preamble(fit)))
-    cells = [summary.allocation_row(replace(a, method="law" if k == 0 else a.method), p.intervals if k == 0 else None)
-             for p, r in zip(plans, rows) for k, a in enumerate(r)]
-    print(plain_table(["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "loss"], cells, n_left=2))
-    print(f"law optimum: the {fit.form} form's (numeric where it has no closed form); [lo, hi]: 95% over its "
-          "bootstrap resamples' optima, the loss's a prediction interval widened beyond the data by its backtest")
-    for note in _extrapolation_notes(fit, computes):
-        print(f"note: {note}")
-    return 0
+    where = ""
+    if fit.form_entry is None and fit.median is None and fit.backtest is not None:
+        where = (f" (beyond the fitted compute its backtest's law, fitted without the runs under {UNDERTRAINED_TPP:g} "
+                 "tokens per parameter and moved by its bias; docs/fitting.md)")
+    return {"allocation": f"{fit.predictor}{where}: the lowest loss it predicts along the compute curve",
+            "loss": f"{fit.predictor}{where}"}
 
 
 def repeated_plan(choice: LawChoice, computes: list[float], unique_text: str) -> RepeatedPlan:
