@@ -188,7 +188,7 @@ def test_form_round_trips_through_fit_json_to_plan_and_predict(tmp_path, capsys)
     out = tmp_path / "fit"
     assert main(["fit", "--csv", str(tmp_path / "pts.csv"), "--budget", "budget", "--form", "tied",
                  "--bootstrap", "10", "--out", str(out)]) == 0
-    assert "form: tied (--form): predict and plan use its law" in capsys.readouterr().out
+    assert "predicts and plans by the tied form's law" in capsys.readouterr().out
     fit = load_fit(out)
     entry = fit.form_entry
     assert fit.form == "tied" and entry is not None and entry.n_resamples == len(entry.samples) == 10

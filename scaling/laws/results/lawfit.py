@@ -116,10 +116,11 @@ class LawFit:
     @property
     def predictor(self) -> str:
         """The one law that predicts and plans, in words: the fitted form's law (beyond the data its
-        backtest's), another form's (`--form`), or the median of the forms as one surface."""
+        backtest's), another form's (`--form`), or the median of the forms as one surface ("" for a
+        law given rather than fitted, as `scaling.plan` makes of a published one)."""
         if (median := self.median) is not None:
             return f"the median of the forms ({', '.join(median.members)})"
-        return f"the {self.form} form's law"
+        return "" if self.data.n_points is None else f"the {self.form} form's law"    # "": a law given, not fitted
 
     def planning_law(self, compute: float) -> Law:
         """The Chinchilla-form law whose optimum at `compute` is the plan by default: the fitted law
