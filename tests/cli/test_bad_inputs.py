@@ -397,14 +397,14 @@ CASES = [
      "points.csv: the column 'loss' appears twice in the header"),
     # --- a fit.json of an older version or edited by hand, read by plan, compare and cost
     ("plan with a fit whose form has no forms", lambda c: ["plan", "--compute", "1e21", "--fit", edited_fit(
-        c, lambda f: f.update(form="kaplan") or f.pop("forms"))],
+        c, lambda f: f.update(form="kaplan") or f.pop("forms"), "--forms")],
      "fit.json: 'form' is 'kaplan' but the file has no 'forms'"),
     ("plan with a fit whose form is not among its forms", lambda c: ["plan", "--compute", "1e21", "--fit", edited_fit(
         c, lambda f: f.update(form="kaplan") or f["forms"].update(
-            entries=[e for e in f["forms"]["entries"] if e["name"] != "kaplan"]))],
+            entries=[e for e in f["forms"]["entries"] if e["name"] != "kaplan"]), "--forms")],
      "fit.json: 'form' is 'kaplan' but 'forms' has no entry of that name (its entries: chinchilla, tied"),
     ("plan with a form's constants edited", lambda c: ["plan", "--compute", "1e21", "--fit", edited_fit(
-        c, lambda f: kaplan_entry(f, params={"alpha_N": 0.1}))],
+        c, lambda f: kaplan_entry(f, params={"alpha_N": 0.1}), "--forms")],
      "'forms' entry 'kaplan': its 'params' are not the kaplan form's constants (KeyError: 'N_c'; got alpha_N)"),
     ("compare a fit whose backtest is text", lambda c: ["compare", edited_fit(c, lambda f: f.update(backtest="yes"))],
      "fit.json: 'backtest' must be a backtest, a JSON object {...}; got 'yes'"),

@@ -22,10 +22,10 @@ SCHEMA = {
     "kind", "version", "seed", "data", "options", "params", "allocation", "reference_compute",
     "tokens_per_param_at_reference", "ci", "objective", "n_starts_at_optimum", "residual_rms",
     "evidence", "limitations", "approaches", "kaplan", "diagnostics", "verdict", "compute", "lack_of_fit",
-    "holdout", "backtest", "form", "forms",
+    "holdout", "backtest", "form",
 }
 DATA_KEYS = {"source", "n_points", "digest", "param_convention", "dropped", "filters", "n_range",
-             "d_range", "c_range", "provenance"}
+             "d_range", "c_range", "provenance", "n_budgets", "loss_range"}
 OPTION_KEYS = {"delta", "grid", "n_starts", "fixed_E", "bootstrap"}
 CI_KEYS = {"level", "n_resamples", "E", "A", "B", "alpha", "beta", "a", "b", "G", "tokens_per_param", "widened_by"}
 REFERENCE = {"A": 477.8, "B": 2143.0, "E": 1.8172, "alpha": 0.3473, "beta": 0.3672}
@@ -59,13 +59,9 @@ def test_chinchilla_fit_json_has_the_schema(chinchilla_cli):
     assert [c["factor"] for c in cuts] == [2.0, 3.0, 10.0, 30.0] and all(c["reason"] is None for c in cuts)
     assert all(c["n_test"] == len(c["errors"]) == 12 and 0 <= c["covered"] <= 12 for c in cuts)
     assert fit["backtest"]["extrapolation"]["growth"] > 0 and fit["backtest"]["law"]["E"] > 0
-    # The forms beside the law: each fitted and backtested; the median of the forms predicts (the default),
-    # its cuts judged under its own rule.
-    assert fit["form"] == "median" and fit["forms"]["headline"] == "median" and fit["forms"]["planner"] == "chinchilla"
-    assert all(0 <= c["covered"] <= len(c["errors"]) for c in fit["forms"]["combined"]["cuts"])
-    assert [e["name"] for e in fit["forms"]["entries"]] == ["chinchilla", "tied", "kaplan", "fixed-E", "farseer"]
-    assert all(e["prediction"]["lo"] <= e["prediction"]["loss"] <= e["prediction"]["hi"]
-               for e in fit["forms"]["entries"])
+    # The fitted law predicts and plans; no other form is fitted unless asked (--forms, --form).
+    assert fit["form"] == "chinchilla" and "forms" not in fit
+    assert fit["data"]["n_budgets"] > 3 and 0 < fit["data"]["loss_range"][0] < fit["data"]["loss_range"][1]
     # A table carries one count: C = 6 N D of its own N, exactly Chinchilla's constraint.
     assert fit["compute"] == {"measure": "6N", "kappa": 1.0, "gamma": 1.0, "max_error": 0.0}
     # Hoffmann et al.'s Table 2 side by side: a table has no curves, so no Approach 1.
@@ -98,8 +94,12 @@ def test_chinchilla_fit_json_has_the_schema(chinchilla_cli):
     assert any("starts ended at the optimum" in e for e in fit["evidence"])
     assert any("extrapolation" in lim for lim in fit["limitations"])
     assert any("tokenizer" in lim for lim in fit["limitations"])
-    # The summary: constants with intervals, allocation, starts, time, where it went.
-    for text in ("alpha", "[0.3", "tokens per parameter", "starts at the optimum", "fitted in", str(path),
+    # The summary, the decision first in at most 15 lines: the verdict, the law that predicts and plans,
+    # exponents with intervals, the allocation, how far it was tested, time, where it went, what next.
+    lines = proc.stdout.splitlines()
+    assert len(lines) <= 15 and lines[0].startswith("verdict: USE WITH CAUTION")
+    for text in ("predicts and plans by the chinchilla form's law", "alpha = 0.3473 [0.3", "tokens per parameter",
+                 "3x beyond its largest run", "tested: predicts runs 30x beyond", "fitted in", str(path),
                  f"next: scaling plan --fit {path.parent} --compute C"):
         assert text in proc.stdout
 
@@ -230,7 +230,7 @@ def test_loss_rising_with_N_gives_no_allocation_and_says_why(tmp_path, capsys):
     assert fit["allocation"] == {"a": None, "b": None, "G": None}
     assert fit["tokens_per_param_at_reference"] is None and fit["ci"]["a"] == [None, None]
     assert any("no compute-optimal allocation" in lim for lim in fit["limitations"])
-    assert "a      = undefined" in capsys.readouterr().out
+    assert "a = undefined" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -70,24 +70,26 @@ def test_several_computes_give_the_list_of_what_each_gives_alone(argv, capsys):
                                                or out.count("target loss") == 2), out
 
 
-def test_plan_names_the_law_of_the_allocation_and_the_law_of_the_loss(tmp_path, capsys):
-    """By design the default plan allocates by the fitted form's law and predicts every row's loss by
-    the median of the forms; the text and the JSON say so alike. A fit that pinned E allocates by its
-    fixed-E law: the text called it 'the Chinchilla-form law's optimum', and the JSON named neither."""
+def test_plan_names_the_one_law_of_the_allocation_and_the_loss(tmp_path, capsys):
+    """One law gives the plan's N and D and every row's loss: a fit that pinned E plans by its fixed-E
+    law (beyond the data its backtest's), the minimum of what it predicts; the text and the JSON say
+    so alike. (The median of the forms once predicted the loss while the fitted law allocated, and the
+    recommended run was predicted worse than 20 tokens per parameter.)"""
     table = tmp_path / "points.csv"
     table.write_text(POINTS)
     assert main(["fit", "--csv", str(table), "--E", "1.5", "--bootstrap", "0", "--out", str(tmp_path / "fit")]) == 0
     capsys.readouterr()
     assert main(["plan", "--fit", str(tmp_path / "fit"), "--compute", "1e21", "--json"]) == 0
-    sources = json.loads(capsys.readouterr().out)
-    best = sources["plans"][0]["allocations"][0]
-    sources = sources["sources"]
-    assert sources["allocation"].startswith("the fixed-E form's law fitted to your runs")
-    assert sources["loss"].startswith("the median of the forms (the default): the geometric median of chinchilla")
+    out = json.loads(capsys.readouterr().out)
+    best, *rules = out["plans"][0]["allocations"]
+    sources = out["sources"]
+    assert sources["allocation"].startswith("the fixed-E form's law (beyond the fitted compute its backtest's law")
+    assert sources["loss"].startswith("the fixed-E form's law") and out["form"] == "fixed-E"
     fit = load_fit(tmp_path / "fit")
-    assert (best["n"], best["d"]) == pytest.approx((float(fit.law.n_opt(1e21)), float(fit.law.d_opt(1e21))))
-    assert best["loss"] == pytest.approx(fit.predict(best["n"], best["d"]).loss)                  # the median's
-    assert abs(best["loss"] / float(fit.law.loss(best["n"], best["d"])) - 1) > 0.01    # not the fixed-E law's
+    plan = fit.plan(1e21)
+    assert (best["n"], best["d"], best["loss"]) == pytest.approx((plan.n, plan.d, plan.loss), rel=1e-12)
+    assert best["loss"] == pytest.approx(fit.predict(best["n"], best["d"]).loss, rel=1e-12)
+    assert all(best["loss"] <= r["loss"] for r in rules)            # the 20-tokens rule and Kaplan's: no lower
     assert main(["plan", "--fit", str(tmp_path / "fit"), "--compute", "1e21"]) == 0
     assert f"law optimum (N, D): {sources['allocation']}; loss (every row's): {sources['loss']}" in \
         capsys.readouterr().out
