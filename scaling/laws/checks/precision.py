@@ -36,7 +36,11 @@ def law_covariance(result: fitting.FitResult, n: np.ndarray, d: np.ndarray, *,
     info = jac.T @ jac / max(scatter, 1e-6) ** 2
     if result.E_prior is not None and fixed_E is None:     # the prior's precision on log E
         info[0, 0] += (result.law.E / result.E_prior.sd) ** 2
-    return None if np.linalg.cond(info) > 1e14 else np.linalg.inv(info)
+    # A law run off to constants past a float (a one-budget sweep's, say) has no finite information:
+    # numpy's SVD then raises rather than giving a condition number.
+    if not np.all(np.isfinite(info)) or np.linalg.cond(info) > 1e14:
+        return None
+    return np.linalg.inv(info)
 
 
 def floor_covariance(result: fitting.FitResult, n: np.ndarray, d: np.ndarray, *,
