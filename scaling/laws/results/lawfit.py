@@ -422,7 +422,8 @@ class LawFit:
                 + (f"; {self.data.n_points} points" if self.data.n_points is not None else ""))
         tail = (f"a = {'undefined' if self.a is None else format(self.a, '.4f')}"
                 + ("" if self.ci is None else f", {100 * self.ci.level:g}% intervals from {self.ci.n_resamples} "
-                   "resamples") + f"; verdict: {self.verdict or 'none recorded'})")
+                   "resamples") + (f"; predicts and plans by {self.predictor}" if self.predictor else "")
+                + f"; verdict: {self.verdict or 'none recorded'})")
         return f"{head};\n       {tail}"
 
     def to_json(self) -> dict:
