@@ -33,8 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "validate", help="train the model a fit recommends, and two neighbours",
         description="At compute C: the sweep's model family's shape nearest the fit's N_opt, trained on "
-                    "D = C/6N tokens with the sweep's recipe, and two neighbours (about N/2.5 and 2.5N) at "
-                    "the same C. Prints each run's predicted loss with its 95% prediction interval beside "
+                    "the tokens C buys it in the fit's count of C (a shape's own FLOPs per token, as the sweep "
+                    "counted them; 6N for a fit of 6ND) with the sweep's recipe, and two neighbours (about N/2.5 "
+                    "and 2.5N) at the same C. Prints each run's predicted loss with its 95% prediction interval beside "
                     "the observed one, and whether the predicted optimum beats both neighbours. A fit "
                     "whose verdict is 'not identified' is refused unless --force.",
         epilog="examples:\n"
