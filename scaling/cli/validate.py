@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scaling.cli.law_choice import FIT, FIT_HELP
-from scaling.cli.sweep import RichReporter, console, progress_bars, resumable
+from scaling.cli.sweep import RichReporter, console, progress_bars, require_torch, resumable
 from scaling.errors import UsageError
 from scaling.formats import json_safe, positive
 from scaling.laws.optimal.allocation import check_allocatable
@@ -105,6 +105,7 @@ def show_dry_run(planned: Validation, est: DryEstimate, as_json: bool) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    require_torch("validate")           # its dry run too: it plans with the training stack's shapes
     from scaling.sweeps.state import sweep_state
     from scaling.validation.result import format_validation, validation_path, write_validation
     from scaling.validation.run import as_dry_run, fit_store, prepare, recipe, runs_root, validate
