@@ -4,7 +4,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
-# Where torch comes from. Empty: the default index (on this project's CI machines that is a
+# torch is the [train] extra (pyproject.toml): installed here first, from TORCH_INDEX when given, so
+# that the extra's requirement is already met. Where torch comes from. Empty: the default index (on this project's CI machines that is a
 # CPU build). Elsewhere, on a machine without a GPU, point it at PyTorch's CPU wheel index:
 # an open torch requirement otherwise pulls a CUDA build of several GB.
 TORCH_INDEX ?=
@@ -17,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,train]'
 	touch $@
 
 # validate --force: a law called `not identified` is refused without it. The demo's is `use with

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# The folders' own READMEs too (runs/, fits/): the first page a user who opens runs/ reads.
+PAGES = [ROOT / "README.md", ROOT / "runs" / "README.md", ROOT / "fits" / "README.md",
+         *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -33,7 +35,7 @@ def test_github_anchors_of_a_page():
     assert "forms-as-cross-checks-scalinglawsforms-scalinglawscheckscross_formspy" in anchors(page)
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_every_link_resolves(page):
     broken = []
     for target in LINK.findall(prose(page)):

@@ -177,3 +177,33 @@ def test_a_dry_run_does_not_load_torch(tmp_path):
     assert not _loads_torch(f"from scaling.cli import main; main(['sweep', {str(config)!r}, '--dry-run', "
                             f"'--runs-dir', {str(tmp_path / 'runs')!r}, '--cache-dir', {str(tmp_path / 'cache')!r}])")
     assert not (tmp_path / "runs").exists()
+
+
+# An install without torch (`pip install -e .`, no [train] extra): importing it fails as it would there.
+NO_TORCH = '''
+import sys
+class NoTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, NoTorch())
+from scaling.cli import main
+'''
+
+
+def test_without_torch_a_table_fits_and_training_says_what_to_install(tmp_path):
+    # torch is the [train] extra: a table fits without it, and a command that trains refuses in one line,
+    # exit 2, naming the extra to install.
+    (tmp_path / "points.csv").write_text("N,D,loss\n" + "".join(
+        f"{n},{d},{2 + 1e3 / n ** 0.3 + 1e3 / d ** 0.3}\n" for n in (1e6, 1e7, 1e8) for d in (1e8, 1e9)))
+    config = PACKAGE.parent / "configs" / "tiny.yaml"
+    code = NO_TORCH + (f"fit = main(['fit', '--csv', {str(tmp_path / 'points.csv')!r}, '--bootstrap', '0', '--out', "
+                       f"{str(tmp_path / 'fit')!r}])\n"
+                       f"sweep = main(['sweep', {str(config)!r}, '--runs-dir', {str(tmp_path / 'runs')!r}])\n"
+                       "print(fit, sweep, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "0 2 False", out.stderr
+    assert (tmp_path / "fit" / "fit.json").is_file() and not (tmp_path / "runs").exists()
+    error = [line for line in out.stderr.splitlines() if "error" in line]
+    assert error == ["scaling sweep: error: `scaling sweep` trains models and needs torch, which is not installed: "
+                     "pip install -e '.[train]' (or `make install`)"]

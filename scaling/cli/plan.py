@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,9 +32,10 @@ from scaling.laws.checks.backtest import UNDERTRAINED_TPP
 from scaling.laws.forms.references import REFERENCES
 from scaling.laws.optimal import allocation, compare
 from scaling.laws.results import summary
-from scaling.laws.results.fit_file import load_fit
+from scaling.laws.results.fit_file import FILENAME, load_fit
 from scaling.laws.results.law_choice import DEFAULT_LAW, LawChoice, choose_law
 from scaling.laws.results.lawfit import LawFit
+from scaling.runs.store import run_dirs
 
 if TYPE_CHECKING:
     from scaling.laws.repeated.section import RepeatedPlan
@@ -59,8 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog="examples:\n"
                "  scaling plan --fit fits/tiny --compute 6e12 1e13   # your fit's plan, with 95% intervals\n"
                "  scaling plan --compute 1e21 1e23 --law besiroglu  # a published law's")
-    plan.add_argument("--compute", nargs="+", required=True, metavar="C",
-                      help="training compute in FLOPs; several allowed (e.g. --compute 1e18 1e21 1e23)")
+    add_compute_option(plan, "training compute in FLOPs; several allowed (e.g. --compute 1e18 1e21 1e23)",
+                       required=True)
     add_fit_option(plan, "your own fit (a fit folder or its fit.json)")
     plan.add_argument("--law", default=None,
                       help=f"a published law: {laws} (default {DEFAULT_LAW} when --fit is not given)")
@@ -73,6 +75,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 # ----------------------------------------------------------------------------- numbers
 
+# A token that argparse before Python 3.13 takes for an option (it reads only -7 and -.5 as numbers):
+# -1e21 would stop at "expected at least one argument" instead of reaching the check that names it.
+NEGATIVE_NUMBER = re.compile(r"^-\.?\d")
+
+
+def add_compute_option(parser: argparse.ArgumentParser, help: str, *, required: bool = False) -> None:
+    """--compute C [C ...], text that `parse_computes` checks. The command's parser reads a token
+    such as -1e21 as a value (as Python 3.13's argparse does; none of its options looks like a
+    number), so a negative budget is refused naming it."""
+    parser._negative_number_matcher = NEGATIVE_NUMBER
+    parser.add_argument("--compute", nargs="+", required=required, metavar="C", help=help)
+
+
 def parse_computes(values: list[str]) -> list[float]:
     return [positive(text, "--compute (FLOPs, e.g. 1e21)") for text in values]
 
@@ -82,7 +97,7 @@ def parse_computes(values: list[str]) -> list[float]:
 def cmd_compare(args: argparse.Namespace) -> int:
     from scaling.laws.api import compare as compare_fit  # pandas and the fitter: only for this command
 
-    fit = load_fit(args.fit)
+    fit = load_fit(not_a_run_store(args.fit))
     rows = compare_fit(fit)
     c = fit.reference_compute
     approach_rows: list = []
@@ -110,6 +125,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for text in compare.CAVEATS:
         print(f"- {text}")
     return 0
+
+
+def not_a_run_store(path: Path) -> Path:
+    """`path`, unless it is a run store (runs/<sweep>): UsageError naming the fit it likely meant,
+    fits/<sweep> (`scaling fit`'s default), instead of "runs/<sweep>/fit.json does not exist"."""
+    if path.is_dir() and not (path / FILENAME).exists() and run_dirs(path):
+        fit = Path("fits") / path.resolve().name
+        made = f"the fit of it is {fit}" if (fit / FILENAME).is_file() else f"fit it first: `scaling fit {path}`"
+        raise UsageError(f"{path} is a run store, not a fit: {made}")
+    return path
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scaling.cli.law_choice import FIT, FIT_HELP, add_fit_option
+from scaling.cli.plan import add_compute_option, parse_computes
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.laws.fitting import fitdata, readers
@@ -35,11 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "refit without the top-compute runs and predict them (hold-out check); write a "
                     "report with the verdict, the sweep, the run table, the constants with intervals, the "
                     "backtest (how far beyond its data the law predicts), the law's forms side by side, the "
-                    "four estimates of the allocation exponent, the published laws, a plan for 1e18, 1e21 "
-                    "and 1e23 FLOPs, evidence and limitations.",
+                    "four estimates of the allocation exponent, the published laws, a plan at 1x, 3x, 10x "
+                    "and 30x the largest fitted run's compute (and at --compute), evidence and limitations.",
         epilog="examples:\n"
                "  scaling report fits/tiny                    # a fit folder: fits/tiny/report/report.md\n"
                "  scaling report fits/tiny --format html      # one self-contained file, figures embedded\n"
+               "  scaling report fits/tiny --compute 1e15     # the plan at your own budget too\n"
                "  scaling report --dataset chinchilla --drop-highest-loss 5   # fitted here")
     p.add_argument("source", nargs="?", type=Path, metavar=f"{FIT}_OR_RUNS_DIR",
                    help=f"{FIT_HELP}; or a run store runs/<sweep>, fitted here")
@@ -64,6 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--param-convention", choices=fitdata.PARAM_CONVENTIONS,
                    help="for a run store fitted here: count N as total (default, as `scaling fit`) or "
                         "non_embedding parameters")
+    add_compute_option(p, "budgets (FLOPs, counted as the fit counts C) the plan adds to its own: 1x, 3x, 10x and "
+                          "30x the largest fitted run")
     p.add_argument("--json", action="store_true",
                    help="print what was written, the hold-out check and what the report lacks, as JSON")
     p.set_defaults(func=cmd_report)
@@ -100,7 +104,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     rep, paths = make_report(args.source, out=out, fmt=args.format, dataset=args.dataset, fit=args.fit,
                                     bootstrap=args.bootstrap, seed=args.seed, holdout_fraction=f,
                                     drop_highest_loss=args.drop_highest_loss,
-                                    param_convention=args.param_convention, curves=args.curves)
+                                    param_convention=args.param_convention, curves=args.curves,
+                                    compute=parse_computes(args.compute or []))
     elapsed = time.perf_counter() - start
     main = paths[-1]
     if args.json:

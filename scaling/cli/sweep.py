@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import signal
 from collections.abc import Iterator
@@ -276,6 +277,21 @@ def resume_command(args: argparse.Namespace) -> str:
     return command
 
 
+# What a fitting-only install (`pip install -e .`, no torch) adds to train: the [train] extra.
+TRAIN_INSTALL = "pip install -e '.[train]' (or `make install`)"
+
+
+def require_torch(command: str) -> None:
+    """UsageError in one line where torch is not installed: `command` trains models (fitting,
+    planning and reports need no torch, so a plain install leaves it out; pyproject's [train])."""
+    try:
+        found = importlib.util.find_spec("torch") is not None
+    except ImportError:                 # a finder that refuses it: as good as not installed
+        found = False
+    if not found:
+        raise UsageError(f"`scaling {command}` trains models and needs torch, which is not installed: {TRAIN_INSTALL}")
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     if args.json and not args.dry_run:
@@ -283,6 +299,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.dry_run:
         show_plan(cfg, args)
         return 0
+    require_torch("sweep")
     from scaling.sweeps.driver import run_sweep  # training loads torch: not for a dry run
     from scaling.train.loop import Interrupted
 

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from scaling.cli.sweep import console, resumable, show_plan
+from scaling.cli.sweep import console, require_torch, resumable, show_plan
 from scaling.config import SweepConfig, load_config
 from scaling.errors import UsageError
 from scaling.formats import positive, sci
@@ -163,6 +163,8 @@ def cmd_tune_budgets(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    if not args.dry_run:
+        require_torch("tune")
     from scaling.tuning.run import check_mode
     from scaling.tuning.shapes import tuning_config, tuning_tokens
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scaling.cli.law_choice import FIT, FIT_HELP
-from scaling.cli.sweep import RichReporter, console, progress_bars, resumable
+from scaling.cli.sweep import RichReporter, console, progress_bars, require_torch, resumable
 from scaling.errors import UsageError
 from scaling.formats import json_safe, positive
 from scaling.laws.optimal.allocation import check_allocatable
@@ -33,8 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "validate", help="train the model a fit recommends, and two neighbours",
         description="At compute C: the sweep's model family's shape nearest the fit's N_opt, trained on "
-                    "D = C/6N tokens with the sweep's recipe, and two neighbours (about N/2.5 and 2.5N) at "
-                    "the same C. Prints each run's predicted loss with its 95% prediction interval beside "
+                    "the tokens C buys it in the fit's count of C (a shape's own FLOPs per token, as the sweep "
+                    "counted them; 6N for a fit of 6ND) with the sweep's recipe, and two neighbours (about N/2.5 "
+                    "and 2.5N) at the same C. Prints each run's predicted loss with its 95% prediction interval beside "
                     "the observed one, and whether the predicted optimum beats both neighbours. A fit "
                     "whose verdict is 'not identified' is refused unless --force.",
         epilog="examples:\n"
@@ -104,6 +105,7 @@ def show_dry_run(planned: Validation, est: DryEstimate, as_json: bool) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    require_torch("validate")           # its dry run too: it plans with the training stack's shapes
     from scaling.sweeps.state import sweep_state
     from scaling.validation.result import format_validation, validation_path, write_validation
     from scaling.validation.run import as_dry_run, fit_store, prepare, recipe, runs_root, validate

@@ -6,7 +6,6 @@ takes the `Report` being built and writes into it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
@@ -15,6 +14,7 @@ from scaling.errors import UsageError
 from scaling.formats import sci
 from scaling.laws.optimal import allocation
 from scaling.laws.repeated.fit import at_bound
+from scaling.laws.results.lawfit import LawFit
 from scaling.laws.results.summary import allocation_row
 from scaling.report import decision_figures, prose
 from scaling.report.drawn import drawn_law, drawn_note
@@ -24,49 +24,83 @@ from scaling.validation.result import headline
 
 
 def plan(r: Report) -> None:
-    fit, c_range = r.fit, r.fit.data.c_range
+    fit = r.fit
+    top = fit.data.c_range[1] if fit.data.c_range else None
+    measure = fit.law.flops.name
     r.doc.h(2, "Plan for a few budgets")
-    rows, lines, intervals = [], [], False
-    for c in prose.PLAN_BUDGETS:
+    r.doc.p(f"Budgets relative to your runs: 1x, 3x, 10x and 30x the largest fitted run's compute (as far as the "
+            "backtest reaches), and any given with `scaling report --compute`; every C is counted as the fit counts "
+            f"it: {fit.law.flops.describe()}.")
+    rows, lines, intervals, largest_n = [], [], False, 0.0
+    for c in r.budgets:
         try:
             best = fit.plan(c)
         except UsageError as exc:          # no optimum at this budget, or one that is no model (a flat table)
             lines.append(f"C = {sci(c)}: no plan: {exc}")
             continue
-        others = allocation.compare_allocations(fit.law if fit.form_entry is None else None, c)[-2:]
+        others = allocation.compare_allocations(fit.law, c)[-2:]    # the rule's and Kaplan's, in the fit's count
         intervals |= best.intervals is not None
-        rows += [allocation_row(a, best.intervals) for a in (
-            allocation.Allocation("law", c, float(best.n), float(best.d), float(best.loss)),
-            *(replace(a, loss=fit.expected_loss(a.n, a.d)) for a in others))]
+        allocations = (allocation.Allocation("law", c, float(best.n), float(best.d), float(best.loss)),
+                       *(replace(a, loss=fit.expected_loss(a.n, a.d)) for a in others))
+        largest_n = max(largest_n, *(a.n for a in allocations))
+        rows += [[prose.beyond_runs(c, top), *allocation_row(a, best.intervals)] for a in allocations]
     if not rows:                           # as `scaling plan` refuses: the reasons, and no table of nothing
         r.doc.ul(lines)
         return
-    r.doc.table(["C (FLOPs)", "allocation", "N (params)", "D (tokens)", "D/N", "predicted loss"], rows,
-                align=["r", "l", "r", "r", "r", "r"])
+    r.doc.table(["beyond the runs", f"C ({measure})", "allocation", "N (params)", "D (tokens)", "D/N",
+                 "predicted loss"], rows, align=["l", "r", "l", "r", "r", "r", "r"])
     lines.insert(0, "predicted loss: each allocation's loss as the fit predicts it, as `scaling plan --fit` gives it"
                  + ("; beyond the fitted compute that is its backtest's law (fitted without the runs under 5 tokens "
                     "per parameter, moved by its bias; docs/fitting.md), whose optimum can differ from the fitted "
                     "law's" if fit.backtest is not None and fit.form_entry is None and fit.median is None else "")
                  + ("; that is the median of the forms' (the default; the forms section), at each allocation's N and D"
                     if fit.median is not None else "")
-                 + "; kaplan: N = 1.3e9 (C / 8.64e19)^0.73 non-embedding parameters, D = C / (6N).")
+                 + f"; kaplan: N = 1.3e9 (C / 8.64e19)^0.73 non-embedding parameters, D = {_tokens_rule(fit)}, "
+                   "as the comparison with published laws below splits it.")
     if fit.form_entry is not None:
         lines.append(f"law optimum: the {fit.form} form's (`--form`; numeric where it has no closed form), its loss "
                      "and every other as that form predicts them; the constants above stay the Chinchilla form's.")
-    if (entry := fit.form_entry) is not None and intervals:
-        lines.append(f"[lo, hi]: {100 * fit.level:g}% over the {fit.form} form's {entry.n_resamples} resamples' "
-                     f"optima; the loss's includes its runs' scatter (residual RMS {entry.residual_rms:.3g}) and, "
-                     "beyond the data, its backtest's growth.")
-    elif fit.ci is not None and intervals:
-        lines.append(f"[lo, hi]: {100 * fit.ci.level:g}% bootstrap intervals; the loss's includes the runs' "
-                     f"scatter (residual RMS {fit.residual_rms:.3g}).")
-    else:
-        lines.append("no bootstrap samples: the law's optimum has no intervals here.")
-    if c_range:
-        top = c_range[1]
-        lines += [f"C = {sci(c)} is {math.log10(c / top):.1f} orders of magnitude above your largest run "
-                  f"({top:.3g} FLOPs): an extrapolation of the fitted form" for c in prose.PLAN_BUDGETS if c > top]
+    lines.append(_interval_note(fit) if intervals else "no bootstrap samples: the law's optimum has no intervals here.")
+    lines += _count_caution(fit, largest_n)
     r.doc.ul(lines)
+
+
+def _tokens_rule(fit: LawFit) -> str:
+    """D of a split of C, in the fit's count of C."""
+    return "C / (6N)" if fit.law.flops.is_six_n else f"C / c(N) ({fit.law.flops.name}, as every C here)"
+
+
+def _interval_note(fit: LawFit) -> str:
+    """What the loss's interval holds, with the scatter (residual RMS) of the law that gives it: the
+    chosen form's, the median of the forms', or the fitted law's inside the runs and the backtest's
+    law's beyond them."""
+    level = f"[lo, hi]: {100 * fit.level:g}%"
+    if (entry := fit.form_entry) is not None:
+        return (f"{level} over the {fit.form} form's {entry.n_resamples} resamples' optima; the loss's includes its "
+                f"runs' scatter (residual RMS {entry.residual_rms:.3g}) and, beyond the data, its backtest's growth.")
+    if (median := fit.median) is not None:
+        return (f"{level} bootstrap intervals of N, D and D/N; the loss's is the median of the forms' own rule: the "
+                f"runs' scatter about it (residual RMS {median.extrapolation.noise:.3g}, its forms' median) and, "
+                "beyond the data, its backtest's growth.")
+    text = f"{level} bootstrap intervals; the loss's includes the runs' scatter (residual RMS {fit.residual_rms:.3g})"
+    if fit.backtest is not None:
+        text += (f" at the largest run, and beyond it the scatter about the backtest's law (residual RMS "
+                 f"{fit.backtest.extrapolation.noise:.3g}) with the error's growth with the distance")
+    return text + "."
+
+
+def _count_caution(fit: LawFit, largest_n: float) -> list[str]:
+    """A caution where the plan's models are larger than those c(N) was fitted on: C's count there is
+    an extrapolation too (6ND differs from it by c(N) / 6N)."""
+    flops, n_range = fit.law.flops, fit.data.n_range
+    if flops.is_six_n or not n_range or largest_n <= float(n_range[1]):
+        return []
+    ratio = float(flops.per_token(largest_n)) / (6.0 * largest_n)
+    lo, hi = (float(v) for v in n_range)
+    return [f"C's count c(N) = 6 x {flops.kappa:.4g} N^{flops.gamma:.4g} was fitted on models of {lo:.3g}-{hi:.3g} "
+            f"parameters; the plan's largest model ({largest_n:.3g}) is beyond them, where "
+            f"c(N) is extrapolated: there it counts {ratio:.3g}x 6N, so the same run is {1 / ratio:.3g}x its C "
+            "counted as 6ND."]
 
 
 def repeated_data(r: Report) -> None:

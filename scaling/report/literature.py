@@ -6,6 +6,7 @@ and Kaplan et al.'s single-variable laws. Like `scaling.report.sections`, each t
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -130,22 +131,33 @@ def _kaplan_degenerate(e: dict) -> str | None:
 def published_laws(r: Report) -> None:
     fit, data = r.fit, r.inputs.data
     r.doc.h(2, "Comparison with published laws")
-    rows = compare.compare(fit.law, fit.ci, fit.reference_compute)
-    r.doc.table(*compare.table_cells(rows, fit.reference_compute, out_mark="**OUT**"))
-    r.doc.p("in / OUT: the published value lies inside / outside your interval.")
+    # D/N at the reference compute and at the plan's largest budget, every law's split in the fit's count
+    # of C: Kaplan's D/N there is the plan table's
+    large = max(r.budgets, default=compare.LARGE_COMPUTE)
+    measure = fit.law.flops.name
+    rows = compare.compare(fit.law, fit.ci, fit.reference_compute, large_compute=large)
+    r.doc.table(*compare.table_cells(rows, fit.reference_compute, out_mark="**OUT**", large_compute=large,
+                                     measure=measure))
+    top = fit.data.c_range[1] if fit.data.c_range else None
+    r.doc.p(f"in / OUT: the published value lies inside / outside your interval. D/N at C = {sci(large)} FLOPs "
+            f"({measure}; {prose.beyond_runs(large, top)} your largest run, the plan's largest budget): each law's "
+            "compute-optimal split of that C counted as your fit counts it.")
     r.doc.ul(compare.CAVEATS)
     n, c = (data.n, data.compute) if data is not None else (np.array([]), np.array([]))
     r.figure("frontiers", frontier_figure.frontiers(
         drawn_law(fit), n, c,
-        r.colours, c_range=fit.data.c_range, c_max=FRONTIER_MAX_C, budgets=prose.PLAN_BUDGETS, n_label=r.n_label,
-        references={"chinchilla": CHINCHILLA.parametric_law.n_opt, "besiroglu": BESIROGLU.parametric_law.n_opt,
+        r.colours, c_range=fit.data.c_range, c_max=FRONTIER_MAX_C, budgets=r.budgets, n_label=r.n_label,
+        references={"chinchilla": replace(CHINCHILLA.parametric_law, flops=fit.law.flops).n_opt,
+                    "besiroglu": replace(BESIROGLU.parametric_law, flops=fit.law.flops).n_opt,
                     "kaplan": lambda c: allocation.KAPLAN_N_COEFF * (np.asarray(c) / allocation.PF_DAY_FLOP)
                     ** allocation.KAPLAN_N_EXPONENT}),
         f"Iso-loss contours of the fitted L(N, D) along C = {fit.law.flops.name} over compute and model size "
         "(each contour is the loss the "
         "fit reaches at a power of ten of C with the best split, and touches the fitted frontier there); your "
         "runs as points; your compute-optimal N_opt(C), solid over your runs' compute and dashed beyond; "
-        "Chinchilla's, Besiroglu et al.'s and Kaplan's frontiers, to "
-        f"{sci(FRONTIER_MAX_C)} FLOPs; dotted: the budgets of the plan (section \"Plan for a few budgets\"). "
+        "Chinchilla's, Besiroglu et al.'s and Kaplan's frontiers (theirs planned under your count of C), to "
+        f"{sci(FRONTIER_MAX_C)} FLOPs ({fit.law.flops.name}); dotted: the budgets of the plan (section "
+        "\"Plan for a few budgets\"). "
+        "\"Plan for a few budgets\"). "
         + ("The published frontiers count total parameters (Kaplan: non-embedding); "
            f"yours counts {r.n_label}." if fit.data.param_convention else "") + drawn_note(fit))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,7 @@ class Report:
     n_label: str                         # what N counts, in words
     holdout: Holdout | None
     holdout_fraction: float | None       # asked for; None: the fit's own check
+    budgets: tuple = ()                  # the plan's budgets (`prose.plan_budgets`), ascending
     figures: dict = field(default_factory=dict)           # name -> matplotlib Figure
     missing_figures: dict = field(default_factory=dict)   # name -> why it is not drawn
     left_out: list = field(default_factory=list)          # (run or point, why), one row each
@@ -57,8 +59,9 @@ class Report:
         return self.inputs.fit
 
     @classmethod
-    def start(cls, inputs: Inputs, holdout_fraction: float | None = None) -> Report:
-        """An empty document, the colours, and the hold-out check (first: the summary quotes it)."""
+    def start(cls, inputs: Inputs, holdout_fraction: float | None = None, compute: Sequence[float] = ()) -> Report:
+        """An empty document, the colours, the hold-out check (first: the summary quotes it) and the
+        plan's budgets: 1x-30x the largest fitted run and `compute`, the user's own."""
         fit, data = inputs.fit, inputs.data
         all_n = []
         if inputs.curves is not None:
@@ -68,11 +71,17 @@ class Report:
         n_label = prose.n_label(fit.data.param_convention or (data.param_convention if data is not None else None))
         return cls(inputs=inputs, title=f"Scaling-law report: {inputs.name}", doc=Doc(),
                    colours=SizeColours(all_n, f"N ({n_label})"), n_label=n_label,
-                   holdout=_holdout(inputs, holdout_fraction), holdout_fraction=holdout_fraction)
+                   holdout=_holdout(inputs, holdout_fraction), holdout_fraction=holdout_fraction,
+                   budgets=prose.plan_budgets(_largest_compute(fit), compute))
 
     def figure(self, name: str, fig: Figure, caption: str) -> None:
         self.figures[name] = fig
         self.doc.figure(name, len(self.figures), FIGURE_TITLES[name], caption)
+
+
+def _largest_compute(fit: results.LawFit) -> float | None:
+    """The largest fitted run's compute, else (a fit.json without its range) the reference compute."""
+    return float(fit.data.c_range[1]) if fit.data.c_range else fit.reference_compute
 
 
 def _holdout(inputs: Inputs, fraction: float | None) -> Holdout | None:

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from scaling.formats import sci
 from scaling.laws.checks.backtest_text import summary_line
 from scaling.laws.checks.cross_forms import fitted_form, forms_check
 from scaling.laws.checks.holdout import Holdout, pct
@@ -22,13 +21,33 @@ from scaling.laws.results.fit_file import samples_path
 from scaling.report.inputs import Inputs
 from scaling.report.style import human
 
-PLAN_BUDGETS = (1e18, 1e21, 1e23)
+# The plan's budgets, as multiples of the largest fitted run's compute: where the data are (1x) and as
+# far as the backtest reaches (its cuts predict 2x-30x beyond a sweep), not fixed FLOPs that lie
+# orders of magnitude beyond a small sweep. `scaling report --compute` adds the user's own.
+PLAN_FACTORS = (1.0, 3.0, 10.0, 30.0)
 CHINCHILLA_70B = 70e9
 
 
 def n_label(convention: str | None) -> str:
     labels: dict[str | None, str] = {"non_embedding": "non-embedding parameters", "total": "total parameters"}
     return labels.get(convention, "parameters")
+
+
+def plan_budgets(c_top: float | None, extra: Sequence[float] = ()) -> tuple[float, ...]:
+    """The plan's budgets, ascending, each once: PLAN_FACTORS times `c_top` (the largest fitted run's
+    compute; none where unknown) and the user's own `extra`."""
+    base = () if c_top is None else tuple(f * float(c_top) for f in PLAN_FACTORS)
+    return tuple(sorted({*base, *(float(c) for c in extra)}))
+
+
+def beyond_runs(compute: float, c_top: float | None) -> str:
+    """How far `compute` lies beyond the largest fitted run, in words: '3x beyond', 'at the largest run'."""
+    if c_top is None:
+        return "-"
+    ratio = compute / float(c_top)
+    if math.isclose(ratio, 1.0, rel_tol=1e-9):
+        return "at the largest run"
+    return f"{ratio:.3g}x beyond" if ratio > 1 else f"within the runs ({ratio:.3g}x)"
 
 
 def number(value: float | None, f: str) -> str:
@@ -196,7 +215,7 @@ def more_evidence(check: Holdout | None) -> list[str]:
             f"{pct(check.mean_abs_rel_error)} (largest {pct(max(r.abs_rel_error for r in check.rows))})"]
 
 
-def more_limitations(inputs: Inputs, check: Holdout | None) -> list[str]:
+def more_limitations(inputs: Inputs, check: Holdout | None, budgets: Sequence[float] = ()) -> list[str]:
     """What the report knows beyond fit.json: model sizes, corpus, context, epochs, extrapolation."""
     out = []
     data, fit = inputs.data, inputs.fit
@@ -212,10 +231,9 @@ def more_limitations(inputs: Inputs, check: Holdout | None) -> list[str]:
     out += _setup_limitations(inputs)
     if c_range := fit.data.c_range:
         top = float(c_range[1])
-        span = ", ".join(f"{sci(c)} is {math.log10(c / top):.1f}" for c in PLAN_BUDGETS if c > top)
-        if span:
-            out.append(f"the plan and the frontiers extrapolate: {span} orders of magnitude of compute beyond the "
-                       f"largest run ({top:.3g} FLOPs)")
+        if (far := max(budgets, default=top)) > top:
+            out.append(f"the plan and the frontiers extrapolate: their largest budget, {far:.3g} FLOPs "
+                       f"({fit.law.flops.name}), is {beyond_runs(far, top)} the largest run ({top:.3g})")
     if check is not None and check.mean_abs_rel_error is None and check.reason:
         out.append(f"no hold-out check: {check.reason}")
     return out

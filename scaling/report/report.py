@@ -12,6 +12,7 @@ its numbers, resamples and hold-out check are the file's (`scaling.report.inputs
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from scaling.errors import UsageError
@@ -35,13 +36,14 @@ SECTIONS = (sections.summary, decisions.plan, decisions.validation, sections.lef
             literature.kaplan_laws, curves_section, tasks.task_metrics, sections.sweep, sections.closing)
 
 
-def build_report(inputs: Inputs, *, holdout_fraction: float | None = None) -> Report:
+def build_report(inputs: Inputs, *, holdout_fraction: float | None = None, compute: Sequence[float] = ()) -> Report:
     """Analyses, figures and the document, section by section (nothing is written; see `write_report`).
     holdout_fraction: None for the fit's own hold-out check (fit.json's), else one refitted here.
     A law with no compute-optimal allocation (an exponent <= 0) is refused, as plan and compare
-    refuse it: every figure and table of optima would be undefined."""
+    refuse it: every figure and table of optima would be undefined. compute: budgets (FLOPs, as the fit
+    counts them) the plan adds to its own, 1x-30x the largest fitted run."""
     check_allocatable(inputs.fit.law, f"fit {inputs.fit_path or inputs.name}")
-    report = Report.start(inputs, holdout_fraction)
+    report = Report.start(inputs, holdout_fraction, compute)
     for section in SECTIONS:
         section(report)
     return report
@@ -84,13 +86,13 @@ def write_report(report: Report, out: str | Path, fmt: str = "md") -> list[Path]
 def make_report(source: str | Path | None = None, *, out: str | Path, fmt: str = "md", dataset: str | None = None,
                 fit: str | Path | None = None, bootstrap: int | None = None, seed: int = 0,
                 holdout_fraction: float | None = None, drop_highest_loss: int = 0, param_convention: str | None = None,
-                curves: bool = False) -> tuple[Report, list[Path]]:
+                curves: bool = False, compute: Sequence[float] = ()) -> tuple[Report, list[Path]]:
     """load_inputs + build_report + write_report: what `scaling report` does."""
     _check_format(fmt)
     inputs = load_inputs(source, dataset=dataset, fit=fit, bootstrap=bootstrap, seed=seed,
                          drop_highest_loss=drop_highest_loss, param_convention=param_convention, curves=curves)
     _check_out(inputs, Path(out))      # before the figures are drawn
-    report = build_report(inputs, holdout_fraction=holdout_fraction)
+    report = build_report(inputs, holdout_fraction=holdout_fraction, compute=compute)
     return report, write_report(report, out, fmt)
 
 

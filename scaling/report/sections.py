@@ -257,7 +257,7 @@ def closing(r: Report) -> None:
     r.doc.h(2, "Evidence")
     r.doc.ul(list(r.fit.evidence) + prose.more_evidence(r.holdout))
     r.doc.h(2, "Limitations")
-    r.doc.ul(list(r.fit.limitations) + prose.more_limitations(r.inputs, r.holdout))
+    r.doc.ul(list(r.fit.limitations) + prose.more_limitations(r.inputs, r.holdout, r.budgets))
     if r.missing_figures:
         r.doc.h(2, "Figures not drawn")
         r.doc.ul(f"{FIGURE_TITLES[name]}: {why}" for name, why in r.missing_figures.items())

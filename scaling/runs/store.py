@@ -302,7 +302,8 @@ def read_runs(sweep_dir: Path) -> pd.DataFrame:
     """One row per run folder, from summary.json; runs without one have status 'incomplete'."""
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():
-        raise UsageError(f"no run store at {sweep_dir} (expected a folder runs/<sweep> made by `scaling sweep`)")
+        raise UsageError(f"no run store at {sweep_dir} (expected a folder runs/<sweep> made by `scaling sweep` or "
+                         "`scaling import`)")
     rows = []
     for run_dir in run_dirs(sweep_dir):
         summary = read_summary(run_dir) or {"run_id": run_dir.name, "status": "incomplete",

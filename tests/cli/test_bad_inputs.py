@@ -67,6 +67,11 @@ class Case:
         return ["fit", "--csv", self.tmp / "points.csv", "--n-col", "N", "--d-col", "D", "--loss-col", "loss",
                 *(v for flag in defaults for v in flag), *extra]
 
+    def fit_table(self, content: str, *columns) -> list:
+        """`scaling fit` of a table whose columns are found by name unless `columns` names them."""
+        self.write("points.csv", content)
+        return ["fit", "--csv", self.tmp / "points.csv", "--bootstrap", "0", "--out", self.tmp / "fit", *columns]
+
     def edit_summaries(self, **changes) -> None:
         for path in self.store.glob(f"*/{store.SUMMARY}"):
             summary = json.loads(path.read_text())
@@ -300,6 +305,15 @@ CASES = [
     ("fit CSV missing", lambda c: ["fit", "--csv", c.tmp / "none.csv"], "none.csv does not exist"),
     ("fit CSV without a column", lambda c: c.fit_csv("N,D,lost\n1e6,1e9,3\n"),
      "column(s) 'loss' (for loss) not found; the columns present are: 'N', 'D', 'lost'"),
+    ("fit CSV with a header typo", lambda c: c.fit_table("paramss,tokens,val_los\n1e6,1e9,3\n"),
+     "; did you mean 'val_los'?); the columns present are: 'paramss', 'tokens', 'val_los'; name the "
+                      "columns to use (--n, --loss)"),
+    ("fit CSV with a column named with a typo", lambda c: c.fit_table("N,D,lost\n1e6,1e9,3\n", "--loss", "los"),
+     "'los' (for loss; did you mean 'lost'?) not found"),
+    ("fit of a missing run store", lambda c: ["fit", c.runs / "tinyy"], "made by `scaling sweep` or `scaling import`"),
+    ("compare of a run store", lambda c: ["compare", c.store], "is a run store, not a fit: fit it first: `scaling fit"),
+    ("plan with a negative budget in exponent form", lambda c: ["plan", "--compute", "1e21", "-1e21"],
+     "--compute (FLOPs, e.g. 1e21) must be a positive, finite number, got '-1e21'"),
     ("fit CSV with NaN", lambda c: c.fit_csv(GOOD_POINTS + "1e9,1e9,nan\n"),
      "column 'loss' must be positive and finite, but 1 of 7 rows are not (first at row index 6: nan)"),
     ("fit CSV with an empty cell", lambda c: c.fit_csv(GOOD_POINTS + "1e9,,3.1\n"), "column 'D' must be positive"),

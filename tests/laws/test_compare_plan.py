@@ -3,14 +3,15 @@
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
 from scaling.cli import main
 from scaling.laws.forms.law import Law
 from scaling.laws.forms.references import BESIROGLU, CHINCHILLA
-from scaling.laws.optimal.allocation import kaplan_allocation, numerical_optimum
-from scaling.laws.optimal.compare import CAVEATS, compare, compare_approaches, format_table
+from scaling.laws.optimal.allocation import compare_allocations, kaplan_allocation, numerical_optimum
+from scaling.laws.optimal.compare import CAVEATS, compare, compare_approaches, format_table, table_cells
 from scaling.laws.results.fit_sections import Intervals
 from scaling.train.compute import FlopsPerToken
 
@@ -261,11 +262,11 @@ def test_cli_plan_rejects_a_file_that_is_not_a_fit(tmp_path, capsys):
 
 
 def test_negative_compute_exits_2_whoever_catches_it(capsys):
-    assert main(["plan", "--compute", "-5"]) == 2  # argparse passes "-5" on as a value
-    assert "positive" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as exc:
-        main(["plan", "--compute", "-1e20"])  # ... but reads "-1e20" as an unknown option
-    assert exc.value.code == 2
+    # "-5" and "-1e20" alike reach the check that names them (argparse before 3.13 took "-1e20" for an
+    # option, "expected at least one argument"), beside a valid budget too.
+    for values in (["-5"], ["-1e20"], ["1e21", "-1e20"]):
+        assert main(["plan", "--compute", *values]) == 2
+        assert f"must be a positive, finite number, got '{values[-1]}'" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         main(["plan"])
     assert exc.value.code == 2 and "--compute" in capsys.readouterr().err
@@ -319,3 +320,19 @@ def test_end_to_end_with_a_real_fit_json(tmp_path, capsys, flops):
     assert rows["your fit"]["a"] == pytest.approx(fitted.a)
     assert rows["besiroglu"]["inside"]["a"] is True   # the law the points came from
     assert rows["chinchilla"]["inside"]["a"] is False  # a = 0.452, far below
+
+
+def test_compare_splits_every_law_in_the_fits_count_of_compute():
+    # A run store's law counts C = c(N) D (here 6 x 0.5 N^1.1 D): the comparison's D/N of Kaplan and of the
+    # published laws are their splits of C in that count, as `scaling plan --fit` gives them; their
+    # exponents stay the published ones. The header names the count.
+    law = replace(BESIROGLU.law, flops=FlopsPerToken("exact", kappa=0.5, gamma=1.1))
+    rows = {r["name"]: r for r in compare(law, None, 1e21, large_compute=1e22)}
+    planned = {a.method: a for a in compare_allocations(law, 1e22)}
+    assert rows["kaplan"]["tokens_per_param_large"] == pytest.approx(planned["kaplan"].tokens_per_param, rel=1e-12)
+    assert rows["kaplan"]["tokens_per_param_large"] != pytest.approx(kaplan_allocation(1e22).tokens_per_param)
+    chin = replace(CHINCHILLA.parametric_law, flops=law.flops)
+    assert rows["chinchilla"]["tokens_per_param"] == pytest.approx(float(chin.tokens_per_param(1e21)), rel=1e-12)
+    assert rows["chinchilla"]["a"] == pytest.approx(CHINCHILLA.parametric_law.a)
+    header, _ = table_cells(list(rows.values()), 1e21, large_compute=1e22, measure="exact FLOPs")
+    assert header[-2:] == ["D/N at 1e21 (exact FLOPs)", "D/N at 1e22 (exact FLOPs)"]

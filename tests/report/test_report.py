@@ -117,8 +117,8 @@ def test_report_numbers_are_fit_json_numbers(from_fit, fit_dir):
     # The published comparison: Chinchilla's a = beta / (alpha + beta) = 0.28 / 0.62; and the plan.
     published = md[md.index("## Comparison with published laws"):]       # (the forms table has a chinchilla row too)
     assert float(_table_row(published, "chinchilla")[3].split()[0]) == pytest.approx(0.28 / 0.62, abs=5e-4)
-    for c in ("1e18", "1e21", "1e23"):
-        assert _table_row(md, c)[1] == "law optimum"
+    for where in ("at the largest run", "3x beyond", "10x beyond", "30x beyond"):
+        assert _table_row(md, where)[2] == "law optimum"
 
 
 def test_holdout_predicts_the_largest_runs_of_the_store(from_fit, micro_sweep):

@@ -24,7 +24,7 @@ from scaling.report.beyond_figures import HIT, interval_errors
 from scaling.report.decisions import plan
 from scaling.report.inputs import Inputs
 from scaling.report.page import Report
-from scaling.report.prose import PLAN_BUDGETS
+from scaling.report.prose import PLAN_FACTORS
 from scaling.report.report import build_report
 
 TRUTH = Law(E=1.9, A=400.0, B=1500.0, alpha=0.33, beta=0.30)
@@ -152,23 +152,39 @@ def test_the_forms_sentence_says_when_they_disagree(simulated):
 
 @pytest.mark.parametrize("form", ["chinchilla", "tied", "median"])
 def test_the_reports_plan_is_the_fits_plan(simulated, form):
-    # The plan table at 1e18, 1e21 and 1e23 FLOPs (far beyond these runs) is `LawFit.plan`'s, as `scaling
+    # The plan table at 1x, 3x, 10x and 30x the largest run's compute is `LawFit.plan`'s, as `scaling
     # plan --fit` prints it: the loss as the fit predicts it (beyond the data, its backtest's), inside its
     # interval; for a form chosen by --form, that form's optimum and intervals.
     data, _, fit = simulated
     fit = replace(fit, form=form)
     r = Report.start(Inputs("sim", fit, data))
+    top = float(data.compute.max())
+    assert r.budgets == pytest.approx([f * top for f in PLAN_FACTORS])
     plan(r)
     rows = [line.split(" | ") for line in r.doc.markdown().splitlines() if "| law optimum |" in line]
-    assert len(rows) == len(PLAN_BUDGETS)
-    for c, row in zip(PLAN_BUDGETS, rows):
+    assert [row[0].lstrip("| ") for row in rows] == ["at the largest run", "3x beyond", "10x beyond", "30x beyond"]
+    for c, row in zip(r.budgets, rows):
         best = fit.plan(c)
         lo, hi = best.intervals.loss
-        assert row[2].startswith(f"{best.n:.4g} [") and row[-1].rstrip(" |") == f"{best.loss:.4f} [{lo:.4f}, {hi:.4f}]"
+        assert row[3].startswith(f"{best.n:.4g} [") and row[-1].rstrip(" |") == f"{best.loss:.4f} [{lo:.4f}, {hi:.4f}]"
         assert lo < best.loss < hi
     assert ("the tied form's" in r.doc.markdown()) == (form == "tied")
     if form == "median":                      # the fitted form's allocation, the median's loss
-        assert best.n == pytest.approx(float(fit.law.n_opt(PLAN_BUDGETS[-1])), rel=1e-12)
+        assert best.n == pytest.approx(float(fit.law.n_opt(r.budgets[-1])), rel=1e-12)
+
+
+def test_the_reports_plan_footnote_quotes_the_scatter_of_the_law_that_gives_the_interval(simulated):
+    # The loss's interval is the median of the forms' (the default), or inside the runs the fitted law's
+    # and beyond them the backtest's law's: the residual RMS quoted beside it is that law's.
+    data, _, fit = simulated
+    notes = {}
+    for form in ("median", "chinchilla"):
+        r = Report.start(Inputs("sim", replace(fit, form=form), data))
+        plan(r)
+        notes[form] = r.doc.markdown()
+    assert f"residual RMS {fit.forms.combined.extrapolation.noise:.3g}" in notes["median"]
+    assert f"residual RMS {fit.residual_rms:.3g}) at the largest run" in notes["chinchilla"]
+    assert f"backtest's law (residual RMS {fit.backtest.extrapolation.noise:.3g})" in notes["chinchilla"]
 
 
 def _axis(fig, title):

@@ -13,6 +13,7 @@ there), which column has how many non-positive or non-finite values and where th
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import replace
 from importlib import resources
 from importlib.abc import Traversable
@@ -59,6 +60,8 @@ TABLE_NAMES = {"n_col": (*N_KEYS, CHINCHILLA_COLUMNS["n_col"]),
                "c_col": ("C", "compute", "flops", CHINCHILLA_COLUMNS["c_col"]),
                "loss_col": (CHINCHILLA_COLUMNS["loss_col"], *LOSS_TAGS)}
 WHAT = {"n_col": "N", "d_col": "D", "c_col": "C", "loss_col": "the loss"}
+# The keyword of each column, scaling.fit's and (with dashes) `scaling fit --csv`'s flag: --n, --loss.
+KEYWORDS = {"n_col": "n", "d_col": "d", "c_col": "c", "loss_col": "loss"}
 
 
 def from_runs(sweep_dir: str | Path, param_convention: str = "total", *, compute_measure: str = "exact",
@@ -239,6 +242,22 @@ def _named(frame: pd.DataFrame, source: str, option: str) -> str | None:
     return found[0] if found else None
 
 
+def _did_you_mean(name: str, present: list[str]) -> str:
+    """'; did you mean 'params'?' for a column name close to one present (a typo), else ''."""
+    close = difflib.get_close_matches(name, present, n=1, cutoff=0.8)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _close(frame: pd.DataFrame, option: str) -> str:
+    """'; did you mean 'paramss'?' for a column present whose name is close to a conventional name
+    of `option` (a header's typo: paramss, val_los), else ''."""
+    present = [str(c) for c in frame.columns]
+    for name in TABLE_NAMES[option]:
+        if close := difflib.get_close_matches(name, present, n=1, cutoff=0.8):
+            return f"; did you mean {close[0]!r}?"
+    return ""
+
+
 def table_columns(frame: pd.DataFrame, source: str, n_col: str | None, loss_col: str | None,
                   d_col: str | None, c_col: str | None) -> tuple[str, str, str | None, str | None]:
     """(n_col, loss_col, d_col, c_col) with each one not given found by its conventional names
@@ -249,14 +268,17 @@ def table_columns(frame: pd.DataFrame, source: str, n_col: str | None, loss_col:
     if d_col is None and c_col is None:
         d_col = _named(frame, source, "d_col")
         c_col = None if d_col is not None else _named(frame, source, "c_col")
-    missing = [f"{WHAT[o]} (under none of {', '.join(map(repr, dict.fromkeys(TABLE_NAMES[o])))})"
-               for o, col in (("n_col", n_col), ("loss_col", loss_col)) if col is None]
+    unfound = [o for o, col in (("n_col", n_col), ("loss_col", loss_col)) if col is None]
+    missing = [f"{WHAT[o]} (under none of {', '.join(map(repr, dict.fromkeys(TABLE_NAMES[o])))}{_close(frame, o)})"
+               for o in unfound]
     if d_col is None and c_col is None:
-        missing.append(f"D or C (under none of {', '.join(map(repr, TABLE_NAMES['d_col'] + TABLE_NAMES['c_col']))})")
+        unfound += ["d_col", "c_col"]
+        missing.append(f"D or C (under none of {', '.join(map(repr, TABLE_NAMES['d_col'] + TABLE_NAMES['c_col']))}"
+                       f"{_close(frame, 'd_col') or _close(frame, 'c_col')})")
     if missing:
         present = ", ".join(repr(str(c)) for c in frame.columns) or "none"
-        raise UsageError(f"{source}: no column for {'; '.join(missing)}; the columns present are: {present} "
-                         f"(name the columns to use)")
+        raise UsageError(f"{source}: no column for {'; '.join(missing)}; the columns present are: {present}; "
+                         "name the columns to use", options=tuple(KEYWORDS[o] for o in unfound))
     return n_col or "", loss_col or "", d_col, c_col    # not None: missing ones raised above
 
 
@@ -283,7 +305,9 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str | None = None,
               **({"embedding parameters": embedding_col} if embedding_col is not None else {}),
               **({"compute budget": budget_col} if budget_col is not None else {}),
               **({"unique tokens": unique_col} if unique_col is not None else {})}
-    missing = [f"{col!r} (for {what})" for what, col in wanted.items() if col not in frame.columns]
+    present_names = [str(c) for c in frame.columns]
+    missing = [f"{col!r} (for {what}{_did_you_mean(col, present_names)})" for what, col in wanted.items()
+               if col not in frame.columns]
     if missing:
         present = ", ".join(repr(str(c)) for c in frame.columns) or "none"
         raise UsageError(f"{source}: column(s) {', '.join(missing)} not found; the columns present are: "

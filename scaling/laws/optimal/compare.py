@@ -5,13 +5,17 @@ Pure functions, no I/O: `compare` builds rows, `format_table` lays them out as p
 
 What is compared: the exponents alpha and beta, the allocation exponents a = beta/(alpha+beta)
 (N_opt ~ C^a) and b = alpha/(alpha+beta) (D_opt ~ C^b), and tokens per parameter D_opt/N_opt at
-your reference compute and at 1e23 FLOPs. E, A and B are not compared (see CAVEATS).
+your reference compute and at a larger budget (1e23 FLOPs unless given), every C counted as your
+law counts it (`law.flops`: 6ND, or the exact c(N) D of a run store), Kaplan's D = C / c(N) and the
+published parametric laws planned under that count too, so that a D/N here is the one `scaling plan`
+gives at the same C. E, A and B are not compared (see CAVEATS).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from scaling.formats import plain_table, sci
@@ -21,6 +25,7 @@ from scaling.laws.optimal.allocation import RULE_TOKENS_PER_PARAM, kaplan_alloca
 
 if TYPE_CHECKING:
     from scaling.laws.results.fit_sections import Intervals
+    from scaling.train.compute import FlopsPerToken
 
 LARGE_COMPUTE = 1e23
 COMPARED = ("alpha", "beta", "a", "b", "tokens_per_param")
@@ -31,7 +36,8 @@ CAVEATS = (
     "The exponents alpha, beta and the allocation exponents a, b are.",
     "Kaplan et al. fit a different form, L(N, D) = [(N_c/N)^(alpha_N/alpha_D) + D_c/D]^alpha_D "
     "(alpha_N = 0.076, alpha_D = 0.095), so it has no alpha, beta in this sense; its row gives "
-    "a = 0.73 and the split N = 1.3e9 (C / 8.64e19)^0.73 non-embedding parameters, D = C/(6N).",
+    "a = 0.73 and the split N = 1.3e9 (C / 8.64e19)^0.73 non-embedding parameters, D = C / c(N) under "
+    "your law's count of C (C / (6N) where C = 6ND), as `scaling plan` splits it.",
     f"Chinchilla's row is its parametric (Approach 3) law: a = {CHINCHILLA.parametric_law.a:.3f} from "
     f"alpha = {CHINCHILLA.parametric_law.alpha}, beta = {CHINCHILLA.parametric_law.beta} "
     f"({CHINCHILLA.extra['rounding']}), and a "
@@ -62,19 +68,24 @@ def _bounds(interval: Iterable[Any] | None) -> tuple[float, float] | None:
     return (lo, hi) if math.isfinite(lo) and math.isfinite(hi) else None
 
 
-def _law_row(name: str, law: Law, reference_compute: float, citation: str) -> dict:
+def _law_row(name: str, law: Law, reference_compute: float, large_compute: float, citation: str,
+             flops: FlopsPerToken | None = None) -> dict:
+    """A law's exponents as published, its D/N at the two budgets planned under `flops` (its own count
+    where None)."""
+    planned = law if flops is None else replace(law, flops=flops)
     return {
         "name": name, "citation": citation,
         "alpha": law.alpha, "beta": law.beta, "a": law.a, "b": law.b,
-        "tokens_per_param": float(law.tokens_per_param(reference_compute)),
-        "tokens_per_param_large": float(law.tokens_per_param(LARGE_COMPUTE)),
+        "tokens_per_param": float(planned.tokens_per_param(reference_compute)),
+        "tokens_per_param_large": float(planned.tokens_per_param(large_compute)),
     }
 
 
-def compare(law: Law, ci: Intervals | None, reference_compute: float | None = None) -> list[dict]:
+def compare(law: Law, ci: Intervals | None, reference_compute: float | None = None,
+            large_compute: float = LARGE_COMPUTE) -> list[dict]:
     """Rows: your fit first (with its intervals), then Kaplan, Chinchilla, Besiroglu and the
     20-tokens rule. Each row has alpha, beta, a, b, tokens_per_param (at reference_compute),
-    tokens_per_param_large (at 1e23 FLOPs) and, for published rows, `inside`: per quantity,
+    tokens_per_param_large (at `large_compute`) and, for published rows, `inside`: per quantity,
     whether the published value lies inside your 95% interval (None where either is missing).
 
     `ci`: the fit's bootstrap intervals (a `results.Intervals`) (tokens_per_param's at `reference_compute`), or None.
@@ -82,18 +93,19 @@ def compare(law: Law, ci: Intervals | None, reference_compute: float | None = No
     """
     c = LARGE_COMPUTE if reference_compute is None else float(reference_compute)
     intervals = {k: (ci.interval(k) if ci is not None else None) for k in COMPARED}
-    mine = _law_row("your fit", law, c, "")
+    big = float(large_compute)
+    mine = _law_row("your fit", law, c, big, "")
     mine["ci"] = {k: (list(v) if v else None) for k, v in intervals.items()}
     mine["ci_level"] = ci.level if ci is not None else None
 
-    kaplan_c, kaplan_large = kaplan_allocation(c), kaplan_allocation(LARGE_COMPUTE)
+    kaplan_c, kaplan_large = kaplan_allocation(c, law), kaplan_allocation(big, law)
     published = [
         {"name": "kaplan", "citation": KAPLAN.citation, "alpha": None, "beta": None,
          "a": KAPLAN.a["kaplan"], "b": 1 - KAPLAN.a["kaplan"],
          "tokens_per_param": kaplan_c.tokens_per_param,
          "tokens_per_param_large": kaplan_large.tokens_per_param},
-        _law_row("chinchilla", CHINCHILLA.parametric_law, c, CHINCHILLA.citation),
-        _law_row("besiroglu", BESIROGLU.parametric_law, c, BESIROGLU.citation),
+        _law_row("chinchilla", CHINCHILLA.parametric_law, c, big, CHINCHILLA.citation, law.flops),
+        _law_row("besiroglu", BESIROGLU.parametric_law, c, big, BESIROGLU.citation, law.flops),
         {"name": f"{RULE_TOKENS_PER_PARAM:g} tokens/param", "citation": CHINCHILLA.citation
          + ", Table 3 (70e9 parameters on 1.4e12 tokens)", "alpha": None, "beta": None,
          "a": 0.5, "b": 0.5, "tokens_per_param": RULE_TOKENS_PER_PARAM,
@@ -114,12 +126,14 @@ TABLE_FORMATS = {"alpha": ".3f", "beta": ".3f", "a": ".3f", "b": ".3f",
                  "tokens_per_param": ".3g", "tokens_per_param_large": ".3g"}
 
 
-def table_cells(rows: list[dict], reference_compute: float | None = None,
-                out_mark: str = "OUT") -> tuple[list[str], list[list[str]]]:
+def table_cells(rows: list[dict], reference_compute: float | None = None, out_mark: str = "OUT",
+                large_compute: float = LARGE_COMPUTE, measure: str = "") -> tuple[list[str], list[list[str]]]:
     """(header, cells) of the comparison: your row shows [lo, hi]; published rows mark each value
-    'in' or `out_mark` of your interval (nothing where you have no interval for it)."""
+    'in' or `out_mark` of your interval (nothing where you have no interval for it). measure: what C
+    counts (`FlopsPerToken.name`), named in the D/N columns' headers where given."""
     c = LARGE_COMPUTE if reference_compute is None else float(reference_compute)
-    header = ["", "alpha", "beta", "a", "b", f"D/N at {sci(c)}", f"D/N at {sci(LARGE_COMPUTE)}"]
+    unit = f" ({measure})" if measure else ""
+    header = ["", "alpha", "beta", "a", "b", f"D/N at {sci(c)}{unit}", f"D/N at {sci(large_compute)}{unit}"]
     cells = []
     for row in rows:
         line = [row["name"]]
