@@ -2,6 +2,7 @@
 
 import argparse
 import re
+import shlex
 from importlib import metadata
 
 import pytest
@@ -96,3 +97,22 @@ def test_a_fit_is_named_one_way_and_the_old_spellings_still_parse():
     fit_help = next(p for p in parsers() if p.prog.endswith(" fit")).format_help()
     assert "--prior" not in design_help and "--fit FIT" in design_help
     assert "--fixed-E" not in fit_help and "--fixed-e E" in fit_help
+
+
+def examples(parser) -> list[str]:
+    """The commands of a parser's "examples:" epilog, each without its comment."""
+    epilog = parser.epilog or ""
+    assert epilog.startswith("examples:"), f"{parser.prog} --help has no examples"
+    return [line.split("#")[0].strip() for line in epilog.splitlines()[1:] if line.startswith("  scaling ")]
+
+
+def test_every_commands_help_has_examples_that_parse():
+    # Each command and subcommand shows how it is called, and each example is a command line the
+    # parser takes as written (a renamed flag left in an example fails here).
+    for parser in parsers():
+        shown = examples(parser)
+        assert shown and "examples:\n  scaling" in parser.format_help(), parser.prog
+        for line in shown:
+            argv = shlex.split(line)[1:]
+            assert line.startswith(parser.prog) or parser.prog == "scaling", (parser.prog, line)
+            build_parser().parse_args(argv)            # exits 2, failing the test, on a flag it does not know
