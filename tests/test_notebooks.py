@@ -11,6 +11,7 @@ DeprecationWarnings show too.
 
 import ast
 import json
+import subprocess
 import warnings
 from pathlib import Path
 
@@ -77,6 +78,17 @@ def test_the_notebooks_are_clean_and_parameterised():
     defaults = {}
     exec(params[0], defaults)
     assert load_config(NOTEBOOKS / defaults["CONFIG"]).name == "notebook"
+
+
+def test_the_guides_run_store_is_one_git_ignores():
+    # Jupyter runs the notebook in notebooks/: its sweep's runs go where git ignores them (the
+    # repository's runs/), not into an untracked notebooks/runs/ beside it.
+    params = next(source for source, tags in code_cells(GUIDE) if "parameters" in tags)
+    defaults: dict = {}
+    exec(params, defaults)
+    store = NOTEBOOKS / defaults["RUNS_DIR"] / load_config(NOTEBOOKS / defaults["CONFIG"]).name / "runs.csv"
+    ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", str(store)], cwd=NOTEBOOKS)
+    assert ignored.returncode == 0, f"{store} is not ignored by git"
 
 
 def test_the_guide_runs_end_to_end(micro_sweep, tmp_path, capsys):

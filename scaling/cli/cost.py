@@ -34,7 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser(
         "cost", help="compute, time, money and memory of training and inference",
         description="Back-of-the-envelope planning sums, each printed with its units and the "
-                    "assumptions that produced it.")
+                    "assumptions that produced it.",
+        epilog="examples:\n"
+               "  scaling cost train --model Chinchilla:70e9:1.4e12 --gpu h100 --mfu 0.4 --gpus 1024\n"
+               "  scaling cost rules --compute 1e21 1e23    # D = 20 N beside the law's optimum\n"
+               "  scaling cost memory --params 7e9          # the weights in bf16\n"
+               "each subcommand's flags and examples: scaling cost SUBCOMMAND --help")
     sub = group.add_subparsers(dest="cost_command", required=True, metavar="SUBCOMMAND",
                                parser_class=NumberArgs)
     for add in (_add_train, _add_inference, _add_inference_aware, _add_rules, cost_memory.add_memory):
@@ -46,7 +51,10 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
         "train", help="training FLOPs, GPU-hours, wall-clock days and dollars for some models",
         description="C = 6 N D per model (and the exact count when a shape is given); "
                     "GPU-hours = C / achieved FLOP/s / 3600; days = GPU-hours / GPUs / 24; "
-                    "US$ = GPU-hours x price.")
+                    "US$ = GPU-hours x price.",
+        epilog="examples:\n"
+               "  scaling cost train --model Chinchilla:70e9:1.4e12 --gpu h100 --mfu 0.4 --gpus 1024 --price 2\n"
+               "  scaling cost train --model a:1e9:2e10 --model b:3e9:6e10 --flops-per-gpu 400e12   # two models")
     train.add_argument("--model", action="append", required=True, metavar="SPEC",
                        help="NAME:N:D, or NAME:N:D:LAYERS:D_MODEL:CONTEXT:VOCAB for the exact "
                             "count too; repeat for several models "
@@ -64,7 +72,11 @@ def _add_inference(sub: argparse._SubParsersAction) -> None:
     inf = sub.add_parser(
         "inference", help="lifetime inference FLOPs and when they overtake training",
         description="C_inf = 2 N FLOPs per generated token, times tokens per request, times "
-                    "requests; with --tokens, against training's 6 N D.")
+                    "requests; with --tokens, against training's 6 N D.",
+        epilog="examples:\n"
+               "  scaling cost inference --params 70e9 --tokens-per-request 500 --requests 1e6 1e9\n"
+               "  scaling cost inference --params 70e9 --tokens-per-request 500 --requests 1e9 --tokens 1.4e12"
+               "   # beside training")
     inf.add_argument("--params", required=True, help="parameters N (active ones for a MoE)")
     inf.add_argument("--tokens-per-request", required=True, help="generated tokens per request")
     inf.add_argument("--requests", nargs="+", required=True, help="request counts, e.g. 1e6 1e9")
@@ -77,7 +89,11 @@ def _add_inference_aware(sub: argparse._SubParsersAction) -> None:
     aware = sub.add_parser(
         "inference-aware", help="N, D minimising training + inference FLOPs at a target loss",
         description="Sardana et al. 2024 (arXiv:2401.00448): minimise 6 N D + 2 N D_inf "
-                    "subject to L(N, D) = target, for each expected number of generated tokens.")
+                    "subject to L(N, D) = target, for each expected number of generated tokens.",
+        epilog="examples:\n"
+               "  scaling cost inference-aware --compute 1e23                 # the target: the law's best loss at C\n"
+               "  scaling cost inference-aware --loss 2.0 --fit fits/tiny     # your own law's units\n"
+               "  scaling cost inference-aware --compute 1e23 --inference-tokens 0 1e12 1e13")
     _law_args(aware)
     target = aware.add_mutually_exclusive_group(required=True)
     target.add_argument("--loss", default=None, help="target loss (in the law's units)")
@@ -96,7 +112,11 @@ def _add_rules(sub: argparse._SubParsersAction) -> None:
         "rules", help="D = 20 N and a fixed-N (Kaplan-style) split beside a law's optimum",
         description="At C FLOPs: the rule D = k N (N = sqrt(C / 6k)), a fixed N spent on "
                     "D = C / 6N, and the law's compute-optimal N, D, each with its predicted "
-                    "loss and cost per generated token.")
+                    "loss and cost per generated token.",
+        epilog="examples:\n"
+               "  scaling cost rules --compute 1e21 1e23                 # D = 20 N beside Chinchilla's optimum\n"
+               "  scaling cost rules --compute 1e23 --params 1e11        # and 1e11 parameters, Kaplan-style\n"
+               "  scaling cost rules --compute 1e23 --fit fits/tiny      # beside your own law's optimum")
     rules.add_argument("--compute", nargs="+", required=True, metavar="C",
                        help="training compute C in FLOPs; several give a block each (--json: a list)")
     rules.add_argument("--params", default=None,

@@ -17,7 +17,11 @@ def add_memory(sub: argparse._SubParsersAction) -> None:
     mem = sub.add_parser(
         "memory", help="weights by dtype, attention score matrices, SSM state, n = d crossover",
         description="Give any of: --params (weights), --context (n^2 attention scores), "
-                    "--ssm-d with --ssm-state (SSM state), --d-model (attention vs recurrence).")
+                    "--ssm-d with --ssm-state (SSM state), --d-model (attention vs recurrence).",
+        epilog="examples:\n"
+               "  scaling cost memory --params 7e9 --dtype int4      # the weights\n"
+               "  scaling cost memory --context 4096 32768 --heads 32 --layers 32   # attention scores\n"
+               "  scaling cost memory --ssm-d 4096 --ssm-state 16 --layers 32      # an SSM's state")
     mem.add_argument("--params", default=None, help="total parameters (all experts of a MoE)")
     mem.add_argument("--active-params", default=None, help="parameters active per token (MoE)")
     mem.add_argument("--dtype", default="bf16",

@@ -41,7 +41,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="For each config: simulate its planned runs under a prior law (your fit, or a "
                     "published law) with the given scatter, refit them as `scaling fit` does, and print "
                     "the expected 95% interval widths of alpha, a and tokens per parameter, and how often "
-                    "the diagnostics would call the result not identified.")
+                    "the diagnostics would call the result not identified.",
+        epilog="examples:\n"
+               "  scaling design configs/tiny.yaml configs/tiny_grid.yaml   # two designs side by side\n"
+               "  scaling design configs/tiny.yaml --fit fits/tiny          # under your own fit's law\n"
+               "  scaling design configs/tiny.yaml --sims 5 --bootstrap 20  # a quick look (coarser medians)")
     p.add_argument("configs", nargs="+", type=Path, metavar="CONFIG", help="sweep YAML(s) to compare")
     add_fit_option(p, "your fit, whose Chinchilla-form law is the prior (a fit folder or its fit.json)",
                    aliases=("--prior",))

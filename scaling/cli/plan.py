@@ -46,7 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "compare", help="your fit against Kaplan, Chinchilla and Besiroglu",
         description="Exponents, allocation exponents and tokens per parameter of a fit "
                     "beside the published laws, each published value marked in or OUT of your "
-                    "95% interval. E, A, B are not compared: they depend on tokenizer and data.")
+                    "95% interval. E, A, B are not compared: they depend on tokenizer and data.",
+        epilog="examples:\n"
+               "  scaling compare fits/tiny          # each exponent in or OUT of your interval\n"
+               "  scaling compare fits/tiny --json   # the same, as JSON")
     cmp.add_argument("fit", metavar=FIT, type=Path, help=FIT_HELP)
     cmp.add_argument("--json", action="store_true", help="print JSON instead of a table")
     cmp.set_defaults(func=cmd_compare)

@@ -57,7 +57,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     runs = subparsers.add_parser(
         "runs", help="print the table of runs in a run store",
         description="One line per run of a run store: its status, shape, N (non-embedding and total), D, "
-                    "compute, final validation loss, bits per byte and wall time.")
+                    "compute, final validation loss, bits per byte and wall time.",
+        epilog="examples:\n"
+               "  scaling runs runs/tiny          # each run: status, shape, N, D, C, final loss, wall time\n"
+               "  scaling runs runs/tiny --json   # the same table, one object per run")
     runs.add_argument("sweep_dir", type=Path, metavar="RUNS_DIR", help="a sweep's run store, e.g. runs/tiny")
     runs.add_argument("--json", action="store_true", help="print the run table as JSON (one object per run)")
     runs.set_defaults(func=cmd_runs)

@@ -35,7 +35,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="For each shape of the config's grid, train a log grid of learning rates at one token "
                     "budget (into the run store, as the sweep `<name>-tune`), choose the rate of lowest "
                     "final loss (a parabola in log lr through the best rate and its neighbours), fit "
-                    "lr_opt = c N^k, and write tune.json, a tuned config and a figure.")
+                    "lr_opt = c N^k, and write tune.json, a tuned config and a figure.",
+        epilog="examples:\n"
+               "  scaling tune configs/tiny.yaml --dry-run            # the tuning runs and their wall time\n"
+               "  scaling tune configs/tiny.yaml                      # 7 rates per shape at the smallest D\n"
+               "  scaling tune configs/tiny.yaml --budgets --dry-run  # at the sweep's own cells: lr = c N^p D^q")
     p.add_argument("config", type=Path, metavar="CONFIG", help="sweep YAML, e.g. configs/tiny.yaml")
     p.add_argument("--tokens", help="token budget of every tuning run (default: the smallest D of the sweep's runs)")
     p.add_argument("--lrs", help="comma-separated learning rates, at least 3 (default: 7 from 1e-3 to 3e-2)")

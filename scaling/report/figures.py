@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, FigureBase
 from matplotlib.lines import Line2D
@@ -43,6 +44,8 @@ from scaling.report.style import (
     with_rc,
 )
 
+PROFILE_LEGEND = "isoflop-profiles-legend"      # the gid that marks the profiles' legend among a figure's
+
 # ----------------------------------------------------------------------------- 1. loss curves
 
 @with_rc
@@ -67,7 +70,7 @@ def context_curves(curves: pd.DataFrame, colours: SizeColours, *, n_label: str =
     ax.axhline(0.0, color="0.5", lw=0.8)
     ax.axhline(THRESHOLDS["context_use"], color="0.3", lw=0.8, ls="--")
     ax.set_ylabel("context use (nats: loss at positions 1-7 minus\nover the context's second half)")
-    ax.set_title("Context use during training, every run (above the dashed line: the run uses its context)")
+    ax.set_title("Context use during training, every run\n(above the dashed line: the run uses its context)")
     return fig
 
 
@@ -193,8 +196,9 @@ def isoflop(iso: IsoFLOPResult, n: np.ndarray, loss: np.ndarray, law: Allocating
 def isoflop_panels(fig: FigureBase, axes: Sequence[Axes] | np.ndarray, iso: IsoFLOPResult, n: np.ndarray,
                    loss: np.ndarray, law: AllocatingLaw, *, frontier: tuple[np.ndarray, np.ndarray] | None = None,
                    data_c_range: tuple[float, float] | None = None, n_label: str = "parameters",
-                   law_name: str | None = None) -> None:
-    """`isoflop`'s two panels, drawn on `axes` (profiles, optimal sizes) of `fig` (a figure or a subfigure)."""
+                   law_name: str | None = None) -> list[Artist]:
+    """`isoflop`'s two panels, drawn on `axes` (profiles, optimal sizes) of `fig` (a figure or a subfigure),
+    and their legend (`profile_legend`); its keys, for a caller that adds its own."""
     n, loss = np.asarray(n, dtype=float), np.asarray(loss, dtype=float)
     ax = axes[0]
     cs = [b.compute for b in iso.budgets]
@@ -227,7 +231,8 @@ def isoflop_panels(fig: FigureBase, axes: Sequence[Axes] | np.ndarray, iso: IsoF
     ax.set_ylabel("final validation loss (nats/token)")
     ax.set_title("IsoFLOP profiles: loss along each compute budget")
     c_colours.colorbar(fig, ax)
-    profile_legend(ax, _profile_keys(bool(iso.usable), stars, law_name))
+    keys = _profile_keys(bool(iso.usable), stars, law_name)
+    profile_legend(fig, keys)
     all_n = np.concatenate([n[p.index] for p in iso.profiles]) if iso.profiles else np.array([1.0])
     losses = np.concatenate([loss[p.index] for p in iso.profiles]) if iso.profiles else np.array([1.0])
     pad = 0.08 * max(np.ptp(losses), 1e-3)
@@ -236,12 +241,17 @@ def isoflop_panels(fig: FigureBase, axes: Sequence[Axes] | np.ndarray, iso: IsoF
     log_axis(ax, "x")
     _optimal_sizes(axes[1], iso, law, c_colours, frontier=frontier, data_c_range=data_c_range, n_label=n_label,
                    law_name=law_name)
+    return keys
 
 
-def profile_legend(ax: Axes, keys: Sequence) -> None:
-    """The IsoFLOP profiles' legend, below the panel: `keys` are `_profile_keys`, and any a caller
-    adds (`scaling.report.plot`: the loss interval at each optimum)."""
-    ax.legend(handles=list(keys), loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
+def profile_legend(fig: FigureBase, keys: Sequence) -> None:
+    """The IsoFLOP profiles' legend, below both panels: `keys` are `_profile_keys`, and any a caller
+    adds (`scaling.report.plot`: the loss interval at each optimum), in place of the one drawn before.
+    Below the figure, not below the panel: a legend wider than its panel widened the panel's margins,
+    which parted it from its colour bar and ran the legend off the canvas's left edge."""
+    for old in [legend for legend in fig.legends if legend.get_gid() == PROFILE_LEGEND]:
+        old.remove()
+    fig.legend(handles=list(keys), loc="outside lower center", ncol=3, frameon=False).set_gid(PROFILE_LEGEND)
 
 
 def _profile_keys(any_usable: bool, stars: int, law_name: str | None) -> list:
@@ -327,7 +337,9 @@ def residuals(n: np.ndarray, c: np.ndarray, resid: np.ndarray, colours: SizeColo
     axes[0, 0].set_ylabel("residual ln L_obs - ln L_fit\n(≈ relative error of the fit)")
     axes[0, 0].set_title("Residuals against compute")
     axes[0, 1].set_title("Residuals against model size")
-    axes[0, 0].legend(loc="upper left")
+    # The band's key below the panels, off the data: inside, it covered the largest residual, the
+    # point the caption names.
+    fig.legend(handles=axes[0, 0].get_legend_handles_labels()[0], loc="outside lower left", frameon=False)
     lim = max(float(np.max(np.abs(resid))) * 1.15 if resid.size else 0.01, 1e-3)
     axes[0, 0].set_ylim(-lim, lim)
     size_legend(fig, axes[0, 1], colours, n, label=f"N ({n_label})", line=False, outside=True)
@@ -345,7 +357,7 @@ def bootstrap_distributions(samples: dict, estimates: dict, intervals: dict, *, 
     names = (("alpha", "alpha (exponent of N)"), ("beta", "beta (exponent of D)"),
              ("a", "a (N_opt ∝ C^a)"),
              ("tokens_per_param", f"tokens per parameter D_opt/N_opt at C = {sci(reference_compute, 2)} FLOPs"))
-    fig, axes = new_figure(2, 2, size=(11.0, 7.0))
+    fig, axes = new_figure(2, 2, size=(14.0, 7.0))
     for ax, (key, title) in zip(axes.ravel(), names):
         v = np.asarray(samples.get(key, []), dtype=float)
         ok = v[np.isfinite(v)]
@@ -377,12 +389,13 @@ def bootstrap_distributions(samples: dict, estimates: dict, intervals: dict, *, 
                 continue
             colour, style = REFERENCE_STYLE.get(ref, ("#9467bd", "-"))
             ax.axvline(x, color=colour, ls=style, lw=1.4, label=f"{REFERENCE_LABEL.get(ref, ref)}: {x:.3g}")
-        ax.set_ylim(0, top * 1.6)   # room for the legend above the bars
+        ax.set_ylim(0, top * 1.1)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         bad = v.size - ok.size
         ax.set_title(title + (f"\n({bad} of {v.size} resamples undefined)" if bad else ""))
         ax.set_xlabel(key.replace("_", " ") + (" (log scale)" if log else ""))
         ax.set_ylabel("resamples")
-        ax.legend(loc="upper right", fontsize=7.5, framealpha=0.85)
+        # Beside the panel, off the bars and the lines: above the bars it covered the tallest of them.
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5, frameon=False)
     fig.suptitle(f"Bootstrap distributions ({n_resamples} resamples of the points, each refitted)", fontsize=10)
     return fig

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.figure import SubFigure
 from matplotlib.lines import Line2D
 
 from scaling.errors import UsageError
@@ -56,10 +57,10 @@ def fit_figure(fit: LawFit) -> ShownFigure:
                       title=equation(fit), n_label=n_label)
     iso = analysis.isoflop_of(points)
     profiles, sizes = bottom.subplots(1, 2, gridspec_kw={"width_ratios": [1.4, 1]})
-    isoflop_panels(bottom, (profiles, sizes), iso, points.n, points.loss, law, law_name=name,
-                   data_c_range=(float(points.compute.min()), float(points.compute.max())), n_label=n_label)
+    keys = isoflop_panels(bottom, (profiles, sizes), iso, points.n, points.loss, law, law_name=name,
+                          data_c_range=(float(points.compute.min()), float(points.compute.max())), n_label=n_label)
     if (why := _no_intervals(fit)) is None:
-        why = _intervals(profiles, sizes, fit, [b.compute for b in iso.budgets], name)
+        why = _intervals((profiles, sizes), fit, [b.compute for b in iso.budgets], name, (bottom, keys))
     if why is not None:
         handles, _ = sizes.get_legend_handles_labels()
         note = textwrap.fill(f"(no intervals: {why})", 44)
@@ -82,10 +83,13 @@ def _no_intervals(fit: LawFit) -> str | None:
     return None
 
 
-def _intervals(profiles: Axes, sizes: Axes, fit: LawFit, budgets: list, name: str | None) -> str | None:
-    """N_opt's interval as a band over the compute axis, and the loss interval of each of the law's
-    optima drawn on the profiles: one broadcast `plan` each, the law drawn's (`fit.plan` is the form
+def _intervals(panels: tuple[Axes, Axes], fit: LawFit, budgets: list, name: str | None,
+               legend: tuple[SubFigure, list]) -> str | None:
+    """N_opt's interval as a band over the compute axis of the sizes panel, and the loss interval of each
+    of the law's optima drawn on the profiles panel, added to the profiles' legend (`legend`: its
+    subfigure and keys so far): one broadcast `plan` each, the law drawn's (`fit.plan` is the form
     `--form` chose, from its own resamples); why one is not drawn, where one is not."""
+    profiles, sizes = panels
     left, right = sizes.get_xlim()
     grid = np.geomspace(left, right, 60)
     band = fit.plan(grid).intervals
@@ -110,6 +114,5 @@ def _intervals(profiles: Axes, sizes: Axes, fit: LawFit, budgets: list, name: st
     bars = profiles.errorbar(n[inside], loss[inside], yerr=[(loss - lo)[inside], (hi - loss)[inside]], fmt="_",
                              color="black", ms=8, elinewidth=0.8, capsize=3, zorder=4,
                              label=f"{whose} loss at each optimum, {level} interval")
-    legend = profiles.get_legend()
-    profile_legend(profiles, [*(legend.legend_handles if legend is not None else []), bars])
+    profile_legend(legend[0], [*legend[1], bars])
     return why

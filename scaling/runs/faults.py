@@ -1,4 +1,4 @@
-"""Fault injection for the crash-safety tests (tests/test_faults.py), driven by $SCALING_FAULT.
+"""Fault injection for the crash-safety tests (tests/sweep/test_faults.py), driven by $SCALING_FAULT.
 
     SCALING_FAULT="kill_at=SITE:N"                  SIGKILL this process the Nth time it reaches SITE
     SCALING_FAULT="kill_at=SITE:N,signal=SIGTERM"   send itself that signal instead (a graceful stop)

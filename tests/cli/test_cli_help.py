@@ -2,6 +2,7 @@
 
 import argparse
 import re
+import shlex
 import subprocess
 import sys
 from importlib import metadata
@@ -118,3 +119,20 @@ def test_the_top_level_help_imports_no_command():
             "print(sorted(m for m in ('numpy', 'scipy', 'pandas', 'scaling.laws') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]"
+def examples(parser) -> list[str]:
+    """The commands of a parser's "examples:" epilog, each without its comment."""
+    epilog = parser.epilog or ""
+    assert epilog.startswith("examples:"), f"{parser.prog} --help has no examples"
+    return [line.split("#")[0].strip() for line in epilog.splitlines()[1:] if line.startswith("  scaling ")]
+
+
+def test_every_commands_help_has_examples_that_parse():
+    # Each command and subcommand shows how it is called, and each example is a command line the
+    # parser takes as written (a renamed flag left in an example fails here).
+    for parser in parsers():
+        shown = examples(parser)
+        assert shown and "examples:\n  scaling" in parser.format_help(), parser.prog
+        for line in shown:
+            argv = shlex.split(line)[1:]
+            assert line.startswith(parser.prog) or parser.prog == "scaling", (parser.prog, line)
+            build_parser().parse_args(argv)            # exits 2, failing the test, on a flag it does not know

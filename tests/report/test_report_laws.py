@@ -223,9 +223,11 @@ def test_the_reports_figures_draw_the_law_the_fit_plans_with(simulated, form):
 
 
 def _iso_legends(fig) -> list[str]:
-    """The labels of the fit figure's IsoFLOP legends (profiles, optimal sizes), a note's lines joined."""
-    axes = [_axis(fig, "IsoFLOP profiles"), _axis(fig, "Compute-optimal")]
-    return [" ".join(t.get_text().split()) for ax in axes for t in ax.get_legend().get_texts()]
+    """The labels of the fit figure's IsoFLOP legends (the profiles', below both panels; the optimal
+    sizes'), a note's lines joined."""
+    sizes = _axis(fig, "Compute-optimal")
+    legends = [*sizes.get_figure(root=False).legends, sizes.get_legend()]
+    return [" ".join(t.get_text().split()) for legend in legends for t in legend.get_texts()]
 
 
 @pytest.mark.parametrize("form", ["chinchilla", "kaplan", "median"])
