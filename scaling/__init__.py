@@ -5,7 +5,7 @@ The Python API mirrors the command line (docs/api.md):
     f = scaling.fit("points.csv", n="N", d="D", loss="loss")   # scaling fit --csv ...; or a run store
     f.alpha, f.verdict, f.interval("a")                         # a LawFit; f.intervals: all of them
     f.plan([1e23, 1e24]), f.predict(1e9, 2e10)                  # with intervals; arrays broadcast
-    f.plot()                                                    # points, law, IsoFLOP profiles, intervals
+    scaling.fit_figure(f)                                       # points, law, IsoFLOP profiles, intervals
     print(f.summary())                                          # what `scaling fit` prints
     f = scaling.load("fits/points")                             # a fit directory written by `scaling fit`
     scaling.plan(1e24, law="chinchilla")                        # scaling plan: a fit, a Law or a published law

@@ -22,11 +22,7 @@ STAGES = ("errors", "formats", "reading", "schemas", "config", "runs", "data", "
 
 
 # The upward imports the package makes on purpose, each with its reason; any other fails the check.
-DELIBERATE = {
-    ("scaling.laws.results.lawfit", "scaling.report.plot"):
-        "LawFit.plot() hands the drawing to the report stage (as DataFrame.plot to pandas.plotting), "
-        "imported inside the method so a fit never loads matplotlib",
-}
+DELIBERATE: dict[tuple[str, str], str] = {}
 
 
 def module_name(path: Path) -> str:

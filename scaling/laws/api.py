@@ -2,7 +2,7 @@
 `scaling.plan` (the allocation of any law) and `scaling.compare` (a fit beside the published laws).
 
     f = scaling.fit("points.csv", n="N", d="D", loss="loss", drop_highest_loss=5)
-    f.alpha, f.verdict, f.interval("a"), f.plan([1e23, 1e24]), f.predict(1e9, 2e10), f.plot()
+    f.alpha, f.verdict, f.interval("a"), f.plan([1e23, 1e24]), f.predict(1e9, 2e10), scaling.fit_figure(f)
     print(f.summary())                       # what `scaling fit` prints
     f = scaling.load("fits/points")          # a fit directory (fit.json, its bootstrap and points)
     scaling.plan(1e24, law="chinchilla")     # a published law's allocation, as `scaling plan`

@@ -1,7 +1,7 @@
-"""A fit drawn on one figure, for a notebook: `LawFit.plot()` (and `scaling.fit_figure(fit)`).
+"""A fit drawn on one figure, for a notebook: `scaling.fit_figure(fit)`.
 
-    fig = scaling.fit("chinchilla", drop_highest_loss=5).plot()    # Jupyter shows it
-    fig = scaling.load("fits/tiny").plot()                         # the points from fit.points.csv
+    fig = scaling.fit_figure(scaling.fit("chinchilla", drop_highest_loss=5))   # Jupyter shows it
+    fig = scaling.fit_figure(scaling.load("fits/tiny"))            # the points from fit.points.csv
     fig.savefig("fit.png")
 
 Top: the final loss against N at each D and against D at each N, with the law (the report's

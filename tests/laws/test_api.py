@@ -269,7 +269,7 @@ def _drawn(fig) -> dict:
 
 
 def test_plot_draws_a_fresh_fit_and_the_same_fit_loaded(chinchilla, tmp_path):
-    fig = chinchilla.plot()
+    fig = scaling.fit_figure(chinchilla)
     assert isinstance(fig, Figure)
     drawn = _drawn(fig)
     # Four panels (and their colour bars); every point of the fit is drawn; N_opt's band.
@@ -281,14 +281,14 @@ def test_plot_draws_a_fresh_fit_and_the_same_fit_loaded(chinchilla, tmp_path):
     loaded = scaling.load(tmp_path)
     assert loaded.points.digest == chinchilla.data.digest
     assert np.array_equal(loaded.points.compute, chinchilla.points.compute)
-    assert _drawn(loaded.plot()) == drawn
+    assert _drawn(scaling.fit_figure(loaded)) == drawn
 
 
 def test_a_fit_without_its_points_says_so(chinchilla, tmp_path):
     path = fit_file.write_fit(tmp_path, replace(chinchilla, points=None))
     assert not path.with_name("fit.points.csv").exists()
     with pytest.raises(UsageError, match="no points to draw"):
-        scaling.load(tmp_path).plot()
+        scaling.fit_figure(scaling.load(tmp_path))
 
 
 def test_the_points_file_is_tied_to_the_fitted_points_not_to_the_constants(chinchilla, tmp_path):

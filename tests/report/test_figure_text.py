@@ -1,4 +1,4 @@
-"""Every word of every figure lies on its canvas: the report's figures and `LawFit.plot()`'s, drawn
+"""Every word of every figure lies on its canvas: the report's figures and `scaling.fit_figure`'s, drawn
 from the shared micro fit (tests/report/conftest.py) at each dpi a figure is shown or saved at.
 
 A title, label, legend or annotation that runs past the canvas is cut off in the PNG (a title read
@@ -16,7 +16,7 @@ from matplotlib.legend import Legend
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
-from scaling import load
+from scaling import fit_figure, load
 from scaling.report.inputs import load_inputs
 from scaling.report.report import build_report
 from scaling.report.style import DPI
@@ -62,9 +62,9 @@ def outside(fig: Figure, dpi: float) -> list[str]:
 
 @pytest.fixture(scope="module")
 def drawn(fit_dir) -> dict[str, Figure]:
-    """The report's figures of the micro fit, and its `LawFit.plot()`."""
+    """The report's figures of the micro fit, and its `scaling.fit_figure`."""
     report = build_report(load_inputs(fit_dir))
-    return {**report.figures, "LawFit.plot": load(fit_dir).plot()}
+    return {**report.figures, "fit_figure": fit_figure(load(fit_dir))}
 
 
 def test_every_text_of_every_figure_lies_on_its_canvas_at_each_dpi(drawn):

@@ -24,6 +24,7 @@ from scaling.report.beyond_figures import HIT, interval_errors
 from scaling.report.decisions import plan
 from scaling.report.inputs import Inputs
 from scaling.report.page import Report
+from scaling.report.plot import fit_figure
 from scaling.report.prose import PLAN_FACTORS
 from scaling.report.report import build_report
 
@@ -237,7 +238,7 @@ def test_the_fit_figure_draws_the_intervals_of_the_law_it_draws(simulated, form)
     # name the form drawn, never "Approach 3" (the Chinchilla-form fit's); the median of the forms plans
     # by the fitted form's allocation, whose band it keeps, with the median's loss interval named so.
     fit = replace(simulated[2], form=form)
-    sizes = _axis(fig := fit.plot(), "Compute-optimal")
+    sizes = _axis(fig := fit_figure(fit), "Compute-optimal")
     (band,) = [c for c in sizes.collections if c.get_label().endswith("N_opt, 95% interval (bootstrap)")]
     x, y = band.get_paths()[0].vertices.T
     some = np.flatnonzero((x > x.min()) & (x < x.max()))[::15]     # not the corners that close the polygon
@@ -262,7 +263,7 @@ def test_the_fit_figure_draws_no_interval_of_a_law_it_does_not_draw(simulated):
         replace(e, samples=()) if e.name == "kaplan" else e for e in fit.forms.entries)))
     for unsure, why in ((failed, "the kaplan form chosen by --form could not be fitted; the law drawn is the "
                                  "Chinchilla form's"), (bare, "the kaplan form has no bootstrap resamples")):
-        fig = unsure.plot()
+        fig = fit_figure(unsure)
         sizes, profiles = _axis(fig, "Compute-optimal"), _axis(fig, "IsoFLOP profiles")
         assert not [c for c in sizes.collections if "interval" in c.get_label()] and not profiles.containers
         assert any(why in label for label in _iso_legends(fig))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -42,9 +42,6 @@ from scaling.laws.repeated import Repeated
 from scaling.laws.results.fit_schema import KIND, VERSION, backtest_of, check_fit, forms_of, holdout_of, repeated_of
 from scaling.laws.results.fit_sections import DataSummary, FitOptions, Intervals
 from scaling.laws.results.summary import format_decision, format_summary
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 DEFAULT_BOOTSTRAP = 1000
 INTERVAL_NAMES = resampling.CI_NAMES   # what a fit has an interval of (`LawFit.interval`)
@@ -398,16 +395,6 @@ class LawFit:
         if np.ndim(c) == 0:
             return self._plan_at(float(c), seed)
         return allocation.stacked_plans([self._plan_at(float(v), seed) for v in np.ravel(c)], np.shape(c))
-
-    def plot(self) -> Figure:
-        """The fit drawn on one matplotlib Figure, which Jupyter shows: the points with the law, the
-        IsoFLOP profiles, N_opt against C with its interval (`scaling.report.plot.fit_figure`).
-        Needs the points: a fit made here, or loaded with its fit.points.csv."""
-        # The one upward import of the package, named in tests/test_layers.py: the drawing belongs to
-        # the report stage, and a fitted object that plots itself is what a notebook user expects (as
-        # pandas' DataFrame.plot hands over to pandas.plotting). Imported here, so fitting never loads it.
-        from scaling.report.plot import fit_figure
-        return fit_figure(self)
 
     def summary(self, verbose: bool = False) -> str:
         """What `scaling fit` prints: the decision first, in about 15 lines (`format_decision`: the
