@@ -1,6 +1,6 @@
 """Writing a command's output folder as one unit: the old set of files or the new one, never a mix.
 
-    check_replaceable(Path("fits/tiny/report"), marks=("report.md",), shared=("fit.json",))  # before the work
+    check_replaceable(Path("fits/tiny/report"), "the report", ("report.md",), ("fit.json",))  # before the work
     paths = replace_folder(Path("fits/tiny/report"), build, owned=("report.md", "figures"))
     remove_leftovers(Path("fits/tiny"), {"fit.json"})   # what killed writers of fit.json left: their pid is dead
 
@@ -151,7 +151,7 @@ def holds_runs(folder: Path) -> bool:
 def check_not_runs(out: Path, what: str) -> None:
     """UsageError for an output folder that is or holds a run store: `what` goes in a folder of its own."""
     if Path(out).is_dir() and holds_runs(Path(out)):
-        raise UsageError(f"{out} holds a run store: {what} goes in a folder of its own, never among runs")
+        raise UsageError(f"{out} holds a run store: {what} goes in a folder of its own, never in a store's")
 
 
 def _output_folder(out: Path) -> Path:
@@ -159,23 +159,23 @@ def _output_folder(out: Path) -> Path:
     return out.resolve() if out.is_symlink() and out.is_dir() else out
 
 
-def check_replaceable(out: Path, marks: Collection[str] = (), shared: Collection[str] = ()) -> None:
-    """Refuse, before any work, a folder `replace_folder` may not replace as a whole: a run store
-    (or one holding stores), a mount point or a folder with one inside, or one holding a file of
-    `shared` (names another command writes too: fit.json) but none of `marks` (the files that
-    make a folder this command's: report.md), which is that other command's output."""
+def check_replaceable(out: Path, what: str, marks: Collection[str] = (), shared: Collection[str] = ()) -> None:
+    """Refuse, before any work, a folder `what` (a command's output, "the report") may not replace
+    as a whole: a run store (or one holding stores), a mount point or a folder with one inside, or
+    one holding a file of `shared` (names another command writes too: fit.json) but none of
+    `marks` (the files that make a folder this command's: report.md): that other command's output."""
     folder = _output_folder(Path(out))
     if not folder.is_dir():
         return
-    check_not_runs(out, "this output")
+    check_not_runs(out, what)
     mount = _mount_under(folder)
     if mount is not None:
-        raise UsageError(f"{mount} is a mount point{'' if mount == folder else f' inside {out}'}: an output "
-                         "folder is replaced as a whole, never across filesystems; give a folder of its own")
+        raise UsageError(f"{mount} is a mount point{'' if mount == folder else f' inside {out}'}: {what} replaces "
+                         "its folder as a whole, never across filesystems; give a folder of its own")
     theirs = [name for name in shared if os.path.lexists(folder / name)]
     if theirs and not any(os.path.lexists(folder / name) for name in marks):
-        raise UsageError(f"{out} holds {theirs[0]}, another command's output (none of {', '.join(marks)} is "
-                         "there): writing into it would replace that folder; give a folder of its own")
+        raise UsageError(f"{out} holds {theirs[0]}, not {what}'s (no {' or '.join(marks)} beside it): {what} "
+                         "replaces its folder as a whole, which would remove it; give a folder of its own")
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -236,14 +236,14 @@ def make_folder(folder: Path) -> None:
         raise UsageError(f"cannot create {folder}: {exc}") from None
 
 
-def replace_folder(out: Path, build: Callable[[Path], T], owned: Collection[str] = (),
+def replace_folder(out: Path, build: Callable[[Path], T], owned: Collection[str] = (), *, what: str = "this output",
                    marks: Collection[str] = (), shared: Collection[str] = ()) -> T:
     """Build the folder `out` anew with `build(folder)` (a fresh, empty folder to fill) and put it
     in `out`'s place as one unit; `owned`: the names in `out` the new set replaces (or removes);
-    `marks` and `shared`: as check_replaceable's, which refuses a folder not the command's own.
+    `what`, `marks` and `shared`: as check_replaceable's, which refuses a folder not the command's own.
     UsageError for a file where the folder belongs; OSError (naming `out`) for a failed write."""
     out = Path(out)
-    check_replaceable(out, marks, shared)
+    check_replaceable(out, what, marks, shared)
     out = _output_folder(out)               # the user's link to their folder stays; its target is replaced
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} is a file; a folder is needed there")
