@@ -20,14 +20,7 @@ from scaling.cli import main
 from scaling.laws.results import fit_file
 from scaling.runs.journal import settle
 from tests.conftest import MICRO
-from tests.hardening.helpers import ROOT, dead_pid, fit_table, refused, run_cli
-
-
-def contents(folder: Path) -> dict:
-    """{relative path: sha256} of every file under `folder` (links as their target text)."""
-    return {str(p.relative_to(folder)): hashlib.sha256(os.readlink(p).encode() if p.is_symlink()
-                                                       else p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() or p.is_symlink()}
+from tests.hardening.helpers import ROOT, contents, dead_pid, fit_table, refused, run_cli
 
 
 @pytest.fixture(scope="module")
