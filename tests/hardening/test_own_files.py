@@ -169,11 +169,13 @@ def damaged(database: Path, how: str) -> bytes:
                                            ("first page only", "sqlite database"),
                                            ("truncated", "sqlite database"),
                                            ("pages overwritten", "sqlite database"),
-                                           ("foreign", "not an MLflow tracking store")])
+                                           ("foreign", "not an MLflow tracking store"),
+                                           ("foreign, in WAL mode", "not an MLflow tracking store")])
 def test_an_mlflow_database_that_is_not_whole_or_not_mlflows_is_refused_unchanged(tmp_path, capsys, how, expected):
     src = tmp_path / "mlflow.db"
-    if how == "foreign":
+    if how.startswith("foreign"):
         with sqlite3.connect(src) as db:
+            db.execute("PRAGMA journal_mode = WAL" if "WAL" in how else "PRAGMA journal_mode = DELETE")
             db.execute("CREATE TABLE notes (text)")
         db.close()
     else:
@@ -181,4 +183,5 @@ def test_an_mlflow_database_that_is_not_whole_or_not_mlflows_is_refused_unchange
         (tmp_path / "whole.db").unlink()
     before = contents(tmp_path)
     refused(["import", "mlflow", src, "--runs-dir", tmp_path / "imp"], capsys, expected)
-    assert contents(tmp_path) == before and os.listdir(tmp_path) == ["mlflow.db"]    # was: set up as a new store
+    # was: set up as a new store; read-only, a WAL database still gained -wal and -shm files beside it
+    assert contents(tmp_path) == before and os.listdir(tmp_path) == ["mlflow.db"]

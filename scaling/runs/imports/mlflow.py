@@ -4,10 +4,10 @@ database in a sqlite file (`mlflow.db`, what `--backend-store-uri sqlite:///mlfl
 
 An import is a read, and the source stays as it was to the byte. MLflow's SQL store opens its
 database read-write and sets it up (creates its tables, a default experiment) where they are
-missing, so a sqlite file is first opened read-only (a `mode=ro` URI), checked to be whole and to
-hold MLflow's tables, and copied (sqlite's backup, which reads a consistent state) into a
-temporary folder that MLflow's client opens instead. A sqlite file that is not whole (corrupt,
-truncated, a header only) or not MLflow's is refused in one line.
+missing, and even a read-only sqlite connection leaves -wal and -shm files beside a database in
+WAL mode, so a sqlite file is only read, as bytes, into a copy in a temporary folder; the copy is
+checked whole and to hold MLflow's tables, and MLflow's client opens it. A sqlite file that is
+not whole (corrupt, truncated, a header only) or not MLflow's is refused in one line.
 
 Every run of every experiment, named "<experiment>/<run name>"; its params are the hyperparameters
 (MLflow keeps them as text), its metrics' full histories the scalars. MLflow 3 refuses a file
@@ -18,8 +18,10 @@ KILLED one is kept, not fitted.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -72,20 +74,18 @@ def _all_runs(client: MlflowClient, experiment_id: str) -> Iterator[Run]:
 
 
 def _copy_database(src: Path, folder: Path) -> Path:
-    """The sqlite file `src`, opened read-only and checked whole and MLflow's, copied into `folder`
-    (MLflow's client writes to what it opens); UsageError naming what it is not."""
+    """The sqlite file `src` (and its write-ahead log, where there is one) copied byte for byte into
+    `folder`, then checked whole and MLflow's there; UsageError naming what it is not. The copy,
+    not the source, is what sqlite opens: even a read-only connection leaves -wal and -shm files
+    beside a database in WAL mode, and MLflow's client writes to what it opens."""
     copy = folder / "mlflow.db"
+    shutil.copyfile(src, copy)
+    if Path(f"{src}-wal").is_file():
+        shutil.copyfile(f"{src}-wal", f"{copy}-wal")     # the transactions not yet in the file itself
     try:
-        source = sqlite3.connect(f"{src.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            tables = {row[0] for row in source.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            damage = [row[0] for row in source.execute("PRAGMA quick_check") if row[0] != "ok"]
-            if not damage and MLFLOW_TABLES <= tables:
-                with sqlite3.connect(copy) as target:
-                    source.backup(target)
-                target.close()
-        finally:
-            source.close()
+        with contextlib.closing(sqlite3.connect(copy)) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            damage = [row[0] for row in db.execute("PRAGMA quick_check") if row[0] != "ok"]
     except sqlite3.Error as exc:
         raise UsageError(f"{src}: not a readable sqlite database ({exc})") from None
     if damage:
