@@ -54,9 +54,12 @@ def _journals(folder: Path, names: Collection[str]) -> list[tuple[Path, int]]:
     found = []
     for path in Path(folder).glob(f".*.{JOURNAL}-*"):
         match = journal_of(path.name)
-        if match is not None and match["name"] in names:
-            found.append((path, int(match["pid"])))
-    return sorted(found, key=lambda item: item[0].lstat().st_mtime_ns)
+        try:
+            if match is not None and match["name"] in names:
+                found.append((path.lstat().st_mtime_ns, path, int(match["pid"])))
+        except FileNotFoundError:
+            continue                            # finished meanwhile by its writer
+    return [(path, pid) for _, path, pid in sorted(found)]
 
 
 def _temp_of(name: str, pid: int, tmp: object) -> bool:
