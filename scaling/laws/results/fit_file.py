@@ -9,7 +9,10 @@ The `LawFit` itself, pure, is `scaling.laws.results.lawfit`; the checks of the d
 byte-identical file (keys sorted, floats written in full by repr, no timestamps or timings) on the
 same machine and library versions. Beside fit.json: the bootstrap's constants (fit.bootstrap.csv,
 fit.repeated.csv for the data-constrained law), each stamped with fit.json's sha256 on its first
-line, and the fitted points (fit.points.csv, `points_file`, checked against data.digest).
+line, and the fitted points (fit.points.csv, `points_file`, checked against data.digest): plain
+files in fit.json's folder, never links. A read renames and deletes nothing: a write a kill cut
+short after its commit is read through its journal (`scaling.runs.journal.read_set`), and only
+the next `write_fit` finishes it. `check_fit_out` refuses, before the fit, an output it could not write.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from scaling.runs.store import check_output
 FILENAME = "fit.json"
 
 # The side CSVs' first line: the sha256 of the fit.json text they belong to. A fit's files are
-# written as one unit (outputs.replace_files: old set or new, whatever a kill interrupts); a side
+# written as one unit (journal.replace_files: old set or new, whatever a kill interrupts); a side
 # file copied in from another fit, or edited, has a digest that is not its fit.json's, and the
 # reader refuses it rather than pair one fit's numbers with another's intervals.
 DIGEST_LINE = "# fit.json sha256 "
