@@ -215,6 +215,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     source, kind, name = source_of(args)
     out = args.out if args.out is not None else Path("fits") / name
     _check_out(out, source, kind)
+    fit_file.check_fit_out(out)         # a folder where a fit file goes, a journal it cannot finish: before the fit
     start = time.perf_counter()
     with _fitting_display():
         fit = api.fit(source, kind=kind, n=args.n_col, d=args.d_col, c=args.c_col, loss=args.loss_col,

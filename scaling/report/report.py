@@ -24,10 +24,15 @@ from scaling.report.document import FIGURE_DIR
 from scaling.report.inputs import Inputs, load_inputs
 from scaling.report.page import Report
 from scaling.report.style import save
-from scaling.runs.outputs import replace_folder
+from scaling.runs.outputs import check_replaceable, replace_folder
 from scaling.runs.store import write_atomic
 
 FORMATS = ("md", "html")
+# A folder holding one of these is a report's: the fit.json in it is the report's own (it fitted
+# here). A folder with a fit.json and no report is a fit's, which a report never replaces.
+REPORT_FILES = tuple(f"report.{fmt}" for fmt in FORMATS)
+FIT_FILES = (FILENAME, *FIT_SIDE_FILES)
+WHAT = "the report"
 # Decisions first (the verdict, what to train at a few budgets with intervals, whether the
 # recommendation held when trained), then the evidence behind them, then the detail.
 SECTIONS = (sections.summary, decisions.plan, decisions.validation, sections.left_out, sections.fitted_law,
@@ -67,7 +72,7 @@ def write_report(report: Report, out: str | Path, fmt: str = "md") -> list[Path]
     _check_out(report.inputs, out)
     if out.is_file():
         raise UsageError(f"{out} is a file; the report needs a folder")
-    owned = (FIGURE_DIR, f"report.{fmt}", FILENAME, *FIT_SIDE_FILES)
+    owned = (FIGURE_DIR, f"report.{fmt}", *FIT_FILES)
 
     def build(folder: Path) -> list[str]:
         written, images = [], {}
@@ -80,7 +85,8 @@ def write_report(report: Report, out: str | Path, fmt: str = "md") -> list[Path]
         write_atomic(path, report.doc.markdown() if fmt == "md" else report.doc.html(report.title, images))
         return [str(p.relative_to(folder)) for p in written + [path]]
 
-    return [out / name for name in replace_folder(out, build, owned)]
+    return [out / name for name in replace_folder(out, build, owned, what=WHAT, marks=REPORT_FILES,
+                                                             shared=FIT_FILES)]
 
 
 def make_report(source: str | Path | None = None, *, out: str | Path, fmt: str = "md", dataset: str | None = None,
@@ -89,6 +95,7 @@ def make_report(source: str | Path | None = None, *, out: str | Path, fmt: str =
                 curves: bool = False, compute: Sequence[float] = ()) -> tuple[Report, list[Path]]:
     """load_inputs + build_report + write_report: what `scaling report` does."""
     _check_format(fmt)
+    check_replaceable(Path(out), WHAT, REPORT_FILES, FIT_FILES)     # before the inputs' fit, not after it
     inputs = load_inputs(source, dataset=dataset, fit=fit, bootstrap=bootstrap, seed=seed,
                          drop_highest_loss=drop_highest_loss, param_convention=param_convention, curves=curves)
     _check_out(inputs, Path(out))      # before the figures are drawn
@@ -97,13 +104,9 @@ def make_report(source: str | Path | None = None, *, out: str | Path, fmt: str =
 
 
 def _check_out(inputs: Inputs, out: Path) -> None:
-    """UsageError for an output folder that holds the report's input: the fit.json reported (the new
-    report replaces that folder's fit files as its own: it removed the fit it was made from), or
-    the run store (swapped for a new folder under a running sweep, and left holding a fit.json that
-    makes the next `scaling report RUNS_DIR` read it as a fit)."""
+    """UsageError for an output folder that holds the fit.json reported, where it is a report's
+    folder (one that fitted here; any other folder with a fit.json, or a run store, is refused
+    before the work: outputs.check_replaceable): the new report would remove the fit it was made from."""
     if not inputs.fitted_here and inputs.fit_path is not None and inputs.fit_path.resolve().parent == out.resolve():
         raise UsageError(f"the report's folder {out} holds the fit it reports, {inputs.fit_path}, which writing the "
                          "report there would remove: give another folder (default: FIT_DIR/report)")
-    if inputs.runs_dir is not None and inputs.runs_dir.resolve() == out.resolve():
-        raise UsageError(f"the report's folder {out} is the run store it reports: give another folder "
-                         "(default: fits/<name>/report)")

@@ -204,7 +204,7 @@ def save(fig: Figure, directory: str | Path, name: str) -> list[Path]:
 
 def figure_files(fig: Figure, name: str) -> dict[str, bytes]:
     """{NAME.png, NAME.svg: their bytes}, identical for the same figure: for a caller that writes them
-    with other files as one unit (`scaling.runs.outputs.replace_files`)."""
+    with other files as one unit (`scaling.runs.journal.replace_files`)."""
     png = png_bytes(fig)
     # The PNG's draw has laid the figure out; keep that layout for the SVG instead of solving
     # it again (a third of the time, and the same picture: a re-laid-out PNG is identical).

@@ -1,12 +1,11 @@
-"""Writing a command's output as one unit: the old set of files or the new one, never a mix.
+"""Writing a command's output folder as one unit: the old set of files or the new one, never a mix.
 
+    check_replaceable(Path("fits/tiny/report"), "the report", ("report.md",), ("fit.json",))  # before the work
     paths = replace_folder(Path("fits/tiny/report"), build, owned=("report.md", "figures"))
-    replace_files(Path("fits/tiny"), {"fit.bootstrap.csv": samples, "fit.json": text})
-    settle(Path("fits/tiny"))                 # finish a set a killed writer had committed
-    remove_leftovers(Path("fits/tiny"))       # what killed runs left: their pid is dead
+    remove_leftovers(Path("fits/tiny"), {"fit.json"})   # what killed writers of fit.json left: their pid is dead
 
-A report (report.md and its figures), an import (a run store) or a fit with side files is several
-files that must agree. `replace_folder` builds the new set in a fresh folder beside the output,
+A report (report.md and its figures) or an import (a run store) is several files that must agree.
+`replace_folder` builds the new set in a fresh folder beside the output,
 `.<name>.scaling-tmp-<pid>`, that `build` fills (it is a new folder: no link inside it leads
 anywhere else, so nothing is written outside the output however the old one was laid out), then
 swaps the two folders in one atomic rename (Linux renameat2 RENAME_EXCHANGE; elsewhere two
@@ -14,25 +13,23 @@ renames, undone by the next run if a kill falls between them) and deletes the ol
 entries of the old folder that the command does not own (a user's notes, another format's
 report) are carried over as hard links; the ones it owns are replaced as a whole.
 
-A fit's files (fit.json and the side files stamped with its digest) share a folder with whatever
-the user keeps there, so `replace_files` swaps them through a journal instead: each new file is
-written complete beside its place (store.write_temp), then a journal,
-`.<first name>.scaling-journal-<pid>`, names the renames and removals to make, and its own atomic
-rename is the commit. A kill before it leaves the old set (and temporaries `remove_leftovers`
-deletes); a kill after it leaves the new set decided, and whoever comes next, the next reader of
-the fit or its next writer, finishes the journal's renames (`settle`; each is idempotent, so two
-finishing one journal at once agree) and deletes it.
+Since the whole folder is swapped, it must be the command's own: `check_replaceable` refuses,
+before any work, a folder holding a run store, another command's files (a fit's fit.json, which a
+report writes too when it fits: a folder holding no report is not a report's), or a mount point
+(the old folder's deletion would empty the mounted filesystem). Files that share a folder with
+the user's (a fit's fit.json and side files) are replaced through a journal instead
+(`scaling.runs.journal`).
 
-Every temporary name carries its writer's pid; `remove_leftovers` deletes those whose process
-is gone (a killed report's folder, a killed write's `.fit.json.<pid>.*.scaling-tmp`, a killed
-import's `.<store>.importing-<pid>`), and never a live writer's.
+Every temporary name carries its writer's pid; `remove_leftovers` deletes those of dead writers
+of the names it is given, and only those (a killed report's folder, a killed write's
+`.fit.json.<pid>.*.scaling-tmp`, a killed import's `.<store>.importing-<pid>`): never a live
+writer's, never another command's, never a temporary a journal holds as a committed set.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
-import json
 import os
 import re
 import shutil
@@ -41,14 +38,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from scaling.errors import UsageError
-from scaling.reading import parse_json, read_text
 from scaling.runs import faults
-from scaling.runs.store import TEMP_SUFFIX, sync_dir, write_atomic, write_temp
+from scaling.runs.store import CONFIG, TABLE
 
 T = TypeVar("T")
 # The leftovers a writer may leave, with its pid: a folder being built, the old folder being
-# swapped out, a store being imported, a committed set of files (a journal, finished by `settle`,
-# never deleted unfinished), a file being written (store.write_temp:
+# swapped out, a store being imported, a committed set of files (a journal, finished by
+# journal.settle, never deleted unfinished), a file being written (store.write_temp:
 # .NAME.<pid>.XXXXXXXX.scaling-tmp); and a file written by a scaling from before the pid was in
 # the name (.NAME.XXXXXXXX.scaling-tmp), whose writer is long gone.
 _WITH_PID = (re.compile(r"^\.(?P<name>.+)\.(?P<kind>scaling-tmp|scaling-old|importing|scaling-journal)-(?P<pid>\d+)$"),
@@ -83,28 +79,103 @@ def _leftover(name: str) -> re.Match | None:
     return None
 
 
-def remove_leftovers(folder: Path) -> list[Path]:
-    """Delete what killed writers left in `folder` (only those whose pid is dead); put back an
-    output a kill left swapped out. Return what was removed or restored."""
-    done: list[Path] = settle(folder)       # first: a committed journal's temporaries are the new set
+def _owner(match: re.Match) -> str:
+    """The file a leftover is a temporary of: a journal's temporary belongs to its set's first file."""
+    inner = _WITH_PID[0].match(match["name"])
+    return inner["name"] if inner is not None and inner["kind"] == JOURNAL else match["name"]
+
+
+def journal_pids(folder: Path) -> set[int]:
+    """The pids of every journal in `folder`, of whatever set: their temporaries are a committed
+    set (or another writer's), never a dead writer's leftovers to delete."""
+    try:
+        matches = [_WITH_PID[0].match(entry.name) for entry in Path(folder).iterdir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
+    return {int(m["pid"]) for m in matches if m is not None and m["kind"] == JOURNAL}
+
+
+def remove_leftovers(folder: Path, names: Collection[str] | None = None) -> list[Path]:
+    """Delete what killed writers of the files or folders `names` (None: of any) left in `folder`
+    (only those whose pid is dead, and no temporary of a process with a journal there); put back
+    an output a kill left swapped out. Return what was removed or restored."""
     try:
         entries = list(Path(folder).iterdir())
     except (FileNotFoundError, NotADirectoryError):
-        return done
+        return []
+    held, done = journal_pids(folder), []
     for entry in entries:
         match = _leftover(entry.name)
-        if match is None or ("pid" in match.groupdict() and pid_alive(int(match["pid"]))) \
+        if match is None or (names is not None and _owner(match) not in names) \
                 or match.groupdict().get("kind") == JOURNAL:
+            continue
+        if "pid" in match.groupdict() and (pid_alive(int(match["pid"])) or int(match["pid"]) in held):
             continue
         original = entry.with_name(match["name"])
         if match.groupdict().get("kind") == "scaling-old" and not original.exists() and not original.is_symlink():
             entry.rename(original)          # killed between its two renames: the old output back
         elif entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
+            _remove_tree(entry)
         else:
             entry.unlink(missing_ok=True)
         done.append(entry)
     return done
+
+
+# --------------------------------------------------------------------------------------------
+# Whether a folder is the command's own to replace
+
+
+def _mount_under(root: Path) -> Path | None:
+    """A mount point at or under `root` (links not followed), or None."""
+    device = os.lstat(root.parent).st_dev
+    for folder, dirs, _ in os.walk(root):
+        if os.lstat(folder).st_dev != device or os.path.ismount(folder):
+            return Path(folder)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+    return None
+
+
+def _remove_tree(root: Path) -> None:
+    """Delete the folder `root`, never crossing into a mounted filesystem: one with a mount inside
+    is left as it is (check_replaceable refuses such an output before any work)."""
+    if _mount_under(root) is None:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def holds_runs(folder: Path) -> bool:
+    """Whether `folder` is a run store (runs.csv, or runs with their config.yaml) or holds some."""
+    return (folder / TABLE).exists() or any(folder.glob(f"*/{CONFIG}")) or any(folder.glob(f"*/*/{CONFIG}"))
+
+
+def check_not_runs(out: Path, what: str) -> None:
+    """UsageError for an output folder that is or holds a run store: `what` goes in a folder of its own."""
+    if Path(out).is_dir() and holds_runs(Path(out)):
+        raise UsageError(f"{out} holds a run store: {what} goes in a folder of its own, never in a store's")
+
+
+def _output_folder(out: Path) -> Path:
+    """The folder `replace_folder` replaces: a link to a folder stays, its target is replaced."""
+    return out.resolve() if out.is_symlink() and out.is_dir() else out
+
+
+def check_replaceable(out: Path, what: str, marks: Collection[str] = (), shared: Collection[str] = ()) -> None:
+    """Refuse, before any work, a folder `what` (a command's output, "the report") may not replace
+    as a whole: a run store (or one holding stores), a mount point or a folder with one inside, or
+    one holding a file of `shared` (names another command writes too: fit.json) but none of
+    `marks` (the files that make a folder this command's: report.md): that other command's output."""
+    folder = _output_folder(Path(out))
+    if not folder.is_dir():
+        return
+    check_not_runs(out, what)
+    mount = _mount_under(folder)
+    if mount is not None:
+        raise UsageError(f"{mount} is a mount point{'' if mount == folder else f' inside {out}'}: {what} replaces "
+                         "its folder as a whole, never across filesystems; give a folder of its own")
+    theirs = [name for name in shared if os.path.lexists(folder / name)]
+    if theirs and not any(os.path.lexists(folder / name) for name in marks):
+        raise UsageError(f"{out} holds {theirs[0]}, not {what}'s (no {' or '.join(marks)} beside it): {what} "
+                         "replaces its folder as a whole, which would remove it; give a folder of its own")
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -129,9 +200,11 @@ def _link_or_copy(src: str, dst: str) -> None:
 
 
 def _carry_over(old: Path, new: Path, owned: Collection[str]) -> None:
-    """Entries of the old folder the command does not own, into the new one (hard links)."""
+    """Entries of the old folder the command does not own, into the new one (hard links); another
+    writer's temporaries too, which are not this command's to delete (those of its own files go)."""
     for entry in old.iterdir():
-        if entry.name in owned or (new / entry.name).exists() or _leftover(entry.name):
+        leftover = _leftover(entry.name)
+        if entry.name in owned or (leftover and _owner(leftover) in owned) or os.path.lexists(new / entry.name):
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.copytree(entry, new / entry.name, symlinks=True, copy_function=_link_or_copy)
@@ -147,12 +220,12 @@ def _swap_in(building: Path, out: Path) -> None:
     if not out.exists():
         building.rename(out)
     elif _exchange(building, out):
-        shutil.rmtree(building)
+        _remove_tree(building)
     else:
         old = temp_name(out, "scaling-old")
         out.rename(old)
         building.rename(out)
-        shutil.rmtree(old)
+        _remove_tree(old)
 
 
 def make_folder(folder: Path) -> None:
@@ -163,19 +236,21 @@ def make_folder(folder: Path) -> None:
         raise UsageError(f"cannot create {folder}: {exc}") from None
 
 
-def replace_folder(out: Path, build: Callable[[Path], T], owned: Collection[str] = ()) -> T:
+def replace_folder(out: Path, build: Callable[[Path], T], owned: Collection[str] = (), *, what: str = "this output",
+                   marks: Collection[str] = (), shared: Collection[str] = ()) -> T:
     """Build the folder `out` anew with `build(folder)` (a fresh, empty folder to fill) and put it
-    in `out`'s place as one unit; `owned`: the names in `out` the new set replaces (or removes).
+    in `out`'s place as one unit; `owned`: the names in `out` the new set replaces (or removes);
+    `what`, `marks` and `shared`: as check_replaceable's, which refuses a folder not the command's own.
     UsageError for a file where the folder belongs; OSError (naming `out`) for a failed write."""
     out = Path(out)
-    if out.is_symlink() and out.is_dir():
-        out = out.resolve()                 # the user's link to their folder stays; its target is replaced
+    check_replaceable(out, what, marks, shared)
+    out = _output_folder(out)               # the user's link to their folder stays; its target is replaced
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} is a file; a folder is needed there")
     make_folder(out.parent)
-    remove_leftovers(out.parent)
+    remove_leftovers(out.parent, {out.name})
     building = temp_name(out)
-    shutil.rmtree(building, ignore_errors=True)
+    _remove_tree(building)
     building.mkdir()
     try:
         result = build(building)
@@ -184,93 +259,5 @@ def replace_folder(out: Path, build: Callable[[Path], T], owned: Collection[str]
         _swap_in(building, out)
     finally:
         if building.exists():
-            shutil.rmtree(building, ignore_errors=True)
+            _remove_tree(building)
     return result
-
-
-# --------------------------------------------------------------------------------------------
-# Files replaced as a set, through a journal
-
-
-def replace_files(folder: Path, files: dict[str, str | bytes], remove: Collection[str] = ()) -> None:
-    """Write `files` (name -> content) into `folder` and delete the files `remove`, as one unit:
-    after a kill at any point, the folder holds the old set, or the new one once `settle` has run
-    (every reader of the set calls it). The folder is made where missing, and what killed writers
-    left in it finished or removed first (`remove_leftovers`). OSError naming the file for a failed
-    write."""
-    folder = Path(folder)
-    make_folder(folder)
-    remove_leftovers(folder)
-    temps: dict[str, str] = {}
-    journal = temp_name(folder / next(iter(files)), JOURNAL)
-    try:
-        for name, data in files.items():
-            temps[name] = write_temp(folder / name, data).name
-        plan = {"replace": temps, "remove": sorted(set(remove) - set(files))}
-        write_atomic(journal, json.dumps(plan) + "\n")      # the commit: from here on, the new set
-    except BaseException:
-        if not journal.exists():                # not committed: the old set stays, whole
-            for tmp in temps.values():
-                (folder / tmp).unlink(missing_ok=True)
-        raise
-    _roll_forward(journal, plan)
-
-
-def _plain_name(name: object) -> bool:
-    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
-
-
-def _temp_of(name: str, tmp: object) -> bool:
-    """Whether `tmp` is a temporary write_temp made for `name` (never another file of the folder)."""
-    return (_plain_name(name) and _plain_name(tmp) and str(tmp).startswith(f".{name}.")
-            and str(tmp).endswith(TEMP_SUFFIX))
-
-
-def _read_journal(journal: Path) -> dict:
-    """A journal's plan; UsageError for one that is not a journal of this package (edited)."""
-    plan = parse_json(read_text(journal, "journal"), str(journal))
-    replaced = plan.get("replace") if isinstance(plan, dict) else None
-    removed = plan.get("remove") if isinstance(plan, dict) else None
-    if not (isinstance(replaced, dict) and isinstance(removed, list)
-            and all(_temp_of(name, tmp) for name, tmp in replaced.items()) and all(map(_plain_name, removed))):
-        raise UsageError(f"{journal} is not a journal of scaling's writes (edited?); delete it and rerun the command "
-                         "that writes this folder")
-    return plan
-
-
-def _roll_forward(journal: Path, plan: dict) -> None:
-    """Make the journal's renames and removals, then delete it. Each step is idempotent: a
-    temporary already renamed is gone, so a second pass (a reader after a kill, or two at once)
-    ends where the first would have."""
-    folder = journal.parent
-    for name, tmp in plan["replace"].items():
-        faults.point(f"rename:{name}", folder / name)
-        try:
-            os.replace(folder / tmp, folder / name)
-        except FileNotFoundError:
-            pass                                # renamed already, by a pass before this one
-        faults.point(f"renamed:{name}", folder / name)
-    for name in plan["remove"]:
-        (folder / name).unlink(missing_ok=True)
-    sync_dir(folder)
-    journal.unlink(missing_ok=True)
-
-
-def settle(folder: Path) -> list[Path]:
-    """Finish every set of files committed in `folder` and not yet renamed into place (its writer
-    was killed, or is finishing it now: both passes agree); return the journals finished.
-    UsageError where the folder cannot be written to finish one."""
-    done = []
-    for journal in sorted(Path(folder).glob(f".*.{JOURNAL}-*")):
-        match = _leftover(journal.name)
-        if match is None or match.groupdict().get("kind") != JOURNAL:
-            continue                            # the journal's own temporary, say
-        try:
-            _roll_forward(journal, _read_journal(journal))
-        except FileNotFoundError:
-            continue                            # finished meanwhile by another pass
-        except OSError as exc:
-            raise UsageError(f"cannot finish the files {journal} lists (a killed write left it): "
-                             f"{exc.strerror}; rerun the command that writes {folder}") from None
-        done.append(journal)
-    return done

@@ -6,8 +6,8 @@
 Checked before any training (`check_tuning_output`): a tuned config tune did not write is
 replaced only with --force, and never the input config. tune.json, the tuned config and the figure
 (tune.png, tune.svg, drawn by `scaling.report.tuning` and handed in as bytes) are written as one unit
-(`outputs.replace_files`, as a fit's files): a kill or a full disk at any point leaves the old set or,
-once the next tune (or anything that calls `outputs.settle` on the folder) has finished the
+(`journal.replace_files`, as a fit's files): a kill or a full disk at any point leaves the old set or,
+once the next tune (`journal.settle`, which it calls first) has finished the
 committed renames, the new one.
 """
 
@@ -22,7 +22,7 @@ import yaml
 from scaling.errors import UsageError
 from scaling.formats import json_safe
 from scaling.reading import parse_yaml
-from scaling.runs.outputs import replace_files
+from scaling.runs.journal import replace_files
 from scaling.runs.store import check_output
 from scaling.tuning.lr_law import LRLaw
 from scaling.tuning.shapes import TUNED, Tuning, tuned_config

@@ -452,9 +452,9 @@ CASES = [
      "is the run store itself: a fit goes in a folder of its own"),
     ("report into the folder of the fit it reports", lambda c: ["report", (f := edited_fit(c, lambda f: None)).parent,
                                                                 "--out", f.parent],
-     "holds the fit it reports"),        # was: the report replaced the folder, fit.json and all
+     "holds fit.json, not the report's (no report.md or report.html beside it)"),   # was: replaced, fit.json and all
     ("report into the run store it reports", lambda c: ["report", c.store, "--bootstrap", "0", "--out", c.store],
-     "is the run store it reports"),
+     "holds a run store: the report goes in a folder of its own"),
     # --- report: its output folder checked before the work
     ("report output inside a file", lambda c: c.write("file", "x") or
      ["report", c.store, "--bootstrap", "0", "--out", c.tmp / "file" / "report"], "cannot be made: "),

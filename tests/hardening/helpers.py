@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import resource
 import signal
@@ -50,6 +51,13 @@ def deadline(seconds: int, extra_bytes: int = 2 * 2**30):
         signal.alarm(0)
         resource.setrlimit(resource.RLIMIT_AS, limits)
         signal.signal(signal.SIGALRM, old)
+
+
+def contents(folder: Path) -> dict:
+    """{relative path: sha256} of every file under `folder` (links as their target text)."""
+    return {str(p.relative_to(folder)): hashlib.sha256(os.readlink(p).encode() if p.is_symlink()
+                                                       else p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() or p.is_symlink()}
 
 
 def dead_pid() -> int:

@@ -18,16 +18,9 @@ import yaml
 
 from scaling.cli import main
 from scaling.laws.results import fit_file
-from scaling.runs.outputs import settle
+from scaling.runs.journal import settle
 from tests.conftest import MICRO
-from tests.hardening.helpers import ROOT, dead_pid, fit_table, refused, run_cli
-
-
-def contents(folder: Path) -> dict:
-    """{relative path: sha256} of every file under `folder` (links as their target text)."""
-    return {str(p.relative_to(folder)): hashlib.sha256(os.readlink(p).encode() if p.is_symlink()
-                                                       else p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() or p.is_symlink()}
+from tests.hardening.helpers import ROOT, contents, dead_pid, fit_table, refused, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -135,12 +128,11 @@ def test_a_fit_killed_at_any_step_leaves_the_old_fit_or_the_new_one(two_fits, tm
     killed = run_cli(["fit", "--csv", table, "--n-col", "N", "--d-col", "D", "--loss-col", "loss",
                       "--bootstrap", "20", "--out", folder], env={"SCALING_FAULT": f"kill_at={site}:1"})
     assert killed.returncode == -9, killed.stderr
+    left = contents(folder)
     loaded = fit_file.load_fit(folder)              # was, killed between two renames: "belongs to another fit"
-    expected = "old" if site in BEFORE_COMMIT else "new"
-    assert loaded.options.bootstrap == (5 if expected == "old" else 20)
-    files = {k: v for k, v in contents(folder).items() if not k.startswith(".")}
-    assert files == two_fits[expected][1]
-    fit_file.write_fit(folder, fit_file.load_fit(two_fits["new"][0]))    # the next fit cleans up
+    assert loaded.options.bootstrap == (5 if site in BEFORE_COMMIT else 20)     # the old set, or the committed new one
+    assert contents(folder) == left                 # read through the journal: the reader renamed nothing
+    fit_file.write_fit(folder, fit_file.load_fit(two_fits["new"][0]))    # the next fit finishes and cleans up
     assert contents(folder) == two_fits["new"][1]
 
 
@@ -208,7 +200,7 @@ def test_a_tune_killed_at_any_step_leaves_the_old_pair_or_the_new_one(two_tuning
     argv = tune_argv(two_tunings["config"], "2e-3,6e-3,2e-2", two_tunings["runs"], cache_dir, out)
     killed = run_cli(argv, env={"SCALING_FAULT": f"kill_at={site}:1"})    # its runs trained: it only writes
     assert killed.returncode == -9, killed.stderr
-    settle(out)                 # what the next reader or writer does first: finish a committed set
+    settle(out, {*TUNED_PAIR, *TUNE_FIGURE})    # what the next writer does first: finish a committed set
     new = set_of(two_tunings["new"], written_in=out)
     expected = set_of(two_tunings["old"]) if site in TUNE_BEFORE_COMMIT else new      # the old set: copied
     assert set_of(out) == expected                      # was, killed after the config's rename: new config, old json

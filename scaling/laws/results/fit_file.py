@@ -9,7 +9,10 @@ The `LawFit` itself, pure, is `scaling.laws.results.lawfit`; the checks of the d
 byte-identical file (keys sorted, floats written in full by repr, no timestamps or timings) on the
 same machine and library versions. Beside fit.json: the bootstrap's constants (fit.bootstrap.csv,
 fit.repeated.csv for the data-constrained law), each stamped with fit.json's sha256 on its first
-line, and the fitted points (fit.points.csv, `points_file`, checked against data.digest).
+line, and the fitted points (fit.points.csv, `points_file`, checked against data.digest): plain
+files in fit.json's folder, never links. A read renames and deletes nothing: a write a kill cut
+short after its commit is read through its journal (`scaling.runs.journal.read_set`), and only
+the next `write_fit` finishes it. `check_fit_out` refuses, before the fit, an output it could not write.
 """
 
 from __future__ import annotations
@@ -29,14 +32,15 @@ from scaling.laws.forms.law import PARAM_NAMES
 from scaling.laws.repeated import SAMPLE_NAMES
 from scaling.laws.results.lawfit import LawFit
 from scaling.laws.results.points_file import format_points, read_points
-from scaling.reading import parse_json, read_bounded, read_text
-from scaling.runs.outputs import replace_files, settle
+from scaling.reading import parse_json, read_bounded
+from scaling.runs.journal import check_journals, read_set, replace_files
+from scaling.runs.outputs import check_not_runs
 from scaling.runs.store import check_output
 
 FILENAME = "fit.json"
 
 # The side CSVs' first line: the sha256 of the fit.json text they belong to. A fit's files are
-# written as one unit (outputs.replace_files: old set or new, whatever a kill interrupts); a side
+# written as one unit (journal.replace_files: old set or new, whatever a kill interrupts); a side
 # file copied in from another fit, or edited, has a digest that is not its fit.json's, and the
 # reader refuses it rather than pair one fit's numbers with another's intervals.
 DIGEST_LINE = "# fit.json sha256 "
@@ -79,16 +83,28 @@ def fit_paths(path: str | Path) -> list[Path]:
     return [path, *(samples_path(path, kind) for kind in (*SIDE_KINDS, "points"))]
 
 
+def check_fit_out(path: str | Path) -> None:
+    """Refuse, before the fit's work (minutes to hours), an output `write_fit(path, ...)` could not
+    write: a file where its folder goes or a folder where one of its files goes, a run store, or a
+    journal of the fit's files that a killed write left and that cannot be finished (not JSON,
+    edited: `scaling.runs.journal`), all of which would otherwise fail after the fit."""
+    names = [p.name for p in fit_paths(path)]
+    folder = fit_paths(path)[0].parent
+    check_output(folder, names)
+    check_not_runs(folder, "a fit")
+    if folder.is_dir():
+        check_journals(folder, names)
+
+
 def write_fit(path: str | Path, fit: LawFit) -> Path:
     """Write fit.json (a folder path gets fit.json inside it) and beside it the bootstrap's
     constants when there are any and the fitted points when the fit holds them (fit.points.csv,
     `points_file`; the bootstrap's stamped with fit.json's digest), as one unit
-    (`outputs.replace_files`, which first removes what a killed fit left): a kill or a full disk at
-    any point leaves the old fit's files or the new one's. A side file the new fit has none of is
-    removed. Return the fit.json path."""
-    path, *side_paths = fit_paths(path)
-    # Refused before anything is written: a folder where one of the fit's files goes.
-    check_output(path.parent, [path.name, *(side.name for side in side_paths)])
+    (`journal.replace_files`, which first finishes or removes what a killed fit left): a kill or a
+    full disk at any point leaves the old fit's files or the new one's. A side file the new fit has
+    none of is removed. Return the fit.json path."""
+    check_fit_out(path)                    # refused before anything is written (`scaling fit`: before the fit)
+    path = fit_paths(path)[0]
     text = dumps_fit(fit)
     digest = fit_digest(text)
     sides = {"bootstrap": None if fit.resampled is None else _samples_text(PARAM_NAMES, fit.resampled, digest),
@@ -101,6 +117,36 @@ def write_fit(path: str | Path, fit: LawFit) -> Path:
     return path
 
 
+def _fit_json(path: str | Path) -> Path:
+    """The fit.json `path` names (a folder: the one inside it); a link to one: its target, so that
+    the side files read are those in the folder where fit.json lies."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / FILENAME
+    return path.resolve() if path.is_symlink() else path
+
+
+def _read_fit_file(path: Path) -> bytes:
+    """A file of the fit's set, a plain file in its folder: a link is refused, since a side file
+    linked from another fit (or the same bytes through a link) is not this fit's own file."""
+    if path.is_symlink():
+        raise UsageError(f"{path} is a link: a fit's files are plain files in its folder (rerun `scaling fit` to "
+                         "write them there)")
+    try:
+        return read_bounded(path, what=f"the fit's file {path.name}")   # never /dev/zero or a FIFO
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _text(data: bytes | None, path: Path) -> str | None:
+    try:
+        return None if data is None else data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not UTF-8 text (byte {exc.start}): not a file `scaling fit` wrote") from None
+
+
 def load_fit(path: str | Path) -> LawFit:
     """The LawFit in a fit.json (or a folder holding one). UsageError for a missing, unreadable or
     invalid file.
@@ -109,29 +155,26 @@ def load_fit(path: str | Path) -> LawFit:
     file with only {"params": {"E", "A", "B", "alpha", "beta"}} (no "kind") is accepted as a
     law; its other sections are then empty.
     """
-    path = Path(path)
-    if path.is_dir():
-        path = path / FILENAME
-    settle(path.parent)                     # a fit whose write a kill cut short: finish it (outputs.replace_files)
-    try:
-        raw = read_bounded(path)            # a regular file, size-capped: never /dev/zero or a FIFO
-    except FileNotFoundError:
-        raise UsageError(f"fit file {path} does not exist (write one with `scaling fit`)") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read fit file {path}: {exc}") from None
-    try:
-        obj = parse_json(raw.decode("utf-8"), str(path))   # bounded: a deep file is refused, not recursed
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path} is not valid JSON (not UTF-8 text at byte {exc.start})") from None
+    path = _fit_json(path)
+    # The fit's files as its last write committed them: a write a kill cut short is read through its
+    # journal, never finished here (a read renames and deletes nothing: `scaling.runs.journal`).
+    paths = dict(zip(("json", *SIDE_KINDS, "points"), fit_paths(path)))
+    data = read_set(path.parent, [p.name for p in paths.values()], _read_fit_file)
+    raw = data[path.name]
+    if raw is None:
+        raise UsageError(f"fit file {path} does not exist (write one with `scaling fit`)")
+    texts = {kind: _text(data[p.name], p) for kind, p in paths.items()}
+    obj = parse_json(texts["json"] or "", str(path))    # bounded: a deep file is refused, not recursed
     fit = LawFit.from_json(obj, str(path))
     digest = fit_digest(raw)
     if fit.ci is not None:
-        fit = replace(fit, resampled=read_samples(samples_path(path), PARAM_NAMES, fit.options.bootstrap, digest))
+        fit = replace(fit, resampled=read_samples(texts["bootstrap"], paths["bootstrap"], PARAM_NAMES,
+                                                  fit.options.bootstrap, digest))
     if fit.repeated is not None and fit.repeated.ci is not None:
-        samples = read_samples(samples_path(path, "repeated"), SAMPLE_NAMES, fit.repeated.ci.get("n_resamples"),
+        samples = read_samples(texts["repeated"], paths["repeated"], SAMPLE_NAMES, fit.repeated.ci.get("n_resamples"),
                                digest)
         fit = replace(fit, repeated=replace(fit.repeated, samples=samples))
-    return replace(fit, points=read_points(samples_path(path, "points"), fit.data, fit.law.flops))
+    return replace(fit, points=read_points(texts["points"], paths["points"], fit.data, fit.law.flops))
 
 
 # --------------------------------------------------------------------------------------------
@@ -150,15 +193,12 @@ def _check_samples(values: np.ndarray, names: Sequence[str], path: Path) -> None
                          "constants are numbers, E, A and B not negative (rerun `scaling fit`)")
 
 
-def read_samples(path: Path, names: Sequence[str], count: int | None, digest: str) -> np.ndarray | None:
-    """Bootstrap constants from `path` (None when there is no such file), with these columns,
-    `count` rows and fit.json's `digest`; UsageError for a file that is not theirs."""
-    try:
-        text = read_text(path, "bootstrap samples")
-    except FileNotFoundError:
+def read_samples(text: str | None, path: Path, names: Sequence[str], count: int | None,
+                 digest: str) -> np.ndarray | None:
+    """Bootstrap constants from `text`, the file `path` (None: there is no such file), with these
+    columns, `count` rows and fit.json's `digest`; UsageError for a file that is not theirs."""
+    if text is None:
         return None
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
     first, _, rest = text.partition("\n")
     if not first.startswith(DIGEST_LINE):
         raise UsageError(f"{path} does not name the fit.json it belongs to (written by an older scaling, or "

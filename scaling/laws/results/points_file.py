@@ -1,7 +1,7 @@
 """The fitted points beside fit.json, fit.points.csv, so that a fit read back can be drawn.
 
     text = format_points(fit.points)                                # by `write_fit`, beside fit.json
-    points = read_points(path, fit.data, fit.law.flops)            # by `load_fit`
+    points = read_points(text, path, fit.data, fit.law.flops)      # by `load_fit`, the file's text
 
 fit.json keeps what was computed from the points (their digest, ranges, what was left out), not
 the points; `LawFit.plot` and Approach 2's profiles need them. They go in a side file, as the
@@ -25,7 +25,6 @@ import numpy as np
 
 from scaling.errors import UsageError
 from scaling.laws.fitting.fitdata import FitData
-from scaling.reading import read_text
 from scaling.train.compute import FlopsPerToken
 
 if TYPE_CHECKING:
@@ -47,15 +46,12 @@ def format_points(data: FitData) -> str:
     return out.getvalue()
 
 
-def read_points(path: Path, summary: DataSummary, flops: FlopsPerToken) -> FitData | None:
-    """The points in `path` as a FitData, with `summary`'s (fit.json's "data") source, convention,
-    filters and left-out points; None where there is no such file, or fit.json records no digest
-    of its points to check them by; UsageError for points that are not the fit's."""
-    if summary.digest is None:
-        return None
-    try:
-        text = read_text(path, "fitted points")
-    except FileNotFoundError:
+def read_points(text: str | None, path: Path, summary: DataSummary, flops: FlopsPerToken) -> FitData | None:
+    """The points in `text`, the file `path`, as a FitData, with `summary`'s (fit.json's "data")
+    source, convention, filters and left-out points; None where there is no such file (`text`
+    None), or fit.json records no digest of its points to check them by; UsageError for points
+    that are not the fit's."""
+    if summary.digest is None or text is None:
         return None
     rows = list(csv.reader(io.StringIO(text)))
     header, body = (rows[0], rows[1:]) if rows else ([], [])

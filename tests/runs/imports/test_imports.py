@@ -312,7 +312,9 @@ def test_mlflow_sqlite_store_imports(sweep, tmp_path, capsys):
     needs_extra("sqlalchemy", "mlflow")
     database = tmp_path / "mlflow.db"
     write_mlflow(tmp_path, sweep[:4], uri=f"sqlite:///{database}")
+    written = database.read_bytes()
     assert scaling("import", "mlflow", database, "--runs-dir", tmp_path / "store") == 0
+    assert database.read_bytes() == written         # read through a read-only copy: the source unchanged
     assert "imported 4 mlflow runs" in capsys.readouterr().out
     table = store.read_runs(tmp_path / "store")
     assert sorted(table.n_params_total) == sorted(run["n"] for run in sweep[:4])
