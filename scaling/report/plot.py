@@ -29,6 +29,8 @@ from matplotlib.lines import Line2D
 
 from scaling.errors import UsageError
 from scaling.laws import analysis
+from scaling.laws.forms.law import Law
+from scaling.laws.optimal.allocation import check_allocatable
 from scaling.report.drawn import drawn_law, drawn_name, equation
 from scaling.report.figures import final_loss_panels, isoflop_panels, profile_legend
 from scaling.report.style import DPI, ShownFigure, SizeColours, with_rc
@@ -52,6 +54,8 @@ def fit_figure(fit: LawFit) -> ShownFigure:
     rows = fig.add_gridspec(2, 1, height_ratios=(4.8, 6.0))
     top, bottom = fig.add_subfigure(rows[0]), fig.add_subfigure(rows[1])
     law, name = drawn_law(fit), drawn_name(fit)     # the law predict and plan use: the form --form chose, else fit.law
+    if isinstance(law, Law):        # its optimum is drawn on each IsoFLOP profile: refused as plan refuses it
+        check_allocatable(law, "fitted")
     final_loss_panels(top, top.subplots(1, 2), points.n, points.d, points.loss, law, SizeColours(points.n),
                       title=equation(fit), n_label=n_label)
     iso = analysis.isoflop_of(points)
