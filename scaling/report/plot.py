@@ -111,7 +111,10 @@ def _intervals(profiles: Axes, sizes: Axes, fit: LawFit, budgets: list, name: st
     # Under --form median the loss predicted (and its interval) is the median of the forms', not the
     # drawn law's own optimal loss: the bar's centre is marked, so it is not read as the star's.
     whose = "median of the forms'" if fit.median is not None else whose
-    bars = profiles.errorbar(n[inside], loss[inside], yerr=[(loss - lo)[inside], (hi - loss)[inside]], fmt="_",
+    # A handful of resamples (--bootstrap 1-3) can give an interval beside its centre, not around it:
+    # a bar then reaches the centre on that side (matplotlib refuses a negative error).
+    below, above = np.maximum(loss - lo, 0.0), np.maximum(hi - loss, 0.0)
+    bars = profiles.errorbar(n[inside], loss[inside], yerr=[below[inside], above[inside]], fmt="_",
                              color="black", ms=8, elinewidth=0.8, capsize=3, zorder=4,
                              label=f"{whose} loss at each optimum, {level} interval")
     legend = profiles.get_legend()

@@ -48,6 +48,8 @@ CALLS = {
                                    "reference_compute must be a number of FLOPs, or None; got '1e20'"),
     "fit complex losses": (lambda f: scaling.fit(FRAME.assign(loss=FRAME.loss + 0j)),
                            "the DataFrame's column(s) 'loss' hold complex numbers"),
+    "fit reference compute 1e300": (lambda f: scaling.fit(FRAME, reference_compute=1e300),
+                                    "the reference compute must be at most 1e+30 FLOPs"),
     "fit E prior of text": (lambda f: scaling.fit(FRAME, E_prior=("1", "2")), "E_prior must be (mean, sd), two "
                                                                               "numbers"),
 }
@@ -75,3 +77,10 @@ def test_E_prior_from_a_fit_with_a_zero_width_interval_is_refused(small, tmp_pat
     side.write_text(f"{DIGEST_LINE}{fit_digest(text)}\n" + side.read_text().partition("\n")[2])
     with pytest.raises(UsageError, match="its fit has no interval for E"):
         E_prior_from(folder)
+
+
+def test_plot_of_a_fit_of_one_resample_draws(tmp_path):
+    """Issue 53, item 8: with one resample the loss's interval can lie beside its centre, and the
+    figure raised "'yerr' must not contain negative values"."""
+    import matplotlib.pyplot as plt
+    plt.close(scaling.fit(FRAME, bootstrap=1, form="chinchilla", seed=1).plot())
