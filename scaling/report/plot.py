@@ -20,6 +20,7 @@ its band) is the fitted form's and the loss interval the median of the forms', s
 
 from __future__ import annotations
 
+import math
 import textwrap
 from typing import TYPE_CHECKING
 
@@ -55,7 +56,7 @@ def fit_figure(fit: LawFit) -> ShownFigure:
     top, bottom = fig.add_subfigure(rows[0]), fig.add_subfigure(rows[1])
     law, name = drawn_law(fit), drawn_name(fit)     # the law predict and plan use: the form --form chose, else fit.law
     if isinstance(law, Law):        # its optimum is drawn on each IsoFLOP profile: refused as plan refuses it
-        check_allocatable(law, "fitted")
+        _check_drawable(law)
     final_loss_panels(top, top.subplots(1, 2), points.n, points.d, points.loss, law, SizeColours(points.n),
                       title=equation(fit), n_label=n_label)
     iso = analysis.isoflop_of(points)
@@ -72,6 +73,17 @@ def fit_figure(fit: LawFit) -> ShownFigure:
     source = (fit.data.source or "").split(":")[0]      # "chinchilla: Hoffmann et al. ...": its name
     fig.suptitle(f"{source}: {len(points)} points; verdict {fit.verdict or 'none recorded'}", fontsize=11)
     return fig
+
+
+def _check_drawable(law: Law) -> None:
+    """UsageError where the law has no optimum to draw: no allocation, or its G past a float (A / B
+    of 1e300: a Python float's power raises rather than giving inf)."""
+    check_allocatable(law, "fitted")
+    try:
+        math.isfinite(law.G)
+    except OverflowError:
+        raise UsageError(f"the fitted law's allocation G overflows a float (A {law.A:.3g}, B {law.B:.3g}): it has no "
+                         "optimum to draw") from None
 
 
 def _no_intervals(fit: LawFit) -> str | None:

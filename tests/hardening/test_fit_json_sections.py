@@ -97,9 +97,13 @@ def test_a_law_written_by_hand_summarises(tmp_path):
     assert "alpha  = 0.3400" in scaling.load(tmp_path).summary()
 
 
-def test_plot_refuses_a_law_without_an_allocation_as_plan_does(fitted, tmp_path):
-    fit = scaling.load(_edited(fitted, tmp_path, "params.beta", 0))
-    with pytest.raises(UsageError, match="a compute-optimal allocation needs A, B, alpha and beta positive"):
+@pytest.mark.parametrize("dotted, value, expected", [
+    ("params.beta", 0, "a compute-optimal allocation needs A, B, alpha and beta positive"),
+    ("params.B", 1e-300, "the fitted law's allocation G overflows a float"),      # the bench's 5,000 found it
+])
+def test_plot_refuses_a_law_without_an_optimum_to_draw(fitted, tmp_path, dotted, value, expected):
+    fit = scaling.load(_edited(fitted, tmp_path, dotted, value))
+    with pytest.raises(UsageError, match=expected):
         fit.plot()
 
 
