@@ -37,6 +37,12 @@ def positive(value: float | str, name: str, *, integer: bool = False) -> float:
     return int(x) if integer else x
 
 
+# The largest value a point may hold: a loss past MAX_LOSS nats per token, or a count (N, D, FLOPs)
+# past MAX_COUNT, is a unit slip or a hand edit, and its logs and powers overflow a float downstream.
+# A fit holds its points to them (scaling.laws.fitting.fitdata), an import its runs (runs.imports.resolve).
+MAX_LOSS = 1e4
+MAX_COUNT = 1e30
+
 def sci(x: float | None, digits: int = 3, *, fixed: bool = False) -> str:
     """`digits` significant digits, exponent without '+' or leading zeros: 1.5e18, 3.2e-5, 250;
     '-' for None, NaN or infinity. fixed: always scientific, trailing zeros kept (7.0e19, 4.00e14),

@@ -257,13 +257,13 @@ def test_a_law_without_an_allocation_is_refused_by_every_command(fitted, tmp_pat
 
 
 @pytest.mark.parametrize("changes, expected", [
-    ({"ci": {"level": 5, "n_resamples": 20}}, "'ci.level' must be a number in (0, 1), got 5"),
-    ({"ci": {"level": -0.5, "n_resamples": 20}}, "'ci.level' must be a number in (0, 1), got -0.5"),
-    ({"ci": {"level": 0.95, "n_resamples": 20, "alpha": 0.3}}, "'ci.alpha' must be a list [lo, hi]"),
+    ({"ci": {"level": 5, "n_resamples": 20}}, "'ci.level' input should be less than 1, got 5"),
+    ({"ci": {"level": -0.5, "n_resamples": 20}}, "'ci.level' input should be greater than 0, got -0.5"),
+    ({"ci": {"level": 0.95, "n_resamples": 20, "alpha": 0.3}}, "'ci.alpha' input should be a valid tuple, got 0.3"),
     ({"residual_rms": -1}, "'residual_rms' must be >= 0"),
     ({"data.c_range": "abc"}, "'data.c_range' must be a list [lo, hi] of positive numbers"),
     ({"data.source": 5}, "'data.source' must be str or null, got 5"),
-    ({"repeated": {"ci": [1, 2]}}, "'repeated.ci' must be a section of intervals or null"),
+    ({"repeated": {"ci": [1, 2]}}, "'repeated.params' is missing"),     # the first of its fields refused
     ({"data.store": {"path": 3}}, "'data.store' must be"),
     ({"data.provenance": {"kind": "web", "location": "x"}}, "'data.provenance' must be {\"kind\": \"runs\""),
     ({"data.context_use": [0.1, -0.1]}, "'data.context_use' must be a list [lowest, highest] of numbers"),

@@ -19,7 +19,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from scaling.errors import UsageError
-from scaling.formats import json_safe
+from scaling.formats import MAX_COUNT, json_safe
 from scaling.laws.checks import backtest as backtesting
 from scaling.laws.checks import backtest_verdict, combined, cross_forms, diagnostics
 from scaling.laws.checks.evidence import evidence, limitations
@@ -210,6 +210,9 @@ def _reference(reference_compute: float | None, data: FitData) -> float:
         return float(data.compute.max())
     if not (math.isfinite(reference_compute) and reference_compute > 0):
         raise UsageError(f"the reference compute must be a positive number of FLOPs; got {reference_compute!r}")
+    if reference_compute > MAX_COUNT:       # 1e300 was taken, and flipped the verdict
+        raise UsageError(f"the reference compute must be at most {MAX_COUNT:g} FLOPs, as every count is; "
+                         f"got {reference_compute:g}")
     return float(reference_compute)
 
 

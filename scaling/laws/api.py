@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
 import numpy.typing as npt
 import pandas as pd
 from scipy.stats import norm
@@ -29,12 +30,14 @@ from scaling.laws.curves.runs import read_curve_runs
 from scaling.laws.curves.store import curves_from_store
 from scaling.laws.fitting import fitdata, readers, selection
 from scaling.laws.fitting.fit import DEFAULT_DELTA
+from scaling.laws.forms import catalog
 from scaling.laws.forms.law import Law
 from scaling.laws.forms.references import REFERENCES
 from scaling.laws.optimal import allocation
 from scaling.laws.optimal import compare as comparison
 from scaling.laws.results import fit_file
 from scaling.laws.results import lawfit as results
+from scaling.reading import excerpt
 
 KINDS = ("store", "table", "dataset", "frame")
 # The column options, by the name `fit` takes and `readers.from_frame`'s.
@@ -92,9 +95,18 @@ def points(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str
             raise UsageError("a packaged dataset records its own parameter convention")
         return readers.from_dataset(cast(str, source))
     if kind == "frame":
+        _check_real_columns(cast(pd.DataFrame, source))
         return readers.from_frame(cast(pd.DataFrame, source), source="a DataFrame",
                                   param_convention=param_convention, **given)
     return readers.from_table(cast("str | Path", source), param_convention=param_convention, **given)
+
+
+def _check_real_columns(frame: pd.DataFrame) -> None:
+    """A DataFrame's complex columns refused by name (numpy casts them to their real part, silently)."""
+    complex_columns = [str(name) for name, dtype in frame.dtypes.items() if pd.api.types.is_complex_dtype(dtype)]
+    if complex_columns:
+        raise UsageError(f"the DataFrame's column(s) {', '.join(map(repr, complex_columns))} hold complex numbers; "
+                         "N, D, C and the loss are real numbers")
 
 
 def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | None = None, d: str | None = None,
@@ -130,6 +142,7 @@ def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | 
     Gaussian prior on E (`analysis.fit_data`); another fit's E as one: `E_prior_from(path)`.
     Bad input raises UsageError, naming the problem in words and the keywords that fix it (`options`).
     """
+    _check_options(delta=delta, fixed_E=fixed_E, form=form, reference_compute=reference_compute, E_prior=E_prior)
     kind = kind or kind_of(source)
     if curves and (kind != "store" or metric != "loss"):
         raise UsageError("fitting the training curves needs a run store and the loss (no other metric): the "
@@ -155,10 +168,44 @@ def fit(source: pd.DataFrame | str | Path, *, kind: str | None = None, n: str | 
     return fit
 
 
+def _check_options(*, delta: object, fixed_E: object, form: object, reference_compute: object,
+                   E_prior: object) -> None:
+    """`fit`'s numbers and names checked where they come in (each a UsageError naming the keyword),
+    not met inside numpy or difflib: a number is a real int or float (no bool, text or complex)."""
+    _real(delta, "delta", "the Huber loss's threshold, a positive number")
+    for value, name, what in ((fixed_E, "fixed_E", "E held fixed, a number"),
+                              (reference_compute, "reference_compute", "a number of FLOPs")):
+        if value is not None:
+            _real(value, name, f"{what}, or None")
+    if form is not None and not isinstance(form, str):
+        raise UsageError(f"form must be a form's name (median, {', '.join(catalog.FORMS)}) or None; got "
+                         f"{excerpt(form)}", options=("form",))
+    if E_prior is not None and not (isinstance(E_prior, (tuple, list)) and len(E_prior) in (2, 3)
+                                    and all(_is_real(v) for v in E_prior[:2])):
+        raise UsageError(f"E_prior must be (mean, sd), two numbers (or E_prior_from(path)); got {excerpt(E_prior)}",
+                         options=("E_prior",))
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def _real(value: object, name: str, what: str) -> None:
+    if not _is_real(value):
+        raise UsageError(f"{name} must be {what}; got {excerpt(value)}", options=(name,))
+
+
+def _path(path: object, name: str, what: str = "a fit directory or its fit.json (a str or a Path)") -> str | Path:
+    """`path` where it is one (a str or a Path); UsageError naming the argument otherwise (None, a number)."""
+    if not isinstance(path, (str, Path)):
+        raise UsageError(f"{name} must be {what}; got {excerpt(path)}")
+    return path
+
+
 def load(path: str | Path) -> results.LawFit:
     """The fit in a fit directory (or its fit.json), with its bootstrap samples where they were
     written beside it, so `plan` and `predict` give intervals as the fit that wrote it did."""
-    return fit_file.load_fit(path)
+    return fit_file.load_fit(_path(path, "path"))
 
 
 def plan(compute: npt.ArrayLike, law: results.LawFit | Law | str | Path = "chinchilla", *,
@@ -199,7 +246,7 @@ def compare(fit: results.LawFit | str | Path) -> list[dict]:
     table; `scaling.laws.optimal.compare.format_table(rows)` as the command prints them.
     UsageError for a law with no compute-optimal allocation (alpha or beta not positive)."""
     if not isinstance(fit, results.LawFit):
-        fit = load(fit)
+        fit = fit_file.load_fit(_path(fit, "fit", "a LawFit, a fit directory or its fit.json"))
     allocation.check_allocatable(fit.law, f"fitted to {fit.data.source or 'these points'}")  # a, b: / (alpha + beta)
     return comparison.compare(fit.law, fit.ci, fit.reference_compute)
 
@@ -207,7 +254,7 @@ def compare(fit: results.LawFit | str | Path) -> list[dict]:
 def E_prior_from(path: str | Path) -> tuple[float, float, str]:
     """(mean, sd, source): another fit's E (a reference's, or a larger run's fit.json) as a prior,
     its 95% interval read as +-1.96 sd. UsageError where that fit has no interval for E."""
-    other = fit_file.load_fit(path)
+    other = fit_file.load_fit(_path(path, "path"))
     interval = other.interval("E")
     if interval is None or not interval[1] > interval[0]:
         raise UsageError(f"{path}: its fit has no interval for E (refit it with a bootstrap) to give a prior's "

@@ -20,6 +20,7 @@ its band) is the fitted form's and the loss interval the median of the forms', s
 
 from __future__ import annotations
 
+import math
 import textwrap
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,8 @@ from matplotlib.lines import Line2D
 
 from scaling.errors import UsageError
 from scaling.laws import analysis
+from scaling.laws.forms.law import Law
+from scaling.laws.optimal.allocation import check_allocatable
 from scaling.report.drawn import drawn_law, drawn_name, equation
 from scaling.report.figures import final_loss_panels, isoflop_panels, profile_legend
 from scaling.report.style import DPI, ShownFigure, SizeColours, with_rc
@@ -53,6 +56,8 @@ def fit_figure(fit: LawFit) -> ShownFigure:
     rows = fig.add_gridspec(2, 1, height_ratios=(4.8, 6.0))
     top, bottom = fig.add_subfigure(rows[0]), fig.add_subfigure(rows[1])
     law, name = drawn_law(fit), drawn_name(fit)     # the law predict and plan use: the form --form chose, else fit.law
+    if isinstance(law, Law):        # its optimum is drawn on each IsoFLOP profile: refused as plan refuses it
+        _check_drawable(law)
     final_loss_panels(top, top.subplots(1, 2), points.n, points.d, points.loss, law, SizeColours(points.n),
                       title=equation(fit), n_label=n_label)
     iso = analysis.isoflop_of(points)
@@ -69,6 +74,17 @@ def fit_figure(fit: LawFit) -> ShownFigure:
     source = (fit.data.source or "").split(":")[0]      # "chinchilla: Hoffmann et al. ...": its name
     fig.suptitle(f"{source}: {len(points)} points; verdict {fit.verdict or 'none recorded'}", fontsize=11)
     return fig
+
+
+def _check_drawable(law: Law) -> None:
+    """UsageError where the law has no optimum to draw: no allocation, or its G past a float (A / B
+    of 1e300: a Python float's power raises rather than giving inf)."""
+    check_allocatable(law, "fitted")
+    try:
+        math.isfinite(law.G)
+    except OverflowError:
+        raise UsageError(f"the fitted law's allocation G overflows a float (A {law.A:.3g}, B {law.B:.3g}): it has no "
+                         "optimum to draw") from None
 
 
 def _no_intervals(fit: LawFit) -> str | None:
@@ -111,7 +127,10 @@ def _intervals(panels: tuple[Axes, Axes], fit: LawFit, budgets: list, name: str 
     # Under --form median the loss predicted (and its interval) is the median of the forms', not the
     # drawn law's own optimal loss: the bar's centre is marked, so it is not read as the star's.
     whose = "median of the forms'" if fit.median is not None else whose
-    bars = profiles.errorbar(n[inside], loss[inside], yerr=[(loss - lo)[inside], (hi - loss)[inside]], fmt="_",
+    # A handful of resamples (--bootstrap 1-3) can give an interval beside its centre, not around it:
+    # a bar then reaches the centre on that side (matplotlib refuses a negative error).
+    below, above = np.maximum(loss - lo, 0.0), np.maximum(hi - loss, 0.0)
+    bars = profiles.errorbar(n[inside], loss[inside], yerr=[below[inside], above[inside]], fmt="_",
                              color="black", ms=8, elinewidth=0.8, capsize=3, zorder=4,
                              label=f"{whose} loss at each optimum, {level} interval")
     profile_legend(legend[0], [*legend[1], bars])

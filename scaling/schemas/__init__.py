@@ -66,13 +66,19 @@ def _problem(error: ErrorDetails) -> str:
         return "must be a finite number"
     if kind == "missing":
         return "is missing"
+    if kind in ("model_type", "dict_type"):
+        return "must be a JSON object {...}"
     if kind == "extra_forbidden":
         return "is not a known key"
     if "le" in ctx and ctx["le"] == LARGEST:
         return f"must be at most {LARGEST:g} (beyond it the law's numbers overflow a float)"
     if "ge" in ctx and ctx["ge"] == 1 / LARGEST:
         return f"must be positive (at least {1 / LARGEST:g})"
-    return error["msg"][0].lower() + error["msg"][1:]
+    return lowered(error["msg"].removeprefix("Value error, "))
+
+
+def lowered(text: str) -> str:
+    return text[:1].lower() + text[1:]
 
 
 def check(schema: type[Model], obj: object, where: str, prefix: str = "") -> Model:
@@ -82,5 +88,9 @@ def check(schema: type[Model], obj: object, where: str, prefix: str = "") -> Mod
     except ValidationError as exc:
         error = exc.errors()[0]
         name = _field(((prefix,) if prefix else ()) + tuple(error["loc"]))
+        if error["type"] == "value_error" and isinstance(error["input"], dict):
+            # A whole section's check (a model validator) says what is wrong with it, naming its fields.
+            section = f"'{name}': " if name else ""
+            raise UsageError(f"{where}: {section}{_problem(error)}") from None
         got = "" if error["type"] == "missing" else f", got {excerpt(error['input'])}"
-        raise UsageError(f"{where}: '{name or 'the file'}' {_problem(error)}{got}") from None
+        raise UsageError(f"{where}: '{name}' {_problem(error)}{got}") from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import Field, model_validator
 
 from scaling.schemas import (
     LARGEST,
@@ -25,56 +25,20 @@ from scaling.schemas import (
     Text,
     check,
 )
+from scaling.schemas.beyond import CHOSEN_FORMS, Backtest, Forms
+from scaling.schemas.laws import Exponents, Law, Level, Params, Share
 
-
-def _not_vanishing(value: float) -> float:
-    if value != 0 and abs(value) < SMALLEST_EXPONENT:
-        raise ValueError(f"must be 0 or at least {SMALLEST_EXPONENT:g} in size (the allocation divides by it)")
-    return value
-
-
-# The law's exponents a file may hold. Published exponents are below 1, but the fit's exponents are
-# unbounded and a narrow table can end far out (alpha 8.4, its hold-out refit's 11.0, on 6 sizes
-# within 1.3x), and what `fit` writes must be read back. Up to +-25, the N and D of real sweeps
-# (below 1e12) raise N^alpha to at most 1e300, inside a float; below 1e-6 (1e-320 say) the
-# allocation divides by zero.
-SMALLEST_EXPONENT = 1e-6
-LARGEST_EXPONENT = 25.0
-Exponent = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=-LARGEST_EXPONENT, le=LARGEST_EXPONENT),
-                     AfterValidator(_not_vanishing)]
-Share = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, le=1)]
 VERDICTS = Literal["trustworthy", "use with caution", "not identified"]
 STATUSES = Literal["pass", "caution", "not identified"]
 
 
-class Exponents(Section):
-    alpha: Exponent
-    beta: Exponent
-
-
-class Params(Exponents):
-    E: NonNegative
-    A: NonNegative
-    B: NonNegative
-
-
-# A and B of the law itself: below 1e-300 (a denormal, 1e-320) its allocation G divides by zero.
-Coefficient = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1e-300, le=LARGEST)]
-
-
-class Law(Exponents):
-    E: NonNegative
-    A: Coefficient
-    B: Coefficient
-
-
 class Compute(Section):
     """c(N) = 6 kappa N^gamma FLOPs per token: kappa is 1-4 for every model this package counts
-    (the output layer and attention past 6 N), gamma about 1; far beyond, the allocation's
-    powers of C overflow or vanish."""
+    (the output layer and attention past 6 N), gamma about 1; far beyond (a gamma of 1e-300), the
+    allocation's powers of C overflow or vanish."""
     measure: Text
-    kappa: Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=1e3)]
-    gamma: Annotated[float, Field(strict=True, allow_inf_nan=False, gt=0, le=3)]
+    kappa: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1e-3, le=1e3)]
+    gamma: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0.1, le=3)]
     max_error: NonNegative
 
 
@@ -238,9 +202,9 @@ class HoldoutRow(Section):
     d: Positive
     compute: Positive
     loss: Finite
-    predicted: Finite | None = None
-    full_predicted: Finite | None = None
-    abs_rel_error: NonNegative | None = None
+    predicted: Finite
+    full_predicted: Finite
+    abs_rel_error: NonNegative
 
 
 class Holdout(Section):
@@ -251,8 +215,8 @@ class Holdout(Section):
     mean_abs_rel_error: NonNegative | None = None
     full_mean_abs_rel_error: NonNegative | None = None
     reason: Text | None = None
-    params: Params | None = None
-    rows: list[HoldoutRow] = []
+    params: Params | None           # the refit's constants: null where there is none, never absent
+    rows: list[HoldoutRow]
 
 
 class CurveLawParams(Section):
@@ -295,82 +259,26 @@ class Curves(Section):
     leave_one_run_out: LeaveOneOut
 
 
-FORM_NAMES = Literal["chinchilla", "tied", "kaplan", "fixed-E", "farseer"]   # scaling.laws.forms.catalog.FORMS
-CHOSEN_FORMS = Literal["chinchilla", "tied", "kaplan", "fixed-E", "farseer", "median"]   # and checks.combined.NAME
+class Intervals(Section):
+    """A "ci" section: its level, resamples and widening, and a [lo, hi] (a bound null where undefined) a name."""
+    __pydantic_extra__: dict[str, Pair]
+    level: Level = 0.95
+    n_resamples: Annotated[int, Field(strict=True, ge=1)] | None = None
+    widened_by: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=1, le=LARGEST)] = 1.0
 
 
-class FormPrediction(Section):
-    loss: Positive
-    lo: Positive
-    hi: Positive
-
-
-class FormOptimum(Section):
-    """A form's own compute-optimal run at the target compute, or why it has none."""
-    n: Positive | None = None
-    d: Positive | None = None
-    loss: Positive | None = None
-    reason: Text | None = None
-
-    @model_validator(mode="after")
-    def _a_run_or_a_reason(self) -> FormOptimum:
-        if self.reason is None and None in (self.n, self.d, self.loss):
-            raise ValueError("a form's optimum has n, d and loss, or a reason")
-        return self
-
-
-class FormTarget(Section):
-    n: Positive
-    d: Positive
-
-
-class Extrapolation(Section):
-    """How a prediction's error grows beyond the fitted compute (scaling.laws.checks.extrapolation.Extrapolation)."""
-    growth: NonNegative
-    bias: Finite
-    n_cuts: Count
-    source: Text
-    noise: NonNegative = 0.0
-    power: Positive = 1.0
-    calibration: Positive = 1.0
-    bias_sd: NonNegative = 0.0
-
-
-class FormEntry(Section):
-    """One law form fitted beside the fit (scaling.laws.checks.cross_forms.FormEntry)."""
-    name: FORM_NAMES
-    description: Text
-    params: dict[str, Finite] | None = None
-    residual_rms: NonNegative = 0.0
-    n_resamples: Count = 0
-    cuts: list[dict] = []
-    extrapolation: Extrapolation | None = None
-    prediction: FormPrediction | None = None
-    optimum: FormOptimum | None = None
-    samples: list[list[Finite]] = []
-    sample_names: list[Text] = []
-    reason: Text | None = None
-
-
-class Combined(Section):
-    """The median of the forms (scaling.laws.checks.combined.Combined)."""
-    name: Literal["median"]
-    members: list[FORM_NAMES]
-    cuts: list[dict] = []
-    extrapolation: Extrapolation
-    prediction: FormPrediction | None = None
-
-
-class Forms(Section):
-    """Every law form beside the fit, their predictions for the target run (`scaling fit --form`)."""
-    headline: CHOSEN_FORMS
-    target_compute: Positive
-    target: FormTarget | None = None
-    beyond: NonNegative
-    level: Share
-    entries: list[FormEntry]
-    combined: Combined | None = None
-    planner: Literal["", "chinchilla", "fixed-E"] = ""
+class Repeated(Section):
+    """The data-constrained fit (scaling.laws.repeated.section.Repeated): the base law, R_D* (null where
+    the runs did not determine it, then `message` says why) and its intervals."""
+    params: Law
+    r_d_star: Positive | None = None
+    n_repeated: Count
+    max_epochs: Positive
+    unique_range: PositivePair
+    objective: NonNegative
+    residual_rms: NonNegative
+    message: Text = ""
+    ci: Intervals | None = None
 
 
 class FitSections(Section):
@@ -386,6 +294,7 @@ class FitSections(Section):
     evidence: list[Text] = []
     limitations: list[Text] = []
     options: Options | None = None
+    ci: Intervals | None = None
     data: Data | None = None
     approaches: Approaches | None = None
     kaplan: Kaplan | None = None
@@ -395,8 +304,18 @@ class FitSections(Section):
     param_conventions: dict[str, Convention] | None = None
     holdout: Holdout | None = None
     curves: Curves | None = None
+    residual_rms: NonNegative | None = None
+    repeated: Repeated | None = None
+    backtest: Backtest | None = None
     form: CHOSEN_FORMS = "chinchilla"
     forms: Forms | None = None
+
+    @model_validator(mode="after")
+    def _intervals_with_their_scatter(self) -> FitSections:
+        # Every fit with intervals measured its residuals: a loss's interval holds the runs' scatter.
+        if self.ci is not None and self.residual_rms is None:
+            raise ValueError("'residual_rms' must be a number where the file has intervals ('ci'), got null")
+        return self
 
 
 def check_sections(obj: dict, where: str) -> FitSections:

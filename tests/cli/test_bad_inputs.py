@@ -419,9 +419,9 @@ CASES = [
      "fit.json: 'form' is 'kaplan' but 'forms' has no entry of that name (its entries: chinchilla, tied"),
     ("plan with a form's constants edited", lambda c: ["plan", "--compute", "1e21", "--fit", edited_fit(
         c, lambda f: kaplan_entry(f, params={"alpha_N": 0.1}), "--forms")],
-     "'forms' entry 'kaplan': its 'params' are not the kaplan form's constants (KeyError: 'N_c'; got alpha_N)"),
+     "'forms.entries[2]': the kaplan form's 'params' must be N_c, D_c, alpha_N, alpha_D; got alpha_N"),
     ("compare a fit whose backtest is text", lambda c: ["compare", edited_fit(c, lambda f: f.update(backtest="yes"))],
-     "fit.json: 'backtest' must be a backtest, a JSON object {...}; got 'yes'"),
+     "fit.json: 'backtest' must be a JSON object {...}, got 'yes'"),
     ("cost of a fit that plans with the kaplan form", lambda c: ["cost", "rules", "--compute", "1e21", "--fit",
                                                                 edited_fit(c, lambda f: None, "--form", "kaplan")],
      "`scaling cost` needs a law of the Chinchilla form, E + A/N^alpha + B/D^beta; the fit "),

@@ -83,7 +83,36 @@ def test_a_wandb_export_with_a_step_not_a_whole_number_is_refused(tmp_path, caps
     src = tmp_path / "exports"
     src.mkdir()
     (src / "run-a.csv").write_text(f"_step,loss,tokens\n1,3.0,1e6\n{step},2.5,2e6\n")
-    imported(tmp_path, "wandb", src, capsys, "'_step' must be whole numbers; row 2")
+    imported(tmp_path, "wandb", src, capsys, "'_step' must be whole numbers from 0 to 2^63 - 1; row 2")
+
+
+# Issue 53: impossible numbers were imported (exit 0); a step of 1e19 passed the whole-number check and
+# astype(int) wrapped it, so metrics.jsonl held step -9223372036854775808 and tokens -4.66e24.
+@pytest.mark.parametrize("column, value, expected", [
+    ("_step", "1e19", "'_step' must be whole numbers from 0 to 2^63 - 1; row 2 holds 1e+19"),
+    ("_step", "1e300", "'_step' must be whole numbers from 0 to 2^63 - 1; row 2"),
+    ("_step", "-1", "'_step' must be whole numbers from 0 to 2^63 - 1; row 2"),
+    ("val_loss", "-1", "run 'run-a': 'val_loss' is -1.0 at step 2; a loss is from 0 to 10000 nats per token"),
+    ("val_loss", "-inf", "run 'run-a': 'val_loss' is -inf at step 2"),
+    ("tokens", "1e40", "run 'run-a': its tokens reach 1e+40, past 1e+30"),
+    ("n_params", "1e40", "run 'run-a': 'n_params' is 1e+40, past 1e+30 parameters"),
+])
+def test_a_wandb_export_with_an_impossible_value_is_refused_naming_it(tmp_path, capsys, column, value, expected):
+    src = tmp_path / "exports"
+    src.mkdir()
+    row = {"_step": "2", "val_loss": "2.5", "tokens": "2e6", "n_params": "1e6"} | {column: value}
+    other = "1e40" if column == "n_params" else "1e6"           # N is the run's constant column
+    first = f"1,3.0,1e6,{other}"
+    (src / "run-a.csv").write_text(f"_step,val_loss,tokens,n_params\n{first}\n{','.join(row.values())}\n")
+    imported(tmp_path, "wandb", src, capsys, expected)
+
+
+def test_an_event_file_of_no_records_writes_nothing(tmp_path, capsys):
+    """A TensorBoard file truncated to zero records imported as exit 0 with nothing in it."""
+    (tmp_path / "logs" / "run").mkdir(parents=True)
+    (tmp_path / "logs" / "run" / "events.out.tfevents.1").write_bytes(b"")
+    imported(tmp_path, "tensorboard", tmp_path / "logs", capsys, "holds no logged values (its tensorboard runs have "
+             "no records): nothing to import")
 
 
 @pytest.mark.parametrize("text", ["[1, 2, 3]", "[[1, 2]]", "{\"_step\": [1, 2], \"loss\": {\"a\": [1]}}"])

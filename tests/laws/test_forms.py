@@ -22,7 +22,7 @@ from scaling.laws.forms.form import optimum
 from scaling.laws.forms.kaplan_nd import KaplanLaw
 from scaling.laws.forms.law import PARAM_NAMES, Law
 from scaling.laws.results.fit_file import load_fit
-from scaling.schemas.fit import FORM_NAMES
+from scaling.schemas.beyond import FORM_NAMES
 
 # Each form's constants as published or typical of a language-model sweep (theta, the fitter's vector).
 TRUTHS = {

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scaling.errors import UsageError
+from scaling.formats import MAX_COUNT, MAX_LOSS
 from scaling.laws.fitting.provenance import Provenance
 from scaling.train.compute import FlopsPerToken, fit_flops_per_token
 from scaling.train.counts import PARAM_CONVENTIONS
@@ -244,10 +245,6 @@ def not_positive(values: np.ndarray) -> tuple[int, int] | None:
     return (int(bad.sum()), int(np.flatnonzero(bad)[0])) if bad.any() else None
 
 
-# The largest value a point may hold: a loss past MAX_LOSS nats per token, or a count (N, D, FLOPs)
-# past MAX_COUNT, is a unit slip or a hand edit, and its logs and powers overflow a float downstream.
-MAX_LOSS = 1e4
-MAX_COUNT = 1e30
 
 
 def _check_positive(values: np.ndarray, label: str, source: str, ids: Sequence[object]) -> None:

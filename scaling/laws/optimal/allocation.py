@@ -37,6 +37,7 @@ from scaling.laws.fitting.bootstrap import spread
 from scaling.laws.fitting.fitdata import MAX_COUNT
 from scaling.laws.forms.allocating import AllocatingLaw
 from scaling.laws.forms.law import Law
+from scaling.reading import excerpt
 from scaling.train.compute import FlopsPerToken, expected_optimum
 
 PF_DAY_FLOP = 1e15 * 86_400          # 8.64e19 FLOP
@@ -108,21 +109,36 @@ def _check_at_most(largest: float, what: str, unit: str) -> None:
 
 
 def check_sizes(values: npt.ArrayLike, what: str, unit: str = "") -> float | np.ndarray:
-    """`check_size` of a number (a float back) or of an array of them (a float array back, each
-    positive and finite): what the notebook view's `predict` and `plan` broadcast over."""
-    if np.ndim(values) == 0:
-        return check_size(values, what, unit)
+    """A number of parameters, tokens (or, with `unit`, FLOPs) as a float, or an array of them as a
+    float array: what the notebook view's `predict` and `plan` broadcast over. UsageError naming
+    `what` unless each is a real number from 1 to MAX_COUNT: a bool is no count (True was N = 1),
+    nor is text, None, a complex number or a ragged list, and below 1 (1e-300 predicted a loss of
+    9e104) or past MAX_COUNT no count is a model's."""
+    one = np.ndim(values) == 0 if not isinstance(values, (list, tuple)) else False
     try:
-        x = np.asarray(values, dtype=float)
+        x = np.asarray(values)
+        if x.dtype.kind == "O":             # ints past int64 (10**400), None, mixed types: as floats or refused
+            x = np.asarray(values, dtype=float)
+    except OverflowError:
+        raise UsageError(f"{what} must be at most {MAX_COUNT:g}{unit.removeprefix(' of')}, got a number past a "
+                         "float's range") from None
     except (TypeError, ValueError):
-        raise UsageError(f"{what} {values!r} are not all numbers") from None
+        raise UsageError(f"{what} {excerpt(values)} {'is not a number' if one else 'are not all numbers'} (an "
+                         "array's rows must be of one length)") from None
+    if x.dtype.kind not in "iuf":
+        kind = {"b": "True or False", "c": "a complex number"}.get(x.dtype.kind, "text")
+        raise UsageError(f"{what} {excerpt(values)} {'is not a number' if one else 'are not all numbers'}: "
+                         f"{kind} is not a count")
     if not x.size:
         raise UsageError(f"{what}: no values given")
-    bad = ~(np.isfinite(x) & (x > 0))
+    x = x.astype(float)
+    bad = ~(np.isfinite(x) & (x >= 1))
     if bad.any():
-        raise UsageError(f"{what} must be positive, finite numbers{unit}, got {float(x[bad][0])!r}")
+        got = float(x[bad].flat[0])
+        raise UsageError(f"{what} must be {'a positive, finite number' if one else 'positive, finite numbers'}{unit}, "
+                         f"got {got!r} (a count: at least 1)")
     _check_at_most(float(x.max()), what, unit)
-    return x
+    return float(x) if one else x
 
 
 def has_allocation(resampled: np.ndarray) -> np.ndarray:

@@ -231,10 +231,13 @@ def format_summary(fit: Summarised) -> str:
     out.append("allocation, N_opt ~ C^a and D_opt ~ C^b:")
     for name in ("a", "b"):
         out.append(line(name, getattr(fit, name)))
-    out.append(f"tokens per parameter at C = {fit.reference_compute:.3g} FLOPs:")
-    out.append(line("tokens_per_param", fit.tokens_per_param))
-    out.append(f"starts at the optimum: {fit.n_starts_at_optimum} of {fit.options.n_starts}; "
-               f"residual RMS {fit.residual_rms:.4g} (log loss)")
+    # A law written by hand ({"params": ...} alone) has no reference compute, starts or residuals.
+    if fit.reference_compute is not None:
+        out.append(f"tokens per parameter at C = {fit.reference_compute:.3g} FLOPs:")
+        out.append(line("tokens_per_param", fit.tokens_per_param))
+    if fit.residual_rms is not None:
+        out.append(f"starts at the optimum: {fit.n_starts_at_optimum or 'not recorded'} of "
+                   f"{fit.options.n_starts}; residual RMS {fit.residual_rms:.4g} (log loss)")
     if fit.lack_of_fit is not None:
         out.append(format_lack_of_fit(fit.lack_of_fit))
     out += format_conventions(fit)

@@ -20,7 +20,8 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 
 from scaling.errors import UsageError
-from scaling.runs.imports.source import SourceRun, number, plain
+from scaling.formats import MAX_COUNT, MAX_LOSS
+from scaling.runs.imports.source import LARGEST_STEP, SourceRun, number, plain
 
 N_KEYS = ("n_params", "num_params", "n_parameters", "params", "N")
 TOKENS_KEYS = ("tokens", "D", "n_tokens", "num_tokens", "train_tokens")
@@ -148,11 +149,36 @@ def _tokens_at(run: SourceRun, names: Names, steps: list[int]) -> tuple[list[flo
     return [batch * s for s in steps], None
 
 
+def _check_values(run: SourceRun, names: Names, losses: dict[int, float], n: float | None) -> None:
+    """UsageError naming the run and the value where one is impossible: a step below 0 or past
+    LARGEST_STEP, a loss below 0 or past MAX_LOSS, an N past MAX_COUNT (the bounds a fit holds its
+    points to). A NaN or +inf loss is a diverged run's (`resolve`), not refused."""
+    where = f"run {run.name!r}"
+    step = next((s for s in losses if not 0 <= s <= LARGEST_STEP), None)
+    if step is not None:
+        raise UsageError(f"{where}: {names.loss_tag!r} is logged at step {step:g}; a step is a whole number from 0 to "
+                         f"2^63 - 1")
+    low = next(((s, v) for s, v in losses.items() if v < 0 or (math.isfinite(v) and v > MAX_LOSS)), None)
+    if low is not None:
+        raise UsageError(f"{where}: {names.loss_tag!r} is {low[1]!r} at step {low[0]}; a loss is from 0 to "
+                         f"{MAX_LOSS:g} nats per token")
+    if n is not None and n > MAX_COUNT:
+        raise UsageError(f"{where}: {names.n_key!r} is {n:g}, past {MAX_COUNT:g} parameters (a unit slip?)")
+
+
+def _check_tokens(run: SourceRun, tokens: list[float] | None) -> None:
+    if tokens and not all(math.isfinite(t) and t <= MAX_COUNT for t in tokens):
+        worst = next(t for t in tokens if not (math.isfinite(t) and t <= MAX_COUNT))
+        raise UsageError(f"run {run.name!r}: its tokens reach {worst:g}, past {MAX_COUNT:g} (a unit slip?)")
+
+
 def resolve(run: SourceRun, names: Names) -> Resolved:
-    """The run's N, D, final loss and curve by `names` (see choose_names), or why it has none."""
+    """The run's N, D, final loss and curve by `names` (see choose_names), or why it has none;
+    UsageError for an impossible value (`_check_values`)."""
     losses = _series(run.scalars.get(names.loss_tag, ()))
     value = run.params.get(names.n_key)
     n = number(value)
+    _check_values(run, names, losses, n)
     problems = []
     if not losses:
         problems.append(f"no {names.loss_tag!r} logged")
@@ -163,6 +189,7 @@ def resolve(run: SourceRun, names: Names) -> Resolved:
         n = None
     steps = sorted(losses)
     tokens, why = _tokens_at(run, names, steps) if steps else (None, None)
+    _check_tokens(run, tokens)
     if why:
         problems.append(why)
     curve = tuple({"step": s, **({"tokens": int(round(tokens[i]))} if tokens else {}),

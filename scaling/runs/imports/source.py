@@ -17,6 +17,10 @@ from scaling.errors import UsageError
 KINDS = ("tensorboard", "wandb", "mlflow", "csv")
 
 
+# A step is a whole number a run store's metrics.jsonl holds as a 64-bit integer (numpy's astype(int)
+# wrapped 1e19 to -9.2e18, and its tokens with it): every reader and `resolve` hold steps to it.
+LARGEST_STEP = 2**63 - 1
+
 @dataclass(frozen=True)
 class SourceRun:
     """One run of a log. name: the source's own (a folder, a run name or id); params: its

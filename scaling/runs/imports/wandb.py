@@ -29,7 +29,7 @@ import pandas as pd
 from scaling.errors import UsageError
 from scaling.formats import flatten
 from scaling.reading import check_header, read_bounded
-from scaling.runs.imports.source import SourceRun, needs
+from scaling.runs.imports.source import LARGEST_STEP, SourceRun, needs
 
 # A ConfigItem record: protobuf builds its classes at import time, so none is visible to mypy.
 ConfigItem = Any
@@ -134,10 +134,13 @@ def _read_export(path: Path) -> SourceRun:
                          f"found {', '.join(map(str, frame.columns))}")
     numeric = frame.apply(pd.to_numeric, errors="coerce")
     step = numeric["_step"]
-    bad = ~np.isfinite(step) | (step != step.round())
+    # Checked in range before astype(int), which wraps a step past int64 (1e19) to a negative one.
+    bad = ~np.isfinite(step) | (step != step.round()) | (step < 0) | (step > float(LARGEST_STEP))
     if bad.any():
-        raise UsageError(f"{path}: '_step' must be whole numbers; row {int(np.flatnonzero(bad)[0]) + 1} holds "
-                         f"{frame['_step'].iloc[int(np.flatnonzero(bad)[0])]!r}")
+        row = int(np.flatnonzero(bad)[0])
+        held = frame["_step"].iloc[row]
+        held = held.item() if isinstance(held, np.generic) else held      # 1e+19, not np.float64(1e+19)
+        raise UsageError(f"{path}: '_step' must be whole numbers from 0 to 2^63 - 1; row {row + 1} holds {held!r}")
     steps = step.astype(int).tolist()
     scalars = {col: [(s, v) for s, v in zip(steps, numeric[col]) if v == v]
                for col in frame.columns if not col.startswith("_") and numeric[col].notna().any()}

@@ -137,6 +137,8 @@ def import_runs(kind: str, src: str | Path, sweep_dir: str | Path, names: Names 
     runs = sorted(read_source(kind, src, run_key), key=lambda r: r.name)
     if not runs:
         raise UsageError(f"{src} holds no {kind} runs: nothing to import")
+    if not any(run.scalars for run in runs):        # a log truncated to nothing: no store of empty runs
+        raise UsageError(f"{src} holds no logged values (its {kind} runs have no records): nothing to import")
     names = choose_names(runs, names)
     resolved = [resolve(run, names) for run in runs]
     ids = run_ids(runs)
