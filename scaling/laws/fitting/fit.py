@@ -46,7 +46,7 @@ from scaling.laws.fitting.objective import (
     with_prior,
 )
 from scaling.laws.forms.law import Law
-from scaling.schemas.fit import LARGEST_EXPONENT
+from scaling.schemas.laws import LARGEST_EXPONENT
 
 # Hoffmann et al.'s grid of starting points (Besiroglu et al.'s Appendix).
 HOFFMANN_GRID = {
@@ -283,7 +283,7 @@ def check_fit_inputs(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, fi
 
 def _check_bounded(theta: np.ndarray) -> None:
     """UsageError when the optimum lies where a constant is too large for a float, or an exponent
-    beyond what fit.json holds (`schemas.fit.LARGEST_EXPONENT`): the objective keeps falling as A
+    beyond what fit.json holds (`schemas.laws.LARGEST_EXPONENT`): the objective keeps falling as A
     (or B, E) grows with its exponent, so the points do not determine the law."""
     big = [f"{name} = e^{v:.0f}" for name, v in zip(("E", "A", "B"), theta[:3]) if v > LOG_FLOAT_MAX]
     # An exponent past what fit.json holds (a narrow table's alpha ran to 54.6 and was written, then
