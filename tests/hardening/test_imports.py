@@ -182,8 +182,9 @@ def test_a_killed_import_leaves_a_folder_the_next_import_removes(tmp_path):
     assert killed.returncode == -9
     left = [p.name for p in (tmp_path / "store").iterdir()]
     assert len(left) == 1 and left[0].startswith(".imp.importing-"), left
-    (tmp_path / "store" / f".other.importing-{dead_pid()}").mkdir()     # another killed import's
+    other = f".other.importing-{dead_pid()}"
+    (tmp_path / "store" / other).mkdir()     # another store's killed import: not this import's to delete
     assert run_cli(["import", "csv", src, "--runs-dir", out, *flags]).returncode == 0
-    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == ["imp"]
+    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == [other, "imp"]
     assert len(store.read_runs(out)) == 3
 

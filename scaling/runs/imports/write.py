@@ -143,7 +143,7 @@ def import_runs(kind: str, src: str | Path, sweep_dir: str | Path, names: Names 
     resolved = [resolve(run, names) for run in runs]
     ids = run_ids(runs)
     sweep_dir.parent.mkdir(parents=True, exist_ok=True)
-    remove_leftovers(sweep_dir.parent)      # the folders of killed imports (their pid is dead)
+    remove_leftovers(sweep_dir.parent, {sweep_dir.name})    # this store's killed imports' folders, no other's
     building = temp_name(sweep_dir, "importing")
     if building.exists():                   # left by a killed import of this process id
         shutil.rmtree(building)
