@@ -83,10 +83,11 @@ POINTS = "N,D,loss\n" + "".join(f"{n},{d},{2 + 1e3 / n ** 0.3 + 1e3 / d ** 0.3}\
                                 for n in (1e6, 1e7, 1e8) for d in (1e8, 1e9))
 
 
-def fit_table(tmp: Path, name: str = "fit", bootstrap: int = 0) -> Path:
-    """`scaling fit` of a small cross grid of points (a table), into tmp/name; the fit.json path."""
+def fit_table(tmp: Path, name: str = "fit", bootstrap: int = 0, forms: bool = False) -> Path:
+    """`scaling fit` of a small cross grid of points (a table), into tmp/name; the fit.json path.
+    `forms`: with the other law forms fitted beside it (--forms; fit.json's "forms" section)."""
     table = tmp / f"{name}.csv"
     table.write_text(POINTS)
     assert main(["fit", "--csv", str(table), "--n-col", "N", "--d-col", "D", "--loss-col", "loss",
-                 "--bootstrap", str(bootstrap), "--out", str(tmp / name)]) == 0
+                 "--bootstrap", str(bootstrap), *(["--forms"] if forms else []), "--out", str(tmp / name)]) == 0
     return tmp / name / "fit.json"

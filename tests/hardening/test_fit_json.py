@@ -28,8 +28,9 @@ DELETE = object()
 
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory) -> Path:
-    """A fit of a table without bootstrap (an edit would not match a bootstrap file's digest)."""
-    return fit_table(tmp_path_factory.mktemp("fit"))
+    """A fit of a table without bootstrap (an edit would not match a bootstrap file's digest), with
+    the other forms fitted beside it (its "forms" section, which a fit no longer writes by default)."""
+    return fit_table(tmp_path_factory.mktemp("fit"), forms=True)
 
 
 def edited(fit: Path, tmp: Path, edits: dict) -> Path:

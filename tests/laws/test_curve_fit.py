@@ -119,7 +119,7 @@ def test_the_curve_law_module_does_not_load_torch():
 def test_fit_curves_of_a_real_micro_sweep(micro_sweep, tmp_path, capsys):
     _, sweep = micro_sweep
     out = tmp_path / "fit"
-    assert main(["fit", str(sweep.sweep_dir), "--curves", "--bootstrap", "10", "--out", str(out)]) == 0
+    assert main(["fit", str(sweep.sweep_dir), "--curves", "--bootstrap", "10", "--out", str(out), "--verbose"]) == 0
     printed = capsys.readouterr().out
     assert "fitted to the training curves" in printed and "leave one run out" in printed
     fit = json.loads((out / "fit.json").read_text())

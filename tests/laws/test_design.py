@@ -98,7 +98,7 @@ def test_scaling_design_says_a_fit_under_another_form_is_simulated_by_its_chinch
     from scaling.laws.results import fit_file
 
     data = simulate(LAW, isoflop_grid(np.geomspace(1e18, 1e20, 4), LAW, per_budget=5), noise=0.01, seed=0)
-    median = analysis.fit_data(data, bootstrap=20, grid=bt.COARSE_GRID)
+    median = analysis.fit_data(data, bootstrap=20, grid=bt.COARSE_GRID, form="median")
     assert median.median is not None
     config = tmp_path / "micro.yaml"
     config.write_text(yaml.safe_dump({**MICRO, "name": "micro"}))

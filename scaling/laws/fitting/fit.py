@@ -46,7 +46,6 @@ from scaling.laws.fitting.objective import (
     with_prior,
 )
 from scaling.laws.forms.law import Law
-from scaling.schemas.laws import LARGEST_EXPONENT
 
 # Hoffmann et al.'s grid of starting points (Besiroglu et al.'s Appendix).
 HOFFMANN_GRID = {
@@ -282,13 +281,9 @@ def check_fit_inputs(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, fi
 
 
 def _check_bounded(theta: np.ndarray) -> None:
-    """UsageError when the optimum lies where a constant is too large for a float, or an exponent
-    beyond what fit.json holds (`schemas.laws.LARGEST_EXPONENT`): the objective keeps falling as A
-    (or B, E) grows with its exponent, so the points do not determine the law."""
+    """UsageError when the optimum lies where a constant is too large for a float: the objective
+    keeps falling as A (or B, E) grows with its exponent, so the points do not determine the law."""
     big = [f"{name} = e^{v:.0f}" for name, v in zip(("E", "A", "B"), theta[:3]) if v > LOG_FLOAT_MAX]
-    # An exponent past what fit.json holds (a narrow table's alpha ran to 54.6 and was written, then
-    # refused by every command that read it back): the same answer, now, before it is written.
-    big += [f"{name} = {v:.3g}" for name, v in zip(("alpha", "beta"), theta[3:]) if abs(v) > LARGEST_EXPONENT]
     if big:
         raise UsageError(f"the fit runs off to {', '.join(big)} (alpha = {theta[3]:.3g}, beta = {theta[4]:.3g}): "
                          "these points do not bound the law's constants, so it is not identified; "

@@ -125,7 +125,7 @@ class LawFit:
         bias, exp(bias x), is one factor all along a compute curve, so it moves no optimum)."""
         if self.backtest is None or self.backtest.law is None or self._far(compute) <= 0:
             return self.law
-        return self.backtest.law
+        return replace(self.backtest.law, flops=self.law.flops)     # fit.json keeps its constants, not its count
 
     def _plan_at(self, compute: float, seed: int) -> allocation.Plan:
         """`plan` at one budget: N and D minimise `expected_loss` along the compute curve C = c(N) D
