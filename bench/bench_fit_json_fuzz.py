@@ -59,7 +59,7 @@ def fit_small_table(folder: Path, bootstrap: int = 10) -> Path:
     table.write_text(small_table())
     with contextlib.redirect_stdout(io.StringIO()):
         code = main(["fit", "--csv", str(table), "--bootstrap", str(bootstrap), "--unique-tokens", "1e9",
-                     "--out", str(folder / "fit")])
+                     "--forms", "--out", str(folder / "fit")])
     assert code == 0
     return folder / "fit" / "fit.json"
 
@@ -112,15 +112,16 @@ def exercise(path: Path, *, plot: bool) -> bool:
     except UsageError as exc:
         assert "\n" not in str(exc), str(exc)
         return False
-    for use in (fit.summary, lambda: fit.predict(1e9, 2e10), lambda: fit.predict([1e8, 1e10], [1e9, 1e11]),
-                lambda: fit.plan(1e21), lambda: fit.plan([1e19, 1e23]), *([fit.plot] if plot else [])):
+    def draw() -> None:
+        plt.close(scaling.fit_figure(fit))
+
+    for use in (fit.summary, lambda: fit.summary(verbose=True), lambda: fit.predict(1e9, 2e10),
+                lambda: fit.predict([1e8, 1e10], [1e9, 1e11]), lambda: fit.plan(1e21), lambda: fit.plan([1e19, 1e23]),
+                *([draw] if plot else [])):
         try:
-            figure = use()
+            use()
         except UsageError as exc:
             assert "\n" not in str(exc), str(exc)
-        else:
-            if use is fit.plot:
-                plt.close(figure)
     return True
 
 

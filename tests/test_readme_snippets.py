@@ -37,7 +37,7 @@ def test_the_readme_s_python_runs_as_written(tmp_path, monkeypatch, capsys):
     exec(compile(code, "README.md", "exec"), names)
     out = capsys.readouterr().out
     f = names["f"]
-    assert out.startswith("fit of L = E + A/N^alpha + B/D^beta to 9 points") and f"verdict: {f.verdict.upper()}" in out
+    assert out.startswith(f"verdict: {f.verdict.upper()}") and "(9 points; C = 6ND); predicts and plans by" in out
     lo, hi = f.interval("alpha")
     assert lo < f.alpha < hi and f.plan(1e24).intervals is not None and f.predict(1e9, 2e10).interval is not None
     # scaling.compare is `scaling compare`: the same rows, as its --json prints them

@@ -185,7 +185,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def _fit_rows(fit: LawFit, plan: allocation.Plan) -> list[allocation.Allocation]:
     """A fit's plan as the table's rows: its optimum (N, D and loss from `LawFit.plan`), then the
     20-tokens rule and Kaplan's split in the fit's compute measure, each loss as the fit predicts it."""
-    _, *rules = allocation.compare_allocations(fit.law, plan.compute)
+    c = float(plan.compute)
+    rules = (allocation.rule_of_thumb(c, law=fit.law), allocation.kaplan_allocation(c, law=fit.law))
     best = allocation.Allocation("law", float(plan.compute), float(plan.n), float(plan.d), float(plan.loss))
     return [best, *(replace(a, loss=float(fit.expected_loss(a.n, a.d))) for a in rules)]
 

@@ -38,7 +38,8 @@ def plan(r: Report) -> None:
         except UsageError as exc:          # no optimum at this budget, or one that is no model (a flat table)
             lines.append(f"C = {sci(c)}: no plan: {exc}")
             continue
-        others = allocation.compare_allocations(fit.law, c)[-2:]    # the rule's and Kaplan's, in the fit's count
+        # the rule's and Kaplan's, in the fit's count
+        others = (allocation.rule_of_thumb(c, law=fit.law), allocation.kaplan_allocation(c, law=fit.law))
         intervals |= best.intervals is not None
         allocations = (allocation.Allocation("law", c, float(best.n), float(best.d), float(best.loss)),
                        *(replace(a, loss=fit.expected_loss(a.n, a.d)) for a in others))

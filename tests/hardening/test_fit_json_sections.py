@@ -5,9 +5,7 @@ as a TypeError or ZeroDivisionError in summary, predict, plan or plot."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import io
 import json
 import sys
 from pathlib import Path
@@ -16,9 +14,7 @@ from types import ModuleType
 import pytest
 
 import scaling
-from scaling.cli import main
 from scaling.errors import UsageError
-from scaling.laws.results.lawfit import LawFit
 from scaling.report.plot import fit_figure
 
 BENCH = Path(__file__).parents[2] / "bench" / "bench_fit_json_fuzz.py"
@@ -38,15 +34,8 @@ fuzz = _bench()
 
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory) -> Path:
-    """A small table's fit with every section: bootstrap, backtest cuts, forms, hold-out, repeated data.
-    The bench's `fit_small_table` with --forms: a fit no longer fits the other forms by default."""
-    folder = tmp_path_factory.mktemp("sections")
-    table = folder / "table.csv"
-    table.write_text(fuzz.small_table())
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["fit", "--csv", str(table), "--bootstrap", "10", "--unique-tokens", "1e9", "--forms",
-                     "--out", str(folder / "fit")]) == 0
-    return folder / "fit" / "fit.json"
+    """A small table's fit with every section: bootstrap, backtest cuts, forms, hold-out, repeated data."""
+    return fuzz.fit_small_table(tmp_path_factory.mktemp("sections"))
 
 
 def _edited(fitted: Path, tmp: Path, dotted: str, value) -> Path:
@@ -125,9 +114,7 @@ def test_plot_refuses_a_law_without_an_optimum_to_draw(fitted, tmp_path, dotted,
 FUZZ = 200           # the bench runs 5,000 (bench/bench_fit_json_fuzz.py)
 
 
-def test_fuzzed_sections_with_restamped_side_files_never_raise_past_the_schema(fitted, tmp_path, monkeypatch):
-    # the bench draws by `fit.plot`, which LawFit no longer has: draw by fit_figure, as a notebook now does
-    monkeypatch.setattr(LawFit, "plot", fit_figure, raising=False)
+def test_fuzzed_sections_with_restamped_side_files_never_raise_past_the_schema(fitted, tmp_path):
     tally = fuzz.fuzz(fitted, tmp_path, FUZZ, seed=53, reports=1, plot_every=40)
     assert not tally.failed, tally.failed
     assert 0 < tally.accepted < FUZZ, tally.line()        # mutations both refused and used

@@ -83,4 +83,4 @@ def test_plot_of_a_fit_of_one_resample_draws(tmp_path):
     """Issue 53, item 8: with one resample the loss's interval can lie beside its centre, and the
     figure raised "'yerr' must not contain negative values"."""
     import matplotlib.pyplot as plt
-    plt.close(scaling.fit(FRAME, bootstrap=1, form="chinchilla", seed=1).plot())
+    plt.close(scaling.fit_figure(scaling.fit(FRAME, bootstrap=1, form="chinchilla", seed=1)))

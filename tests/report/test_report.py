@@ -30,8 +30,9 @@ from scaling.report.style import DPI
 from scaling.runs import store
 from tests.conftest import MICRO_RUNS
 
+# Not "forms": `scaling fit` fits the other law forms only with --forms now, and the shared fit has none.
 FIGURES = ("loss_curves", "context_curves", "final_loss", "isoflop", "frontiers", "residuals", "bootstrap",
-           "task_metrics", "forms")
+           "task_metrics")
 BOOT = "12"
 
 
@@ -78,11 +79,14 @@ def test_report_of_a_fit_draws_every_figure_from_the_runs(from_fit):
         assert image[..., :3].std() > 0.05          # not a blank canvas
         assert svg.read_text().lstrip().startswith("<?xml")
         assert f"(figures/{name}.png)" in md and f"(figures/{name}.svg)" in md
-    # Only the backtest's figure is not drawn: the micro store is too small for any cut, and its section says so.
+    # Only the backtest's figure is not drawn (the micro store is too small for any cut, and its section says
+    # so), and the forms' (a fit made without --forms has none).
     not_drawn = md[md.index("## Figures not drawn"):].split("\n## ")[0]
     assert [line for line in not_drawn.splitlines() if line.startswith("- ")] == [
         "- The backtest: each cut's predictions of the top budget's runs, with their intervals: no backtest cut "
-        "could be made (see its section)"]
+        "could be made (see its section)",
+        "- The law's forms side by side along compute, with their prediction intervals and backtests: no forms in "
+        "this fit.json"]
     assert "backtest: no cut could be made" in md
     # Every run of the store is in the run table.
     assert md.count("| finished |") == MICRO_RUNS
@@ -266,7 +270,7 @@ def test_report_of_the_packaged_dataset(tmp_path):
     assert "240 points (not listed here; see the source)" in md
     assert "`scaling fit --dataset chinchilla --drop-highest-loss 5 --bootstrap 0 --seed 0` writes the same" in md
     drawn = sorted(p.stem for p in (out / "figures").glob("*.png"))
-    assert drawn == ["backtest", "final_loss", "forms", "frontiers", "isoflop", "residuals"]
+    assert drawn == ["backtest", "final_loss", "frontiers", "isoflop", "residuals"]     # no forms: fitted without them
     assert "Figures not drawn" in md and "no training curves" in md
     # The backtest, as fit.json records it: one row per factor, the farthest in the sentence above it.
     assert "## Backtest: how far beyond its data" in md and "predicts runs 30x beyond its fitted compute" in md
@@ -353,7 +357,7 @@ def test_fit_whose_runs_are_gone_renders_the_law(fit_dir, tmp_path):
     path.write_text(json.dumps(fit))
     rep = build_report(load_inputs(path))
     md = rep.doc.markdown()
-    assert "was not found" in md and set(rep.figures) == {"frontiers", "forms"}     # drawn from fit.json alone
+    assert "was not found" in md and set(rep.figures) == {"frontiers"}     # drawn from fit.json alone (no forms in it)
     assert rep.holdout.to_json() == fit["holdout"]
     _number(_table_row(md, "alpha")[1], fit["params"]["alpha"])
 

@@ -19,7 +19,7 @@ from scaling.laws.forms.form import optimum
 from scaling.laws.forms.law import Law
 from scaling.laws.optimal import allocation
 from scaling.laws.results import fit_file
-from scaling.report.beyond import forms_along, forms_section
+from scaling.report.beyond import backtest_section, forms_along, forms_section
 from scaling.report.beyond_figures import HIT, interval_errors
 from scaling.report.decisions import plan
 from scaling.report.inputs import Inputs
@@ -55,10 +55,11 @@ def test_holdout_refit_at_another_fraction_carries_the_fits_prior_on_E():
 
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory):
-    """A fit of a simulated IsoFLOP sweep with its forms and backtest, and the same fit read back
-    from its fit.json (the fitted form's resamples then come from fit.bootstrap.csv)."""
+    """A fit of a simulated IsoFLOP sweep with its forms (`forms=True`: a fit no longer fits them by
+    default) and backtest, predicting by the fitted law (the default), and the same fit read back from
+    its fit.json (the fitted form's resamples then come from fit.bootstrap.csv)."""
     data = sweep(noise=0.008)
-    fit = analysis.fit_data(data, bootstrap=40)
+    fit = analysis.fit_data(data, bootstrap=40, forms=True)
     path = fit_file.write_fit(tmp_path_factory.mktemp("fit"), fit)
     return data, fit, fit_file.load_fit(path)
 
@@ -85,9 +86,12 @@ def test_each_forms_curve_passes_through_its_prediction_at_the_target_compute(si
             assert (c.loss[1], c.lo[1], c.hi[1]) == pytest.approx((p["loss"], p["lo"], p["hi"]), rel=1e-12), e.name
             assert c.lo[2] < c.loss[2] < c.hi[2] and c.hi[2] - c.lo[2] > c.hi[1] - c.lo[1]   # wider further out
             assert c.backtest == tuple((k.factor, k.median_abs_error) for k in e.cuts if k.made and k.errors)
-    head = made.forms.entry("chinchilla")           # the planner: the median (the default) has no optimum of its own
+    # The target run is the headline (the Chinchilla form)'s optimum; the median's curve there is the
+    # loss the fit predicts when the median of the forms predicts (`--form median`).
+    head = made.forms.entry("chinchilla")
     n, d = (float(v) for v in optimum(head.law, float(grid[2]))[:2])
-    assert forms_along(made, grid)[-1].loss[2] == pytest.approx(float(made.expected_loss(n, d)), rel=1e-12)
+    by_median = replace(made, form="median")
+    assert forms_along(made, grid)[-1].loss[2] == pytest.approx(float(by_median.expected_loss(n, d)), rel=1e-12)
 
 
 def test_the_report_sets_the_forms_side_by_side_and_draws_the_backtest(simulated):
@@ -119,10 +123,16 @@ def test_the_report_sets_the_forms_side_by_side_and_draws_the_backtest(simulated
     # The backtest: its table and, for every predicted run, its error and interval, dark where the observed
     # loss lies inside: as many as the backtest counted inside.
     assert "## Backtest" in md and "backtest" in r.figures
-    # The median of the forms predicts (the default): the section gives its own cuts first, what the
-    # verdict judges, then the Chinchilla-form law's, which the figure draws.
+    # The fitted law predicts (the default): the section gives its cuts, and no median's.
     section = md[md.index("## Backtest"):].split("\n## ")[0]
-    assert summary_line(fit.median_backtest) in section and summary_line(fit.backtest) in section
+    assert fit.median_backtest is None and summary_line(fit.backtest) in section
+    assert "by the median of the forms" not in section
+    # Where the median of the forms predicts (--form median), the section gives its own cuts first, what
+    # the verdict judges, then the Chinchilla-form law's, which the figure draws.
+    by_median = Report.start(Inputs("sim", replace(fit, form="median"), data))
+    backtest_section(by_median)
+    section = by_median.doc.markdown()
+    assert summary_line(by_median.fit.median_backtest) in section and summary_line(fit.backtest) in section
     assert section.index("by the median of the forms") < section.index("form's law (the constants")
     for cut in fit.backtest.made:
         lo, hi = interval_errors(cut.errors, cut.half_widths)
@@ -170,8 +180,15 @@ def test_the_reports_plan_is_the_fits_plan(simulated, form):
         assert row[3].startswith(f"{best.n:.4g} [") and row[-1].rstrip(" |") == f"{best.loss:.4f} [{lo:.4f}, {hi:.4f}]"
         assert lo < best.loss < hi
     assert ("the tied form's" in r.doc.markdown()) == (form == "tied")
-    if form == "median":                      # the fitted form's allocation, the median's loss
-        assert best.n == pytest.approx(float(fit.law.n_opt(r.budgets[-1])), rel=1e-12)
+    if form == "median":
+        # The median plans by its own optimum: the numeric argmin of its prediction along the compute
+        # curve (no longer the fitted form's allocation), which it names; no run beside it on the curve
+        # is predicted lower.
+        assert best.law.startswith("the median of the forms")
+        assert fit.predict(best.n, best.d).loss == pytest.approx(best.loss, rel=1e-12)
+        for step in (0.97, 1.03):
+            n = best.n * step
+            assert fit.expected_loss(n, fit.law.flops.tokens(r.budgets[-1], n)) >= best.loss * (1 - 1e-9)
 
 
 def test_the_reports_plan_footnote_quotes_the_scatter_of_the_law_that_gives_the_interval(simulated):
@@ -196,8 +213,9 @@ def _axis(fig, title):
 def test_the_reports_figures_draw_the_law_the_fit_plans_with(simulated, form):
     # Under --form kaplan the plan is the Kaplan form's: the IsoFLOP figure's optima are the plan's N at
     # each budget, the frontier is that form's optimum, the residuals are of its law, and each caption
-    # says which law it draws. The median of the forms plans by the Chinchilla form's allocation: its
-    # figures draw that law and say why; a default fit's captions say nothing of it.
+    # says which law it draws; so for the fitted law (the default), whose captions say nothing of it.
+    # The median of the forms has no one law: its figures draw the Chinchilla form's and say why (its
+    # plan is now its own argmin along the compute curve, so the stars are that law's optima, not the plan's).
     data, _, fit = simulated
     fit = replace(fit, form=form)
     r = build_report(Inputs("sim", fit, data))
@@ -205,7 +223,7 @@ def test_the_reports_figures_draw_the_law_the_fit_plans_with(simulated, form):
     stars = next(c for c in _axis(r.figures["isoflop"], "Compute-optimal").collections
                  if c.get_label() == "law's optimum at each budget").get_offsets()
     for c, n in stars:
-        assert n == pytest.approx(float(fit.plan(c).n), rel=1e-9)
+        assert n == pytest.approx(float(law.n_opt(c) if form == "median" else fit.plan(c).n), rel=1e-9)
     frontier = next(line for line in _axis(r.figures["frontiers"], "Iso-loss").get_lines()
                     if line.get_label() == "your fit, extrapolated")
     x, y = frontier.get_data()
@@ -233,10 +251,11 @@ def _iso_legends(fig) -> list[str]:
 
 @pytest.mark.parametrize("form", ["chinchilla", "kaplan", "median"])
 def test_the_fit_figure_draws_the_intervals_of_the_law_it_draws(simulated, form):
-    # LawFit.plot under --form kaplan draws the Kaplan form's law, so its band of N_opt is that form's
+    # The fit figure under --form kaplan draws the Kaplan form's law, so its band of N_opt is that form's
     # plan over its own resamples (not the Chinchilla-form bootstrap's, which differs), and its legends
-    # name the form drawn, never "Approach 3" (the Chinchilla-form fit's); the median of the forms plans
-    # by the fitted form's allocation, whose band it keeps, with the median's loss interval named so.
+    # name the form drawn, never "Approach 3" (the Chinchilla-form fit's). The band is always the plan's:
+    # the fitted law's (the default) is its bootstrap's inside the data (beyond it the plan is the
+    # backtest's law's); the median's is its own argmin's, with the median's loss interval named so.
     fit = replace(simulated[2], form=form)
     sizes = _axis(fig := fit_figure(fit), "Compute-optimal")
     (band,) = [c for c in sizes.collections if c.get_label().endswith("N_opt, 95% interval (bootstrap)")]
@@ -244,8 +263,10 @@ def test_the_fit_figure_draws_the_intervals_of_the_law_it_draws(simulated, form)
     some = np.flatnonzero((x > x.min()) & (x < x.max()))[::15]     # not the corners that close the polygon
     lo, hi = fit.plan(x[some]).intervals.n
     assert np.all(np.isclose(y[some], lo, rtol=1e-9) | np.isclose(y[some], hi, rtol=1e-9)) and len(some) >= 6
-    own = allocation.optimum_intervals(fit.law, fit.resampled, x[some], level=0.95, widen=fit.ci.widened_by).n
-    assert np.allclose(lo, own[0], rtol=1e-9) == (form != "kaplan")
+    inside = x[some] <= fit.data.c_range[1]
+    own = allocation.optimum_intervals(fit.law, fit.resampled, x[some][inside], level=0.95,
+                                       widen=fit.ci.widened_by).n
+    assert np.allclose(lo[inside], own[0], rtol=1e-9) == (form == "chinchilla") and inside.sum() >= 4
     labels = _iso_legends(fig)
     name = {"kaplan": "kaplan form's", "median": "median of the forms'"}.get(form, "law's")
     assert f"{name} loss at each optimum, 95% interval" in labels

@@ -39,7 +39,8 @@ COMPUTE = 5e9
 def known_fit(tmp_path_factory):
     """fit.json of an IsoFLOP sweep simulated from LAW (0.5% noise), and the micro config's YAML."""
     runs = simulate.isoflop_grid(np.geomspace(5e8, 4e9, 4), LAW, per_budget=5, span=4.0)
-    fit = analysis.fit_data(simulate.simulate(LAW, runs, noise=0.005, seed=0), bootstrap=40)
+    # forms=True: the tests of validating under another form (`--form kaplan`) read the forms beside it.
+    fit = analysis.fit_data(simulate.simulate(LAW, runs, noise=0.005, seed=0), bootstrap=40, forms=True)
     root = tmp_path_factory.mktemp("validate")
     config = root / "micro.yaml"
     config.write_text(yaml.safe_dump(MICRO))

@@ -141,6 +141,8 @@ class LawFit:
                 raise UsageError(f"the median of the forms: {exc}") from None
         else:
             law = self.planning_law(compute)
+            if law is not self.law:       # the fit itself must identify an allocation (a flat table's does not)
+                allocation.model_optimum(self.law, compute)
             if not law.has_optimum:
                 raise UsageError(f"this law has no compute-optimal allocation: alpha {law.alpha:.4g} and beta "
                                  f"{law.beta:.4g} must both be positive")

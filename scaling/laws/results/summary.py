@@ -134,8 +134,9 @@ def format_decision(fit: Decided) -> str:
     out.append(f"law: L = {law.E:.4g} + {law.A:.4g}/N^{law.alpha:.4f} + {law.B:.4g}/D^{law.beta:.4f} "
                f"({fit.data.n_points} points; {fit.law.flops.describe()}); predicts and plans by {fit.predictor}")
     out.append("  " + "   ".join(f"{name} = {_shown(fit, name)}" for name in ("alpha", "beta", "E")))
-    out.append(f"allocation: a = {_shown(fit, 'a')} (N_opt ~ C^a); tokens per parameter at C = "
-               f"{fit.reference_compute:.3g}: {_shown(fit, 'tokens_per_param')}")
+    at = "" if fit.reference_compute is None else f" at C = {fit.reference_compute:.3g}"
+    out.append(f"allocation: a = {_shown(fit, 'a')} (N_opt ~ C^a); tokens per parameter{at}: "
+               f"{_shown(fit, 'tokens_per_param')}")
     budgets = [] if fit.reference_compute is None else [(fit.reference_compute, "")]
     if fit.data.c_range is not None:
         top = float(fit.data.c_range[1])
