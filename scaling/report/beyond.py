@@ -58,7 +58,7 @@ def backtest_section(r: Report) -> None:
     header = ["factor", "runs fitted", "fitted up to C", "runs predicted", "median error", "worst", "bias",
               f"inside the {100 * check.level:g}% interval", "median half-width"]
     if (median := r.fit.median_backtest) is not None:
-        r.doc.p("The fit predicts beyond its data by the median of the forms (the default; the forms section): "
+        r.doc.p("The fit predicts beyond its data by the median of the forms (`--form median`; the forms section): "
                 "each cut's prediction of the top budget's runs is the geometric median of the forms' cut "
                 "predictions, each moved by its form's bias, its interval its own rule's, learned from these cuts "
                 "(in-sample, as far as its calibration goes). This is what the verdict judges. "

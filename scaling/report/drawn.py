@@ -61,8 +61,8 @@ def drawn_note(fit: LawFit) -> str:
         return (f" The law drawn is the Chinchilla form's: the {entry.name} form chosen by `--form` "
                 + (f"could not be fitted ({entry.reason})." if entry.params is None else "has no optimum."))
     if fit.form == MEDIAN:
-        return (" The law drawn is the Chinchilla form's: the median of the forms (the default) has no one law "
-                "of its own; it plans by this law's allocation and predicts the loss as the forms table shows.")
+        return (" The law drawn is the Chinchilla form's: the median of the forms (`--form median`) has no one law "
+                "of its own; it predicts the loss as the forms table shows and plans by its own optimum.")
     return ""
 
 
@@ -77,8 +77,8 @@ def chinchilla_note(fit: LawFit) -> str:
 def chosen_form_line(fit: LawFit) -> str | None:
     """The summary's sentence saying which law predicts and plans where `--form` chose another; else None."""
     if fit.median is not None:
-        return ("Predictions and their intervals are the median of the forms' (the default, `--form median`; the "
-                "forms table), at this law's allocation; the constants and diagnostics are this law's, the verdict's "
+        return ("Predictions, plans and their intervals are the median of the forms' (`--form median`; the forms "
+                "table), its plan its own optimum; the constants and diagnostics are this law's, the verdict's "
                 "backtest check the median's.")
     if (entry := fit.form_entry) is None:
         return None

@@ -181,10 +181,9 @@ class LawFit:
     def expected_loss(self, n: npt.ArrayLike, d: npt.ArrayLike) -> float | np.ndarray: ...
     def expected_loss(self, n: npt.ArrayLike, d: npt.ArrayLike) -> float | np.ndarray:
         """The loss predicted for N parameters on D tokens, without an interval (`predict` gives
-        one); broadcasts. By default (`form="median"`) the median of the forms' (`median`); a form
-        chosen by `--form` predicts by its own law (`FormEntry.predict`); the fitted law alone
-        (`form="chinchilla"`): its own inside the fitted compute, beyond it the backtest's law moved
-        by the bias the backtest measured."""
+        one); broadcasts. By default the fitted law: its own inside the fitted compute, beyond it the
+        backtest's law moved by the bias the backtest measured; a form chosen by `--form` by its own
+        law (`FormEntry.predict`); `form="median"` the median of the forms' (`median`)."""
         if (entry := self.form_entry) is not None:
             center = entry.predict(n, d, self.beyond(n, d), level=self.level, noise=False)[0]
             return float(center) if np.ndim(center) == 0 else center
@@ -316,10 +315,10 @@ class LawFit:
 
     @property
     def median(self) -> Combined | None:
-        """The median of the forms where it predicts (the default, `--form median`; `checks.combined`):
-        the loss `predict`, `plan` and `validate` give and its interval are then its, inside the data
-        too (its rule's interval is the runs' scatter there), beyond it never narrower than the
-        backtest law's own estimation error; the allocation stays the fitted form's."""
+        """The median of the forms where it predicts (`--form median`; `checks.combined`): the loss
+        `predict`, `plan` and `validate` give and its interval are then its, inside the data too (its
+        rule's interval is the runs' scatter there), beyond it never narrower than the backtest law's
+        own estimation error; `plan` is its own optimum along the compute curve."""
         return self.forms.combined if self.forms is not None and self.form == MEDIAN else None
 
     @property
@@ -364,7 +363,7 @@ class LawFit:
 
     def predict(self, n: npt.ArrayLike, d: npt.ArrayLike, seed: int = 0) -> allocation.Prediction:
         """The loss of one run of N parameters trained on D tokens (`expected_loss`: by default the
-        median of the forms'), with a 95% prediction interval that holds the constants' uncertainty
+        law that predicts, `predictor`), with a 95% prediction interval that holds the constants' uncertainty
         and the runs' scatter (`loss_interval`), and how far beyond the fitted compute it lies
         (`beyond`, a factor; 1.0 inside the data). n and d broadcast as numpy's: arrays give arrays
         of losses and of bounds.
