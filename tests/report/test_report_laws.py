@@ -238,7 +238,7 @@ def test_the_reports_figures_draw_the_law_the_fit_plans_with(simulated, form):
     assert ("has no one law of its own" in md) == (form == "median")
     assert ("It is the Chinchilla-form fit's" in md) == (form != "chinchilla")
     assert ("the plan and the figures of the law are the kaplan form's" in md) == (form == "kaplan")
-    assert ("Predictions and their intervals are the median of the forms'" in md) == (form == "median")
+    assert ("Predictions, plans and their intervals are the median of the forms'" in md) == (form == "median")
 
 
 def _iso_legends(fig) -> list[str]:

@@ -141,11 +141,12 @@ class LawFit:
                 raise UsageError(f"the median of the forms: {exc}") from None
         else:
             law = self.planning_law(compute)
-            if law is not self.law:       # the fit itself must identify an allocation (a flat table's does not)
+            for each in dict.fromkeys((self.law, law)):    # the fit itself must identify an allocation too
+                if not each.has_optimum:
+                    raise UsageError(f"this law has no compute-optimal allocation: alpha {each.alpha:.4g} and beta "
+                                     f"{each.beta:.4g} must both be positive")
+            if law is not self.law:       # (a flat table's has one that is no model: N 1e183 on D 1e-165)
                 allocation.model_optimum(self.law, compute)
-            if not law.has_optimum:
-                raise UsageError(f"this law has no compute-optimal allocation: alpha {law.alpha:.4g} and beta "
-                                 f"{law.beta:.4g} must both be positive")
             n, d = (float(v) for v in allocation.model_optimum(law, compute))
         return allocation.Plan(compute, n, d, float(self.expected_loss(n, d)),
                                self._plan_intervals(compute, n, d, seed), law=self.predictor, note=self.reach(compute))
