@@ -39,9 +39,10 @@ from scaling.laws.forms.form import curve_minimum
 from scaling.laws.forms.law import Law
 from scaling.laws.optimal import allocation
 from scaling.laws.repeated import Repeated
+from scaling.laws.results.decision import format_decision
 from scaling.laws.results.fit_schema import KIND, VERSION, backtest_of, check_fit, forms_of, holdout_of, repeated_of
 from scaling.laws.results.fit_sections import DataSummary, FitOptions, Intervals
-from scaling.laws.results.summary import format_decision, format_summary
+from scaling.laws.results.summary import format_summary
 
 DEFAULT_BOOTSTRAP = 1000
 INTERVAL_NAMES = resampling.CI_NAMES   # what a fit has an interval of (`LawFit.interval`)

@@ -12,7 +12,6 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from scaling.errors import UsageError
 from scaling.formats import plain_table, sci
 from scaling.laws.checks.backtest import Backtest
 from scaling.laws.checks.backtest_text import format_backtest, summary_line
@@ -21,7 +20,7 @@ from scaling.laws.checks.cross_forms import Forms, fitted_form, format_forms
 from scaling.laws.checks.verdict import PASS, Diagnostics
 from scaling.laws.curves.law import DECAY
 from scaling.laws.forms.law import PARAM_NAMES, Law
-from scaling.laws.optimal.allocation import Allocation, OptimumIntervals, Plan
+from scaling.laws.optimal.allocation import Allocation, OptimumIntervals
 from scaling.laws.repeated import Repeated, RepeatedPlan
 
 FORMATS = {"E": ".4f", "A": ".4g", "B": ".4g", "alpha": ".4f", "beta": ".4f", "a": ".4f", "b": ".4f",
@@ -107,102 +106,6 @@ class Summarised(Protocol):
     def forms(self) -> Forms | None: ...
 
     def interval(self, name: str) -> tuple[float, float] | None: ...
-
-
-class Decided(Summarised, Protocol):
-    """What the short summary reads besides: the plan at a budget and the law that makes it."""
-
-    @property
-    def predictor(self) -> str: ...
-
-    def plan(self, compute: float, seed: int = 0) -> Plan: ...
-
-
-# How far beyond its largest run the short summary says what the law predicts.
-AHEAD = (3.0, 10.0)
-SHOWN_REASONS = 3       # the verdict's reasons the short summary lists (--verbose: all)
-SHORT_REASON = 150      # characters of a reason shown there
-
-
-def format_decision(fit: Decided) -> str:
-    """What `scaling fit` prints by default, the decision first, in about 15 lines: the verdict and
-    its first reasons, the law that predicts and plans, a and tokens per parameter, the plan at the
-    reference compute, how far the law was tested and what it predicts 3x and 10x beyond its runs.
-    `format_summary` (--verbose) has the rest."""
-    out = format_verdict_short(fit)
-    law = fit.law
-    out.append(f"law: L = {law.E:.4g} + {law.A:.4g}/N^{law.alpha:.4f} + {law.B:.4g}/D^{law.beta:.4f} "
-               f"({fit.data.n_points} points; {fit.law.flops.describe()}); predicts and plans by {fit.predictor}")
-    out.append("  " + "   ".join(f"{name} = {_shown(fit, name)}" for name in ("alpha", "beta", "E")))
-    at = "" if fit.reference_compute is None else f" at C = {fit.reference_compute:.3g}"
-    out.append(f"allocation: a = {_shown(fit, 'a')} (N_opt ~ C^a); tokens per parameter{at}: "
-               f"{_shown(fit, 'tokens_per_param')}")
-    budgets = [] if fit.reference_compute is None else [(fit.reference_compute, "")]
-    if fit.data.c_range is not None:
-        top = float(fit.data.c_range[1])
-        budgets += [(f * top, f"{f:g}x beyond its largest run: ") for f in AHEAD]
-    for compute, label in budgets:
-        out.append(f"{label}{_plan_text(fit, compute)}")
-    if fit.backtest is not None:
-        out.append(summary_line(fit.median_backtest or fit.backtest).replace("backtest:", "tested:", 1))
-    return "\n".join(out)
-
-
-def _shown(fit: Decided, name: str) -> str:
-    """A value of the fit and its interval, clipped to what the quantity can be (`clipped`)."""
-    value = getattr(fit.law, name) if name in PARAM_NAMES else getattr(fit, name)
-    return _with_interval(value, clipped(name, fit.interval(name), fit), FORMATS[name])
-
-
-def clipped(name: str, bounds: Sequence[float | None] | None, fit: Decided) -> tuple | None:
-    """An interval within what its quantity can be: exponents from 0, E from 0 to the lowest loss
-    (no run reached below it), a and b within [0, 1]; (nan, nan), shown as "not determined", where
-    its upper bound lies beyond ten times the quantity's range (an exponent past 10: alpha
-    [-2.40, 132239] is no interval). Other quantities as they are."""
-    if bounds is None or bounds[0] is None or bounds[1] is None:
-        return None
-    lo, hi = float(bounds[0]), float(bounds[1])
-    if name not in ("alpha", "beta", "E", "a", "b"):
-        return lo, hi
-    lowest = fit.data.loss_range[0] if fit.data.loss_range else math.inf
-    top = {"E": lowest, "a": 1.0, "b": 1.0}.get(name, math.inf)
-    if hi > 10.0 * (top if math.isfinite(top) else 1.0):
-        return math.nan, math.nan
-    return max(lo, 0.0), min(hi, top)
-
-
-def _plan_text(fit: Decided, compute: float) -> str:
-    """The plan at `compute` in one line (its words where the law has none)."""
-    try:
-        p = fit.plan(compute)
-    except UsageError as exc:
-        return f"at C = {compute:.3g}: no plan ({exc})"
-    iv = p.intervals
-
-    def pair(name: str, fmt: str) -> str:
-        return "" if iv is None else _interval_text(getattr(iv, name), fmt)
-
-    return (f"at C = {compute:.3g}: N = {p.n:.3g}{pair('n', '.3g')}, D = {p.d:.3g}{pair('d', '.3g')}, "
-            f"loss {p.loss:.4f}{pair('loss', '.4f')}" + (f" ({p.note})" if p.note else ""))
-
-
-def _interval_text(bounds: tuple, fmt: str) -> str:
-    lo, hi = bounds
-    return " [no interval]" if not (math.isfinite(lo) and math.isfinite(hi)) else f" [{lo:{fmt}}, {hi:{fmt}}]"
-
-
-def format_verdict_short(fit: Decided) -> list[str]:
-    """The verdict and its first SHOWN_REASONS reasons, each cut at SHORT_REASON characters."""
-    if fit.diagnostics is None:
-        return ["verdict: none recorded (this fit.json predates the diagnostics; refit it for one)"]
-    d = fit.diagnostics
-    n_fail = len(d.failing())
-    out = [f"verdict: {d.verdict.upper()} ({n_fail} of {len(d.checks)} checks did not pass)"]
-    for reason in d.reasons[:SHOWN_REASONS]:
-        out.append("  " + (reason if len(reason) <= SHORT_REASON else reason[:SHORT_REASON - 3].rstrip() + "..."))
-    if len(d.reasons) > SHOWN_REASONS:
-        out.append(f"  ... and {len(d.reasons) - SHOWN_REASONS} more (--verbose, or 'diagnostics' in fit.json)")
-    return out
 
 
 def format_summary(fit: Summarised) -> str:
@@ -308,9 +211,9 @@ def format_repeated(fit: Summarised) -> list[str]:
     if r.law.r_d_star is None:
         return out + [f"  {r.message}"]
     base = r.law.base
-    out.append(f"  R_D*   = {_with_interval(r.law.r_d_star, r.interval('r_d_star'), '.3g')}   (a token seen for the "
+    out.append(f"  R_D*   = {with_interval(r.law.r_d_star, r.interval('r_d_star'), '.3g')}   (a token seen for the "
                "k-th time is worth exp(-(k-1)/R_D*) of a fresh one)")
-    out.append("  base   " + ", ".join(f"{k} {_with_interval(getattr(base, k), r.interval(k), FORMATS[k])}"
+    out.append("  base   " + ", ".join(f"{k} {with_interval(getattr(base, k), r.interval(k), FORMATS[k])}"
                                        for k in ("alpha", "beta")) + f"; residual RMS {r.residual_rms:.4g}")
     if r.message:
         out.append(f"  note: {r.message}")
@@ -330,8 +233,8 @@ def format_curves(fit: Summarised) -> list[str]:
     for name, key, f in (("a", "a", ".4f"), ("tokens per parameter", "tokens_per_param", ".4g")):
         mine = c["allocation"]["a"] if key == "a" else c["tokens_per_param_at_reference"]
         final = fit.a if key == "a" else fit.tokens_per_param
-        out.append(f"  {name:<20} curves {_with_interval(mine, ci.get(key), f)}   "
-                   f"final losses {_with_interval(final, fit.interval(key), f)}")
+        out.append(f"  {name:<20} curves {with_interval(mine, ci.get(key), f)}   "
+                   f"final losses {with_interval(final, fit.interval(key), f)}")
     rms = [size["law"]["rms"] for size in c["sizes"]]
     out.append(f"  curve laws: {sum(size['law']['n_points'] for size in c['sizes'])} evaluations past the warmup, "
                f"residual RMS {min(rms):.3g} to {max(rms):.3g} (loss) by size; L(N, D) to their final losses "
@@ -367,7 +270,7 @@ def _decay_profile(profile: Iterable[tuple[float, float]] | None) -> str:
             f"{rms.get(DECAY, math.nan):.4g} at Tissue et al.'s {DECAY:g}")
 
 
-def _with_interval(value: float | None, bounds: Sequence[float | None] | None, f: str) -> str:
+def with_interval(value: float | None, bounds: Sequence[float | None] | None, f: str) -> str:
     text = "undefined" if value is None else format(value, f)
     if not bounds or None in bounds:
         return text
@@ -385,8 +288,8 @@ def format_conventions(fit: Summarised) -> list[str]:
         if "reason" in c:
             out.append(f"  {name:<13} no fit: {c['reason']}")
             continue
-        out.append(f"  {name:<13} a = {_with_interval(c['a'], c['a_ci'], '.3f')}, tokens per parameter "
-                   f"{_with_interval(c['tokens_per_param'], c['tokens_per_param_ci'], '.3g')} "
+        out.append(f"  {name:<13} a = {with_interval(c['a'], c['a_ci'], '.3f')}, tokens per parameter "
+                   f"{with_interval(c['tokens_per_param'], c['tokens_per_param_ci'], '.3g')} "
                    f"({c['n_resamples']} resamples)")
     return out
 
