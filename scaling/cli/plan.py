@@ -21,7 +21,6 @@ import argparse
 import json
 import math
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -151,7 +150,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         allocation.check_allocatable(law, choice.name)
     if fit is not None:      # the law that predicts plans: `LawFit.plan`, its optimum along the compute curve
         fitted = [fit.plan(c) for c in computes]
-        plans = [_fit_rows(fit, p) for p in fitted]
+        plans = [summary.plan_rows(fit, p) for p in fitted]
         intervals = {c: p.intervals for c, p in zip(computes, fitted)}
     else:
         plans = [allocation.compare_allocations(law, c) for c in computes]   # UsageError: an optimum of no model
@@ -180,15 +179,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if repeated is not None:
         print("\n" + "\n".join(summary.format_repeated_plan(repeated)))
     return 0
-
-
-def _fit_rows(fit: LawFit, plan: allocation.Plan) -> list[allocation.Allocation]:
-    """A fit's plan as the table's rows: its optimum (N, D and loss from `LawFit.plan`), then the
-    20-tokens rule and Kaplan's split in the fit's compute measure, each loss as the fit predicts it."""
-    c = float(plan.compute)
-    rules = (allocation.rule_of_thumb(c, law=fit.law), allocation.kaplan_allocation(c, law=fit.law))
-    best = allocation.Allocation("law", float(plan.compute), float(plan.n), float(plan.d), float(plan.loss))
-    return [best, *(replace(a, loss=float(fit.expected_loss(a.n, a.d))) for a in rules)]
 
 
 def _extrapolation_notes(fit: LawFit | None, computes: list[float]) -> list[str]:

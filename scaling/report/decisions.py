@@ -6,16 +6,13 @@ takes the `Report` being built and writes into it.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from scaling.errors import UsageError
 from scaling.formats import sci
-from scaling.laws.optimal import allocation
 from scaling.laws.repeated.fit import at_bound
 from scaling.laws.results.lawfit import LawFit
-from scaling.laws.results.summary import allocation_row
+from scaling.laws.results.summary import allocation_row, plan_rows
 from scaling.report import decision_figures, prose
 from scaling.report.drawn import drawn_law, drawn_note
 from scaling.report.page import Report
@@ -38,11 +35,8 @@ def plan(r: Report) -> None:
         except UsageError as exc:          # no optimum at this budget, or one that is no model (a flat table)
             lines.append(f"C = {sci(c)}: no plan: {exc}")
             continue
-        # the rule's and Kaplan's, in the fit's count
-        others = (allocation.rule_of_thumb(c, law=fit.law), allocation.kaplan_allocation(c, law=fit.law))
         intervals |= best.intervals is not None
-        allocations = (allocation.Allocation("law", c, float(best.n), float(best.d), float(best.loss)),
-                       *(replace(a, loss=fit.expected_loss(a.n, a.d)) for a in others))
+        allocations = plan_rows(fit, best)
         largest_n = max(largest_n, *(a.n for a in allocations))
         rows += [[prose.beyond_runs(c, top), *allocation_row(a, best.intervals)] for a in allocations]
     if not rows:                           # as `scaling plan` refuses: the reasons, and no table of nothing

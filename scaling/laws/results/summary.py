@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from scaling.formats import plain_table, sci
@@ -20,7 +21,7 @@ from scaling.laws.checks.cross_forms import Forms, fitted_form, format_forms
 from scaling.laws.checks.verdict import PASS, Diagnostics
 from scaling.laws.curves.law import DECAY
 from scaling.laws.forms.law import PARAM_NAMES, Law
-from scaling.laws.optimal.allocation import Allocation, OptimumIntervals
+from scaling.laws.optimal.allocation import Allocation, OptimumIntervals, Plan, kaplan_allocation, rule_of_thumb
 from scaling.laws.repeated import Repeated, RepeatedPlan
 
 FORMATS = {"E": ".4f", "A": ".4g", "B": ".4g", "alpha": ".4f", "beta": ".4f", "a": ".4f", "b": ".4f",
@@ -353,6 +354,25 @@ def verdict_preamble(fit: Summarised) -> list[str]:
     if fit.diagnostics is not None and fit.diagnostics.verdict == "not identified":
         out.append("The data do not determine this law: the numbers below are what it says, not a recommendation.")
     return out
+
+
+class _Predicting(Protocol):
+    """What `plan_rows` reads of a fit: its law (the compute count) and the loss it predicts."""
+
+    @property
+    def law(self) -> Law: ...
+
+    def expected_loss(self, n: float, d: float) -> float: ...
+
+
+def plan_rows(fit: _Predicting, plan: Plan) -> list[Allocation]:
+    """A fit's plan at one budget as the rows `scaling plan` and the report print: its optimum (N, D
+    and loss from `LawFit.plan`), then the 20-tokens rule and Kaplan's split in the fit's compute
+    count, each loss as the fit predicts it."""
+    c = float(plan.compute)
+    rules = (rule_of_thumb(c, law=fit.law), kaplan_allocation(c, law=fit.law))
+    best = Allocation("law", c, float(plan.n), float(plan.d), float(plan.loss))
+    return [best, *(replace(a, loss=float(fit.expected_loss(a.n, a.d))) for a in rules)]
 
 
 def allocation_row(a: Allocation, iv: OptimumIntervals | None) -> list[str]:
