@@ -268,7 +268,8 @@ def refit(n: np.ndarray, d: np.ndarray, loss: np.ndarray, *, delta: float, fixed
     grid = [fitting.grid_from_axes(COARSE_GRID)] if coarse or starts is None else []
     if starts is not None:
         grid.append(np.array(starts, dtype=float, ndmin=2))
-    return fitting.fit_law(n, d, loss, delta=delta, grid=np.vstack(grid), fixed_E=fixed_E, n_polish=2, E_prior=E_prior)
+    return fitting.fit_law(n, d, loss, delta=delta, grid=np.vstack(grid), fixed_E=fixed_E, n_polish=2, E_prior=E_prior,
+                            grid_maxiter=fitting.GRID_MAXITER)
 
 
 def fit_cut(data: FitData, factor: float, *, delta: float, fixed_E: float | None, starts: np.ndarray | None = None,

@@ -31,7 +31,7 @@ def evidence(data: FitData, result: fitting.FitResult, boot: BootstrapResult | N
     if boot is not None:
         out.append(f"{boot.n_resamples} bootstrap resamples (the points reweighted by the Bayesian bootstrap, seed "
                    f"{boot.seed}), each refitted from {boot.n_starts_per_resample} starts (the optimum and "
-                   f"the other distinct end points of the grid); {boot.n_converged} met the stopping rule")
+                   f"the grid's best other end point); {boot.n_converged} met the stopping rule")
         undefined = {k: v for k, v in boot.n_undefined.items() if v}
         if undefined:
             out.append("no interval for " + ", ".join(f"{k} (undefined in {v} resamples)"

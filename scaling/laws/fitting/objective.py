@@ -50,6 +50,44 @@ def log_loss_jacobian(law: Law, n: npt.ArrayLike, d: npt.ArrayLike) -> np.ndarra
     return np.column_stack([terms / loss[:, None], -terms[:, 1] * np.log(n) / loss, -terms[:, 2] * np.log(d) / loss])
 
 
+@dataclass(frozen=True)
+class Centre:
+    """Where log N and log D are measured from while fitting: their means over the points.
+
+    log L_pred depends on a and alpha only through a - alpha log N. Measured from the origin (log N
+    about 20), a change of alpha moves every point's term by about 20 times as much as it moves
+    the slope, so a and alpha move together along a narrow valley; measured from the points'
+    mean, a' = a - alpha mean(log N) and alpha are nearly independent. The law and the objective
+    are the same; L-BFGS needs about a quarter fewer iterations, and bootstrap refits at tight
+    tolerances about half the time (chinchilla: 6.1 s against 10.8 s CPU, the same intervals).
+    """
+
+    log_n: float = 0.0
+    log_d: float = 0.0
+
+    @classmethod
+    def of(cls, log_n: np.ndarray, log_d: np.ndarray) -> Centre:
+        return cls(float(np.mean(log_n)), float(np.mean(log_d)))
+
+    def points(self, log_n: np.ndarray, log_d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """log N and log D measured from the centre."""
+        return log_n - self.log_n, log_d - self.log_d
+
+    def to_centred(self, theta: npt.ArrayLike) -> np.ndarray:
+        """theta (..., 5) with a and b in centred coordinates: a - alpha c_N, b - beta c_D."""
+        theta = np.array(theta, dtype=float)
+        theta[..., 1] -= theta[..., 3] * self.log_n
+        theta[..., 2] -= theta[..., 4] * self.log_d
+        return theta
+
+    def from_centred(self, theta: npt.ArrayLike) -> np.ndarray:
+        """`to_centred` undone: theta in the law's own coordinates."""
+        theta = np.array(theta, dtype=float)
+        theta[..., 1] += theta[..., 3] * self.log_n
+        theta[..., 2] += theta[..., 4] * self.log_d
+        return theta
+
+
 # Elements of one (start, point) scratch array per call of objective_batched: about 6 such arrays
 # are live at once, so a call holds about 100 MB however many starts and points there are.
 BATCH_ELEMENTS = 2**21
