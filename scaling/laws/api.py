@@ -22,7 +22,6 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy.stats import norm
 
 from scaling.errors import UsageError
 from scaling.laws import analysis, tasks
@@ -30,6 +29,7 @@ from scaling.laws.curves.runs import read_curve_runs
 from scaling.laws.curves.store import curves_from_store
 from scaling.laws.fitting import fitdata, readers, selection
 from scaling.laws.fitting.fit import DEFAULT_DELTA
+from scaling.laws.fitting.quantiles import normal_quantile
 from scaling.laws.forms import catalog
 from scaling.laws.forms.law import Law
 from scaling.laws.forms.references import REFERENCES
@@ -260,5 +260,5 @@ def E_prior_from(path: str | Path) -> tuple[float, float, str]:
         raise UsageError(f"{path}: its fit has no interval for E (refit it with a bootstrap) to give a prior's "
                          "standard deviation; give one with --E-prior MEAN,SD")
     level = other.ci.level if other.ci is not None else 0.95
-    sd = (interval[1] - interval[0]) / (2 * float(norm.ppf(0.5 + level / 2)))
+    sd = (interval[1] - interval[0]) / (2 * normal_quantile(0.5 + level / 2))
     return other.law.E, sd, f"E of {path} ({level:.0%} interval [{interval[0]:.4g}, {interval[1]:.4g}])"

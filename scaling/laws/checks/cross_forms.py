@@ -32,7 +32,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import norm
 
 from scaling.errors import UsageError
 from scaling.laws.checks import backtest as bt
@@ -43,6 +42,7 @@ from scaling.laws.checks.verdict import CAUTION, PASS, Check
 from scaling.laws.fitting import fit as fitting
 from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.fitting.forms import FormFit, bootstrap_form, fit_form
+from scaling.laws.fitting.quantiles import normal_quantile
 from scaling.laws.forms import catalog
 from scaling.laws.forms.fixed_e import FROM_TABLE, FROM_USER
 from scaling.laws.forms.form import Form, FormLaw, optimum
@@ -116,7 +116,7 @@ class FormEntry:
         x = np.maximum(np.asarray(far, dtype=float), 0.0)
         center = np.asarray(self.law.loss(n, d), dtype=float) * np.exp(rule.bias * x)
         laws = self.sample_laws() if laws is None else laws
-        z = float(norm.ppf(0.5 + level / 2.0))
+        z = normal_quantile(0.5 + level / 2.0)
         spread = z * self.residual_rms if noise else 0.0
         if laws:
             jitter = np.exp(self.residual_rms * np.random.default_rng(seed).standard_normal(len(laws))) if noise \

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import norm
-from scipy.stats import t as student_t
+
+from scaling.laws.fitting.quantiles import normal_quantile, student_quantile
 
 if TYPE_CHECKING:
     from scaling.laws.checks.backtest import Cut
@@ -70,7 +70,7 @@ class Extrapolation:
         x = np.maximum(np.asarray(distance, dtype=float), 0.0)
         center = np.asarray(predicted, dtype=float) * np.exp(self.bias * x)
         sd = np.sqrt(self.noise ** 2 + (self.growth * x ** self.power) ** 2 + (self.bias_sd * x) ** 2)
-        z = float(norm.ppf(0.5 + level / 2.0))
+        z = normal_quantile(0.5 + level / 2.0)
         sd = np.where(x > 0, np.maximum(sd, at_least(self.noise, estimation, dof, level) / z), sd)
         out = (center, center * np.exp(-z * sd), center * np.exp(z * sd))
         return tuple(float(v) for v in out) if np.ndim(center) == 0 else out
@@ -144,7 +144,7 @@ def at_least(noise: float, estimation: npt.ArrayLike, dof: float, level: float =
     est = np.asarray(estimation, dtype=float)
     est = np.where(np.isfinite(est), est, 0.0)
     q = 0.5 + level / 2.0
-    return np.hypot(float(norm.ppf(q)) * noise, float(student_t.ppf(q, max(dof, 1.0))) * est)
+    return np.hypot(normal_quantile(q) * noise, student_quantile(q, max(dof, 1.0)) * est)
 
 
 def fallback(tokens_per_param: float, prior: Extrapolation = PRIOR,
@@ -269,7 +269,7 @@ def calibration(made: list, learn: Callable[[list], Extrapolation]) -> float:
         rule = learn(made[:j] + made[j + 1:])
         x = np.maximum(np.asarray(cut.distances, dtype=float), 0.0)
         z.extend(np.abs(cut.log_residuals - rule.bias * x) / np.hypot(rule.noise, rule.growth * x ** rule.power))
-    return max(1.0, float(np.median(z)) / float(norm.ppf(0.75)))
+    return max(1.0, float(np.median(z)) / normal_quantile(0.75))
 
 
 def growth_text(rule: Extrapolation) -> str:

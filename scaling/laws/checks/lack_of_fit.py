@@ -35,9 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from scaling.formats import json_safe
+from scaling.laws.fitting.quantiles import f_tail
 
 SAME = 1e-3      # values within 0.1% (relative) are one group: a size, a budget, a token count
 
@@ -162,7 +162,7 @@ def _f_test(ss_num: float, df_num: int, ss_den: float, df_den: int) -> tuple[flo
     if ss_den <= 0:
         return (math.inf, 0.0) if ss_num > 0 else (math.nan, 1.0)
     f = (ss_num / df_num) / (ss_den / df_den)
-    return float(f), float(stats.f.sf(f, df_num, df_den))
+    return float(f), f_tail(f, df_num, df_den)
 
 
 def lack_of_fit(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, predicted: npt.ArrayLike, *,

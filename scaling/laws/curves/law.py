@@ -24,7 +24,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 from scipy.optimize import minimize_scalar
-from scipy.signal import lfilter
 
 from scaling.config import TrainConfig
 from scaling.errors import UsageError
@@ -75,6 +74,8 @@ def areas(lrs: npt.ArrayLike, decay: float = DECAY) -> tuple[np.ndarray, np.ndar
         raise UsageError(f"the annealing momentum must be in [0, 1); got {decay!r}")
     lrs = np.asarray(lrs, dtype=float)
     drops = np.maximum(np.diff(lrs, prepend=lrs[:1]) * -1.0, 0.0)
+    from scipy.signal import lfilter  # here, not at the top: scipy.signal costs every command about a second
+
     momentum = lfilter([1.0], [1.0, -decay], drops)
     return np.cumsum(lrs), np.cumsum(momentum)
 

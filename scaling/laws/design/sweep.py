@@ -32,12 +32,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from scaling.errors import UsageError
 from scaling.laws import analysis
 from scaling.laws.design.simulate import check_outlook, simulate
 from scaling.laws.fitting.objective import law_from_theta, log_loss_jacobian, theta_from_law
+from scaling.laws.fitting.quantiles import normal_quantile
 from scaling.laws.forms.law import Law
 from scaling.laws.optimal.allocation import check_allocatable, has_allocation
 from scaling.laws.results import lawfit as results
@@ -166,5 +166,5 @@ def asymptotic_precision(runs: npt.ArrayLike, law: Law, *, noise: float, compute
     steps = 1e-6 * np.maximum(np.abs(theta), 1.0)
     grad = np.column_stack([(answers(theta + e) - answers(theta - e)) / (2 * e.sum()) for e in np.diag(steps)])
     sd = np.sqrt(np.einsum("ij,jk,ik->i", grad, cov, grad))
-    z = stats.norm.ppf(0.5 + level / 2)
+    z = normal_quantile(0.5 + level / 2)
     return float(2 * z * sd[0]), float(np.exp(2 * z * sd[1]))

@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy import stats
 
 from scaling.errors import UsageError
 from scaling.laws.fitting.fitdata import SAME_BUDGET
+from scaling.laws.fitting.quantiles import student_quantile
 from scaling.train.compute import FlopsPerToken
 
 CI_LEVEL = 0.95
@@ -73,7 +73,7 @@ def fit_power_law(x: npt.ArrayLike, y: npt.ArrayLike | Sequence[float | None], l
         resid = ly - (slope * lx + intercept)
         s2 = float(resid @ resid) / (n - 2)
         stderr = math.sqrt(s2 / float(((lx - lx.mean()) ** 2).sum()))
-        half = stats.t.ppf(0.5 + level / 2, n - 2) * stderr
+        half = student_quantile(0.5 + level / 2, n - 2) * stderr
         ci = (float(slope - half), float(slope + half))
     return PowerLaw(float(slope), float(math.exp(intercept)), stderr, ci, n)
 
