@@ -16,8 +16,7 @@ which counts' heavier tails happened to hide (docs/diagnostics.md).
 
 Every resample is a weighted fit on the same arrays, so all resamples (times their starts) are
 fitted as one batch of the batched L-BFGS (`scaling.laws.fitting.lbfgs`). Each resample starts from the
-full-data optimum and from the other distinct end points the full grid reached (see
-`bootstrap`). Pure functions of numpy arrays, no I/O.
+full-data optimum and from the best other end point the full grid reached (RESAMPLE_STARTS). Pure functions of numpy arrays, no I/O.
 """
 
 from __future__ import annotations
@@ -45,10 +44,10 @@ from scaling.train.compute import FlopsPerToken
 MAX_RESAMPLES = 100_000
 # Starts per resample: the full-data optimum and the grid's best other end point. The grid's
 # other end points are, on the public tables, places along the optimum's own flat valley (within
-# 1e-5 to 1e-3 of its objective), where a resample refitted from each ends at the same optimum:
-# with 8 of them (chinchilla, gadre_c4, oellm, marin_moe; 400 resamples) the intervals of alpha,
-# beta, a and E moved by under 1e-7 and 2 resamples of 400 ended 1e-3 higher with 2 starts as
-# with 1, at an eighth to a half of the cost (chinchilla 0.6 s against 4.5 s).
+# 1e-5 to 1e-3 of its objective), from which a resample's refit ends at the same optimum. Against
+# 8 starts (Chinchilla, gadre_c4, oellm_dense, marin_moe; 400 resamples each), 2 moved the
+# intervals of alpha, beta, a and E by under 1e-7 (2 resamples of Chinchilla's ended 1e-3 higher
+# in the objective) at an eighth to a half of the cost (Chinchilla: 0.6 s against 4.5 s of CPU).
 RESAMPLE_STARTS = 2
 LOG_FLOAT_MAX = math.log(np.finfo(float).max)
 CI_NAMES = ("E", "A", "B", "alpha", "beta", "a", "b", "G", "tokens_per_param")
