@@ -1,6 +1,7 @@
 """bench/readme_numbers.py on the shared micro sweep: the numbers it prints are the store's and
 the fit's (what docs/ quote from a fresh `make demo` comes from the same code), and README.md's
-excerpt of the demo is what `scaling fit` printed (its validation's part: tests/validate)."""
+excerpt of the demo is what `scaling fit` printed (its validation's part: tests/validate), quoted in
+README.md under the Makefile's commands."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,8 @@ import pytest
 from scaling.cli import main
 from tests.conftest import MICRO_RUNS
 
-SCRIPT = Path(__file__).parents[1] / "bench" / "readme_numbers.py"
+ROOT = Path(__file__).parents[1]
+SCRIPT = ROOT / "bench" / "readme_numbers.py"
 
 
 def load_script():
@@ -71,3 +74,17 @@ def test_readme_excerpt_of_the_fit_is_what_scaling_fit_printed(micro_fit, capsys
     assert list(parts) == [f"$ scaling fit {runs_dir}"]
     lines = parts[f"$ scaling fit {runs_dir}"]
     assert lines[0].startswith("verdict: ") and "\n".join(lines) in printed
+
+
+def test_readme_quotes_make_demo_s_commands_in_the_script_s_form():
+    # The excerpt in README.md is pasted from `--readme`: its prompts are the Makefile's fit and validation
+    # (the same store, fit and compute), each followed by what the script prints under it.
+    readme = (ROOT / "README.md").read_text().split("After the sweep's progress it prints", 1)[1]
+    block = re.search(r"\n\n((?:    .*\n|\n)+)", readme).group(1).splitlines()
+    prompts = [i for i, line in enumerate(block) if line.startswith("    $ ")]
+    makefile = (ROOT / "Makefile").read_text()
+    fit = re.search(r"scaling (fit \S+)", makefile).group(1)
+    validate = re.search(r"scaling (validate \S+ --compute \S+)", makefile).group(1)
+    assert [block[i] for i in prompts] == [f"    $ scaling {fit}", f"    $ scaling {validate}"]
+    headline = [line for line in block if line.strip()][-1]
+    assert block[prompts[0] + 1].startswith("    verdict: ") and headline.startswith("    at C = ")
