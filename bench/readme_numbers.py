@@ -2,6 +2,7 @@
 against a fresh `make demo` (or any sweep) instead of copied by hand.
 
     python bench/readme_numbers.py runs/tiny fits/tiny      # after `make demo`
+    python bench/readme_numbers.py runs/tiny fits/tiny --readme   # README.md's excerpt of `make demo`
     python bench/readme_numbers.py --chinchilla              # the Chinchilla refit of docs/fitting.md
 
 The demo's: its runs, budgets and exact FLOPs, the runs' own wall time (summed, and the longest),
@@ -9,6 +10,10 @@ the fit's verdict, a and tokens per parameter with their intervals (hi/lo), resi
 fit, the approaches' a, each metric beyond the loss and how it rises with compute (docs/report.md),
 and validate.json's headline where the validation ran. What the store does not keep (the sweep's
 wall time on the clock, `make demo`'s) is bench/bench_sweep.py's and `time make demo`'s.
+
+--readme prints README.md's excerpt of `make demo` as a Markdown code block: what `scaling fit` and
+`scaling validate` printed, remade from fit.json and validate.json by the functions the commands
+print with (less the lines that change from run to run: the fit's seconds, the paths written).
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ import time
 from pathlib import Path
 
 import scaling
+from scaling.formats import sci
 from scaling.laws import tasks
 from scaling.runs import store
-from scaling.validation.result import headline, load_validation
+from scaling.validation.result import format_validation, headline, load_validation
 
 VALIDATION = "validate.json"
 
@@ -66,6 +72,18 @@ def fit_numbers(fit_dir: Path) -> None:
         print(f"validation: {headline(load_validation(fit_dir / VALIDATION))}")
 
 
+def demo_excerpt(runs_dir: Path, fit_dir: Path) -> list[str]:
+    """Each command of the demo after its sweep, as a shell prompt, and what it printed: the fit's
+    decision-first summary, then (where validate.json is there) the validation's runs and headline."""
+    lines = [f"$ scaling fit {runs_dir}", *scaling.load(fit_dir).summary().splitlines()]
+    if (fit_dir / VALIDATION).exists():
+        validation = load_validation(fit_dir / VALIDATION)
+        force = " --force" if validation.forced else ""
+        lines += ["", f"$ scaling validate {fit_dir} --compute {sci(validation.compute)}{force}",
+                  *format_validation(validation)]
+    return lines
+
+
 def chinchilla_numbers() -> None:
     start = time.perf_counter()
     fit = scaling.fit("chinchilla", drop_highest_loss=5)
@@ -85,13 +103,20 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("runs_dir", nargs="?", type=Path, help="a run store, e.g. runs/tiny")
     p.add_argument("fit_dir", nargs="?", type=Path, help="its fit folder, e.g. fits/tiny")
-    p.add_argument("--chinchilla", action="store_true", help="the Chinchilla refit's numbers (docs/fitting.md)")
+    only = p.add_mutually_exclusive_group()
+    only.add_argument("--chinchilla", action="store_true", help="the Chinchilla refit's numbers (docs/fitting.md)")
+    only.add_argument("--readme", action="store_true",
+                   help="README.md's excerpt of `make demo`, as a code block, in place of the numbers")
     args = p.parse_args(argv)
-    if args.runs_dir is None and not args.chinchilla:
-        p.error("give RUNS_DIR FIT_DIR, or --chinchilla")
+    if args.runs_dir is None and (args.readme or not args.chinchilla):
+        p.error("give RUNS_DIR FIT_DIR" + ("" if args.readme else ", or --chinchilla"))
     if args.runs_dir is not None:
+        fit_dir = args.fit_dir if args.fit_dir is not None else Path("fits") / args.runs_dir.name
+        if args.readme:   # indented: the code block README.md quotes
+            print("\n".join(f"    {line}".rstrip() for line in demo_excerpt(args.runs_dir, fit_dir)))
+            return 0
         runs_numbers(args.runs_dir)
-        fit_numbers(args.fit_dir if args.fit_dir is not None else Path("fits") / args.runs_dir.name)
+        fit_numbers(fit_dir)
     if args.chinchilla:
         chinchilla_numbers()
     return 0

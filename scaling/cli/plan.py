@@ -108,12 +108,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         approach_rows, warnings = compare.compare_approaches(fit.approaches, fit.law, fit.ci)
     if args.json:
         print(json.dumps(json_safe({"fit": str(args.fit), "verdict": _verdict_json(fit), "reference_compute": c,
-                                    "rows": rows, "caveats": list(compare.CAVEATS), "approaches": approach_rows,
+                                    "compute_measure": fit.law.flops.to_dict(), "rows": rows,
+                                    "caveats": list(compare.CAVEATS), "approaches": approach_rows,
                                     "warnings": warnings}), indent=2))
         return 0
     print(f"fit: {args.fit}  ({_data_line(fit)})")
     print("\n".join(summary.verdict_preamble(fit)))
-    print(compare.format_table(rows, c))
+    print(compare.format_table(rows, c, measure=fit.law.flops.name))   # every D/N splits C as the fit counts it
     print("in / OUT: the published value lies inside / outside your 95% interval")
     if approach_rows:
         print("\nallocation exponent a (N_opt ~ C^a) by approach:")

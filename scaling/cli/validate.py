@@ -43,7 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                "  scaling validate fits/tiny --compute 6e12             # train them, into runs/tiny-validate")
     p.add_argument("fit", metavar=FIT, type=Path, help=FIT_HELP)
     p.add_argument("--compute", required=True, metavar="C",
-                   help="training compute in FLOPs (C = 6ND); one budget, as validate.json holds one validation")
+                   help="training compute in FLOPs, counted in the fit's compute measure (the C = ... that "
+                        "`scaling fit` prints: exact FLOPs, or 6ND for a table); one budget, as validate.json "
+                        "holds one validation")
     p.add_argument("--config", type=Path, default=None,
                    help="the sweep's YAML (default: read back from the runs of the fit's store)")
     p.add_argument("--runs-dir", type=Path, default=None,

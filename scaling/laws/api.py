@@ -243,7 +243,8 @@ def compare(fit: results.LawFit | str | Path) -> list[dict]:
     `inside`: per quantity, whether the published value lies inside your interval.
 
     fit: a LawFit, or a fit directory or fit.json (`load`). `pd.DataFrame(rows)` shows them as a
-    table; `scaling.laws.optimal.compare.format_table(rows)` as the command prints them.
+    table; `scaling.laws.optimal.compare.format_table(rows, fit.reference_compute, measure=fit.law.flops.name)`
+    as the command prints them.
     UsageError for a law with no compute-optimal allocation (alpha or beta not positive)."""
     if not isinstance(fit, results.LawFit):
         fit = fit_file.load_fit(_path(fit, "fit", "a LawFit, a fit directory or its fit.json"))

@@ -179,6 +179,19 @@ def test_cli_compare_prints_table_caveats_and_approaches(tmp_path, capsys):
     assert data["reference_compute"] == 1e21 and len(data["warnings"]) == 2
 
 
+@pytest.mark.parametrize("flops", [FlopsPerToken(), FlopsPerToken("exact", kappa=0.5, gamma=1.1, max_error=0.01)],
+                         ids=["table-6ND", "store-exact"])
+def test_cli_compare_names_the_fits_compute_measure_in_every_column_of_c(tmp_path, capsys, flops):
+    # A table's fit counts C = 6ND, a run store's exact FLOPs: each D/N column splits C in that count and says
+    # which, as the report's comparison does; --json carries the count as `scaling plan --json` does.
+    path = write_fit(tmp_path, compute=flops.to_dict())
+    assert main(["compare", str(path)]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if "D/N at" in line)
+    assert header.count("D/N at") == header.count(f"({flops.name})") == 2
+    assert main(["compare", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["compute_measure"] == flops.to_dict()
+
+
 def test_cli_compare_bad_file_exits_2(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "missing.json")]) == 2
     assert "missing.json" in capsys.readouterr().err

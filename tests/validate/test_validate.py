@@ -28,6 +28,7 @@ from scaling.validation.family import family_of
 from scaling.validation.result import Validation, ValidationRun, headline, load_validation
 from scaling.validation.run import prepare, recipe, validate
 from tests.conftest import MICRO, micro_config
+from tests.test_readme_numbers import readme_excerpt
 
 # A known law whose optimum at C = 5e9 (N about 16K) lies among the micro family's sizes, so the
 # three runs are micro runs of seconds; its scale is the micro runs' (losses about 5.5).
@@ -57,6 +58,10 @@ def test_validate_trains_three_runs_stores_them_and_resumes(known_fit, tmp_path,
     out = capsys.readouterr().out
     assert "at C = 5e+09 (extrapolation): predicted" in out and "observed" in out
     result = load_validation(fit_path.parent / "validate.json")
+    # README.md's excerpt of the demo (bench/readme_numbers.py --readme), remade from validate.json, is
+    # the command and lines it printed, in their order.
+    quoted = readme_excerpt(capsys, tmp_path, fit_path.parent)[f"$ scaling validate {fit_path.parent} --compute 5e9"]
+    assert "predicted" in quoted[-1] and "\n".join(quoted) in out
 
     # The store: three runs marked as validation runs, planned for this compute, on D = C / 6N.
     sweep_dir = tmp_path / "micro-validate"

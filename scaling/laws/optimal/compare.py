@@ -149,9 +149,9 @@ def table_cells(rows: list[dict], reference_compute: float | None = None, out_ma
     return header, cells
 
 
-def format_table(rows: list[dict], reference_compute: float | None = None) -> str:
-    """The comparison as aligned plain text (see `table_cells`)."""
-    return plain_table(*table_cells(rows, reference_compute))
+def format_table(rows: list[dict], reference_compute: float | None = None, measure: str = "") -> str:
+    """The comparison as aligned plain text (see `table_cells`; measure: what C counts, for the headers)."""
+    return plain_table(*table_cells(rows, reference_compute, measure=measure))
 
 
 # ----------------------------------------------------------------------------- approaches
