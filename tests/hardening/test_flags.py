@@ -65,3 +65,25 @@ def test_a_seed_that_is_no_whole_number_is_named_at_the_boundary(small, call, se
 def test_a_design_seed_that_is_no_whole_number_is_named(tmp_path):
     with pytest.raises(UsageError, match=re.escape("--seed must be a whole number >= 0; got 'x'")):
         scaling.design("configs/tiny.yaml", seed="x")
+
+
+@pytest.mark.parametrize("flags, named", [(["--budget", "loss"], "'loss' is named for both loss and compute budget"),
+                                          (["--budget", "N"], "'N' is named for both N and compute budget"),
+                                          (["--unique", "D"], "'D' is named for both D and unique tokens")])
+def test_a_column_named_for_two_roles_is_refused(tmp_path, capsys, flags, named):
+    """--budget loss was taken: the fit grouped its IsoFLOP profiles by each run's loss."""
+    refused(fit_args(tmp_path, *flags, "--bootstrap", "0"), capsys, named)
+    assert not (tmp_path / "fit").exists()
+
+
+@pytest.mark.parametrize("prior", ["1.5,1e-300", "1.5,1e-7", "1.5,0"])
+def test_a_prior_on_E_too_narrow_names_the_option_not_the_data(tmp_path, capsys, prior):
+    """--E-prior 1.5,1e-300 ended in "the fit failed from every start; check the data"."""
+    err = refused(fit_args(tmp_path, "--E-prior", prior, "--bootstrap", "0"), capsys, "--E-prior")
+    assert "check the data" not in err
+
+
+def test_the_api_refuses_a_prior_on_E_too_narrow():
+    with pytest.raises(UsageError, match="the prior's standard deviation for E, 1e-300, is too small"):
+        scaling.fit(FRAME, E_prior=(1.5, 1e-300), bootstrap=0)
+
