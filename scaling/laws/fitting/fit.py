@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import ValidationError
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
@@ -46,6 +47,7 @@ from scaling.laws.fitting.objective import (
     with_prior,
 )
 from scaling.laws.forms.law import Law
+from scaling.schemas.laws import FORM_PARAMS
 
 # Hoffmann et al.'s grid of starting points (Besiroglu et al.'s Appendix).
 HOFFMANN_GRID = {
@@ -307,6 +309,21 @@ def _check_bounded(theta: np.ndarray) -> None:
                          "spread N and D wider")
 
 
+def check_recordable(form: str, params: dict) -> None:
+    """UsageError where a fitted law's constants lie outside what fit.json holds (`FORM_PARAMS`: an
+    exponent past +-LARGEST_EXPONENT, say): the points do not determine the law. Checked where every
+    fit is made, so that a refit inside a fit (a backtest cut's, the hold-out's), whose UsageError
+    becomes its reason, is dropped as not identified: it was written, and then every reader of that
+    fit.json (load, plan, report) refused the whole fit."""
+    try:
+        FORM_PARAMS[form].model_validate(params)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))} = {e['input']:.4g} ({e['msg'].lower()})"
+                             for e in exc.errors())
+        raise UsageError(f"the {form} form's fit runs off to {problems}: these points do not bound the law's "
+                         "constants, so it is not identified; spread N and D wider") from None
+
+
 # Points the grid's starts are run on: a larger table is subsampled evenly to this many. The
 # Chinchilla data (245 points) and any sweep of up to 1,000 runs are fitted on all points. At
 # 1,000, a 10,000-row fit takes 5.8 s (at 2,000, 10.9 s; bench/bench_fit_memory.py).
@@ -360,6 +377,7 @@ def fit_law(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, delta: f
     if sub is None and fbest > funs[candidates[best_k]]:
         theta, fbest = batch.x[candidates[best_k]].copy(), float(funs[candidates[best_k]])
     _check_bounded(theta)
+    check_recordable("chinchilla", law_from_theta(theta).to_dict())
     # Starts at the optimum: by the objective they were run on (the subsample's, when ranked on one).
     ref_theta, ref_f = (theta, fbest) if sub is None else (batch.x[candidates[0]], funs[candidates[0]])
     at_opt = _same_optimum(batch.x, funs, ref_theta, ref_f)
