@@ -99,8 +99,8 @@ def flag_cases(table: Path, work: Path) -> None:
              ["--d-col", "D", "--c-col", "D"]]
     for i, extra in enumerate(flags):
         out = work / f"flags-{i}"
-        case(f"fit {' '.join(extra)}", lambda e=extra, o=out: call([*fit, *e, "--bootstrap", "0", "--out", o]
-                                                                  if "--bootstrap" not in e else [*fit, *e, "--out", o]),
+        resamples = [] if "--bootstrap" in extra else ["--bootstrap", "0"]
+        case(f"fit {' '.join(extra)}", lambda e=extra, r=resamples, o=out: call([*fit, *e, *r, "--out", o]),
              [table.parent / "protected"], codes=(2,),
              expect=lambda o=out: "wrote a fit" if (o / "fit.json").exists() else None)
     for value in ("1", "9", "0", "-1", "x"):
