@@ -151,6 +151,7 @@ def category(name: str) -> str:
 
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="hostile-boundary-"))
+    (work / "good").mkdir()
     good = fit_small_table(work / "good")
     table = work / "protected" / "points.csv"
     table.parent.mkdir()
