@@ -64,6 +64,8 @@ def call(argv: list) -> tuple[int, str]:
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             code = main([str(a) for a in argv])
+    except SystemExit as exc:           # argparse's refusal of a malformed command line (exit 2, one line)
+        return int(exc.code or 0), err.getvalue()
     except Exception:
         return -1, traceback.format_exc()
     finally:
