@@ -95,7 +95,8 @@ def flag_cases(table: Path, work: Path) -> None:
              *(["--delta", v] for v in ("0", "-1", "inf", "nan")),
              *(["--fixed-e", v] for v in ("0", "1e9", "nan", "-1")),
              ["--drop-highest-loss=-1"], ["--drop-highest-loss", "100"], ["--min-tokens=-1"],
-             ["--form", "chinchila"], ["--form", "median", "--fixed-e", "1"], ["--E-prior", "1,0.1", "--fixed-e", "1"],
+             ["--form", "chinchila"], ["--form", "chinchilla", "--fixed-e", "1"],
+             ["--E-prior", "1,0.1", "--fixed-e", "1"],
              ["--d-col", "D", "--c-col", "D"]]
     for i, extra in enumerate(flags):
         out = work / f"flags-{i}"

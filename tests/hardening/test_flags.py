@@ -87,3 +87,12 @@ def test_the_api_refuses_a_prior_on_E_too_narrow():
     with pytest.raises(UsageError, match="the prior's standard deviation for E, 1e-300, is too small"):
         scaling.fit(FRAME, E_prior=(1.5, 1e-300), bootstrap=0)
 
+
+
+@pytest.mark.parametrize("path", ["/nonexistent/fit", "/dev/zero", "/etc/hostname"])
+@pytest.mark.parametrize("reader", [scaling.load, scaling.compare])
+def test_a_fit_path_that_is_no_fit_folder_is_refused(reader, path):
+    """Found by bench/hostile_boundary.py: a missing path not ending in .json, or a file that is no
+    folder, raised KeyError from the reader of the fit's set."""
+    with pytest.raises(UsageError, match="fit.json"):
+        reader(path)
