@@ -64,6 +64,8 @@ def call(argv: list) -> tuple[int, str]:
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             code = main([str(a) for a in argv])
+    except SystemExit as exc:           # argparse's refusal of a malformed command line (exit 2, one line)
+        return int(exc.code or 0), err.getvalue()
     except Exception:
         return -1, traceback.format_exc()
     finally:
@@ -209,11 +211,11 @@ def committed_cases(base: Path, table: Path, tmp: Path) -> None:
     """A fit killed after its journal's commit: readers read the new set and rename nothing."""
     for site in ("rename:fit.bootstrap.csv", "renamed:fit.bootstrap.csv", "renamed:fit.points.csv"):
         folder = fresh(base, tmp, f"killed-{site.replace(':', '-')}")
-        assert fit(table, folder, 7, env={"SCALING_FAULT": f"kill_at={site}:1"}) == -9
+        assert fit(table, folder, 11, env={"SCALING_FAULT": f"kill_at={site}:1"}) == -9
         for command, run in readers(folder, tmp).items():
             case(f"killed at {site}: {command}", run, [folder], codes=(0,),
-                 expect=lambda f=folder: None if scaling.load(f).options.bootstrap == 7 else "not the new set")
-        case(f"killed at {site}: the next fit finishes it", lambda f=folder: (fit(table, f, 7), ""), [], codes=(0,),
+                 expect=lambda f=folder: None if scaling.load(f).options.bootstrap == 11 else "not the new set")
+        case(f"killed at {site}: the next fit finishes it", lambda f=folder: (fit(table, f, 11), ""), [], codes=(0,),
              expect=lambda f=folder: None if not [p for p in f.iterdir() if p.name.startswith(".")]
              and (f / "notes.txt").read_text() == "mine" else "leftovers")
 
@@ -346,7 +348,7 @@ def main_() -> None:
     table.write_text(POINTS)
     big.write_text("N,D,loss\n" + "".join(f"{1e6 * (1 + i % 300)},{1e8 * (1 + i // 300)},{2 + 1e3 / (1 + i) ** 0.1}\n"
                                           for i in range(100_000)))
-    assert fit(table, tmp / "base", 5) == 0 and fit(table, tmp / "other", 3) == 0
+    assert fit(table, tmp / "base", 10) == 0 and fit(table, tmp / "other", 12) == 0
     base, other = tmp / "base", tmp / "other"
     mounts = os.geteuid() == 0 and subprocess.run(["mount", "--version"], capture_output=True).returncode == 0
     for cases in (lambda: journal_cases(base, table, tmp), lambda: committed_cases(base, table, tmp),

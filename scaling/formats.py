@@ -40,6 +40,22 @@ def positive(value: float | str, name: str, *, integer: bool = False) -> float:
 # The largest value a point may hold: a loss past MAX_LOSS nats per token, or a count (N, D, FLOPs)
 # past MAX_COUNT, is a unit slip or a hand edit, and its logs and powers overflow a float downstream.
 # A fit holds its points to them (scaling.laws.fitting.fitdata), an import its runs (runs.imports.resolve).
+def whole_number(value: object, name: str, least: int = 0, most: int | None = None) -> int:
+    """`value` as an int from `least` to `most` (None: no bound); UsageError naming `name` otherwise.
+    A bool, a float (1.5 or 1.0) and text ("3") are not whole numbers: each was once taken, and
+    went on to fail deep inside numpy (a seed of "x") or to mean 1 (True)."""
+    whole = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if not whole or value < least or (most is not None and value > most):
+        bound = f" and <= {most:,}" if most is not None else ""
+        raise UsageError(f"{name} must be a whole number >= {least}{bound}; got {value!r}")
+    return int(value)
+
+
+def seed_value(seed: object) -> int:
+    """A random seed as numpy takes it: a whole number >= 0, else UsageError naming the seed."""
+    return whole_number(seed, "the seed")
+
+
 MAX_LOSS = 1e4
 MAX_COUNT = 1e30
 

@@ -23,8 +23,8 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from scaling.errors import UsageError
 from scaling.laws import api, tasks
 from scaling.laws.checks import combined
+from scaling.laws.fitting import bootstrap as resampling
 from scaling.laws.fitting import fitdata, readers
-from scaling.laws.fitting.bootstrap import MAX_RESAMPLES
 from scaling.laws.fitting.fit import DEFAULT_DELTA
 from scaling.laws.forms import catalog
 from scaling.laws.results import fit_file
@@ -129,7 +129,8 @@ def _fitting_arguments(p: argparse.ArgumentParser) -> None:
                    help="print everything the fit found (the constants, each backtest cut, the forms, every "
                         "check); by default the decision first, in about 15 lines")
     p.add_argument("--bootstrap", type=int, default=results.DEFAULT_BOOTSTRAP, metavar="K",
-                   help=f"bootstrap resamples (default {results.DEFAULT_BOOTSTRAP}; 0 disables)")
+                   help=f"bootstrap resamples (default {results.DEFAULT_BOOTSTRAP}; 0 disables; else at least "
+                        f"{resampling.MIN_RESAMPLES})")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling (default 0)")
     p.add_argument("--reference-compute", type=float, metavar="C",
                    help="FLOPs at which tokens per parameter is reported (default: the largest C of the points)")
@@ -197,10 +198,7 @@ def _fitting_display() -> contextlib.AbstractContextManager:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    _check_count("--bootstrap", args.bootstrap)
-    if args.bootstrap > MAX_RESAMPLES:
-        raise UsageError(f"--bootstrap must be at most {MAX_RESAMPLES:,}; got {args.bootstrap} (a 95% interval "
-                         "settles within a few thousand resamples)")
+    resampling.check_count(args.bootstrap, "--bootstrap")
     _check_count("--seed", args.seed)
     if args.drop_highest_loss < 0:
         raise UsageError(f"--drop-highest-loss must be a whole number >= 0; got {args.drop_highest_loss}")

@@ -160,6 +160,10 @@ def work_left(state: SweepState, runs: int) -> str:
     reused = ", ".join(f"{statuses.count(s)} {s}" for s in store.ENDED if s in statuses)
     resuming = len(state.resumes)
     resumed = f" ({resuming} resume{'s' * (resuming == 1)} from a checkpoint)" if resuming else ""
+    if state.unusable:        # the sweep moves such a checkpoint aside: said here, not "resumes"
+        run_id, why = next(iter(state.unusable.items()))
+        resumed += (f" ({len(state.unusable)} with a checkpoint that cannot be read, trained again from step 0: "
+                    f"{run_id}: {why})")
     ended = f"{len(state.ended)} ended in the store, reused ({reused})" if reused else "none in the store yet"
     return f"{len(state.todo)} of {runs} runs to train{resumed}; {ended}"
 

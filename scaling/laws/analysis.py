@@ -19,7 +19,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from scaling.errors import UsageError
-from scaling.formats import MAX_COUNT, json_safe
+from scaling.formats import MAX_COUNT, json_safe, seed_value
 from scaling.laws.checks import backtest as backtesting
 from scaling.laws.checks import backtest_verdict, combined, cross_forms, diagnostics
 from scaling.laws.checks.evidence import evidence, limitations
@@ -269,11 +269,9 @@ def _check_form(form: str | None, fixed_E: float | None, backtest: bool) -> str:
 
 
 def _check_resampling(bootstrap: int, seed: int) -> None:
-    """The bootstrap's count and the seed: whole numbers >= 0 (a bool is not one)."""
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
-        raise UsageError(f"the number of bootstrap resamples must be a whole number >= 0; got {bootstrap!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise UsageError(f"the seed must be a whole number >= 0; got {seed!r}")
+    """The bootstrap's count (`resampling.check_count`) and the seed (`seed_value`)."""
+    resampling.check_count(bootstrap)
+    seed_value(seed)
 
 
 def _law_fit(data: FitData, result: fitting.FitResult, boot: resampling.BootstrapResult | None, *, seed: int,

@@ -127,8 +127,9 @@ def _intervals(panels: tuple[Axes, Axes], fit: LawFit, budgets: list, name: str 
     # Under --form median the loss predicted (and its interval) is the median of the forms', not the
     # drawn law's own optimal loss: the bar's centre is marked, so it is not read as the star's.
     whose = "median of the forms'" if fit.median is not None else whose
-    # A handful of resamples (--bootstrap 1-3) can give an interval beside its centre, not around it:
-    # a bar then reaches the centre on that side (matplotlib refuses a negative error).
+    # A percentile interval can lie beside its centre, not around it (resamples skewed to one side;
+    # a fit of one resample, when one was taken): a bar then reaches the centre on that side
+    # (matplotlib refuses a negative error).
     below, above = np.maximum(loss - lo, 0.0), np.maximum(hi - loss, 0.0)
     bars = profiles.errorbar(n[inside], loss[inside], yerr=[below[inside], above[inside]], fmt="_",
                              color="black", ms=8, elinewidth=0.8, capsize=3, zorder=4,

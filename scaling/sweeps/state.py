@@ -3,16 +3,20 @@ again), those that resume from their checkpoint, and those that train from their
 
 `pending` is what the sweep driver trains, and `sweep_state` what a dry run shows: one answer
 from the same reading of the store, so that the plan printed and the work done cannot disagree.
-Torch-free: a dry run reads summaries and metrics, never a checkpoint.
+Torch-free: a dry run reads summaries and metrics, and of a checkpoint only whether it is a torch
+archive (`unusable_checkpoint`), never its tensors.
 """
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from scaling.config import SweepConfig
+from scaling.errors import UsageError
+from scaling.reading import open_regular
 from scaling.runs import store
 from scaling.sweeps.plan import PlannedRun, retry
 
@@ -58,16 +62,34 @@ def checkpoint_step(run: PlannedRun, run_dir: Path) -> int:
     return max(saved, run.spec.branch_step or 0)
 
 
+def unusable_checkpoint(path: Path) -> str | None:
+    """Why the checkpoint at `path` cannot be resumed from, as far as can be told without torch, or
+    None: torch.save writes a zip archive holding a data.pkl, so junk, a FIFO or a folder is found
+    here (the sweep's `checkpoint.read_checkpoint` moves such a file aside and trains from step 0;
+    a dry run said it "resumes"). One that is an archive but wrong inside is found only by the sweep."""
+    try:
+        with open_regular(path, "checkpoint") as f, zipfile.ZipFile(f) as archive:
+            if not any(name.endswith("data.pkl") for name in archive.namelist()):
+                return "a zip archive, not a torch checkpoint"
+    except UsageError as exc:
+        return str(exc).rpartition(": ")[2]       # "it is a FIFO, not a regular file"
+    except (OSError, zipfile.BadZipFile) as exc:
+        return f"not a torch checkpoint ({exc})"
+    return None
+
+
 @dataclass(frozen=True)
 class SweepState:
     """The plan's runs and the retries of its diverged runs so far (`runs`), those of them a sweep
     would train (`todo`), the summaries of those that ended (`ended`, reused as they are), and for
-    each run of `todo` with a checkpoint, the step it resumes from (`resumes`)."""
+    each run of `todo` with a checkpoint, the step it resumes from (`resumes`), or why it cannot
+    (`unusable`: the run trains from step 0)."""
 
     runs: list[PlannedRun]
     todo: list[PlannedRun]
     ended: dict[str, dict]
     resumes: dict[str, int]
+    unusable: dict[str, str]
 
     def counts(self) -> dict[str, int]:
         """The runs reused, to train and resuming, as a dry run's JSON gives them."""
@@ -92,6 +114,8 @@ def sweep_state(cfg: SweepConfig, planned: list[PlannedRun], sweep_dir: Path) ->
     """How far the sweep of `planned` has got in `sweep_dir` (see SweepState)."""
     seen = list(attempts(cfg, planned, sweep_dir))
     todo, ended = split(seen)
-    resumes = {run.run_id: checkpoint_step(run, sweep_dir / run.run_id) for run in todo
-               if (sweep_dir / run.run_id / store.CHECKPOINT).exists()}
-    return SweepState([run for run, _ in seen], todo, ended, resumes)
+    found = [run for run in todo if (sweep_dir / run.run_id / store.CHECKPOINT).exists()]
+    unusable = {run.run_id: why for run in found
+                if (why := unusable_checkpoint(sweep_dir / run.run_id / store.CHECKPOINT)) is not None}
+    resumes = {run.run_id: checkpoint_step(run, sweep_dir / run.run_id) for run in found if run.run_id not in unusable}
+    return SweepState([run for run, _ in seen], todo, ended, resumes, unusable)

@@ -90,27 +90,27 @@ def test_a_fit_refuses_a_folder_where_fit_json_goes_before_writing_a_side_file(t
     (tmp_path / "points.csv").write_text("N,D,loss\n" + "".join(
         f"{n},{d},{2 + 1e3 / n ** 0.3 + 1e3 / d ** 0.3}\n" for n in (1e6, 1e7, 1e8) for d in (1e8, 1e9)))
     refused(["fit", "--csv", tmp_path / "points.csv", "--n-col", "N", "--d-col", "D", "--loss-col", "loss",
-             "--bootstrap", "5", "--out", tmp_path / "fit"], capsys, "fit.json is a folder")
+             "--bootstrap", "10", "--out", tmp_path / "fit"], capsys, "fit.json is a folder")
     assert [p.name for p in (tmp_path / "fit").iterdir()] == ["fit.json"]   # was: fit.bootstrap.csv beside it
 
 
 def test_a_refit_removes_the_temporary_files_of_a_killed_fit_and_keeps_a_live_writers(tmp_path):
-    fit = fit_table(tmp_path, "fit", bootstrap=5)
+    fit = fit_table(tmp_path, "fit", bootstrap=10)
     folder = fit.parent
     dead = [folder / f".fit.bootstrap.csv.{dead_pid()}.k2lq9x_a.scaling-tmp",
             folder / ".fit.json.abcdefgh.scaling-tmp"]                  # a pid of a run that ended; none
     live = folder / f".fit.json.{os.getppid()}.abcdefgh.scaling-tmp"      # a live process's write
     for path in (*dead, live):
         path.write_text("half a file")
-    fit_table(tmp_path, "fit", bootstrap=5)
+    fit_table(tmp_path, "fit", bootstrap=10)
     assert not any(p.exists() for p in dead) and live.exists()
 
 
 @pytest.fixture(scope="module")
 def two_fits(tmp_path_factory) -> dict:
-    """The files of two fits of one table (5 and 20 resamples): {name: (fit.json, {file: sha256})}."""
+    """The files of two fits of one table (10 and 20 resamples): {name: (fit.json, {file: sha256})}."""
     tmp = tmp_path_factory.mktemp("two-fits")
-    made = {"old": fit_table(tmp, "old", bootstrap=5), "new": fit_table(tmp, "new", bootstrap=20)}
+    made = {"old": fit_table(tmp, "old", bootstrap=10), "new": fit_table(tmp, "new", bootstrap=20)}
     return {name: (fit, contents(fit.parent)) for name, fit in made.items()}
 
 
@@ -130,7 +130,7 @@ def test_a_fit_killed_at_any_step_leaves_the_old_fit_or_the_new_one(two_fits, tm
     assert killed.returncode == -9, killed.stderr
     left = contents(folder)
     loaded = fit_file.load_fit(folder)              # was, killed between two renames: "belongs to another fit"
-    assert loaded.options.bootstrap == (5 if site in BEFORE_COMMIT else 20)     # the old set, or the committed new one
+    assert loaded.options.bootstrap == (10 if site in BEFORE_COMMIT else 20)     # the old set, or the committed new one
     assert contents(folder) == left                 # read through the journal: the reader renamed nothing
     fit_file.write_fit(folder, fit_file.load_fit(two_fits["new"][0]))    # the next fit finishes and cleans up
     assert contents(folder) == two_fits["new"][1]

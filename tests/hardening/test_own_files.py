@@ -22,8 +22,8 @@ from tests.hardening.helpers import POINTS, contents, dead_pid, fit_table, refus
 
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory) -> Path:
-    """A fit of a small table with 5 resamples (fit.json, fit.bootstrap.csv, fit.points.csv)."""
-    return fit_table(tmp_path_factory.mktemp("fitted"), "fit", bootstrap=5).parent
+    """A fit of a small table with 10 resamples (fit.json, fit.bootstrap.csv, fit.points.csv)."""
+    return fit_table(tmp_path_factory.mktemp("fitted"), "fit", bootstrap=10).parent
 
 
 def fit_copy(fitted: Path, tmp_path: Path) -> Path:
@@ -139,7 +139,7 @@ def test_a_refit_keeps_a_journal_of_another_set_and_its_temporaries(fitted, tmp_
     foreign = [folder / f".notes.txt.scaling-journal-{pid}", folder / f".notes.txt.{pid}.abcdefgh.scaling-tmp"]
     for path in foreign:
         path.write_text("another writer's")
-    fit_table(tmp_path, "fit", bootstrap=5)
+    fit_table(tmp_path, "fit", bootstrap=10)
     assert all(path.exists() for path in foreign) and (folder / "notes.txt").read_text() == "mine"
 
 

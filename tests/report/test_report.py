@@ -318,7 +318,7 @@ def test_broken_store_still_renders_and_says_what_was_left_out(micro_sweep, tmp_
     (no_metrics / store.METRICS).unlink()
 
     out = tmp_path / "report"
-    rc, stdout = _run(["report", str(runs), "--bootstrap", "5", "--out", str(out)])
+    rc, stdout = _run(["report", str(runs), "--bootstrap", "10", "--out", str(out)])
     assert rc == 0
     md = (out / "report.md").read_text()
     section = md.split("## What was left out, and why")[1].split("\n## ")[0]

@@ -23,13 +23,13 @@ import numpy as np
 
 from scaling.config import load_config
 from scaling.errors import UsageError
-from scaling.formats import positive
+from scaling.formats import positive, whole_number
 from scaling.laws.curves.law import DECAY, RunSchedule
 from scaling.laws.curves.simulate import PlannedCurve
 from scaling.laws.design.curves import CurveOutlook, curve_outlook
 from scaling.laws.design.simulate import MAX_NOISE, MAX_SIMS
 from scaling.laws.design.sweep import Outlook, expected_precision, measured_scatter
-from scaling.laws.fitting.bootstrap import MAX_RESAMPLES
+from scaling.laws.fitting.bootstrap import MAX_RESAMPLES, MIN_RESAMPLES
 from scaling.laws.results.law_choice import LawChoice, choose_law
 from scaling.sweeps.plan import plan
 
@@ -208,11 +208,10 @@ def design(configs: str | Path | Sequence[str | Path], *, fit: LawFit | str | Pa
         if scatter > MAX_NOISE:
             raise UsageError(f"--noise is a final loss's relative scatter (0.01: 1%), at most {MAX_NOISE:g}; "
                              f"got {noise}")
-    limits = (("--sims", sims, 1, MAX_SIMS), ("--bootstrap", bootstrap, 10, MAX_RESAMPLES), ("--seed", seed, 0, None))
+    limits = (("--sims", sims, 1, MAX_SIMS), ("--bootstrap", bootstrap, MIN_RESAMPLES, MAX_RESAMPLES),
+              ("--seed", seed, 0, None))
     for flag, value, least, most in limits:
-        if value < least or (most is not None and value > most):
-            raise UsageError(f"{flag} must be a whole number >= {least}" + (f" and <= {most:,}" if most else "")
-                             + f"; got {value}")
+        whole_number(value, flag, least, most)
     configs = [configs] if isinstance(configs, (str, Path)) else list(configs)
     convention = (choice.fit.data.param_convention if choice.fit is not None else None) or "non_embedding"
     decay: float | None = None

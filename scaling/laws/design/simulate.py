@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scaling.errors import UsageError
-from scaling.laws.fitting.bootstrap import MAX_RESAMPLES
+from scaling.laws.fitting.bootstrap import MAX_RESAMPLES, MIN_RESAMPLES
 from scaling.laws.fitting.fitdata import FitData
 from scaling.laws.forms.law import Law
 
@@ -35,10 +35,10 @@ MAX_SIMS = 1_000
 
 
 def check_outlook(n_sims: int, resamples: int, noise: float) -> None:
-    """UsageError unless a design's outlook asks for 1 to MAX_SIMS simulations, 10 to MAX_RESAMPLES
-    resamples each, and a scatter in (0, MAX_NOISE]."""
-    if not (1 <= n_sims <= MAX_SIMS and 10 <= resamples <= MAX_RESAMPLES):
-        raise UsageError(f"a design's outlook needs from 1 to {MAX_SIMS:,} simulations and from 10 to "
+    """UsageError unless a design's outlook asks for 1 to MAX_SIMS simulations, MIN_RESAMPLES to
+    MAX_RESAMPLES resamples each (as a fit's bootstrap), and a scatter in (0, MAX_NOISE]."""
+    if not (1 <= n_sims <= MAX_SIMS and MIN_RESAMPLES <= resamples <= MAX_RESAMPLES):
+        raise UsageError(f"a design's outlook needs from 1 to {MAX_SIMS:,} simulations and from {MIN_RESAMPLES} to "
                          f"{MAX_RESAMPLES:,} bootstrap resamples; got {n_sims} and {resamples}")
     if not 0 < noise <= MAX_NOISE:
         raise UsageError(f"the scatter of a final loss must be above 0 and at most {MAX_NOISE:g} (100%, relative); "

@@ -16,7 +16,8 @@ which counts' heavier tails happened to hide (docs/diagnostics.md).
 
 Every resample is a weighted fit on the same arrays, so all resamples (times their starts) are
 fitted as one batch of the batched L-BFGS (`scaling.laws.fitting.lbfgs`). Each resample starts from the
-full-data optimum and from the best other end point the full grid reached (RESAMPLE_STARTS). Pure functions of numpy arrays, no I/O.
+full-data optimum and from the best other end point the full grid reached (RESAMPLE_STARTS).
+Pure functions of numpy arrays, no I/O.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scaling.errors import UsageError
+from scaling.formats import whole_number
 from scaling.laws.fitting.fit import TIGHT_FTOL, TIGHT_GTOL, FitResult, check_fit_inputs, fit_law, free_mask, log_points
 from scaling.laws.fitting.lbfgs import lbfgs_batched
 from scaling.laws.fitting.objective import (
@@ -49,6 +51,13 @@ MAX_RESAMPLES = 100_000
 # intervals of alpha, beta, a and E by under 1e-7 (2 resamples of Chinchilla's ended 1e-3 higher
 # in the objective) at an eighth to a half of the cost (Chinchilla: 0.6 s against 4.5 s of CPU).
 RESAMPLE_STARTS = 2
+# The fewest resamples a fit's intervals are drawn from (0: none at all). A 95% percentile interval
+# of R resamples spans about the middle (R - 1) / (R + 1) of their distribution, and the estimate
+# lies outside all R of them about once in 2^(R - 1): from 1 resample the "interval" is one refit,
+# which never holds the estimate; from 3, one time in 4. From 10 it is a rough but honest interval
+# (82% of the spread; the estimate outside it once in 500), what a quick look or a test asks for;
+# the default, 1000, is what a decision needs.
+MIN_RESAMPLES = 10
 LOG_FLOAT_MAX = math.log(np.finfo(float).max)
 CI_NAMES = ("E", "A", "B", "alpha", "beta", "a", "b", "G", "tokens_per_param")
 
@@ -167,6 +176,18 @@ def percentile_intervals(samples: dict[str, np.ndarray], level: float
             lo, hi = np.percentile(v, [tail, 100.0 - tail])
             intervals[name] = (float(lo), float(hi))
     return intervals, n_undefined
+
+
+def check_count(n_resamples: object, name: str = "the number of bootstrap resamples") -> None:
+    """UsageError unless a fit's bootstrap count is 0 (no intervals) or a whole number from
+    MIN_RESAMPLES to MAX_RESAMPLES (a bool is not one). name: what the message calls it (a flag)."""
+    n_resamples = whole_number(n_resamples, name)
+    if n_resamples > MAX_RESAMPLES:
+        raise UsageError(f"{name} must be at most {MAX_RESAMPLES:,}; got {n_resamples} (a 95% interval's ends "
+                         "settle within a few thousand resamples)")
+    if n_resamples < MIN_RESAMPLES and n_resamples != 0:
+        raise UsageError(f"{name} must be 0 (no intervals) or at least {MIN_RESAMPLES}; got {n_resamples} (a 95% "
+                         "interval of so few refits need not hold the estimate)")
 
 
 def _check_settings(n_resamples: int, level: float, widen: float) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import ValidationError
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
@@ -47,6 +48,7 @@ from scaling.laws.fitting.objective import (
     with_prior,
 )
 from scaling.laws.forms.law import Law
+from scaling.schemas.laws import FORM_PARAMS
 
 # Hoffmann et al.'s grid of starting points (Besiroglu et al.'s Appendix).
 HOFFMANN_GRID = {
@@ -263,22 +265,39 @@ def check_fit_inputs(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, fi
         raise UsageError(f"fixed E = {sci(fixed_E)} must be below the lowest loss observed, {sci(lowest)} "
                          "(E is the loss an infinite model on infinite data would reach)")
     if E_prior is not None:
-        if fixed_E is not None:
-            raise UsageError("E is either fixed or given a prior, not both (--E or --E-prior)")
-        if not all(np.isfinite(v) and v > 0 for v in (E_prior.mean, E_prior.sd, E_prior.scale)):
-            raise UsageError(f"the prior on E needs a positive mean and standard deviation; got mean "
-                             f"{E_prior.mean}, sd {E_prior.sd}")
-        if E_prior.mean >= lowest:
-            raise UsageError(f"the prior's mean for E, {sci(E_prior.mean)}, must be below the lowest loss "
-                             f"observed, {sci(lowest)} (E is the loss an infinite model on infinite data would reach)")
-        if E_prior.sd > lowest:
-            # E lies between 0 and the lowest loss: a prior wider than that whole range says nothing
-            # about E, yet the fit would report E as held by it (and each resample draws its mean
-            # from N(mean, sd), so an SD of 1e300 draws means of 1e300).
-            raise UsageError(f"the prior's standard deviation for E, {E_prior.sd:.4g}, is wider than the whole "
-                             f"range E can take, 0 to the lowest loss observed, {lowest:.4g}: it says nothing "
-                             f"about E; give one of at most {lowest:.4g}, or no prior to leave E free",
-                             options=("E_prior",))
+        _check_E_prior(E_prior, fixed_E, lowest)
+
+
+# The narrowest prior on E, relative to its mean: one part in a million is finer than any fit
+# determines E (its intervals are percents), and a narrower one overflowed the penalty (an sd of
+# 1e-300: "the fit failed from every start; check the data", blaming the data for the option).
+MIN_PRIOR_RELATIVE_SD = 1e-6
+
+
+def _check_E_prior(E_prior: EPrior, fixed_E: float | None, lowest: float) -> None:
+    """UsageError naming the prior on E where it is not a positive mean below the lowest loss with an
+    sd from MIN_PRIOR_RELATIVE_SD of the mean to the lowest loss, or E is fixed as well."""
+    if fixed_E is not None:
+        raise UsageError("E is either fixed or given a prior, not both (--E or --E-prior)")
+    if not all(np.isfinite(v) and v > 0 for v in (E_prior.mean, E_prior.sd, E_prior.scale)):
+        raise UsageError(f"the prior on E needs a positive mean and standard deviation; got mean "
+                         f"{E_prior.mean}, sd {E_prior.sd}", options=("E_prior",))
+    if E_prior.mean >= lowest:
+        raise UsageError(f"the prior's mean for E, {sci(E_prior.mean)}, must be below the lowest loss "
+                         f"observed, {sci(lowest)} (E is the loss an infinite model on infinite data would reach)",
+                         options=("E_prior",))
+    if E_prior.sd < MIN_PRIOR_RELATIVE_SD * E_prior.mean:
+        raise UsageError(f"the prior's standard deviation for E, {E_prior.sd:.4g}, is too small: at least "
+                         f"{MIN_PRIOR_RELATIVE_SD:g} of its mean ({MIN_PRIOR_RELATIVE_SD * E_prior.mean:.4g}); to "
+                         "hold E at the mean, fix it instead", options=("E_prior",))
+    if E_prior.sd > lowest:
+        # E lies between 0 and the lowest loss: a prior wider than that whole range says nothing
+        # about E, yet the fit would report E as held by it (and each resample draws its mean
+        # from N(mean, sd), so an SD of 1e300 draws means of 1e300).
+        raise UsageError(f"the prior's standard deviation for E, {E_prior.sd:.4g}, is wider than the whole "
+                         f"range E can take, 0 to the lowest loss observed, {lowest:.4g}: it says nothing "
+                         f"about E; give one of at most {lowest:.4g}, or no prior to leave E free",
+                         options=("E_prior",))
 
 
 def _check_bounded(theta: np.ndarray) -> None:
@@ -299,6 +318,21 @@ def _check_bounded(theta: np.ndarray) -> None:
 # crawl along the flat valley for hundreds of iterations. The fit itself runs uncapped: its share of
 # starts at the optimum is judged (`diagnostics.optimiser_checks`), and capped starts stop short of it.
 GRID_MAXITER = 50
+
+def check_recordable(form: str, params: dict) -> None:
+    """UsageError where a fitted law's constants lie outside what fit.json holds (`FORM_PARAMS`: an
+    exponent past +-LARGEST_EXPONENT, say): the points do not determine the law. Checked where every
+    fit is made, so that a refit inside a fit (a backtest cut's, the hold-out's), whose UsageError
+    becomes its reason, is dropped as not identified: it was written, and then every reader of that
+    fit.json (load, plan, report) refused the whole fit."""
+    try:
+        FORM_PARAMS[form].model_validate(params)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))} = {e['input']:.4g} ({e['msg'].lower()})"
+                             for e in exc.errors())
+        raise UsageError(f"the {form} form's fit runs off to {problems}: these points do not bound the law's "
+                         "constants, so it is not identified; spread N and D wider") from None
+
 
 # Points the grid's starts are run on: a larger table is subsampled evenly to this many. The
 # Chinchilla data (245 points) and any sweep of up to 1,000 runs are fitted on all points. At
@@ -361,6 +395,7 @@ def fit_law(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, delta: f
         centred, fbest = batch.x[candidates[best_k]].copy(), float(funs[candidates[best_k]])
     theta = centre.from_centred(centred)
     _check_bounded(theta)
+    check_recordable("chinchilla", law_from_theta(theta).to_dict())
     # Starts at the optimum: by the objective they were run on (the subsample's, when ranked on one).
     ref_theta, ref_f = (theta, fbest) if sub is None else (ends[candidates[0]], funs[candidates[0]])
     at_opt = _same_optimum(ends, funs, ref_theta, ref_f)

@@ -23,7 +23,7 @@ from scipy.optimize import minimize
 
 from scaling.errors import UsageError
 from scaling.laws.fitting.bootstrap import resample_weights
-from scaling.laws.fitting.fit import TIGHT_FTOL, TIGHT_GTOL, log_points, single_threaded_blas
+from scaling.laws.fitting.fit import TIGHT_FTOL, TIGHT_GTOL, check_recordable, log_points, single_threaded_blas
 from scaling.laws.fitting.lbfgs import lbfgs_batched, lbfgs_in_chunks
 from scaling.laws.fitting.objective import BATCH_ELEMENTS, DEFAULT_DELTA
 from scaling.laws.forms.form import Form, FormLaw
@@ -126,6 +126,7 @@ def fit_form(form: Form, n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike
     theta, fbest, success = polished[best]
     if not np.isfinite(fbest) or fbest > funs[candidates[best]]:     # a polish never makes a point worse
         theta, fbest = batch.x[candidates[best]].copy(), float(funs[candidates[best]])
+    check_recordable(form.name, form.law(theta).to_dict())
     log_pred, _ = form.log_loss(theta[None, :], log_n, log_d)
     ends = [theta] + [batch.x[i] for i in _distinct(batch.x, funs, N_END_POINTS)
                       if np.max(np.abs(batch.x[i] - theta)) > DISTINCT_ATOL]

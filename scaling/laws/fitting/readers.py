@@ -305,6 +305,7 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str | None = None,
               **({"embedding parameters": embedding_col} if embedding_col is not None else {}),
               **({"compute budget": budget_col} if budget_col is not None else {}),
               **({"unique tokens": unique_col} if unique_col is not None else {})}
+    _check_distinct_roles(wanted, source)
     present_names = [str(c) for c in frame.columns]
     missing = [f"{col!r} (for {what}{_did_you_mean(col, present_names)})" for what, col in wanted.items()
                if col not in frame.columns]
@@ -337,6 +338,24 @@ def from_frame(frame: pd.DataFrame, *, source: str, n_col: str | None = None,
                    param_convention=param_convention, n_other=n_other,
                    budgets=None if budget_col is None else column(budget_col),
                    budget_measure=None if budget_col is None else SIX_N, unique=unique)
+
+
+# The keyword of `scaling.fit` (and so the flag of `scaling fit`) that names each role's column.
+ROLE_OPTIONS = {"N": "n", "loss": "loss", "D": "d", "C": "c", "embedding parameters": "embedding",
+                "compute budget": "budget", "unique tokens": "unique"}
+
+
+def _check_distinct_roles(wanted: dict, source: str) -> None:
+    """UsageError where one column is named for two roles (the loss as the compute budget, N as the
+    loss): it was taken, and the fit grouped runs by their loss or fitted N against itself. A
+    budget may be the C column: a run's planned compute can be the compute it used."""
+    roles: dict = {}
+    for what, col in wanted.items():
+        roles.setdefault(col, []).append(what)
+    for col, named in roles.items():
+        if len(named) > 1 and set(named) != {"C", "compute budget"}:
+            raise UsageError(f"{source}: column {col!r} is named for both {' and '.join(named)}; "
+                             "each needs a column of its own", options=tuple(ROLE_OPTIONS[what] for what in named))
 
 
 def _check_table_options(param_convention: str | None, *, d_col: str | None, c_col: str | None,

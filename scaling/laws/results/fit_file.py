@@ -118,11 +118,11 @@ def write_fit(path: str | Path, fit: LawFit) -> Path:
 
 
 def _fit_json(path: str | Path) -> Path:
-    """The fit.json `path` names (a folder: the one inside it); a link to one: its target, so that
-    the side files read are those in the folder where fit.json lies."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / FILENAME
+    """The fit.json `path` names (a folder, or a path not ending in .json: the one inside it, as
+    `fit_paths` names the set; a missing /nonexistent/fit was read as a file named "fit", and the
+    set, keyed by fit.json, raised KeyError); a link to one: its target, so that the side files read
+    are those in the folder where fit.json lies."""
+    path = fit_paths(path)[0]
     return path.resolve() if path.is_symlink() else path
 
 

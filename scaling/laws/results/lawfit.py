@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scaling.errors import UsageError
-from scaling.formats import json_safe
+from scaling.formats import json_safe, seed_value
 from scaling.laws.checks import extrapolation as xp
 from scaling.laws.checks.backtest import Backtest
 from scaling.laws.checks.combined import NAME as MEDIAN
@@ -236,7 +236,7 @@ class LawFit:
         fitted law's, `_beyond`; a form's, `FormEntry.predict`; the median's). None beyond the data
         of a fit whose runs lie on one compute budget: nothing there can test it. Arrays of N, D
         give arrays of bounds (NaN where none)."""
-        bounds = self._loss_bounds(n, d, seed)
+        bounds = self._loss_bounds(n, d, seed_value(seed))
         if bounds is None or not self.one_budget:
             return bounds
         beyond = np.asarray(self.beyond(n, d)) > 0
@@ -373,6 +373,7 @@ class LawFit:
             q = f.predict(1e9, 2e10)    # Prediction(N=1e+09, D=2e+10: loss 2.5303 [...] (95% prediction interval))
             q.loss, q.interval, q.beyond"""
         n, d = allocation.check_sizes(n, "N (parameters)"), allocation.check_sizes(d, "D (tokens)")
+        seed = seed_value(seed)
         if np.ndim(n) or np.ndim(d):
             try:
                 n, d = np.broadcast_arrays(n, d)
@@ -394,7 +395,7 @@ class LawFit:
 
             p = f.plan(1e24)
             p.n, p.d, p.tokens_per_param, p.loss    # floats; p.intervals.n, .d, .tokens_per_param, .loss: (lo, hi)"""
-        c = allocation.check_sizes(compute, "compute", unit=" of FLOPs")
+        c, seed = allocation.check_sizes(compute, "compute", unit=" of FLOPs"), seed_value(seed)
         if np.ndim(c) == 0:
             return self._plan_at(float(c), seed)
         return allocation.stacked_plans([self._plan_at(float(v), seed) for v in np.ravel(c)], np.shape(c))
