@@ -122,7 +122,7 @@ def holdout(data: fitdata.FitData, law: Law, *, fraction: float = DEFAULT_FRACTI
         return holdout(reason=f"too few points are left to refit without the top {held.size}: {exc}")
     try:
         refit = fitting.fit_law(sub.n, sub.d, sub.loss, delta=delta, grid=starts, fixed_E=fixed_E,
-                                E_prior=E_prior, grid_maxiter=fitting.GRID_MAXITER).law
+                                E_prior=E_prior).law
     except UsageError as exc:
         return holdout(reason=f"the points below the top {held.size} do not bound the constants: {exc}")
     pred = refit.loss(data.n[held], data.d[held])

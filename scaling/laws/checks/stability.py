@@ -33,8 +33,7 @@ def refit(data: FitData, keep: np.ndarray, result: fitting.FitResult) -> fitting
         return None
     try:
         return fitting.fit_law(data.n[keep], data.d[keep], data.loss[keep], delta=result.delta,
-                               grid=result.end_points, fixed_E=result.fixed_E, E_prior=result.E_prior,
-                               grid_maxiter=fitting.GRID_MAXITER)
+                               grid=result.end_points, fixed_E=result.fixed_E, E_prior=result.E_prior)
     except UsageError:          # the subset does not bound the constants
         return None
 

@@ -37,7 +37,6 @@ from scaling.laws.fitting.objective import (
     DEFAULT_DELTA,
     N_THETA,
     THETA_NAMES,
-    Centre,
     EPrior,
     Workspace,
     batch_rows,
@@ -310,13 +309,16 @@ def _check_bounded(theta: np.ndarray) -> None:
                          "spread N and D wider")
 
 
-# Iterations of a refit's grid start (`fit_law`'s grid_maxiter): the grid finds the basins, and the
-# polish takes the best few to the optimum. On the 32 public tables and their cuts at 1/3 and 1/10
+# Iterations of a backtest refit's grid start (`fit_law`'s grid_maxiter): the grid finds the basins,
+# and the polish takes the best few to the optimum. On the 32 public tables and their cuts at 1/3 and 1/10
 # of the top budget (88 fits of the 4,500 starts, and of the backtest's coarse grid), capping at 50
 # changed no optimum (objectives within 2e-7; one table's 1e-4 lower) and cut the objective's
 # evaluations by 26-31% and its calls, most of the cost at few points, by 57-62%: a few starts
 # crawl along the flat valley for hundreds of iterations. The fit itself runs uncapped: its share of
-# starts at the optimum is judged (`diagnostics.optimiser_checks`), and capped starts stop short of it.
+# starts at the optimum is judged (`diagnostics.optimiser_checks`), and capped starts stop short of
+# it. So do the hold-out's and the rollout's refits from the fit's few end points, which cost little:
+# capped, the 5-run hold-out of a 6-run micro sweep (5 constants on 5 runs, many exact optima)
+# ended at another of them, past what fit.json holds.
 GRID_MAXITER = 50
 
 def check_recordable(form: str, params: dict) -> None:
@@ -364,49 +366,44 @@ def fit_law(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, delta: f
         raise UsageError(f"Huber delta must be positive; got {delta}")
     check_fit_inputs(n, d, loss, fixed_E, E_prior)
     log_n, log_d, log_loss = log_points(n, d, loss)
-    # Fitted in centred coordinates (`Centre`); every theta below is the law's own unless named centred.
-    centre = Centre.of(log_n, log_d)
-    c_n, c_d = centre.points(log_n, log_d)
     starts = _start_grid(grid, fixed_E)
     free = free_mask(fixed_E)
 
     # The grid's starts run on every point, or on an even subsample of a large table: they only
     # find the basins, and their cost grows as starts x points. The polish uses every point.
     sub = _ranking_subsample(log_n.size)
-    rank_n, rank_d, rank_loss = (v if sub is None else v[sub] for v in (c_n, c_d, log_loss))
+    rank_n, rank_d, rank_loss = (v if sub is None else v[sub] for v in (log_n, log_d, log_loss))
     work = Workspace()
 
     def fun(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return with_prior(*objective_batched(x, rank_n, rank_d, rank_loss, delta, work=work), x, E_prior)
 
-    batch = lbfgs_in_chunks(fun, centre.to_centred(starts), batch_rows(rank_n.size), free=free,
+    batch = lbfgs_in_chunks(fun, starts, batch_rows(rank_n.size), free=free,
                             **({} if grid_maxiter is None else {"maxiter": grid_maxiter}))
-    ends = centre.from_centred(batch.x)
     funs = np.where(np.isfinite(batch.fun), batch.fun, np.inf)
     if not np.isfinite(funs).any():
         raise UsageError("the fit failed from every start (non-finite objective); check the data")
-    candidates = _distinct(ends, funs, n_polish)
+    candidates = _distinct(batch.x, funs, n_polish)
     with single_threaded_blas():
-        polished = [_polish(batch.x[i], c_n, c_d, log_loss, delta, free, E_prior=E_prior) for i in candidates]
+        polished = [_polish(batch.x[i], log_n, log_d, log_loss, delta, free, E_prior=E_prior) for i in candidates]
     # Keep the best polished point; a polish never makes a point worse than where it began.
     best_k = min(range(len(polished)), key=lambda k: (polished[k][1], k))
-    centred, fbest, success, message = polished[best_k]
+    theta, fbest, success, message = polished[best_k]
     if sub is None and fbest > funs[candidates[best_k]]:
-        centred, fbest = batch.x[candidates[best_k]].copy(), float(funs[candidates[best_k]])
-    theta = centre.from_centred(centred)
+        theta, fbest = batch.x[candidates[best_k]].copy(), float(funs[candidates[best_k]])
     _check_bounded(theta)
     check_recordable("chinchilla", law_from_theta(theta).to_dict())
     # Starts at the optimum: by the objective they were run on (the subsample's, when ranked on one).
-    ref_theta, ref_f = (theta, fbest) if sub is None else (ends[candidates[0]], funs[candidates[0]])
-    at_opt = _same_optimum(ends, funs, ref_theta, ref_f)
+    ref_theta, ref_f = (theta, fbest) if sub is None else (batch.x[candidates[0]], funs[candidates[0]])
+    at_opt = _same_optimum(batch.x, funs, ref_theta, ref_f)
     r = log_residuals(theta, log_n, log_d, log_loss)
     # Tight tolerances can end in a line-search failure at the noise floor; that is still an
-    # optimum when the gradient (in the coordinates it was fitted in) meets scipy's default test.
-    gmax = float(np.max(np.abs(with_prior(*objective(centred, c_n, c_d, log_loss, delta), centred, E_prior)[1][free])))
+    # optimum when the gradient meets scipy's default test.
+    gmax = float(np.max(np.abs(with_prior(*objective(theta, log_n, log_d, log_loss, delta), theta, E_prior)[1][free])))
     success = success or gmax <= SCIPY_GTOL
     optima = [tuple(float(v) for v in theta)] + [
-        tuple(float(v) for v in ends[i]) for i in _distinct(ends, funs, 8)
-        if not _same_optimum(ends[i:i + 1], funs[i:i + 1], ref_theta, ref_f, np.inf)[0]]
+        tuple(float(v) for v in batch.x[i]) for i in _distinct(batch.x, funs, 8)
+        if not _same_optimum(batch.x[i:i + 1], funs[i:i + 1], ref_theta, ref_f, np.inf)[0]]
     return FitResult(
         law=law_from_theta(theta), objective=fbest, n_starts=int(starts.shape[0]),
         n_starts_at_optimum=int(at_opt.sum()), n_starts_converged=int(batch.converged.sum()),
