@@ -73,7 +73,9 @@ def test_a_prior_fitted_with_curves_gives_the_schedule_effect(micro_sweep, tmp_p
     assert main(["fit", str(sweep.sweep_dir), "--curves", "--bootstrap", "10", "--out", str(tmp_path)]) == 0
     curves = json.loads((tmp_path / "fit.json").read_text())["curves"]
     capsys.readouterr()
-    assert main(["design", "configs/tiny.yaml", "--prior", str(tmp_path), "--curves", "--sims", "1",
+    # 3 simulations: under this micro sweep's prior a simulated sweep's fit can run off past what fit.json
+    # holds (not identified, left out of the medians), and one simulation alone may be that one.
+    assert main(["design", "configs/tiny.yaml", "--prior", str(tmp_path), "--curves", "--sims", "3",
                  "--bootstrap", "10", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["anneal"] == pytest.approx(max(np.median([s["law"]["C"] for s in curves["sizes"]]), 0.0))

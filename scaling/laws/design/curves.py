@@ -71,6 +71,7 @@ class CurveOutlook:
     tpp_ratio: dict
     a_coverage: dict
     loo_error: float             # median of the curve laws' leave-one-run-out mean absolute error
+    not_identified: int = 0      # simulations left out: a fit ran off past what fit.json holds
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -82,15 +83,21 @@ def curve_outlook(prior: Law, planned: Sequence[PlannedCurve], *, anneal: float,
     """Simulate the `planned` runs (`curve_simulate.PlannedCurve`s) `n_sims` times under `prior`
     and compare the two fits (see module doc)."""
     check_outlook(n_sims, resamples, noise + run_noise)
-    sims = []
+    sims, not_identified = [], 0
     for k in range(n_sims):
         runs = simulate_schedules(prior, planned, anneal=anneal, decay=decay, noise=noise, run_noise=run_noise,
                                   eval_interval=eval_interval, seed=seed + k)
         if len(runs.final) < 6:
             raise UsageError(f"a design needs at least 6 runs with a final loss; got {len(runs.final)}")
-        sims.append(both_fits(runs, prior, resamples=resamples, seed=seed + k, grid=grid))
+        try:
+            sims.append(both_fits(runs, prior, resamples=resamples, seed=seed + k, grid=grid))
+        except UsageError:      # a fit that runs off is not identified, as the final-loss design counts it
+            not_identified += 1
+    if not sims:
+        raise UsageError(f"none of the {n_sims} simulated sweeps identifies the law: every fit ran off "
+                         "(the planned runs do not bound its constants); spread N and D wider")
     compute = sum(6.0 * p.n * (p.schedule.steps - p.start) * p.schedule.train.batch_tokens for p in planned)
     return CurveOutlook(compute=compute, n_runs=len(planned), n_points=len(runs.final), n_sims=n_sims,
                         tpp_ratio={f: float(np.median([s[f]["tpp_ratio"] for s in sims])) for f in FITS},
                         a_coverage={f: float(np.mean([s[f]["covers"] for s in sims])) for f in FITS},
-                        loo_error=float(np.median([s["loo"] for s in sims])))
+                        loo_error=float(np.median([s["loo"] for s in sims])), not_identified=not_identified)
