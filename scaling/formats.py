@@ -44,8 +44,8 @@ def whole_number(value: object, name: str, least: int = 0, most: int | None = No
     """`value` as an int from `least` to `most` (None: no bound); UsageError naming `name` otherwise.
     A bool, a float (1.5 or 1.0) and text ("3") are not whole numbers: each was once taken, and
     went on to fail deep inside numpy (a seed of "x") or to mean 1 (True)."""
-    whole = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-    if not whole or value < least or (most is not None and value > most):
+    if (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least
+            or (most is not None and value > most)):
         bound = f" and <= {most:,}" if most is not None else ""
         raise UsageError(f"{name} must be a whole number >= {least}{bound}; got {value!r}")
     return int(value)

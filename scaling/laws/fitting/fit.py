@@ -32,7 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from scaling.errors import UsageError
 from scaling.formats import sci
-from scaling.laws.fitting.lbfgs import SCIPY_FTOL, SCIPY_GTOL, lbfgs_in_chunks
+from scaling.laws.fitting.lbfgs import SCIPY_FTOL, SCIPY_GTOL, SCIPY_MAXITER, lbfgs_in_chunks
 from scaling.laws.fitting.objective import (
     DEFAULT_DELTA,
     N_THETA,
@@ -203,7 +203,7 @@ def _polish(theta0: npt.ArrayLike, log_n: np.ndarray, log_d: np.ndarray, log_los
         f, g = with_prior(*objective(th, log_n, log_d, log_loss, delta, weights), th, E_prior)
         return f, g[free]
 
-    options = {"maxiter": 15000} if tight is False else {"maxiter": 15000, "ftol": TIGHT_FTOL, "gtol": TIGHT_GTOL}
+    options = {"maxiter": SCIPY_MAXITER, **({"ftol": TIGHT_FTOL, "gtol": TIGHT_GTOL} if tight else {})}
     res = minimize(fg, theta0[free], jac=True, method="L-BFGS-B", options=options)
     th = theta0.copy()
     th[free] = res.x
@@ -351,7 +351,7 @@ def _ranking_subsample(n_points: int) -> np.ndarray | None:
 
 def fit_law(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, delta: float = DEFAULT_DELTA,
             grid: dict | npt.ArrayLike | None = None, fixed_E: float | None = None,
-            n_polish: int = 4, E_prior: EPrior | None = None, grid_maxiter: int | None = None) -> FitResult:
+            n_polish: int = 4, E_prior: EPrior | None = None, grid_maxiter: int = SCIPY_MAXITER) -> FitResult:
     """Fit L(N, D) = E + A/N^alpha + B/D^beta by Huber-on-log-residuals from a grid of starts.
 
     n, d, loss: arrays of parameters, tokens and final loss. delta: Huber threshold on log
@@ -359,8 +359,8 @@ def fit_law(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, delta: f
     alpha, beta, or an (S, 5) array of starts. fixed_E: pin the asymptote and fit the other
     four. n_polish: how many distinct best end points scipy polishes. E_prior: a Gaussian prior
     on E added to the objective (`objective.EPrior`; its scale from `quasi_likelihood_scale`).
-    grid_maxiter: iterations of each grid start before the polish (None: to the stopping rule;
-    a refit's GRID_MAXITER).
+    grid_maxiter: iterations of each grid start before the polish (scipy's limit, or a backtest
+    refit's GRID_MAXITER).
     """
     if not (np.isfinite(delta) and delta > 0):
         raise UsageError(f"Huber delta must be positive; got {delta}")
@@ -378,8 +378,7 @@ def fit_law(n: npt.ArrayLike, d: npt.ArrayLike, loss: npt.ArrayLike, *, delta: f
     def fun(x: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return with_prior(*objective_batched(x, rank_n, rank_d, rank_loss, delta, work=work), x, E_prior)
 
-    batch = lbfgs_in_chunks(fun, starts, batch_rows(rank_n.size), free=free,
-                            **({} if grid_maxiter is None else {"maxiter": grid_maxiter}))
+    batch = lbfgs_in_chunks(fun, starts, batch_rows(rank_n.size), free=free, maxiter=grid_maxiter)
     funs = np.where(np.isfinite(batch.fun), batch.fun, np.inf)
     if not np.isfinite(funs).any():
         raise UsageError("the fit failed from every start (non-finite objective); check the data")

@@ -22,6 +22,7 @@ import numpy as np
 # scipy's L-BFGS-B defaults, used for every start so that each stops where scipy's would.
 SCIPY_FTOL = 1e6 * np.finfo(float).eps   # factr = 1e7 in the Fortran code: 2.22e-9
 SCIPY_GTOL = 1e-5
+SCIPY_MAXITER = 15000
 
 _MAX_STEP = 1e10    # the line search expands a step no further than this
 
@@ -214,7 +215,7 @@ def _take_steps(st: _State, idx: np.ndarray, x0r: np.ndarray, p: np.ndarray, ls:
 
 
 def lbfgs_batched(fun: BatchObjective, x0: np.ndarray, *, free: np.ndarray | None = None, m: int = 10,
-                  maxiter: int = 15000, ftol: float = SCIPY_FTOL, gtol: float = SCIPY_GTOL,
+                  maxiter: int = SCIPY_MAXITER, ftol: float = SCIPY_FTOL, gtol: float = SCIPY_GTOL,
                   max_ls: int = 30, c1: float = 1e-4, c2: float = 0.9) -> BatchResult:
     """Minimise many independent problems at once with L-BFGS.
 
