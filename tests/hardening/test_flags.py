@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -16,7 +17,7 @@ from tests.hardening.helpers import POINTS, refused
 # refit the same law, and its "interval" the optimiser's rounding about the estimate.
 SCATTER = (1.01, 0.99, 0.995, 1.005, 1.0, 0.99)
 FRAME = pd.DataFrame([(n, d, 2 + 1e3 / n ** 0.3 + 1e3 / d ** 0.3) for n in (1e6, 1e7, 1e8) for d in (1e8, 1e9)],
-                     columns=["N", "D", "loss"]).assign(loss=lambda t: t.loss * SCATTER)
+                     columns=["N", "D", "loss"]).assign(loss=lambda t: t.loss * np.array(SCATTER))
 
 
 @pytest.fixture(scope="module")
