@@ -59,7 +59,7 @@ class Centre:
     the slope, so a and alpha move together along a narrow valley; measured from the points'
     mean, a' = a - alpha mean(log N) and alpha are nearly independent. The law and the objective
     are the same. The bootstrap's refits, at tight tolerances from the fit's optimum, take about a
-    third less work so (the same intervals). The grid fit (`fit.fit_law`) stays in the law's own
+    third less work this way (the same intervals). The grid fit (`fit.fit_law`) stays in the law's own
     coordinates: from the same starts it would take other paths, and where the points do not
     determine the law (a 6-run micro sweep: 5 constants, many equal optima) end at another optimum,
     for a saving of about a tenth of its work.
