@@ -3,7 +3,7 @@
     law = check_fit(obj, "fits/tiny/fit.json")     # UsageError naming the file and the bad entry
     backtest = backtest_of(obj, "fits/tiny/fit.json")
 
-Pure: `scaling.laws.results.lawfit` builds the `LawFit` from a dict that passed `check_fit`;
+Pure: `fit_fields` gives `scaling.laws.results.lawfit`'s `LawFit` its fields from a checked dict;
 reading and writing the file is `scaling.laws.results.fit_file`; the format itself (fit.json's
 sections) is docs/fit-json.md, the sections' models `scaling.schemas.fit`. Every check raises a
 one-line UsageError that names the file and the entry, so a hand-edited or truncated file is
@@ -21,10 +21,12 @@ from scaling.laws.checks.backtest import Backtest
 from scaling.laws.checks.combined import NAME as MEDIAN
 from scaling.laws.checks.cross_forms import Forms, fitted_form
 from scaling.laws.checks.holdout import Holdout
+from scaling.laws.checks.verdict import Diagnostics
 from scaling.laws.fitting.provenance import KINDS, Provenance
 from scaling.laws.forms import catalog
 from scaling.laws.forms.law import PARAM_NAMES, Law
 from scaling.laws.repeated import Repeated
+from scaling.laws.results.fit_sections import DataSummary, FitOptions, Intervals
 from scaling.reading import excerpt, finite_number
 from scaling.schemas.fit import check_sections
 from scaling.train.compute import FlopsPerToken
@@ -173,3 +175,23 @@ def forms_of(obj: dict, where: str) -> Forms | None:
         raise UsageError(f"{where}: 'form' is {form!r} but 'forms' has no entry of that name (its entries: "
                          f"{', '.join(e.name for e in forms.entries)})")
     return forms
+
+
+def fit_fields(obj: dict[str, Any], where: str) -> dict[str, Any]:
+    """`LawFit`'s fields from a fit.json dict, checked (`check_fit`); sections an older file lacks
+    read as none."""
+    law = check_fit(obj, where)
+    data, options, split = obj.get("data") or {}, obj.get("options") or {}, obj.get("allocation") or {}
+    return dict(
+        law=law, seed=obj.get("seed", 0), data=DataSummary.from_json(data),
+        options=FitOptions(**{k: options[k] for k in FitOptions.__dataclass_fields__ if k in options}),
+        a=split.get("a"), b=split.get("b"), G=split.get("G"), reference_compute=obj.get("reference_compute"),
+        tokens_per_param=obj.get("tokens_per_param_at_reference"),
+        ci=None if obj.get("ci") is None else Intervals.from_json(obj["ci"]), objective=obj.get("objective"),
+        n_starts_at_optimum=obj.get("n_starts_at_optimum"), residual_rms=obj.get("residual_rms"),
+        evidence=tuple(obj.get("evidence") or ()), limitations=tuple(obj.get("limitations") or ()),
+        approaches=obj.get("approaches"), kaplan=obj.get("kaplan"),
+        diagnostics=None if obj.get("diagnostics") is None else Diagnostics.from_json(obj),
+        param_conventions=obj.get("param_conventions"), repeated=repeated_of(obj, where),
+        lack_of_fit=obj.get("lack_of_fit"), curves=obj.get("curves"), holdout=holdout_of(obj, where),
+        backtest=backtest_of(obj, where), form=str(obj.get("form") or "chinchilla"), forms=forms_of(obj, where))

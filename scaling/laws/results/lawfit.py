@@ -40,7 +40,7 @@ from scaling.laws.forms.law import Law
 from scaling.laws.optimal import allocation
 from scaling.laws.repeated import Repeated
 from scaling.laws.results.decision import format_decision
-from scaling.laws.results.fit_schema import KIND, VERSION, backtest_of, check_fit, forms_of, holdout_of, repeated_of
+from scaling.laws.results.fit_schema import KIND, VERSION, fit_fields
 from scaling.laws.results.fit_sections import DataSummary, FitOptions, Intervals
 from scaling.laws.results.summary import format_summary
 
@@ -446,18 +446,4 @@ class LawFit:
     def from_json(cls, obj: dict[str, Any], where: str = "fit.json") -> LawFit:
         """The LawFit of a fit.json dict; UsageError naming `where` and the bad section
         (`fit_schema.check_fit`). Sections an older file lacks read as none."""
-        law = check_fit(obj, where)
-        data, options, split = obj.get("data") or {}, obj.get("options") or {}, obj.get("allocation") or {}
-        return cls(
-            law=law, seed=obj.get("seed", 0), data=DataSummary.from_json(data),
-            options=FitOptions(**{k: options[k] for k in FitOptions.__dataclass_fields__ if k in options}),
-            a=split.get("a"), b=split.get("b"), G=split.get("G"), reference_compute=obj.get("reference_compute"),
-            tokens_per_param=obj.get("tokens_per_param_at_reference"),
-            ci=None if obj.get("ci") is None else Intervals.from_json(obj["ci"]), objective=obj.get("objective"),
-            n_starts_at_optimum=obj.get("n_starts_at_optimum"), residual_rms=obj.get("residual_rms"),
-            evidence=tuple(obj.get("evidence") or ()), limitations=tuple(obj.get("limitations") or ()),
-            approaches=obj.get("approaches"), kaplan=obj.get("kaplan"),
-            diagnostics=None if obj.get("diagnostics") is None else Diagnostics.from_json(obj),
-            param_conventions=obj.get("param_conventions"), repeated=repeated_of(obj, where),
-            lack_of_fit=obj.get("lack_of_fit"), curves=obj.get("curves"), holdout=holdout_of(obj, where),
-            backtest=backtest_of(obj, where), form=str(obj.get("form") or "chinchilla"), forms=forms_of(obj, where))
+        return cls(**fit_fields(obj, where))
